@@ -1,0 +1,174 @@
+"""Params and results of every method, and the notifications the server sends.
+
+Field names are snake_case in Python and camelCase on the wire. Params forbid
+unknown fields so that a misspelt option fails loudly instead of being ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+RequestId = str | int
+
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+EnvName = Annotated[str, msgspec.Meta(pattern=ENV_NAME_PATTERN)]
+SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+DEFAULT_SESSION_ID = "default"
+
+MIN_TIMEOUT_SECONDS = 1.0
+MAX_TIMEOUT_SECONDS = 3600.0
+
+ARTIFACT_READ_DEFAULT_LIMIT = 64 * 1024
+ARTIFACT_READ_MAX_LIMIT = 1024 * 1024
+
+
+class Params(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """Base of all method params."""
+
+
+class Result(msgspec.Struct, rename="camel", kw_only=True):
+    """Base of all method results."""
+
+
+# -- bash -------------------------------------------------------------------
+
+
+class BashParams(Params):
+    command: str
+    session_id: SessionId = DEFAULT_SESSION_ID
+    cwd: str | None = None
+    # Seconds; clamped to [MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS]. None: no deadline.
+    timeout: float | None = None
+    env: dict[EnvName, str] | None = None
+
+
+class BashResult(Result, omit_defaults=True):
+    output: str
+    exit_code: int | None
+    cancelled: bool
+    timed_out: bool
+    truncated: bool
+    total_lines: int
+    total_bytes: int
+    output_lines: int
+    output_bytes: int
+    working_dir: str | None
+    # Present only when the full output was spilled to an artifact.
+    artifact_id: int | None = None
+
+
+class AbortBashParams(Params):
+    session_id: SessionId | None = None
+    request_id: RequestId | None = None
+
+
+class AbortBashResult(Result):
+    aborted: bool
+
+
+# -- sessions ---------------------------------------------------------------
+
+
+class SessionOpenParams(Params):
+    session_id: SessionId | None = None
+    cwd: str | None = None
+    env: dict[EnvName, str] | None = None
+
+
+class SessionOpenResult(Result):
+    session_id: str
+    cwd: str
+
+
+class SessionCloseParams(Params):
+    session_id: SessionId
+
+
+class SessionCloseResult(Result):
+    closed: bool
+
+
+class SessionListParams(Params):
+    pass
+
+
+SessionState = Literal["idle", "busy"]
+
+
+class SessionInfo(Result):
+    session_id: str
+    state: SessionState
+    # None until the session's shell has started (or after it died).
+    pid: int | None
+    cwd: str
+
+
+class SessionListResult(Result):
+    sessions: list[SessionInfo]
+
+
+# -- artifacts --------------------------------------------------------------
+
+
+class ArtifactReadParams(Params):
+    id: Annotated[int, msgspec.Meta(ge=0)]
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=ARTIFACT_READ_MAX_LIMIT)] = (
+        ARTIFACT_READ_DEFAULT_LIMIT
+    )
+
+
+class ArtifactReadResult(Result):
+    id: int
+    text: str
+    offset: int
+    # None once the read reached the end of the artifact.
+    next_offset: int | None
+    total_bytes: int
+
+
+# -- lifecycle --------------------------------------------------------------
+
+
+class ShutdownParams(Params):
+    pass
+
+
+class ExitParams(Params):
+    pass
+
+
+# -- notifications ----------------------------------------------------------
+
+
+class BashChunk(Result):
+    """Params of the ``bash/chunk`` notification: sanitized output, in order."""
+
+    # Null only when the request itself had a null id.
+    request_id: RequestId | None
+    session_id: str
+    seq: int
+    text: str
+
+
+# Method name -> (params type, result type); the schema generator and the
+# dispatcher both read this table, so they cannot drift apart.
+METHODS: dict[str, tuple[type[Params], type[Result] | None]] = {
+    "bash": (BashParams, BashResult),
+    "abort_bash": (AbortBashParams, AbortBashResult),
+    "session/open": (SessionOpenParams, SessionOpenResult),
+    "session/close": (SessionCloseParams, SessionCloseResult),
+    "session/list": (SessionListParams, SessionListResult),
+    "artifact/read": (ArtifactReadParams, ArtifactReadResult),
+    "shutdown": (ShutdownParams, None),
+}
+
+NOTIFICATIONS_FROM_CLIENT: dict[str, type[Params]] = {
+    "exit": (ExitParams),
+}
+
+NOTIFICATIONS_FROM_SERVER: dict[str, type[Result]] = {
+    "bash/chunk": BashChunk,
+}

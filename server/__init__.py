@@ -1,0 +1,1 @@
+"""bashrpc runtime: the stdio JSON-RPC server and its shells."""

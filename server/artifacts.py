@@ -1,0 +1,203 @@
+"""Numbered artifact files holding the full output of long commands.
+
+Files are ``<id>.bash.log`` (0600) in one private directory (0700). Ids are
+allocated with O_EXCL so that several servers may share a directory. Reads
+open by number with O_NOFOLLOW, so no id, and no symlink planted in the
+directory, can reach a file elsewhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from server import log, utf8
+
+DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+SUFFIX = ".bash.log"
+_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
+_WRITE_BUFFER_BYTES = 1024 * 1024
+
+_log = log.get("artifacts")
+
+
+def default_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "bashrpc" / "artifacts"
+
+
+class ArtifactWriter:
+    """The spill target of one command; stops quietly on the first I/O error."""
+
+    def __init__(self, store: ArtifactStore, artifact_id: int, fd: int) -> None:
+        self.id = artifact_id
+        self._store = store
+        self._file = os.fdopen(fd, "wb", buffering=_WRITE_BUFFER_BYTES)
+        self.failed = False
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.failed:
+            return
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            self._fail(exc)
+
+    def close(self) -> int | None:
+        """Finish the file; the id when it is complete, else None."""
+        if self.closed:
+            return None if self.failed else self.id
+        self.closed = True
+        if not self.failed:
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._fail(exc)
+        if self.failed:
+            return None
+        self._store.enforce_retention(keep=self.id)
+        return self.id
+
+    def _fail(self, exc: OSError) -> None:
+        self.failed = True
+        _log.warning("artifact %d could not be written (%s); dropping it", self.id, exc)
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        self._store.remove(self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactChunk:
+    data: bytes
+    offset: int
+    next_offset: int | None
+    total_bytes: int
+
+
+class ArtifactNotFound(Exception):
+    def __init__(self, artifact_id: int, available: list[int]) -> None:
+        super().__init__(artifact_id)
+        self.artifact_id = artifact_id
+        self.available = available
+
+
+class ArtifactStore:
+    def __init__(self, directory: Path, max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES):
+        self.directory = directory
+        self.max_total_bytes = max_total_bytes
+        self._next_id: int | None = None
+        self._usable: bool | None = None
+
+    def _prepare(self) -> bool:
+        """Create the directory on first use, so a server that never spills never touches disk."""
+        if self._usable is None:
+            try:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(self.directory, 0o700)
+                self._next_id = max(self.ids(), default=0) + 1
+                self._usable = True
+            except OSError as exc:
+                _log.warning("artifacts directory %s is unusable: %s", self.directory, exc)
+                self._usable = False
+        return self._usable
+
+    def path(self, artifact_id: int) -> Path:
+        return self.directory / f"{int(artifact_id)}{SUFFIX}"
+
+    def ids(self) -> list[int]:
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
+
+    def create(self) -> ArtifactWriter | None:
+        if not self._prepare():
+            return None
+        assert self._next_id is not None
+        for _ in range(1000):
+            artifact_id = self._next_id
+            self._next_id += 1
+            try:
+                fd = os.open(
+                    self.path(artifact_id),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                )
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                _log.warning("artifact could not be created in %s: %s", self.directory, exc)
+                return None
+            return ArtifactWriter(self, artifact_id, fd)
+        _log.warning("artifact ids in %s are exhausted", self.directory)
+        return None
+
+    def remove(self, artifact_id: int) -> None:
+        try:
+            os.unlink(self.path(artifact_id))
+        except OSError:
+            pass
+
+    def read(self, artifact_id: int, offset: int, limit: int) -> ArtifactChunk:
+        """Read ``limit`` bytes at most, cut on UTF-8 character boundaries."""
+        try:
+            # O_NONBLOCK: a FIFO planted under an artifact's name must not hang the server.
+            fd = os.open(
+                self.path(artifact_id),
+                os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+            )
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                raise ArtifactNotFound(artifact_id, self.ids()) from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ArtifactNotFound(artifact_id, self.ids())
+            total = st.st_size
+            start = min(offset, total)
+            f.seek(start)
+            # A few bytes past the limit show where the last character ends.
+            window = f.read(limit + utf8.MAX_CONTINUATION_BYTES)
+        begin = utf8.char_start(window, 0)
+        end = min(limit, len(window))
+        if start + end < total:
+            while end > begin and utf8.is_continuation(window[end]):
+                end -= 1
+            if end == begin:
+                # The limit is smaller than one character: return it whole.
+                end = utf8.char_start(window, begin + 1)
+        data = window[begin:end]
+        real_offset = start + begin
+        next_offset = real_offset + len(data)
+        return ArtifactChunk(
+            data=data,
+            offset=real_offset,
+            next_offset=next_offset if next_offset < total else None,
+            total_bytes=total,
+        )
+
+    def enforce_retention(self, keep: int) -> None:
+        """Delete the oldest artifacts until the directory fits the cap."""
+        sizes: list[tuple[int, int]] = []
+        for artifact_id in self.ids():
+            try:
+                sizes.append((artifact_id, os.stat(self.path(artifact_id)).st_size))
+            except OSError:
+                continue
+        total = sum(size for _, size in sizes)
+        for artifact_id, size in sizes:
+            if total <= self.max_total_bytes:
+                break
+            if artifact_id == keep:
+                continue
+            self.remove(artifact_id)
+            total -= size

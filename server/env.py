@@ -1,0 +1,68 @@
+"""The environment commands run in: non-interactive defaults, caller values, guards.
+
+Agents cannot answer prompts or drive pagers, so every tool that might wait on
+a person is told not to. Guard keys are applied last because a caller that
+re-enables an editor or a password prompt would hang the command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+NON_INTERACTIVE_DEFAULTS: dict[str, str] = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "MANPAGER": "cat",
+    "GH_PAGER": "cat",
+    "SYSTEMD_PAGER": "cat",
+    "BAT_PAGER": "cat",
+    "PSQL_PAGER": "cat",
+    "MYSQL_PAGER": "cat",
+    "DELTA_PAGER": "cat",
+    "AWS_PAGER": "",
+    "LESS": "FRX",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+    "PYTHONUNBUFFERED": "1",
+    "DEBIAN_FRONTEND": "noninteractive",
+    "PIP_NO_INPUT": "1",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "npm_config_yes": "true",
+    "npm_config_update_notifier": "false",
+    "npm_config_fund": "false",
+    "npm_config_audit": "false",
+    "npm_config_progress": "false",
+    "CARGO_TERM_PROGRESS_WHEN": "never",
+    "GH_PROMPT_DISABLED": "1",
+    "TF_INPUT": "0",
+    "COMPOSER_NO_INTERACTION": "1",
+    "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
+}
+
+GUARDS: dict[str, str] = {
+    "GIT_EDITOR": "true",
+    "EDITOR": "true",
+    "VISUAL": "true",
+    "GIT_TERMINAL_PROMPT": "0",
+    "SSH_ASKPASS": "false",
+    "GIT_ASKPASS": "false",
+    "CI": "1",
+}
+
+
+def build(inherited: Mapping[str, str], *overlays: Mapping[str, str] | None) -> dict[str, str]:
+    """inherited < defaults < each overlay in order < guards."""
+    env = dict(inherited)
+    env.update(NON_INTERACTIVE_DEFAULTS)
+    for overlay in overlays:
+        if overlay:
+            env.update(overlay)
+    env.update(GUARDS)
+    return env
+
+
+def without_guards(values: Mapping[str, str] | None) -> dict[str, str]:
+    """Per-command values, minus the keys a caller may not override."""
+    if not values:
+        return {}
+    return {k: v for k, v in values.items() if k not in GUARDS}

@@ -1,0 +1,141 @@
+"""The executor: one command on a session's shell, with timeout, abort and output.
+
+Both surfaces (the host's `bash` and the model's `tools/call`) run through
+`Executor.run`. It picks the shell, feeds output into the sink and the
+streaming callback, enforces the deadline, and on abort or timeout kills
+everything the command started before it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+
+from protocol import messages
+from server import log
+from server.sessions import Session, ShellFactory
+from server.shell import Completion, Shell, ShellDied
+from server.sink import OutputSink, SinkSummary
+
+_log = log.get("executor")
+
+
+class Execution:
+    """A running command, as seen by whoever may abort it."""
+
+    def __init__(self, request_id: object, session_id: str) -> None:
+        self.request_id = request_id
+        self.session_id = session_id
+        self.scope = anyio.CancelScope()
+        self.aborted = False
+        self.finished = False
+
+    def abort(self) -> bool:
+        if self.finished or self.aborted:
+            return False
+        self.aborted = True
+        self.scope.cancel()
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    summary: SinkSummary
+    exit_code: int | None
+    cancelled: bool
+    timed_out: bool
+    timeout: float | None
+    working_dir: str | None
+    artifact_id: int | None
+
+    @property
+    def notice(self) -> str | None:
+        if self.timed_out and self.timeout is not None:
+            return messages.timed_out_notice(self.timeout)
+        if self.cancelled:
+            return messages.NOTICE_CANCELLED
+        return None
+
+
+class Executor:
+    def __init__(self, shells: ShellFactory, grace_seconds: float) -> None:
+        self._shells = shells
+        self.grace_seconds = grace_seconds
+
+    async def run(
+        self,
+        session: Session,
+        command: str,
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        timeout: float | None,
+        sink: OutputSink,
+        on_text: Callable[[str], None],
+        execution: Execution,
+    ) -> Outcome:
+        def feed(data: bytes) -> None:
+            text = sink.feed(data)
+            if text:
+                on_text(text)
+
+        one_shot = session.busy
+        shell: Shell | None = None
+        completion: Completion | None = None
+        timed_out = False
+        if not one_shot:
+            session.busy = True
+        try:
+            with execution.scope:
+                with anyio.move_on_after(timeout) as deadline:
+                    shell = await self._acquire(session, one_shot)
+                    try:
+                        completion = await shell.run(command, cwd=cwd, env=env, on_output=feed)
+                    except ShellDied:
+                        # Killed between commands: a fresh shell takes the command.
+                        await self._discard(session, shell, one_shot)
+                        shell = await self._acquire(session, one_shot)
+                        completion = await shell.run(command, cwd=cwd, env=env, on_output=feed)
+                timed_out = deadline.cancelled_caught
+            execution.finished = True
+            with anyio.CancelScope(shield=True):
+                if shell is not None and (completion is None or completion.shell_died or one_shot):
+                    await self._discard(session, shell, one_shot)
+        finally:
+            execution.finished = True
+            if not one_shot:
+                session.busy = False
+            session.last_used = anyio.current_time()
+        tail = sink.finish()
+        if tail:
+            on_text(tail)
+        artifact_id = None if sink.spill is None else sink.spill.close()
+        if completion is not None and completion.cwd is not None and not one_shot:
+            session.cwd = completion.cwd
+        return Outcome(
+            summary=sink.summary(),
+            exit_code=None if completion is None else completion.exit_code,
+            cancelled=completion is None,
+            timed_out=timed_out,
+            timeout=timeout,
+            working_dir=completion.cwd
+            if completion is not None and completion.cwd
+            else session.cwd,
+            artifact_id=artifact_id,
+        )
+
+    async def _acquire(self, session: Session, one_shot: bool) -> Shell:
+        if one_shot:
+            return await self._shells.start(session.config, session.env, session.cwd)
+        if session.shell is None or session.shell.dead:
+            if session.shell is not None:
+                await self._shells.close(session.shell, 0)
+            session.shell = await self._shells.start(session.config, session.env, session.cwd)
+        return session.shell
+
+    async def _discard(self, session: Session, shell: Shell, one_shot: bool) -> None:
+        await self._shells.close(shell, self.grace_seconds)
+        if not one_shot and session.shell is shell:
+            session.shell = None

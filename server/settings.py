@@ -1,0 +1,76 @@
+"""Settings: a TOML file decoded by msgspec into typed, validated structs.
+
+A bad file must never surface as a traceback: every problem becomes one
+`SettingsError` line naming the key, and the CLI exits with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from protocol.framing import DEFAULT_MAX_LINE_BYTES
+from protocol.methods import EnvName
+from server.artifacts import DEFAULT_MAX_TOTAL_BYTES
+from server.sink import DEFAULT_MAX_BYTES
+
+DEFAULT_KILL_GRACE_SECONDS = 2.0
+
+
+class _Section(
+    msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True, frozen=True
+):
+    pass
+
+
+class OutputSettings(_Section, frozen=True):
+    max_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1024 * 1024 * 1024)] = DEFAULT_MAX_BYTES
+
+
+class ArtifactSettings(_Section, frozen=True):
+    dir: str | None = None
+    max_total_bytes: Annotated[int, msgspec.Meta(ge=0)] = DEFAULT_MAX_TOTAL_BYTES
+
+
+class KillSettings(_Section, frozen=True):
+    grace_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = DEFAULT_KILL_GRACE_SECONDS
+
+
+class Settings(_Section, frozen=True):
+    shell: str | None = None
+    prefix: str | None = None
+    env: dict[EnvName, str] = msgspec.field(default_factory=dict)
+    output: OutputSettings = OutputSettings()
+    artifacts: ArtifactSettings = ArtifactSettings()
+    kill: KillSettings = KillSettings()
+    max_line_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE_BYTES
+
+
+class SettingsError(Exception):
+    pass
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "bashrpc" / "config.toml"
+
+
+def load(path: Path | None) -> Settings:
+    """Read the given file, or the default one if it exists, else defaults."""
+    explicit = path is not None
+    target = path if path is not None else default_path()
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        if explicit:
+            raise SettingsError(f"config {target}: file not found") from None
+        return Settings()
+    except OSError as exc:
+        raise SettingsError(f"config {target}: {exc.strerror}") from None
+    try:
+        return msgspec.toml.decode(raw, type=Settings)
+    except msgspec.DecodeError as exc:
+        raise SettingsError(f"config {target}: {exc}") from None

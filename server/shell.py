@@ -1,0 +1,366 @@
+"""One persistent bash process, and the wire between it and the server.
+
+How a command's end is found without reading its output:
+- The shell reads a small driver line from a control pipe (its stdin), then the
+  command itself as NUL-terminated fields, so any byte sequence is data.
+- The command runs with ``eval`` in the shell itself (state persists), with
+  stdin from /dev/null and stdout+stderr sent to a per-command FIFO.
+- When ``eval`` returns, the shell writes ``<status>\\0<pwd>\\0`` to a separate
+  status pipe. That record, not the output, marks the end.
+- Background jobs keep the FIFO open. After the status arrives the output is
+  drained until EOF, or until it has been idle for DRAIN_IDLE_SECONDS, or for
+  DRAIN_MAX_SECONDS in all. A FIFO still held open then keeps being read (and
+  discarded) so a chatty background job never blocks or dies of SIGPIPE.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from server import log, procs
+
+DRAIN_IDLE_SECONDS = 0.25
+DRAIN_MAX_SECONDS = 2.0
+# Output still arriving after a kill is collected for at most this long.
+POST_KILL_DRAIN_SECONDS = 0.3
+READ_CHUNK_BYTES = 256 * 1024
+PIPE_BUFFER_BYTES = 1024 * 1024
+_F_SETPIPE_SZ = 1031
+
+_log = log.get("shell")
+
+
+class ShellDied(Exception):
+    """The shell was gone before it accepted the command."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    """Everything that makes two shells interchangeable."""
+
+    shell: str
+    prefix: str | None
+    snapshot: str | None
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    # None when the shell was killed (abort, timeout) or died without a status.
+    exit_code: int | None
+    cwd: str | None
+    shell_died: bool
+
+
+def _bootstrap(status_fd: int, snapshot: str | None) -> bytes:
+    source = ""
+    if snapshot:
+        source = '\\command source "$BASHRPC_SNAPSHOT" >/dev/null 2>&1 </dev/null\n'
+    return (
+        f"""
+set +o history 2>/dev/null
+shopt -s expand_aliases
+{source}__bashrpc_recv() {{
+  IFS= \\command read -r -d '' __bashrpc_out || return 1
+  IFS= \\command read -r -d '' __bashrpc_cwd || return 1
+  IFS= \\command read -r -d '' __bashrpc_cmd || return 1
+  __bashrpc_env=()
+  local __bashrpc_i __bashrpc_v
+  for ((__bashrpc_i = 0; __bashrpc_i < $1; __bashrpc_i++)); do
+    IFS= \\command read -r -d '' __bashrpc_v || return 1
+    __bashrpc_env+=("$__bashrpc_v")
+  done
+}}
+__bashrpc_cd() {{ [[ -z $__bashrpc_cwd ]] || \\command cd -- "$__bashrpc_cwd"; }}
+__bashrpc_done() {{ \\command printf '%s\\0%s\\0' "$1" "$PWD" >&{status_fd}; }}
+"""
+    ).encode()
+
+
+def _driver_line(status_fd: int, env_names: list[str]) -> bytes:
+    """The shell line that runs one command. Only validated names are spliced in."""
+    assigns = "".join(f'{name}="${{__bashrpc_env[{i}]}}" ' for i, name in enumerate(env_names))
+    return (
+        f"__bashrpc_recv {len(env_names)} && "
+        f'{{ __bashrpc_cd && {assigns}\\command eval "$__bashrpc_cmd"; }} '
+        f'</dev/null >"$__bashrpc_out" 2>&1 {status_fd}>&-; __bashrpc_done $?\n'
+    ).encode()
+
+
+def _exit_code(returncode: int | None) -> int | None:
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class _OutputPipe:
+    """Reads one command's FIFO until EOF; forwards while attached, then discards."""
+
+    def __init__(self, fd: int, on_output: Callable[[bytes], None]) -> None:
+        self.fd = fd
+        self._on_output: Callable[[bytes], None] | None = on_output
+        self.eof = anyio.Event()
+        self.last_data = anyio.current_time()
+
+    def detach(self) -> None:
+        self._on_output = None
+
+    async def pump(self) -> None:
+        try:
+            while True:
+                try:
+                    data = os.read(self.fd, READ_CHUNK_BYTES)
+                except BlockingIOError:
+                    await anyio.wait_readable(self.fd)
+                    continue
+                if not data:
+                    return
+                self.last_data = anyio.current_time()
+                if self._on_output is not None:
+                    self._on_output(data)
+        finally:
+            self.eof.set()
+            anyio.notify_closing(self.fd)
+            os.close(self.fd)
+
+    async def drain(self) -> None:
+        """Wait for EOF, bounded by idleness and total time."""
+        deadline = anyio.current_time() + DRAIN_MAX_SECONDS
+        while not self.eof.is_set():
+            now = anyio.current_time()
+            wait = min(self.last_data + DRAIN_IDLE_SECONDS, deadline) - now
+            if wait <= 0:
+                return
+            with anyio.move_on_after(wait):
+                await self.eof.wait()
+
+
+class Shell:
+    """A bash process that keeps its state between commands.
+
+    Its lifetime is the ``serve`` task, started in a task group that outlives
+    requests; the readers of its output live in the shell's own task group and
+    end with it.
+    """
+
+    def __init__(
+        self,
+        config: ShellConfig,
+        env: Mapping[str, str],
+        cwd: str,
+        runtime_dir: Path,
+        name: str,
+    ) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.name = name
+        self._env = dict(env)
+        self._env[procs.OWNER_ENV] = f"{os.getpid()}.{name}"
+        if config.snapshot:
+            self._env["BASHRPC_SNAPSHOT"] = config.snapshot
+        self._dir = runtime_dir
+        self._seq = 0
+        self._process: anyio.abc.Process | None = None
+        self._control = -1
+        self._status = -1
+        self._status_buf = bytearray()
+        self._status_fd_in_shell = -1
+        self._current: _OutputPipe | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closed = anyio.Event()
+        self.dead = False
+        self.returncode: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None or self.dead else self._process.pid
+
+    @property
+    def owner_tag(self) -> str:
+        return self._env[procs.OWNER_ENV]
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self._spawn()
+                task_status.started()
+                await self._closed.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.dead = True
+            for fd in (self._control, self._status):
+                if fd >= 0:
+                    anyio.notify_closing(fd)
+                    os.close(fd)
+            self._control = self._status = -1
+
+    async def _spawn(self) -> None:
+        control_r, control_w = os.pipe()
+        status_r, status_w = os.pipe()
+        try:
+            self._process = await anyio.open_process(
+                [self.config.shell, "--noprofile", "--norc"],
+                stdin=control_r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=self.cwd,
+                env=self._env,
+                start_new_session=True,
+                pass_fds=(status_w,),
+            )
+        except BaseException:
+            for fd in (control_w, status_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(control_r)
+            os.close(status_w)
+        os.set_blocking(control_w, False)
+        os.set_blocking(status_r, False)
+        self._control, self._status = control_w, status_r
+        self._status_fd_in_shell = status_w
+        assert self._tg is not None
+        self._tg.start_soon(self._watch_exit)
+        await self._send(_bootstrap(status_w, self.config.snapshot))
+
+    async def _watch_exit(self) -> None:
+        assert self._process is not None
+        self.returncode = await self._process.wait()
+        self.dead = True
+
+    async def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._control, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._control)
+                continue
+            except (BrokenPipeError, OSError) as exc:
+                if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+                    raise ShellDied from None
+                raise
+            view = view[n:]
+
+    async def _read_status(self) -> tuple[int, str] | None:
+        """The next ``status\\0pwd\\0`` record; None when the shell is gone."""
+        while True:
+            fields = self._status_buf.split(b"\0", 2)
+            if len(fields) == 3:
+                status, pwd, rest = fields
+                self._status_buf = bytearray(rest)
+                return int(status), pwd.decode("utf-8", "surrogateescape")
+            try:
+                data = os.read(self._status, 4096)
+            except BlockingIOError:
+                await anyio.wait_readable(self._status)
+                continue
+            if not data:
+                return None
+            self._status_buf += data
+
+    def _open_fifo(self) -> tuple[Path, int, int]:
+        self._seq += 1
+        path = self._dir / f"{self.name}.{self._seq}.out"
+        os.mkfifo(path, 0o600)
+        rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # Our own writer keeps the FIFO from reading as EOF before the shell opens it.
+        hold = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            fcntl.fcntl(rfd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
+        except OSError:
+            pass
+        return path, rfd, hold
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        on_output: Callable[[bytes], None],
+    ) -> Completion:
+        """Run one command. Cancelling this kills nothing: the caller owns that."""
+        if self.dead or self._tg is None:
+            raise ShellDied
+        if self.config.prefix:
+            command = f"{self.config.prefix} {command}"
+        names = list(env)
+        path, rfd, hold = self._open_fifo()
+        pipe = _OutputPipe(rfd, on_output)
+        self._tg.start_soon(pipe.pump)
+        self._current = pipe
+        try:
+            fields = [os.fsencode(path), os.fsencode(cwd or ""), command.encode()]
+            fields += [env[n].encode() for n in names]
+            payload = _driver_line(self._status_fd_in_shell, names) + b"".join(
+                f + b"\0" for f in fields
+            )
+            await self._send(payload)
+            record = await self._read_status()
+            os.close(hold)
+            hold = -1
+            if record is None:
+                await self._await_exit()
+                await pipe.drain()
+                pipe.detach()
+                return Completion(_exit_code(self.returncode), None, shell_died=True)
+            status, pwd = record
+            self.cwd = pwd
+            await pipe.drain()
+            pipe.detach()
+            return Completion(status, pwd, shell_died=False)
+        finally:
+            if hold >= 0:
+                os.close(hold)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    async def _await_exit(self) -> None:
+        if self._process is not None:
+            with anyio.CancelScope(shield=True):
+                self.returncode = await self._process.wait()
+        self.dead = True
+
+    async def collect_after_kill(self) -> None:
+        """After a kill, take what the dying command still wrote, then stop forwarding."""
+        pipe = self._current
+        if pipe is None:
+            return
+        with anyio.move_on_after(POST_KILL_DRAIN_SECONDS):
+            await pipe.eof.wait()
+        pipe.detach()
+
+    def tree(self) -> set[int]:
+        """Live processes this shell started, including escaped orphans."""
+        if self._process is None:
+            return set()
+        roots = {self._process.pid}
+        for pid in procs.direct_children():
+            if procs.owner_tag(pid) == self.owner_tag:
+                roots.add(pid)
+        return procs.tree(roots, groups=(self._process.pid,))
+
+    async def close(self, grace_seconds: float) -> None:
+        """Kill the shell and everything it started, then end ``serve``."""
+        with anyio.CancelScope(shield=True):
+            if self._process is not None:
+                pids = self.tree()
+                if not self.dead:
+                    pids.add(self._process.pid)
+                await procs.terminate(pids, grace_seconds, rescan=self.tree)
+                await self._await_exit()
+                await self.collect_after_kill()
+            self._closed.set()

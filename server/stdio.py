@@ -1,0 +1,150 @@
+"""The stdio transport: framed input from stdin, one serialized writer to stdout.
+
+At start the protocol fds are moved away from 0 and 1: fd 0 becomes
+/dev/null and fd 1 becomes a copy of stderr. Whatever a library prints or a
+child inherits by accident then lands on stderr, never in the protocol.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from protocol.framing import Frame, LineFramer
+from server import log
+
+READ_CHUNK_BYTES = 256 * 1024
+# Lines queued for stdout before producers wait; producers of chunks coalesce
+# while they wait, so this bounds memory without losing responses.
+OUTBOX_CAPACITY = 256
+# Lines joined into one write() when several are ready.
+WRITE_BATCH_BYTES = 1024 * 1024
+
+_log = log.get("stdio")
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolFds:
+    input: int
+    output: int
+    restore_blocking: tuple[tuple[int, bool], ...]
+
+
+def take_over_stdio() -> ProtocolFds:
+    """Move the protocol off fds 0 and 1, and guard them."""
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    os.set_inheritable(proto_in, False)
+    os.set_inheritable(proto_out, False)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    blocking = ((proto_in, os.get_blocking(proto_in)), (proto_out, os.get_blocking(proto_out)))
+    return ProtocolFds(proto_in, proto_out, blocking)
+
+
+def restore_stdio(fds: ProtocolFds) -> None:
+    """Non-blocking mode belongs to the shared open file: give it back as found."""
+    for fd, was_blocking in fds.restore_blocking:
+        try:
+            os.set_blocking(fd, was_blocking)
+        except OSError:
+            pass
+
+
+async def read_frames(fd: int, framer: LineFramer) -> AsyncIterator[Frame]:
+    """Frames until EOF. A regular file cannot be polled, so it is read directly."""
+    pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
+    if pollable:
+        os.set_blocking(fd, False)
+    while True:
+        try:
+            data = os.read(fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                data = b""
+            else:
+                raise
+        if not data:
+            for frame in framer.close():
+                yield frame
+            return
+        for frame in framer.feed(data):
+            yield frame
+        if not pollable:
+            # Let other tasks run between big reads of a file.
+            await anyio.lowlevel.checkpoint()
+
+
+class Outbox:
+    """The single writer: every protocol line goes through here, in order."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        send: MemoryObjectSendStream[bytes]
+        receive: MemoryObjectReceiveStream[bytes]
+        send, receive = anyio.create_memory_object_stream[bytes](OUTBOX_CAPACITY)
+        self._send = send
+        self._receive = receive
+        self.broken = anyio.Event()
+        self.finished = anyio.Event()
+
+    async def put(self, line: bytes) -> None:
+        """Queue a line; waits while the queue is full. Dropped once stdout is gone."""
+        if self.broken.is_set():
+            return
+        try:
+            await self._send.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            self.finished.set()
+
+    async def _run(self) -> None:
+        os.set_blocking(self._fd, False)
+        async with self._receive:
+            async for line in self._receive:
+                batch = [line]
+                size = len(line)
+                while size < WRITE_BATCH_BYTES:
+                    try:
+                        more = self._receive.receive_nowait()
+                    except anyio.WouldBlock:
+                        break
+                    batch.append(more)
+                    size += len(more)
+                if not self.broken.is_set():
+                    await self._write(b"".join(batch) if len(batch) > 1 else line)
+
+    async def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except OSError as exc:
+                _log.warning("stdout is gone (%s); shutting down", exc.strerror)
+                self.broken.set()
+                return
+            view = view[n:]

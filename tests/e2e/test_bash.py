@@ -1,0 +1,269 @@
+"""The `bash` method end to end: persistence, end detection, abort, timeout, output."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import time
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from tests.rpc import ServerProcess, wait_until
+
+# Generous bounds that only catch hangs (about 10x the expected figure).
+HANG_SECONDS = 10.0
+
+
+def test_state_persists_between_calls(server: ServerProcess) -> None:
+    server.bash("export X=1")
+    assert server.bash("echo $X")["output"] == "1\n"
+    server.bash('greet() { echo "hello $1"; }')
+    assert server.bash("greet world")["output"] == "hello world\n"
+    server.bash("alias ll='echo aliased'")
+    assert server.bash("ll")["output"] == "aliased\n"
+    result = server.bash("cd /tmp")
+    assert result["workingDir"] == "/tmp"
+    assert server.bash("pwd")["output"] == "/tmp\n"
+
+
+def test_cwd_param_is_relative_to_the_session_cwd(server: ServerProcess) -> None:
+    (server.tmp / "sub" / "deeper").mkdir(parents=True)
+    assert server.bash("pwd", cwd="sub")["output"] == f"{server.tmp}/sub\n"
+    assert server.bash("pwd", cwd="deeper")["output"] == f"{server.tmp}/sub/deeper\n"
+    missing = server.bash("pwd", cwd="nowhere")
+    assert missing["exitCode"] != 0 and "nowhere" in missing["output"]
+
+
+def test_exact_command_text_reaches_bash(server: ServerProcess) -> None:
+    command = "printf '%s|' \"a  b\" '$HOME' \\\\ \"`echo x`\"; cat <<'EOF'\n  $literal\t\nEOF"
+    assert server.bash(command)["output"] == "a  b|$HOME|\\|x|  $literal\t\n"
+
+
+def test_per_command_env_is_scoped_to_that_command(server: ServerProcess) -> None:
+    out = server.bash('echo "$A|$B"; bash -c \'echo "child $A"\'', env={"A": "x y", "B": "$(id)"})
+    assert out["output"] == "x y|$(id)\nchild x y\n"
+    assert server.bash('echo "[$A]"')["output"] == "[]\n"
+
+
+def test_non_interactive_defaults_and_guards(server: ServerProcess) -> None:
+    out = server.bash(
+        'echo "$PAGER $GIT_PAGER $TERM $CI $GIT_EDITOR $GIT_TERMINAL_PROMPT [$AWS_PAGER]"',
+        env={"CI": "0", "GIT_EDITOR": "vim", "PAGER": "less"},
+    )["output"]
+    assert out == "less cat dumb 1 true 0 []\n"
+
+
+def test_background_job_does_not_hold_the_result(server: ServerProcess) -> None:
+    started = time.monotonic()
+    result = server.bash("sleep 60 & echo started")
+    assert time.monotonic() - started < 2.5
+    assert result["output"] == "started\n" and result["exitCode"] == 0
+    # A background job that keeps printing neither blocks nor leaks into results.
+    server.bash("(while :; do echo noise; sleep 0.05; done) &")
+    assert server.bash("echo clean")["output"] == "clean\n"
+
+
+def test_stdin_is_dev_null(server: ServerProcess) -> None:
+    started = time.monotonic()
+    result = server.bash('read x; echo "rc=$? x=[$x]"; cat; echo done')
+    assert result["output"] == "rc=1 x=[]\ndone\n"
+    assert time.monotonic() - started < HANG_SECONDS
+
+
+def test_stdout_and_stderr_are_merged_in_order(server: ServerProcess) -> None:
+    out = server.bash("echo 1; echo 2 >&2; echo 3; echo 4 >&2")["output"]
+    assert out == "1\n2\n3\n4\n"
+
+
+def test_exit_status_and_shell_death(server: ServerProcess) -> None:
+    assert server.bash("false")["exitCode"] == 1
+    first_pid = server.result("session/list")["sessions"][0]["pid"]
+    assert server.bash("exit 7")["exitCode"] == 7
+    assert server.bash("echo next")["output"] == "next\n"
+    assert server.bash("set -e; false; echo unreachable")["exitCode"] == 1
+    assert server.bash("exec true")["exitCode"] == 0
+    assert server.bash("kill -9 $$")["exitCode"] == 137
+    result = server.bash("echo alive")
+    assert result["output"] == "alive\n" and result["exitCode"] == 0
+    assert server.result("session/list")["sessions"][0]["pid"] != first_pid
+
+
+def test_shell_killed_between_commands_is_replaced(server: ServerProcess) -> None:
+    server.bash("true")
+    pid = server.result("session/list")["sessions"][0]["pid"]
+    os.kill(pid, 9)
+    assert wait_until(lambda: pid not in server.owned_processes())
+    assert server.bash("echo fresh")["output"] == "fresh\n"
+
+
+def test_abort_a_running_command(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "echo before; sleep 60"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    started = time.monotonic()
+    assert server.result("abort_bash", {"sessionId": "default"}) == {"aborted": True}
+    result = server.response(ident)["result"]
+    assert time.monotonic() - started < 2.5
+    assert result["cancelled"] and not result["timedOut"] and result["exitCode"] is None
+    assert result["output"] == f"{messages.NOTICE_CANCELLED}\nbefore\n"
+    assert not [c for c in server.owned_commands() if "sleep" in c]
+    assert server.bash("echo next")["output"] == "next\n"
+
+
+def test_abort_kills_a_term_ignoring_child_after_the_grace(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    started = time.monotonic()
+    assert server.result("abort_bash", {"requestId": ident})["aborted"] is True
+    result = server.response(ident)["result"]
+    elapsed = time.monotonic() - started
+    assert result["cancelled"]
+    assert 1.5 < elapsed < 2.0 + 0.5 + 0.5  # grace, the promised 0.5 s, and test slack
+    assert not [c for c in server.owned_commands() if "sleep" in c]
+
+
+def test_abort_is_idempotent(server: ServerProcess) -> None:
+    assert server.result("abort_bash", {}) == {"aborted": False}
+    assert server.result("abort_bash", {"requestId": "never"}) == {"aborted": False}
+    ident = server.request("bash", {"command": "echo x"})
+    server.response(ident)
+    assert server.result("abort_bash", {"requestId": ident}) == {"aborted": False}
+
+
+def test_timeout_returns_partial_output(server: ServerProcess) -> None:
+    started = time.monotonic()
+    result = server.bash("echo partial; sleep 30", timeout=1)
+    assert time.monotonic() - started < HANG_SECONDS
+    assert result["timedOut"] and result["cancelled"] and result["exitCode"] is None
+    assert result["output"] == messages.timed_out_notice(1) + "\npartial\n"
+    assert server.bash("echo ok")["output"] == "ok\n"
+
+
+def test_timeout_is_clamped(server: ServerProcess) -> None:
+    result = server.bash("sleep 3", timeout=0.01)
+    assert result["timedOut"]
+    assert result["output"].startswith(messages.timed_out_notice(1))
+
+
+def test_large_output_is_truncated_and_spilled(server: ServerProcess) -> None:
+    result = server.bash("seq 1 200000")
+    expected = subprocess.run(["seq", "1", "200000"], capture_output=True, check=True).stdout
+    assert result["truncated"]
+    assert result["totalLines"] == 200000 and result["totalBytes"] == len(expected)
+    assert result["outputBytes"] <= 51200
+    assert expected.endswith(result["output"].encode())
+    artifact = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert hashlib.sha256(artifact.read_bytes()).hexdigest() == hashlib.sha256(expected).hexdigest()
+    # The same bytes come back through artifact/read, page by page.
+    pieces, offset = [], 0
+    while offset is not None:
+        page = server.result(
+            "artifact/read", {"id": result["artifactId"], "offset": offset, "limit": 1 << 20}
+        )
+        assert page["totalBytes"] == len(expected)
+        pieces.append(page["text"])
+        offset = page["nextOffset"]
+    assert "".join(pieces).encode() == expected
+
+
+def test_small_output_has_no_artifact(server: ServerProcess) -> None:
+    result = server.bash("seq 1 10")
+    assert result["totalLines"] == 10 and not result["truncated"]
+    assert "artifactId" not in result
+
+
+def test_artifact_read_errors(server: ServerProcess) -> None:
+    reply = server.call("artifact/read", {"id": 42})
+    assert reply["error"]["code"] == ErrorCode.ARTIFACT_NOT_FOUND
+    assert reply["error"]["message"] == messages.artifact_not_found(42, [])
+    assert (
+        server.call("artifact/read", {"id": "../etc/passwd"})["error"]["code"]
+        == ErrorCode.INVALID_PARAMS
+    )
+    assert (
+        server.call("artifact/read", {"id": 1, "limit": 10 << 20})["error"]["code"]
+        == ErrorCode.INVALID_PARAMS
+    )
+
+
+def test_output_is_sanitized(server: ServerProcess) -> None:
+    out = server.bash(r"printf 'a\xffb\000c\033[31mred\033[0m\r\n'")["output"]
+    assert out == "a\ufffdbcred\n"
+    split = server.bash(r"printf '\xe2\x82'; sleep 0.2; printf '\xac\n'")["output"]
+    assert split == "€\n"
+
+
+def test_chunks_stream_in_order_before_the_response(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "for i in 1 2 3 4 5; do echo $i; sleep 0.05; done"})
+    reply = server.response(ident)
+    chunks = server.chunks_for(ident)
+    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
+    assert "".join(c["text"] for c in chunks) == "1\n2\n3\n4\n5\n"
+    assert all(c["sessionId"] == "default" for c in chunks)
+    positions = [i for i, m in enumerate(server.messages) if m is reply]
+    last_chunk = max(i for i, m in enumerate(server.messages) if m.get("method") == "bash/chunk")
+    assert last_chunk < positions[0]
+
+
+def test_chunks_are_coalesced(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "for i in $(seq 20000); do echo $i; done"})
+    result = server.response(ident)["result"]
+    chunks = server.chunks_for(ident)
+    assert result["totalLines"] == 20000
+    assert len(chunks) < 1000
+
+
+def test_first_chunk_arrives_before_the_command_ends(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "echo start; sleep 2; echo end"})
+    first = server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    assert first["params"]["text"] == "start\n"
+    assert server.response(ident)["result"]["output"] == "start\nend\n"
+
+
+def test_two_sessions_run_in_parallel(server: ServerProcess) -> None:
+    command = "date +%s.%N; sleep 1; date +%s.%N"
+    a = server.request("bash", {"command": command, "sessionId": "a"})
+    b = server.request("bash", {"command": command, "sessionId": "b"})
+    ra, rb = server.response(a)["result"], server.response(b)["result"]
+    a_start, a_end = map(float, ra["output"].split())
+    b_start, b_end = map(float, rb["output"].split())
+    assert b_start < a_end and a_start < b_end  # the runs overlapped
+
+
+def test_busy_session_runs_a_one_shot_shell(server: ServerProcess) -> None:
+    server.bash("export KEEP=kept")
+    slow = server.request("bash", {"command": "sleep 1; echo slow"})
+    time.sleep(0.2)
+    quick = server.bash('echo "quick $KEEP"; export ONESHOT=1')
+    # A one-shot shell has the session's configuration, not its variables.
+    assert quick["output"] == "quick \n"
+    assert server.response(slow)["result"]["output"] == "slow\n"
+    # The one-shot shell's state did not leak into the session.
+    assert server.bash('echo "[$ONESHOT] $KEEP"')["output"] == "[] kept\n"
+
+
+def test_sessions_open_list_close(server: ServerProcess) -> None:
+    (server.tmp / "work").mkdir()
+    opened = server.result(
+        "session/open", {"sessionId": "w", "cwd": "work", "env": {"MODE": "test"}}
+    )
+    assert opened == {"sessionId": "w", "cwd": str(server.tmp / "work")}
+    assert server.bash("pwd; echo $MODE", sessionId="w")["output"] == f"{server.tmp}/work\ntest\n"
+    auto = server.result("session/open", {})
+    assert auto["sessionId"] and auto["sessionId"] != "w"
+    listed = {s["sessionId"]: s for s in server.result("session/list")["sessions"]}
+    assert listed["w"]["state"] == "idle" and listed["w"]["pid"] > 0
+    pid = listed["w"]["pid"]
+    server.bash("sleep 300 &", sessionId="w")
+    assert server.result("session/close", {"sessionId": "w"}) == {"closed": True}
+    assert wait_until(lambda: not server.owned_processes() or pid not in server.owned_processes())
+    assert server.result("session/close", {"sessionId": "w"}) == {"closed": False}
+    err = server.call("session/open", {"cwd": "missing-dir"})["error"]
+    assert err["code"] == ErrorCode.INVALID_PARAMS
+
+
+def test_session_close_aborts_its_running_command(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "sleep 60", "sessionId": "x"})
+    time.sleep(0.3)
+    server.result("session/close", {"sessionId": "x"})
+    assert server.response(ident, timeout=HANG_SECONDS)["result"]["cancelled"]

@@ -1,0 +1,210 @@
+"""Starting, stopping and the promise that nothing outlives the server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.rpc import ServerProcess, owned_processes, process_gone, wait_until
+
+ESCAPES = (
+    "sleep 300 & nohup sleep 301 >/dev/null 2>&1 & setsid sleep 302 & "
+    "(setsid sleep 303 &); sleep 304 & disown; echo spawned"
+)
+# Shutdown promises 3 s; the bound only catches a hang.
+EXIT_BOUND_SECONDS = 10.0
+
+
+def start_escapees(server: ServerProcess) -> None:
+    assert server.bash(ESCAPES)["output"] == "spawned\n"
+    server.bash("sleep 305 &", sessionId="other")
+    assert wait_until(
+        lambda: len([c for c in server.owned_commands() if c.startswith("sleep 30")]) == 6
+    )
+
+
+def assert_all_gone(server_pid: int) -> None:
+    assert wait_until(lambda: owned_processes(server_pid) == [], timeout=5)
+
+
+def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
+    start_escapees(server)
+    running = server.request("bash", {"command": "sleep 60"})
+    time.sleep(0.2)
+    started = time.monotonic()
+    assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
+    assert time.monotonic() - started < 3.5
+    assert_all_gone(server.pid)
+    # The aborted command was still answered before the exit.
+    assert server.response(running, timeout=1)["result"]["cancelled"]
+
+
+def test_shutdown_then_exit(server: ServerProcess) -> None:
+    start_escapees(server)
+    reply = server.call("shutdown")
+    assert "result" in reply and reply["result"] is None
+    assert_all_gone(server.pid)
+    reply = server.call("bash", {"command": "echo late"})
+    assert reply["error"]["code"] == -32004
+    server.notify("exit")
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_shut_down_cleanly(server: ServerProcess, sig: signal.Signals) -> None:
+    start_escapees(server)
+    server.proc.send_signal(sig)
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert_all_gone(server.pid)
+
+
+def test_temporary_files_are_removed_and_artifacts_kept(spawn, tmp_path: Path) -> None:
+    private_tmp = tmp_path / "tmpdir"
+    private_tmp.mkdir()
+    server = spawn(env={"TMPDIR": str(private_tmp)})
+    result = server.bash("seq 1 100000")
+    runtime = list(private_tmp.iterdir())
+    assert len(runtime) == 1 and runtime[0].name.startswith("bashrpc-")
+    assert oct(runtime[0].stat().st_mode & 0o777) == oct(0o700)
+    assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
+    assert list(private_tmp.iterdir()) == []
+    assert (server.artifacts_dir / f"{result['artifactId']}.bash.log").is_file()
+
+
+CLIENT_SCRIPT = """
+import json, subprocess, sys, time
+server = subprocess.Popen(
+    [sys.executable, "-m", "server", "--artifacts-dir", sys.argv[1]],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+)
+command = "sleep 300 & setsid sleep 301 & echo hi; sleep 60"
+request = {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": command}}
+server.stdin.write(json.dumps(request).encode() + b"\\n")
+server.stdin.flush()
+server.stdout.readline()
+print(server.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_client_killed_mid_command(tmp_path: Path) -> None:
+    # The client owns the server's pipes; SIGKILL it and the server must see EOF.
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT_SCRIPT, str(tmp_path / "a")],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    assert client.stdout is not None
+    server_pid = int(client.stdout.readline())
+    assert owned_processes(server_pid)
+    client.kill()
+    client.wait()
+    assert wait_until(lambda: process_gone(server_pid), timeout=EXIT_BOUND_SECONDS)
+    assert_all_gone(server_pid)
+
+
+def test_stdout_closed_mid_command(server: ServerProcess) -> None:
+    server.request("bash", {"command": "sleep 300 & while :; do echo spam; sleep 0.01; done"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    assert server.proc.stdout is not None
+    server.proc.stdout.close()
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert_all_gone(server.pid)
+
+
+def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.toml"
+    cases = {
+        "[output]\nmaxBytes = 'big'\n": "$.output.maxBytes",
+        "colour = 1\n": "colour",
+        "[kill]\ngraceSeconds = -1\n": "$.kill.graceSeconds",
+        "not toml [": "config",
+        "[env]\n'BAD NAME' = '1'\n": "$.env",
+    }
+    for text, needle in cases.items():
+        cfg.write_text(text)
+        proc = subprocess.run(
+            [sys.executable, "-m", "server", "--config", str(cfg)],
+            input=b"",
+            capture_output=True,
+            timeout=EXIT_BOUND_SECONDS,
+        )
+        assert proc.returncode == 2, text
+        assert proc.stdout == b""
+        lines = proc.stderr.decode().strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], (text, lines)
+    missing = subprocess.run(
+        [sys.executable, "-m", "server", "--config", str(tmp_path / "nope.toml")],
+        input=b"",
+        capture_output=True,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert missing.returncode == 2 and b"not found" in missing.stderr
+
+
+def test_config_values_take_effect(spawn, tmp_path: Path) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        "prefix = 'LANG_TEST=on'\n[env]\nFROM_CONFIG = 'yes'\n[output]\nmaxBytes = 2048\n"
+        f"[artifacts]\ndir = '{tmp_path}/cfg-artifacts'\n"
+    )
+    server = spawn("--config", str(cfg), artifacts=False)
+    result = server.bash("echo $FROM_CONFIG; env | grep -c LANG_TEST; seq 1 2000")
+    assert result["output"].endswith("2000\n") and result["truncated"]
+    assert result["outputBytes"] <= 2048
+    assert (tmp_path / "cfg-artifacts" / f"{result['artifactId']}.bash.log").is_file()
+
+
+def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
+    (tmp_path / "config" / "bashrpc").mkdir(parents=True)
+    (tmp_path / "config" / "bashrpc" / "config.toml").write_text("[env]\nDEFAULTED = 'from-xdg'\n")
+    server = spawn()
+    assert server.bash("echo $DEFAULTED")["output"] == "from-xdg\n"
+
+
+def test_unwritable_artifacts_dir_still_truncates(spawn, tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory should be")
+    server = spawn("--artifacts-dir", str(blocker / "artifacts"))
+    result = server.bash("seq 1 100000")
+    assert result["truncated"] and "artifactId" not in result
+    assert result["output"].endswith("100000\n")
+    assert "artifacts directory" in server.stderr()
+    assert server.bash("echo fine")["output"] == "fine\n"
+
+
+def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "exec", "echo first; sleep 1; echo second; exit 3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    started = time.monotonic()
+    assert proc.stdout.readline() == b"first\n"
+    assert time.monotonic() - started < 1.0 + 5  # arrived before the command ended
+    assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 3
+    assert proc.stdout.read() == b"second\n"
+    summary = proc.stderr.read().decode()
+    assert "exit 3" in summary and "2 lines" in summary
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("bashrpc")
+    if not exe.exists():
+        pytest.skip("console script not installed next to this interpreter")
+    proc = subprocess.run(
+        [str(exe), "exec", "echo via-script"],
+        capture_output=True,
+        timeout=EXIT_BOUND_SECONDS,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 0 and proc.stdout == b"via-script\n"

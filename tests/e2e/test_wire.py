@@ -1,0 +1,157 @@
+"""The JSON-RPC wire, over the real server's stdin and stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from tests.rpc import ServerProcess
+
+
+def error_of(reply: dict) -> dict:
+    assert "error" in reply, reply
+    return reply["error"]
+
+
+def test_parse_error_has_null_id(server: ServerProcess) -> None:
+    server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":\n')
+    reply = server.next_message()
+    assert reply["id"] is None
+    assert error_of(reply)["code"] == ErrorCode.PARSE_ERROR
+
+
+def test_invalid_request(server: ServerProcess) -> None:
+    server.send({"jsonrpc": "1.0", "id": 5, "method": "bash"})
+    reply = server.response(5)
+    assert error_of(reply)["code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_method_not_found(server: ServerProcess) -> None:
+    err = error_of(server.call("no/such/method"))
+    assert err["code"] == ErrorCode.METHOD_NOT_FOUND
+    assert err["message"] == messages.METHOD_NOT_FOUND
+
+
+def test_invalid_params_names_the_field(server: ServerProcess) -> None:
+    err = error_of(server.call("bash", {"command": 5}))
+    assert err["code"] == ErrorCode.INVALID_PARAMS
+    assert "$.command" in err["data"]
+    err = error_of(server.call("bash", {"command": "true", "colour": "blue"}))
+    assert "colour" in err["data"]
+    err = error_of(server.call("bash", {}))
+    assert "command" in err["data"]
+
+
+def test_env_names_must_be_identifiers(server: ServerProcess) -> None:
+    for bad in ["A;B", "1X", "$(touch x)", "A B", ""]:
+        err = error_of(server.call("bash", {"command": "true", "env": {bad: "1"}}))
+        assert err["code"] == ErrorCode.INVALID_PARAMS
+        assert "env" in err["data"]
+    assert not (server.tmp / "x").exists()
+
+
+def test_nul_in_command_is_invalid_params(server: ServerProcess) -> None:
+    err = error_of(server.call("bash", {"command": "echo a\u0000b"}))
+    assert err["code"] == ErrorCode.INVALID_PARAMS
+    assert err["data"] == messages.FIELD_HAS_NUL.format(field="command")
+
+
+def test_huge_line_is_refused_and_the_next_request_is_served(server: ServerProcess) -> None:
+    big = b'{"jsonrpc":"2.0","id":1,"method":"bash","params":{"command":"' + b"x" * (
+        20 * 1024 * 1024
+    )
+    server.send_raw(big + b'"}}\n')
+    reply = server.next_message()
+    assert reply["id"] is None
+    assert error_of(reply) == {
+        "code": ErrorCode.INVALID_REQUEST,
+        "message": messages.MESSAGE_TOO_LARGE,
+    }
+    assert server.bash("echo still here")["output"] == "still here\n"
+
+
+def test_line_limit_is_configurable(spawn) -> None:
+    server = spawn("--max-line-bytes", "2048")
+    server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"y" * 3000 + b'"}\n')
+    assert error_of(server.next_message())["message"] == messages.MESSAGE_TOO_LARGE
+    assert server.bash("echo ok")["output"] == "ok\n"
+
+
+def test_unicode_line_separators_are_data(server: ServerProcess) -> None:
+    result = server.bash("printf '%s' 'a\u2028b\u2029c'")
+    assert result["output"] == "a\u2028b\u2029c"
+
+
+def test_crlf_framing_and_blank_lines(server: ServerProcess) -> None:
+    server.send_raw(
+        b'\r\n\n{"jsonrpc":"2.0","id":"crlf","method":"bash","params":{"command":"echo ok"}}\r\n'
+    )
+    assert server.response("crlf")["result"]["output"] == "ok\n"
+
+
+def test_batch_answers_each_member_and_skips_notifications(server: ServerProcess) -> None:
+    batch = [
+        {"jsonrpc": "2.0", "id": "a", "method": "bash", "params": {"command": "echo A"}},
+        {"jsonrpc": "2.0", "id": "b", "method": "nope"},
+        7,
+        {"jsonrpc": "2.0", "method": "session/list"},
+        {"jsonrpc": "2.0", "id": "c", "method": "session/list"},
+    ]
+    server.send(batch)
+    reply = server.wait_for(lambda m: isinstance(m, list))
+    by_id = {r["id"]: r for r in reply}
+    assert len(reply) == 4
+    assert by_id["a"]["result"]["output"] == "A\n"
+    assert by_id["b"]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+    assert by_id[None]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert "sessions" in by_id["c"]["result"]
+
+
+def test_empty_batch_and_notification_only_batch(server: ServerProcess) -> None:
+    server.send_raw(b"[]\n")
+    assert error_of(server.next_message())["code"] == ErrorCode.INVALID_REQUEST
+    server.send([{"jsonrpc": "2.0", "method": "session/list"}])
+    server.send({"jsonrpc": "2.0", "id": "after", "method": "session/list"})
+    reply = server.next_message()
+    assert reply["id"] == "after"  # the notification-only batch got no reply
+
+
+def test_notifications_are_never_answered(server: ServerProcess) -> None:
+    server.notify("no/such/method")
+    server.notify("bash", {"command": 5})
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "session/list"})
+    assert server.next_message()["id"] == 1
+
+
+def test_ids_keep_their_type(server: ServerProcess) -> None:
+    for ident in ["1", 1, "", -5, 2**53]:
+        server.request("session/list", id=ident)
+        reply = server.next_message()
+        assert reply["id"] == ident and type(reply["id"]) is type(ident)
+
+
+def test_children_never_hold_the_protocol_pipes(server: ServerProcess) -> None:
+    assert server.proc.stdin is not None and server.proc.stdout is not None
+    protocol_pipes = {
+        os.fstat(server.proc.stdin.fileno()).st_ino,
+        os.fstat(server.proc.stdout.fileno()).st_ino,
+    }
+    server.bash("sleep 30 & echo to-stdout; echo to-stderr >&2")
+    children = server.owned_processes()
+    assert len(children) >= 2  # the shell and the sleep
+    for pid in children:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                inode = os.stat(f"/proc/{pid}/fd/{fd}").st_ino
+            except OSError:
+                continue
+            assert inode not in protocol_pipes, (pid, fd)
+
+
+def test_stdout_carries_only_protocol_lines(server: ServerProcess) -> None:
+    server.bash("echo to-stdout; echo to-stderr >&2; exec 1>&2; echo more")
+    server.close()
+    assert server.garbage == []
+    assert all(isinstance(json.loads(line), (dict, list)) for line in server.raw_lines)

@@ -1,0 +1,226 @@
+"""A test client that drives the real server process over its stdin and stdout."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def owned_processes(server_pid: int) -> list[int]:
+    """Live processes started through the server with this pid (by their owner tag)."""
+    tag = f"BASHRPC_OWNER={server_pid}.".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and any(e.startswith(tag) for e in environ.split(b"\0")):
+            found.append(int(name))
+    return found
+
+
+def process_gone(pid: int) -> bool:
+    """True once the process has exited (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
+def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+class ServerProcess:
+    def __init__(
+        self,
+        *args: str,
+        tmp: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        artifacts: bool = True,
+    ) -> None:
+        self.tmp = tmp
+        self.artifacts_dir = tmp / "artifacts"
+        argv = [sys.executable, "-m", "server", *args]
+        if artifacts and "--artifacts-dir" not in args:
+            argv += ["--artifacts-dir", str(self.artifacts_dir)]
+        full_env = dict(os.environ)
+        full_env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
+        full_env["XDG_CONFIG_HOME"] = str(tmp / "config")
+        full_env.update(env or {})
+        self.stderr_path = tmp / f"stderr-{id(self)}.log"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=full_env,
+            cwd=cwd or tmp,
+        )
+        self._ids = itertools.count(1)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self.messages: list[Any] = []
+        self._taken: set[int] = set()
+        self.raw_lines: list[bytes] = []
+        # stdout lines that were not JSON: always a bug, checked at teardown.
+        self.garbage: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # -- plumbing ----------------------------------------------------------
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for line in self.proc.stdout:
+                self.raw_lines.append(line)
+                try:
+                    self._queue.put(json.loads(line))
+                except ValueError:
+                    self.garbage.append(line)
+        except (OSError, ValueError):
+            pass  # a test closed our end of stdout on purpose
+        self._queue.put(None)
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def request(self, method: str, params: Any = None, id: Any = None) -> Any:
+        ident = next(self._ids) if id is None else id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return ident
+
+    def notify(self, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def next_message(self, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        try:
+            message = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError("no message from the server") from None
+        if message is None:
+            self._queue.put(None)
+            raise EOFError("the server closed stdout")
+        self.messages.append(message)
+        return message
+
+    def wait_for(self, predicate: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """The first message, received or still to come, that matches and was not taken."""
+        for message in self.messages:
+            if id(message) not in self._taken and predicate(message):
+                self._taken.add(id(message))
+                return message
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("expected message did not arrive")
+            message = self.next_message(left)
+            if predicate(message):
+                self._taken.add(id(message))
+                return message
+
+    def response(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        return self.wait_for(
+            lambda m: (
+                "method" not in m and m.get("id") == ident and type(m.get("id")) is type(ident)
+            ),
+            timeout,
+        )
+
+    def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        return self.response(self.request(method, params), timeout)
+
+    def result(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        reply = self.call(method, params, timeout)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def bash(self, command: str, wait: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
+        """Run a command and return its BashResult; ``params`` go on the wire."""
+        return self.result("bash", {"command": command, **params}, wait)
+
+    def notifications(self, method: str) -> list[Any]:
+        return [m for m in self.messages if isinstance(m, dict) and m.get("method") == method]
+
+    def chunks_for(self, ident: Any) -> list[Any]:
+        return [
+            m["params"]
+            for m in self.notifications("bash/chunk")
+            if m["params"]["requestId"] == ident
+        ]
+
+    def stderr(self) -> str:
+        if not self._stderr.closed:
+            self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def owned_processes(self) -> list[int]:
+        return owned_processes(self.proc.pid)
+
+    def owned_commands(self) -> list[str]:
+        """Command lines of the live processes started through this server."""
+        out = []
+        for pid in self.owned_processes():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    out.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
+            except OSError:
+                continue
+        return out
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def close(self, timeout: float = 10.0) -> int:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self._stderr.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._stderr.close()

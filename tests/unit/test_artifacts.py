@@ -1,0 +1,86 @@
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from server.artifacts import ArtifactNotFound, ArtifactStore
+
+
+def make(store: ArtifactStore, data: bytes) -> int:
+    writer = store.create()
+    assert writer is not None
+    writer.write(data)
+    artifact_id = writer.close()
+    assert artifact_id is not None
+    return artifact_id
+
+
+def test_ids_are_sequential_and_modes_private(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "a")
+    assert [make(store, b"x"), make(store, b"y")] == [1, 2]
+    assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(store.path(1)).st_mode) == 0o600
+    # A new store continues after the highest id on disk.
+    assert make(ArtifactStore(tmp_path / "a"), b"z") == 3
+
+
+def test_reads_page_through_on_character_boundaries(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    text = "a€b𝄞c" * 50
+    artifact_id = make(store, text.encode())
+    pieces, offset = [], 0
+    while True:
+        chunk = store.read(artifact_id, offset, 7)
+        assert chunk.offset == offset
+        pieces.append(chunk.data.decode())  # never splits a character
+        if chunk.next_offset is None:
+            break
+        offset = chunk.next_offset
+    assert "".join(pieces) == text
+
+
+def test_read_from_mid_character_moves_to_next_boundary(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    artifact_id = make(store, "€x".encode())
+    chunk = store.read(artifact_id, 1, 100)
+    assert chunk.data == b"x" and chunk.offset == 3 and chunk.next_offset is None
+
+
+def test_limit_smaller_than_a_character_still_progresses(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    artifact_id = make(store, "€€".encode())
+    chunk = store.read(artifact_id, 0, 1)
+    assert chunk.data == "€".encode() and chunk.next_offset == 3
+
+
+def test_unknown_id_lists_available(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    make(store, b"x")
+    with pytest.raises(ArtifactNotFound) as info:
+        store.read(99, 0, 10)
+    assert info.value.available == [1]
+
+
+def test_planted_symlink_is_not_followed(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path / "a")
+    make(store, b"x")
+    secret = tmp_path / "secret"
+    secret.write_text("top secret")
+    os.symlink(secret, store.path(5))
+    with pytest.raises(ArtifactNotFound):
+        store.read(5, 0, 100)
+
+
+def test_retention_deletes_oldest_first(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, max_total_bytes=250)
+    for _ in range(5):
+        make(store, b"x" * 100)
+    assert store.ids() == [4, 5]
+
+
+def test_unwritable_directory_gives_no_artifact(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    store = ArtifactStore(blocker / "sub")
+    assert store.create() is None

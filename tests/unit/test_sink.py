@@ -1,0 +1,123 @@
+import hashlib
+
+import pytest
+
+from server.sanitize import Sanitizer, strip_controls
+from server.sink import OutputSink, count_lines
+
+
+class MemorySpill:
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def close(self) -> int | None:
+        self.closed = True
+        return 1
+
+
+def feed_all(parts: list[bytes]) -> str:
+    s = Sanitizer()
+    return "".join(s.feed(p) for p in parts) + s.finish()
+
+
+def test_plain_text_passes_untouched() -> None:
+    assert feed_all([b"hello\tworld\n"]) == "hello\tworld\n"
+
+
+def test_multibyte_character_split_across_reads_survives() -> None:
+    data = "héllo €𝄞".encode()
+    for cut in range(1, len(data)):
+        assert feed_all([data[:cut], data[cut:]]) == "héllo €𝄞"
+
+
+def test_invalid_utf8_becomes_replacement_character() -> None:
+    assert feed_all([b"a\xffb\xc3"]) == "a\ufffdb\ufffd"
+
+
+def test_ansi_sequences_and_controls_are_removed() -> None:
+    raw = b"\x1b[31mred\x1b[0m \x1b]0;title\x07ok\r\n\x00nul\x7fdel\x08\x1b(B!"
+    assert feed_all([raw]) == "red ok\nnuldel!"
+
+
+def test_c1_controls_are_removed() -> None:
+    assert feed_all(["a\u0085b\u0090c".encode()]) == "abc"
+
+
+def test_escape_split_across_reads_is_still_stripped() -> None:
+    raw = b"x\x1b[38;5;196my\x1b]8;;http://e.com\x1b\\z"
+    for cut in range(1, len(raw)):
+        assert feed_all([raw[:cut], raw[cut:]]) == "xyz", cut
+
+
+def test_unterminated_escape_is_flushed_at_finish_without_controls() -> None:
+    assert feed_all([b"ok\x1b[12"]) == "ok12"
+
+
+def test_strip_controls_on_complete_text() -> None:
+    assert strip_controls("a\x1b[1mb\rc") == "abc"
+    assert strip_controls("plain") == "plain"
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"), [("", 0), ("a", 1), ("a\n", 1), ("a\nb", 2), ("\n\n", 2)]
+)
+def test_count_lines(text: str, lines: int) -> None:
+    assert count_lines(text) == lines
+    assert count_lines(text.encode()) == lines
+
+
+def test_small_output_is_kept_whole() -> None:
+    sink = OutputSink(max_bytes=100)
+    sink.feed(b"1\n2\n3")
+    s = sink.summary()
+    assert (s.text, s.truncated, s.total_lines, s.output_lines, s.total_bytes) == (
+        "1\n2\n3",
+        False,
+        3,
+        3,
+        5,
+    )
+
+
+def test_tail_is_bounded_and_spill_gets_everything() -> None:
+    spill = MemorySpill()
+    sink = OutputSink(max_bytes=1000, open_spill=lambda: spill)
+    expected = "".join(f"{i}\n" for i in range(1, 20001)).encode()
+    for i in range(0, len(expected), 777):
+        sink.feed(expected[i : i + 777])
+        assert len(sink._tail) <= 2 * 1000 + 777
+    sink.finish()
+    s = sink.summary()
+    assert s.truncated
+    assert s.total_lines == 20000 and s.total_bytes == len(expected)
+    assert s.output_bytes <= 1000
+    assert expected.endswith(s.text.encode())
+    assert hashlib.sha256(spill.data).digest() == hashlib.sha256(expected).digest()
+
+
+def test_tail_cut_falls_on_a_character_boundary() -> None:
+    sink = OutputSink(max_bytes=1024)
+    sink.feed(("€" * 2000).encode())
+    s = sink.summary()
+    assert s.text == "€" * (s.output_bytes // 3)
+    assert s.output_bytes <= 1024
+
+
+def test_no_spill_when_output_fits() -> None:
+    opened: list[int] = []
+    sink = OutputSink(max_bytes=10, open_spill=lambda: opened.append(1) or None)
+    sink.feed(b"0123456789")
+    assert not sink.truncated and opened == []
+    sink.feed(b"!")
+    assert sink.truncated and opened == [1]
+
+
+def test_spill_failure_still_truncates() -> None:
+    sink = OutputSink(max_bytes=10, open_spill=lambda: None)
+    sink.feed(b"x" * 100)
+    s = sink.summary()
+    assert s.truncated and s.output_bytes == 10 and sink.spill is None
