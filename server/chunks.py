@@ -16,7 +16,7 @@ import anyio
 from protocol import messages
 
 CHUNK_INTERVAL_SECONDS = 0.02
-MAX_PENDING_CHARS = 1024 * 1024
+MAX_PENDING_CHARS = 256 * 1024
 
 
 class ChunkStream:

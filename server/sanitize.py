@@ -27,6 +27,7 @@ _ANSI = re.compile(
 _PARTIAL_ESCAPE = re.compile(
     r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[PX^_][^\x1b]*\x1b?|[ -/]*)?"
 )
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 # An unterminated sequence longer than this is garbage, not a sequence.
 MAX_PENDING_ESCAPE_CHARS = 4096
@@ -46,18 +47,19 @@ class Sanitizer:
         self._decoder_empty = True
 
     def feed(self, data: bytes) -> str:
-        if self._decoder_empty and not self._pending and data.isascii():
-            text = data.decode("ascii")
-            if _CONTROL.search(text) is None:
-                return text
-        else:
-            text = self._decoder.decode(data)
-            self._decoder_empty = not self._decoder.getstate()[0]
-            if self._pending:
-                text = self._pending + text
-                self._pending = ""
-            if _CONTROL.search(text) is None:
-                return text
+        if self._decoder_empty and not self._pending:
+            # Fast path: printable ASCII needs no decoder state and no regex.
+            if not data.translate(None, _PRINTABLE_ASCII):
+                return data.decode("ascii")
+            if data.isascii():
+                return self._clean(data.decode("ascii"), final=False)
+        text = self._decoder.decode(data)
+        self._decoder_empty = not self._decoder.getstate()[0]
+        if self._pending:
+            text = self._pending + text
+            self._pending = ""
+        if _CONTROL.search(text) is None:
+            return text
         return self._clean(text, final=False)
 
     def finish(self) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from server import log, procs
 
@@ -127,6 +128,8 @@ class _OutputPipe:
                 self.last_data = anyio.current_time()
                 if self._on_output is not None:
                     self._on_output(data)
+                # A command that never pauses must not starve the other tasks.
+                await anyio.lowlevel.checkpoint()
         finally:
             self.eof.set()
             anyio.notify_closing(self.fd)

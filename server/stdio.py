@@ -11,19 +11,19 @@ import errno
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from protocol.framing import Frame, LineFramer
 from server import log
 
 READ_CHUNK_BYTES = 256 * 1024
-# Lines queued for stdout before producers wait; producers of chunks coalesce
-# while they wait, so this bounds memory without losing responses.
-OUTBOX_CAPACITY = 256
+# Bytes queued for stdout before producers wait. Chunk producers coalesce
+# while they wait, so this bounds memory without losing any response.
+OUTBOX_MAX_BYTES = 2 * 1024 * 1024
 # Lines joined into one write() when several are ready.
 WRITE_BATCH_BYTES = 1024 * 1024
 
@@ -89,51 +89,63 @@ async def read_frames(fd: int, framer: LineFramer) -> AsyncIterator[Frame]:
 
 
 class Outbox:
-    """The single writer: every protocol line goes through here, in order."""
+    """The single writer: every protocol line goes through here, in order.
+
+    The queue is bounded in bytes, not lines: a producer waits while more than
+    OUTBOX_MAX_BYTES are queued, so a client that stops reading costs a fixed
+    amount of memory. A line is always accepted into an empty queue, whatever
+    its size, so no message can be starved.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        send: MemoryObjectSendStream[bytes]
-        receive: MemoryObjectReceiveStream[bytes]
-        send, receive = anyio.create_memory_object_stream[bytes](OUTBOX_CAPACITY)
-        self._send = send
-        self._receive = receive
+        self._lines: deque[bytes] = deque()
+        self._queued = 0
+        self._ready = anyio.Event()
+        self._space = anyio.Event()
+        self._closed = False
         self.broken = anyio.Event()
         self.finished = anyio.Event()
 
     async def put(self, line: bytes) -> None:
-        """Queue a line; waits while the queue is full. Dropped once stdout is gone."""
-        if self.broken.is_set():
+        """Queue a line, waiting while the queue is full. Dropped once stdout is gone."""
+        while self._queued >= OUTBOX_MAX_BYTES and not self.broken.is_set():
+            if self._space.is_set():
+                self._space = anyio.Event()
+            await self._space.wait()
+        if self.broken.is_set() or self._closed:
             return
-        try:
-            await self._send.send(line)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        self._lines.append(line)
+        self._queued += len(line)
+        self._ready.set()
 
     def close(self) -> None:
-        self._send.close()
+        """No more lines: the writer flushes what is queued, then ends."""
+        self._closed = True
+        self._ready.set()
 
     async def run(self) -> None:
+        os.set_blocking(self._fd, False)
         try:
-            await self._run()
+            while True:
+                await self._ready.wait()
+                self._ready = anyio.Event()
+                while self._lines:
+                    batch: list[bytes] = []
+                    size = 0
+                    while self._lines and size < WRITE_BATCH_BYTES:
+                        line = self._lines.popleft()
+                        batch.append(line)
+                        size += len(line)
+                    if not self.broken.is_set():
+                        await self._write(batch[0] if len(batch) == 1 else b"".join(batch))
+                    self._queued -= size
+                    self._space.set()
+                if self._closed:
+                    return
         finally:
             self.finished.set()
-
-    async def _run(self) -> None:
-        os.set_blocking(self._fd, False)
-        async with self._receive:
-            async for line in self._receive:
-                batch = [line]
-                size = len(line)
-                while size < WRITE_BATCH_BYTES:
-                    try:
-                        more = self._receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        break
-                    batch.append(more)
-                    size += len(more)
-                if not self.broken.is_set():
-                    await self._write(b"".join(batch) if len(batch) > 1 else line)
+            self._space.set()
 
     async def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -146,5 +158,6 @@ class Outbox:
             except OSError as exc:
                 _log.warning("stdout is gone (%s); shutting down", exc.strerror)
                 self.broken.set()
+                self._space.set()
                 return
             view = view[n:]

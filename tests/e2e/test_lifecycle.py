@@ -208,3 +208,16 @@ def test_console_script_runs(tmp_path: Path) -> None:
         env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
     )
     assert proc.returncode == 0 and proc.stdout == b"via-script\n"
+
+
+def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:
+    cfg = tmp_path / "grace.toml"
+    cfg.write_text("[kill]\ngraceSeconds = 0.3\n")
+    server = spawn("--config", str(cfg))
+    ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    started = time.monotonic()
+    server.result("abort_bash", {"requestId": ident})
+    assert server.response(ident)["result"]["cancelled"]
+    assert time.monotonic() - started < 0.3 + 0.5 + 0.5
+    assert not [c for c in server.owned_commands() if "sleep 60" in c]
