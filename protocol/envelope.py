@@ -211,9 +211,9 @@ class ServerMessage(msgspec.Struct):
     jsonrpc: str
     method: str | None = None
     # Raw stays empty when the member is absent; a JSON null is Raw(b"null").
-    params: msgspec.Raw = msgspec.Raw(b"")
+    params: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     id: RequestId | None = None
-    result: msgspec.Raw = msgspec.Raw(b"")
+    result: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     error: ErrorObject | None = None
 
 

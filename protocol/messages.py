@@ -49,3 +49,60 @@ def timed_out_notice(seconds: float) -> str:
 def artifact_not_found(artifact_id: int, available: list[int]) -> str:
     listed = ", ".join(str(i) for i in available) or NO_ARTIFACTS
     return ARTIFACT_NOT_FOUND.format(id=artifact_id, available=listed)
+
+
+# The tool-call surface.
+BLOCKED = "Blocked: {message}\n\nOriginal command: {command}"
+INTERCEPT_READ = (
+    "Use the `read` tool instead of cat/head/tail/less/more. It shows line numbers,"
+    " pages through large files and never floods the context."
+)
+INTERCEPT_GREP = (
+    "Use the `grep` tool instead of grep/rg/ag/ack. It respects ignore files and"
+    " returns structured, bounded matches."
+)
+INTERCEPT_FIND = (
+    "Use the `find` tool instead of find/fd/locate with name, type or glob filters."
+    " It respects ignore files and bounds its results."
+)
+INTERCEPT_EDIT_SED = (
+    "Use the `edit` tool instead of `sed -i`. It shows exactly what changed and fails"
+    " loudly when the text to replace is not found."
+)
+INTERCEPT_EDIT_PERL = (
+    "Use the `edit` tool instead of `perl -i`. It shows exactly what changed and fails"
+    " loudly when the text to replace is not found."
+)
+INTERCEPT_EDIT_AWK = (
+    "Use the `edit` tool instead of `awk -i inplace`. It shows exactly what changed and"
+    " fails loudly when the text to replace is not found."
+)
+INTERCEPT_WRITE = (
+    "Use the `write` tool instead of echo/printf/cat heredocs redirected into a file."
+    " It writes the content exactly, with no shell quoting to get wrong."
+)
+INTERCEPT_BAD_RULE = "interceptor rule {pattern!r} skipped: {reason}"
+CWD_MISSING = "Working directory does not exist: {path}"
+CWD_NOT_A_DIRECTORY = "Working directory is not a directory: {path}"
+NO_OUTPUT = "(no output)"
+TRUNCATION_NOTICE = "\n\n[Showing lines {start}-{end} of {total} ({limit} limit).{full}]"
+TRUNCATION_FULL = " Full: artifact://{id}"
+EXITED_WITH_CODE = "\n\nCommand exited with code {code}"
+MISSING_EXIT_STATUS = "\n\nCommand failed: missing exit status"
+TIMEOUT_CLAMPED = "\n\n[Timeout {requested}s is outside 1-3600s; using {applied}s]"
+UNKNOWN_TOOL = "Unknown tool: {name}"
+PTY_FALLBACK = "PTY requested for a tool call, but the PTY path is not available; using pipes"
+ARTIFACT_URI_NO_ID = "artifact:// URL requires a numeric ID"
+ARTIFACT_URI_NOT_NUMERIC = "artifact:// ID must be numeric, got: {got}"
+UNSUPPORTED_URI = "Unsupported resource URI: {uri}"
+BASH_TOOL_DESCRIPTION = """\
+Run a bash command in a persistent shell and return its combined stdout and stderr.
+
+- Use `cwd` to run somewhere else instead of `cd dir && ...`; each call starts in \
+the workspace root unless `cwd` is given.
+- Use `head`/`tail` to limit output instead of piping into `| head` or `| tail`: \
+the command's real exit status is kept and the full output stays available.
+- stderr is already merged into the output; do not add `2>&1`.
+- Long output keeps its last 50KB; the rest is saved and named as artifact://N.
+- Commands time out after `timeout` seconds (default 300, at most 3600). stdin is \
+empty, so commands never wait for input; pagers and editors are disabled."""

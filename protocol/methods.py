@@ -155,7 +155,7 @@ class BashChunk(Result):
 
 # Method name -> (params type, result type); the schema generator and the
 # dispatcher both read this table, so they cannot drift apart.
-METHODS: dict[str, tuple[type[Params], type[Result] | None]] = {
+METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "bash": (BashParams, BashResult),
     "abort_bash": (AbortBashParams, AbortBashResult),
     "session/open": (SessionOpenParams, SessionOpenResult),
@@ -165,10 +165,10 @@ METHODS: dict[str, tuple[type[Params], type[Result] | None]] = {
     "shutdown": (ShutdownParams, None),
 }
 
-NOTIFICATIONS_FROM_CLIENT: dict[str, type[Params]] = {
-    "exit": (ExitParams),
+NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
+    "exit": ExitParams,
 }
 
-NOTIFICATIONS_FROM_SERVER: dict[str, type[Result]] = {
+NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "bash/chunk": BashChunk,
 }

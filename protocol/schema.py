@@ -7,22 +7,35 @@ One document per method and per notification. Each describes the message's
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
 
-from protocol import methods
+from protocol import mcp, methods
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """A Struct's schema with the object itself at the top, as MCP tool schemas must be."""
+    refs, defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
+    name = refs[0]["$ref"].rsplit("/", 1)[1]
+    top: dict[str, Any] = dict(defs.pop(name))
+    if defs:
+        top["$defs"] = defs
+    return top
+
+
 def _file_name(kind: str, name: str) -> str:
-    return f"{kind}/{name.replace('/', '.')}.json"
+    """`session/open` -> `methods/session.open.json`; `$/x` -> `_.x`: shell-safe names."""
+    return f"{kind}/{re.sub(r'[^A-Za-z0-9_.-]', '_', name.replace('/', '.'))}.json"
 
 
 def _document(
     title: str, params: type[msgspec.Struct], result: type[msgspec.Struct] | None
 ) -> dict[str, Any]:
+    """Methods without a result (shutdown) answer null."""
     types: list[Any] = [params] if result is None else [params, result]
     refs, defs = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
     properties: dict[str, Any] = {"params": refs[0]}
@@ -42,14 +55,19 @@ def _document(
 def generate() -> dict[str, bytes]:
     """Relative file name -> file content, deterministic."""
     docs: dict[str, dict[str, Any]] = {}
-    for name, (params, result) in methods.METHODS.items():
-        docs[_file_name("methods", name)] = _document(name, params, result)
-    for name, params in methods.NOTIFICATIONS_FROM_CLIENT.items():
-        docs[_file_name("notifications", name)] = _document(name, params, None)
-    for name, payload in methods.NOTIFICATIONS_FROM_SERVER.items():
-        doc = _document(name, payload, None)
-        del doc["properties"]["result"]
-        docs[_file_name("notifications", name)] = doc
+    for table in (methods.METHODS, mcp.METHODS):
+        for name, (params, result) in table.items():
+            docs[_file_name("methods", name)] = _document(name, params, result)
+    for notifications in (
+        methods.NOTIFICATIONS_FROM_CLIENT,
+        methods.NOTIFICATIONS_FROM_SERVER,
+        mcp.NOTIFICATIONS_FROM_CLIENT,
+        mcp.NOTIFICATIONS_FROM_SERVER,
+    ):
+        for name, payload in notifications.items():
+            doc = _document(name, payload, None)
+            del doc["properties"]["result"]
+            docs[_file_name("notifications", name)] = doc
     return {
         path: (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
         for path, doc in sorted(docs.items())

@@ -185,14 +185,21 @@ class ArtifactStore:
             total_bytes=total,
         )
 
-    def enforce_retention(self, keep: int) -> None:
-        """Delete the oldest artifacts until the directory fits the cap."""
-        sizes: list[tuple[int, int]] = []
+    def sizes(self) -> list[tuple[int, int]]:
+        """(id, size) of every artifact, oldest first."""
+        out: list[tuple[int, int]] = []
         for artifact_id in self.ids():
             try:
-                sizes.append((artifact_id, os.stat(self.path(artifact_id)).st_size))
+                st = os.stat(self.path(artifact_id), follow_symlinks=False)
             except OSError:
                 continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((artifact_id, st.st_size))
+        return out
+
+    def enforce_retention(self, keep: int) -> None:
+        """Delete the oldest artifacts until the directory fits the cap."""
+        sizes = self.sizes()
         total = sum(size for _, size in sizes)
         for artifact_id, size in sizes:
             if total <= self.max_total_bytes:

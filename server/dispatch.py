@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import msgspec
 from jsonrpcserver import Error, InvalidParams, Success
@@ -27,10 +27,8 @@ from jsonrpcserver.sentinels import NOID
 from protocol import messages
 from protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
 from protocol.errors import ErrorCode
-from protocol.methods import Params
 from server import log
 
-P = TypeVar("P", bound=Params)
 Handler = Callable[[Call, Any], Awaitable[Any]]
 
 _log = log.get("dispatch")
@@ -47,7 +45,7 @@ class RpcError(Exception):
         self.data = data
 
 
-def _adapt(name: str, handler: Handler, params_type: type[Params]) -> Callable[..., Any]:
+def _adapt(name: str, handler: Handler, params_type: type[msgspec.Struct]) -> Callable[..., Any]:
     decode = msgspec.json.Decoder(params_type).decode
 
     async def method(call: Call) -> Any:
@@ -73,7 +71,7 @@ class Dispatcher:
     def __init__(self) -> None:
         self._methods: Methods = {}
 
-    def register(self, name: str, params_type: type[Params], handler: Handler) -> None:
+    def register(self, name: str, params_type: type[msgspec.Struct], handler: Handler) -> None:
         self._methods[name] = _adapt(name, handler, params_type)
 
     def __contains__(self, name: str) -> bool:

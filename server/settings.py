@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
 from protocol.framing import DEFAULT_MAX_LINE_BYTES
+from protocol.mcp import (
+    DEFAULT_TOOL_TIMEOUT_SECONDS,
+    ConnectionSettings,
+    InterceptorRule,
+    TimeoutSeconds,
+)
 from protocol.methods import EnvName
 from server.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from server.sink import DEFAULT_MAX_BYTES
@@ -39,6 +45,20 @@ class KillSettings(_Section, frozen=True):
     grace_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = DEFAULT_KILL_GRACE_SECONDS
 
 
+class InterceptorSettings(_Section, frozen=True):
+    enabled: bool = False
+    # None: the built-in rules; a list replaces them.
+    rules: tuple[InterceptorRule, ...] | None = None
+
+
+class BashSettings(_Section, frozen=True):
+    virtual_terminal: Literal["on", "off"] = "off"
+
+
+class ToolSettings(_Section, frozen=True):
+    default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
+
+
 class Settings(_Section, frozen=True):
     shell: str | None = None
     prefix: str | None = None
@@ -46,6 +66,9 @@ class Settings(_Section, frozen=True):
     output: OutputSettings = OutputSettings()
     artifacts: ArtifactSettings = ArtifactSettings()
     kill: KillSettings = KillSettings()
+    interceptor: InterceptorSettings = InterceptorSettings()
+    bash: BashSettings = BashSettings()
+    tool: ToolSettings = ToolSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE_BYTES
 
 
@@ -74,3 +97,27 @@ def load(path: Path | None) -> Settings:
         return msgspec.toml.decode(raw, type=Settings)
     except msgspec.DecodeError as exc:
         raise SettingsError(f"config {target}: {exc}") from None
+
+
+def with_overrides(settings: Settings, overrides: ConnectionSettings) -> Settings:
+    """The file's settings with a connection's overrides applied, field by field."""
+    replace = msgspec.structs.replace
+    if not isinstance(overrides.interceptor, msgspec.UnsetType):
+        o = overrides.interceptor
+        section = settings.interceptor
+        if not isinstance(o.enabled, msgspec.UnsetType):
+            section = replace(section, enabled=o.enabled)
+        if not isinstance(o.rules, msgspec.UnsetType):
+            section = replace(section, rules=tuple(o.rules))
+        settings = replace(settings, interceptor=section)
+    if not isinstance(overrides.bash, msgspec.UnsetType) and not isinstance(
+        overrides.bash.virtual_terminal, msgspec.UnsetType
+    ):
+        bash = replace(settings.bash, virtual_terminal=overrides.bash.virtual_terminal)
+        settings = replace(settings, bash=bash)
+    if not isinstance(overrides.tool, msgspec.UnsetType) and not isinstance(
+        overrides.tool.default_timeout, msgspec.UnsetType
+    ):
+        tool = replace(settings.tool, default_timeout=overrides.tool.default_timeout)
+        settings = replace(settings, tool=tool)
+    return settings

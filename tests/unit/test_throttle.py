@@ -1,0 +1,103 @@
+"""Throttle and ChunkStream, driven in-process on anyio's clock."""
+
+from __future__ import annotations
+
+import itertools
+
+import anyio
+
+from protocol import messages
+from server.chunks import ChunkStream
+from server.throttle import Throttle
+
+
+def test_first_poke_flushes_at_once_then_coalesces() -> None:
+    async def main() -> list[float]:
+        times: list[float] = []
+        start = anyio.current_time()
+
+        async def flush() -> None:
+            times.append(anyio.current_time() - start)
+
+        throttle = Throttle(flush, interval=0.1)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(throttle.run)
+            for _ in range(30):
+                throttle.poke()
+                await anyio.sleep(0.01)
+            await throttle.close()
+        return times
+
+    times = anyio.run(main)
+    assert times[0] < 0.05
+    assert 3 <= len(times) <= 6  # 0.3 s of pokes at a 0.1 s interval, plus the close
+    # Every flush but the closing one waits out the interval.
+    assert all(b - a >= 0.09 for a, b in itertools.pairwise(times[:-1]))
+
+
+def test_close_without_pokes_flushes_nothing() -> None:
+    async def main() -> int:
+        calls = 0
+
+        async def flush() -> None:
+            nonlocal calls
+            calls += 1
+
+        throttle = Throttle(flush, interval=0.1)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(throttle.run)
+            await throttle.close()
+        return calls
+
+    assert anyio.run(main) == 0
+
+
+def test_chunk_stream_keeps_order_and_text() -> None:
+    async def main() -> list[tuple[int, str]]:
+        sent: list[tuple[int, str]] = []
+
+        async def emit(seq: int, text: str) -> None:
+            sent.append((seq, text))
+
+        stream = ChunkStream(emit, interval=0.01)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream.run)
+            for i in range(100):
+                stream.push(f"{i}\n")
+                if i % 10 == 0:
+                    await anyio.sleep(0.005)
+            await stream.close()
+        return sent
+
+    sent = anyio.run(main)
+    assert [seq for seq, _ in sent] == list(range(len(sent)))
+    assert "".join(text for _, text in sent) == "".join(f"{i}\n" for i in range(100))
+    assert len(sent) < 100
+
+
+def test_chunk_stream_skips_the_oldest_text_when_the_client_is_slow() -> None:
+    async def main() -> list[str]:
+        sent: list[str] = []
+        release = anyio.Event()
+
+        async def emit(seq: int, text: str) -> None:
+            sent.append(text)
+            await release.wait()  # the client stops reading after the first chunk
+
+        stream = ChunkStream(emit, interval=0.0, max_pending=100)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream.run)
+            stream.push("first")
+            await anyio.sleep(0.01)
+            for i in range(50):
+                stream.push(f"{i:03d}")
+            release.set()
+            await stream.close()
+        return sent
+
+    sent = anyio.run(main)
+    assert sent[0] == "first"
+    rest = "".join(sent[1:])
+    notice_tail = messages.NOTICE_CHUNKS_SKIPPED.split("{count}")[1]
+    assert notice_tail in rest and rest.endswith("049")
+    assert len(rest) < 100 + len(messages.NOTICE_CHUNKS_SKIPPED) + 10
