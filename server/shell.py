@@ -314,7 +314,9 @@ class Shell:
             os.close(hold)
             hold = -1
             if record is None:
-                await self._await_exit()
+                # The shell is gone or was replaced (`exec`): its exit status is the
+                # command's. Cancellable: `exec sleep 60` must still be abortable.
+                await self._wait_exit()
                 await pipe.drain()
                 pipe.detach()
                 return Completion(_exit_code(self.returncode), None, shell_died=True)
@@ -331,10 +333,9 @@ class Shell:
             except OSError:
                 pass
 
-    async def _await_exit(self) -> None:
+    async def _wait_exit(self) -> None:
         if self._process is not None:
-            with anyio.CancelScope(shield=True):
-                self.returncode = await self._process.wait()
+            self.returncode = await self._process.wait()
         self.dead = True
 
     async def collect_after_kill(self) -> None:
@@ -364,6 +365,6 @@ class Shell:
                 if not self.dead:
                     pids.add(self._process.pid)
                 await procs.terminate(pids, grace_seconds, rescan=self.tree)
-                await self._await_exit()
+                await self._wait_exit()
                 await self.collect_after_kill()
             self._closed.set()

@@ -122,6 +122,15 @@ def test_abort_kills_a_term_ignoring_child_after_the_grace(server: ServerProcess
     assert not [c for c in server.owned_commands() if "sleep" in c]
 
 
+def test_abort_after_exec_replaced_the_shell(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "echo replaced; exec sleep 60"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    assert server.result("abort_bash", {})["aborted"]
+    result = server.response(ident, timeout=HANG_SECONDS)["result"]
+    assert result["cancelled"] and result["output"].endswith("replaced\n")
+    assert not [c for c in server.owned_commands() if "sleep 60" in c]
+
+
 def test_abort_is_idempotent(server: ServerProcess) -> None:
     assert server.result("abort_bash", {}) == {"aborted": False}
     assert server.result("abort_bash", {"requestId": "never"}) == {"aborted": False}

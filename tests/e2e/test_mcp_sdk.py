@@ -1,0 +1,131 @@
+"""The official MCP Python SDK as the client: bashrpc works as a stdio MCP server as is."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+from protocol import messages  # noqa: E402
+from tests.rpc import owned_processes, wait_until  # noqa: E402
+
+HANG_SECONDS = 30
+
+
+def params(tmp_path: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        cwd=str(tmp_path),
+    )
+
+
+def text(result: object) -> str:
+    content = result.content  # type: ignore[attr-defined]
+    assert len(content) == 1 and content[0].type == "text"
+    return str(content[0].text)
+
+
+def test_sdk_session_end_to_end(tmp_path: Path) -> None:
+    server_pids: list[int] = []
+
+    async def main() -> None:
+        errlog = open(tmp_path / "server-stderr.log", "w")
+        async with (
+            stdio_client(params(tmp_path), errlog=errlog) as streams,
+            ClientSession(*streams) as session,
+        ):
+            with anyio.fail_after(HANG_SECONDS):
+                init = await session.initialize()
+                assert init.server_info.name == "bashrpc"
+                assert init.protocol_version == "2025-06-18"
+
+                tools = await session.list_tools()
+                assert [t.name for t in tools.tools] == ["bash"]
+                assert "command" in tools.tools[0].input_schema["properties"]
+
+                ok = await session.call_tool("bash", {"command": "echo hello from bash"})
+                assert not ok.is_error and text(ok) == "hello from bash\n"
+                assert ok.structured_content == {
+                    "exitCode": 0,
+                    "cancelled": False,
+                    "timedOut": False,
+                    "truncation": None,
+                }
+
+                failed = await session.call_tool("bash", {"command": "echo nope; exit 3"})
+                assert failed.is_error
+                assert text(failed) == "nope\n" + messages.EXITED_WITH_CODE.format(code=3)
+
+                timed = await session.call_tool("bash", {"command": "sleep 30", "timeout": 1})
+                assert timed.is_error and text(timed).startswith(messages.timed_out_notice(1))
+
+                big = await session.call_tool("bash", {"command": "seq 1 100000"})
+                assert big.structured_content is not None
+                artifact = big.structured_content["truncation"]["artifactId"]
+                resource = await session.read_resource(f"artifact://{artifact}")
+                body = resource.contents[0]
+                assert str(body.uri) == f"artifact://{artifact}"
+                assert body.text == "".join(f"{i}\n" for i in range(1, 100001))
+
+                listed = await session.list_resources()
+                assert f"artifact://{artifact}" in {str(r.uri) for r in listed.resources}
+
+                # A call cancelled by the client leaves the session healthy.
+                server_pids.extend(owned_pids_of_children())
+                assert len(server_pids) == 1
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(session.call_tool, "bash", {"command": "sleep 60"})
+                    with anyio.fail_after(10):
+                        while not sleeping(server_pids[0]):
+                            await anyio.sleep(0.05)
+                    tg.cancel_scope.cancel()
+                with anyio.fail_after(10):
+                    while sleeping(server_pids[0]):
+                        await anyio.sleep(0.05)
+                again = await session.call_tool("bash", {"command": "echo still healthy"})
+                assert text(again) == "still healthy\n"
+                assert await session.send_ping() is not None
+
+    anyio.run(main)
+    for pid in server_pids:
+        assert wait_until(lambda pid=pid: owned_processes(pid) == [], timeout=10)
+
+
+def sleeping(server_pid: int) -> bool:
+    for pid in owned_processes(server_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().startswith(b"sleep\x0060"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def owned_pids_of_children() -> list[int]:
+    """Pids of bashrpc servers that are children of this test process."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if ppid == me and b"server" in cmdline:
+            found.append(int(name))
+    return found
