@@ -15,7 +15,6 @@ How a command's end is found without reading its output:
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import subprocess
@@ -27,13 +26,14 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import log, procs
+from server import fdio, log, procs
 
 DRAIN_IDLE_SECONDS = 0.25
 DRAIN_MAX_SECONDS = 2.0
 # Output still arriving after a kill is collected for at most this long.
 POST_KILL_DRAIN_SECONDS = 0.3
 READ_CHUNK_BYTES = 256 * 1024
+STATUS_READ_BYTES = 4096
 PIPE_BUFFER_BYTES = 1024 * 1024
 _F_SETPIPE_SZ = 1031
 
@@ -117,14 +117,7 @@ class _OutputPipe:
 
     async def pump(self) -> None:
         try:
-            while True:
-                try:
-                    data = os.read(self.fd, READ_CHUNK_BYTES)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.fd)
-                    continue
-                if not data:
-                    return
+            while data := await fdio.read(self.fd, READ_CHUNK_BYTES):
                 self.last_data = anyio.current_time()
                 if self._on_output is not None:
                     self._on_output(data)
@@ -242,18 +235,10 @@ class Shell:
         self.dead = True
 
     async def _send(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self._control, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._control)
-                continue
-            except (BrokenPipeError, OSError) as exc:
-                if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
-                    raise ShellDied from None
-                raise
-            view = view[n:]
+        try:
+            await fdio.write_all(self._control, data)
+        except BrokenPipeError:
+            raise ShellDied from None
 
     async def _read_status(self) -> tuple[int, str] | None:
         """The next ``status\\0pwd\\0`` record; None when the shell is gone."""
@@ -263,11 +248,7 @@ class Shell:
                 status, pwd, rest = fields
                 self._status_buf = bytearray(rest)
                 return int(status), pwd.decode("utf-8", "surrogateescape")
-            try:
-                data = os.read(self._status, 4096)
-            except BlockingIOError:
-                await anyio.wait_readable(self._status)
-                continue
+            data = await fdio.read(self._status, STATUS_READ_BYTES)
             if not data:
                 return None
             self._status_buf += data

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import anyio
 
 from protocol.framing import Frame, LineFramer
-from server import log
+from server import fdio, log
 
 READ_CHUNK_BYTES = 256 * 1024
 # Bytes queued for stdout before producers wait. Chunk producers coalesce
@@ -68,10 +68,9 @@ async def read_frames(fd: int, framer: LineFramer) -> AsyncIterator[Frame]:
         os.set_blocking(fd, False)
     while True:
         try:
-            data = os.read(fd, READ_CHUNK_BYTES)
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
+            data = (
+                await fdio.read(fd, READ_CHUNK_BYTES) if pollable else os.read(fd, READ_CHUNK_BYTES)
+            )
         except OSError as exc:
             if exc.errno in (errno.EIO, errno.EBADF):
                 data = b""
@@ -148,16 +147,9 @@ class Outbox:
             self._space.set()
 
     async def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                n = os.write(self._fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-                continue
-            except OSError as exc:
-                _log.warning("stdout is gone (%s); shutting down", exc.strerror)
-                self.broken.set()
-                self._space.set()
-                return
-            view = view[n:]
+        try:
+            await fdio.write_all(self._fd, data)
+        except OSError as exc:
+            _log.warning("stdout is gone (%s); shutting down", exc.strerror)
+            self.broken.set()
+            self._space.set()

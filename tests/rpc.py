@@ -16,32 +16,47 @@ from typing import Any
 DEFAULT_TIMEOUT = 30.0
 
 
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, ppid) of a process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0].decode(), int(fields[1])
+
+
+def live_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
 def owned_processes(server_pid: int) -> list[int]:
     """Live processes started through the server with this pid (by their owner tag)."""
     tag = f"BASHRPC_OWNER={server_pid}.".encode()
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for pid in live_pids():
         try:
-            with open(f"/proc/{name}/environ", "rb") as f:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 environ = f.read()
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != b"Z" and any(e.startswith(tag) for e in environ.split(b"\0")):
-            found.append(int(name))
+        if not process_gone(pid) and any(e.startswith(tag) for e in environ.split(b"\0")):
+            found.append(pid)
     return found
 
 
 def process_gone(pid: int) -> bool:
     """True once the process has exited (a zombie counts as gone)."""
+    stat = proc_stat(pid)
+    return stat is None or stat[0] == "Z"
+
+
+def cmdline(pid: int) -> str:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
-        return True
+        return ""
 
 
 def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05) -> bool:
@@ -195,14 +210,7 @@ class ServerProcess:
 
     def owned_commands(self) -> list[str]:
         """Command lines of the live processes started through this server."""
-        out = []
-        for pid in self.owned_processes():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    out.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
-            except OSError:
-                continue
-        return out
+        return [cmdline(pid) for pid in self.owned_processes()]
 
     @property
     def pid(self) -> int:

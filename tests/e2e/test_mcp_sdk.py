@@ -15,7 +15,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from protocol import messages  # noqa: E402
-from tests.rpc import owned_processes, wait_until  # noqa: E402
+from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until  # noqa: E402
 
 HANG_SECONDS = 30
 
@@ -102,30 +102,14 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
 
 
 def sleeping(server_pid: int) -> bool:
-    for pid in owned_processes(server_pid):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().startswith(b"sleep\x0060"):
-                    return True
-        except OSError:
-            continue
-    return False
+    return any(cmdline(pid) == "sleep 60" for pid in owned_processes(server_pid))
 
 
 def owned_pids_of_children() -> list[int]:
     """Pids of bashrpc servers that are children of this test process."""
     me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if ppid == me and b"server" in cmdline:
-            found.append(int(name))
-    return found
+    return [
+        pid
+        for pid in live_pids()
+        if (stat := proc_stat(pid)) is not None and stat[1] == me and "server" in cmdline(pid)
+    ]
