@@ -14,5 +14,6 @@ class ErrorCode(IntEnum):
     ARTIFACT_NOT_FOUND = -32002
     SERVER_BUSY = -32003
     SHUTTING_DOWN = -32004
+    NO_SUCH_PTY = -32005
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800

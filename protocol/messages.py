@@ -91,7 +91,6 @@ EXITED_WITH_CODE = "\n\nCommand exited with code {code}"
 MISSING_EXIT_STATUS = "\n\nCommand failed: missing exit status"
 TIMEOUT_CLAMPED = "\n\n[Timeout {requested}s is outside 1-3600s; using {applied}s]"
 UNKNOWN_TOOL = "Unknown tool: {name}"
-PTY_FALLBACK = "PTY requested for a tool call, but the PTY path is not available; using pipes"
 ARTIFACT_URI_NO_ID = "artifact:// URL requires a numeric ID"
 ARTIFACT_URI_NOT_NUMERIC = "artifact:// ID must be numeric, got: {got}"
 UNSUPPORTED_URI = "Unsupported resource URI: {uri}"
@@ -106,3 +105,8 @@ the command's real exit status is kept and the full output stays available.
 - Long output keeps its last 50KB; the rest is saved and named as artifact://N.
 - Commands time out after `timeout` seconds (default 300, at most 3600). stdin is \
 empty, so commands never wait for input; pagers and editors are disabled."""
+
+# The PTY path.
+PTY_ERROR = "PTY error: {reason}\n"
+NO_SUCH_PTY = "No running PTY command with requestId {request_id!r}"
+UNKNOWN_KEY = "Unknown key {key!r} - at `$.keys[{index}]`"

@@ -35,6 +35,13 @@ class Result(msgspec.Struct, rename="camel", kw_only=True):
 # -- bash -------------------------------------------------------------------
 
 
+class PtySize(Params):
+    """A terminal size; each side is clamped, and a missing one takes the default."""
+
+    cols: int | None = None
+    rows: int | None = None
+
+
 class BashParams(Params):
     command: str
     session_id: SessionId = DEFAULT_SESSION_ID
@@ -42,6 +49,8 @@ class BashParams(Params):
     # Seconds; clamped to [MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS]. None: no deadline.
     timeout: float | None = None
     env: dict[EnvName, str] | None = None
+    # Run on a pseudo-terminal (a one-shot `bash -c`): true, or a size.
+    pty: bool | PtySize | None = None
 
 
 class BashResult(Result, omit_defaults=True):
@@ -129,6 +138,48 @@ class ArtifactReadResult(Result):
     total_bytes: int
 
 
+# -- PTY control --------------------------------------------------------------
+
+
+class PtyInputParams(Params):
+    request_id: RequestId
+    # Written as-is (UTF-8), before `keys`.
+    data: str | None = None
+    # Named keys: enter, tab, up, ctrl+c, alt+x, f5...
+    keys: list[str] | None = None
+
+
+class PtyInputResult(Result):
+    bytes_written: int
+
+
+class PtyResizeParams(Params):
+    request_id: RequestId
+    cols: int
+    rows: int
+
+
+class PtyResizeResult(Result):
+    cols: int
+    rows: int
+
+
+class PtyScreenParams(Params):
+    request_id: RequestId
+
+
+class Cursor(Result):
+    x: int
+    y: int
+
+
+class PtyScreen(Result):
+    cols: int
+    rows: int
+    lines: list[str]
+    cursor: Cursor
+
+
 # -- lifecycle --------------------------------------------------------------
 
 
@@ -141,6 +192,13 @@ class ExitParams(Params):
 
 
 # -- notifications ----------------------------------------------------------
+
+
+class PtyOutput(Result):
+    """Params of ``pty/output``: raw terminal bytes, base64, escape sequences intact."""
+
+    request_id: RequestId | None
+    data: str
 
 
 class BashChunk(Result):
@@ -163,6 +221,9 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "session/list": (SessionListParams, SessionListResult),
     "artifact/read": (ArtifactReadParams, ArtifactReadResult),
     "shutdown": (ShutdownParams, None),
+    "pty/input": (PtyInputParams, PtyInputResult),
+    "pty/resize": (PtyResizeParams, PtyResizeResult),
+    "pty/screen": (PtyScreenParams, PtyScreen),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
@@ -171,4 +232,5 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "bash/chunk": BashChunk,
+    "pty/output": PtyOutput,
 }

@@ -272,12 +272,32 @@ class Server:
             await procs.terminate(
                 procs.descendants(), SHUTDOWN_GRACE_SECONDS, rescan=procs.descendants
             )
-            procs.reap_orphans(self.shells.pids())
+            procs.reap_orphans(self.own_children())
+
+    def own_children(self) -> set[int]:
+        """Children whose exit status the server collects itself, not the reaper."""
+        return self.shells.pids() | self.executor.pty_pids
 
     async def reap_forever(self) -> None:
         while True:
             await anyio.sleep(ORPHAN_REAP_INTERVAL_SECONDS)
-            procs.reap_orphans(self.shells.pids())
+            procs.reap_orphans(self.own_children())
+
+    def pty_of(self, request_id: RequestId) -> Execution:
+        """The running PTY command of a request, or -32005."""
+        for execution in self._executions:
+            running = execution.pty is not None and not execution.finished
+            if running and execution.request_id == request_id:
+                return execution
+        raise no_such_pty(request_id)
+
+
+def no_such_pty(request_id: RequestId) -> RpcError:
+    return RpcError(
+        ErrorCode.NO_SUCH_PTY,
+        messages.NO_SUCH_PTY.format(request_id=request_id),
+        {"requestId": request_id},
+    )
 
 
 async def _watch_signals(stop: anyio.Event) -> None:

@@ -1,4 +1,4 @@
-"""`bash/chunk` streaming: sanitized output, coalesced, in order.
+"""Streaming output as notifications: text for `bash/chunk`, raw bytes for `pty/output`.
 
 The first text goes out at once, then at most one notification per interval.
 While the client is slow to read, text merges into the pending buffer, which
@@ -8,6 +8,7 @@ is capped: beyond the cap the oldest pending text is skipped with a notice
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 
 from protocol import messages
@@ -15,6 +16,9 @@ from server.throttle import Throttle
 
 CHUNK_INTERVAL_SECONDS = 0.02
 MAX_PENDING_CHARS = 256 * 1024
+# Raw terminal bytes cannot take a notice; a host that fell behind resyncs
+# from pty/screen, so the cap is larger and the oldest bytes are dropped.
+MAX_PENDING_RAW_BYTES = 1024 * 1024
 
 
 class ChunkStream:
@@ -60,4 +64,36 @@ class ChunkStream:
 
     async def close(self) -> None:
         """Send what is pending and wait until it is queued."""
+        await self._throttle.close()
+
+
+class RawStream:
+    """Raw PTY bytes, coalesced like text chunks, sent base64-encoded."""
+
+    def __init__(
+        self,
+        emit: Callable[[str], Awaitable[None]],
+        interval: float = CHUNK_INTERVAL_SECONDS,
+        max_pending: int = MAX_PENDING_RAW_BYTES,
+    ) -> None:
+        self._emit = emit
+        self._max_pending = max_pending
+        self._pending = bytearray()
+        self._throttle = Throttle(self._send, interval)
+
+    def push(self, data: bytes) -> None:
+        self._pending += data
+        if len(self._pending) > self._max_pending:
+            del self._pending[: len(self._pending) - self._max_pending]
+        self._throttle.poke()
+
+    async def _send(self) -> None:
+        data = base64.b64encode(self._pending).decode("ascii")
+        self._pending.clear()
+        await self._emit(data)
+
+    async def run(self) -> None:
+        await self._throttle.run()
+
+    async def close(self) -> None:
         await self._throttle.close()

@@ -39,6 +39,8 @@ NON_INTERACTIVE_DEFAULTS: dict[str, str] = {
     "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
 }
 
+TERMINAL_TERM = "xterm-256color"
+
 GUARDS: dict[str, str] = {
     "GIT_EDITOR": "true",
     "EDITOR": "true",
@@ -66,3 +68,12 @@ def without_guards(values: Mapping[str, str] | None) -> dict[str, str]:
     if not values:
         return {}
     return {k: v for k, v in values.items() if k not in GUARDS}
+
+
+def for_terminal(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """A PTY's environment: a terminal is really there, so say so and allow colour."""
+    env = dict(base)
+    env.update(without_guards(extra))
+    env["TERM"] = TERMINAL_TERM
+    env.pop("NO_COLOR", None)
+    return env

@@ -8,22 +8,28 @@ everything the command started before it answers.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
 from protocol import messages
-from server import log
+from server import drain, log, procs
+from server import env as envmod
+from server.crfold import CarriageReturnFolder
+from server.pty import PtyRun
 from server.sessions import Session, ShellFactory
 from server.shell import Completion, Shell, ShellDied
 from server.sink import OutputSink, SinkSummary
 
 _log = log.get("executor")
+_pty_names = itertools.count(1)
 
 
 class Execution:
-    """A running command, as seen by whoever may abort it."""
+    """A running command, as seen by whoever may abort it (or type into its PTY)."""
 
     def __init__(self, request_id: object, session_id: str) -> None:
         self.request_id = request_id
@@ -31,6 +37,7 @@ class Execution:
         self.scope = anyio.CancelScope()
         self.aborted = False
         self.finished = False
+        self.pty: PtyRun | None = None
 
     def abort(self) -> bool:
         if self.finished or self.aborted:
@@ -59,10 +66,23 @@ class Outcome:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class PtyRequest:
+    """What the PTY path needs beyond a pipe command."""
+
+    cols: int
+    rows: int
+    on_raw: Callable[[bytes], None]
+    # Per-command variables, over the session's environment.
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
 class Executor:
     def __init__(self, shells: ShellFactory, grace_seconds: float) -> None:
         self._shells = shells
         self.grace_seconds = grace_seconds
+        # PTY children, whose exit status is collected here, not by the reaper.
+        self.pty_pids: set[int] = set()
 
     async def run(
         self,
@@ -139,3 +159,89 @@ class Executor:
         await self._shells.close(shell, self.grace_seconds)
         if not one_shot and session.shell is shell:
             session.shell = None
+
+    async def run_pty(
+        self,
+        session: Session,
+        command: str,
+        *,
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        on_text: Callable[[str], None],
+        execution: Execution,
+        terminal: PtyRequest,
+    ) -> Outcome:
+        """A one-shot `bash -c` on a PTY; whatever it leaves behind is killed at the end."""
+        folder = CarriageReturnFolder()
+
+        def feed(raw: bytes) -> None:
+            terminal.on_raw(raw)
+            folded = folder.feed(raw)
+            if folded:
+                text = sink.feed(folded)
+                if text:
+                    on_text(text)
+
+        if session.config.prefix:
+            command = f"{session.config.prefix} {command}"
+        workdir = os.path.join(session.cwd, os.path.expanduser(cwd)) if cwd else session.cwd
+        env = envmod.for_terminal(session.env, terminal.env)
+        env[procs.OWNER_ENV] = f"{os.getpid()}.pty{next(_pty_names)}"
+        run = PtyRun(
+            [session.config.shell, "-c", command],
+            cwd=os.path.normpath(workdir),
+            env=env,
+            cols=terminal.cols,
+            rows=terminal.rows,
+            on_output=feed,
+        )
+        exit_code: int | None = None
+        timed_out = completed = False
+        try:
+            run.start()
+        except Exception as exc:  # ptyprocess re-raises the child's error as any type
+            on_text(sink.feed(messages.PTY_ERROR.format(reason=exc).encode()))
+        else:
+            pid = run.pid
+            assert pid is not None
+            self.pty_pids.add(pid)
+            execution.pty = run
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run.pump)
+                    with execution.scope:
+                        with anyio.move_on_after(timeout) as deadline:
+                            exit_code = await run.wait()
+                            completed = True
+                            await drain.until_quiet(run.eof, lambda: run.last_data)
+                        timed_out = deadline.cancelled_caught
+                    execution.finished = True
+                    # Background jobs, or everything on abort: nothing outlives the command.
+                    await run.kill(self.grace_seconds)
+                    with anyio.move_on_after(drain.POST_KILL_SECONDS):
+                        await run.eof.wait()
+                    tg.cancel_scope.cancel()
+                if not completed:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+                        await run.wait()
+            finally:
+                execution.finished = True
+                self.pty_pids.discard(pid)
+                run.close()
+        last_line = folder.finish()
+        if last_line:
+            on_text(sink.feed(last_line))
+        tail = sink.finish()
+        if tail:
+            on_text(tail)
+        session.last_used = anyio.current_time()
+        return Outcome(
+            summary=sink.summary(),
+            exit_code=exit_code if completed else None,
+            cancelled=not completed and run.pid is not None,
+            timed_out=timed_out,
+            timeout=timeout,
+            working_dir=os.path.normpath(workdir),
+            artifact_id=None if sink.spill is None else sink.spill.close(),
+        )

@@ -5,6 +5,7 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,7 +24,16 @@ from protocol.methods import (
     BashChunk,
     BashParams,
     BashResult,
+    Cursor,
     ExitParams,
+    PtyInputParams,
+    PtyInputResult,
+    PtyOutput,
+    PtyResizeParams,
+    PtyResizeResult,
+    PtyScreen,
+    PtyScreenParams,
+    PtySize,
     SessionCloseParams,
     SessionCloseResult,
     SessionInfo,
@@ -34,10 +44,14 @@ from protocol.methods import (
     ShutdownParams,
 )
 from server import env as envmod
+from server.app import no_such_pty
 from server.artifacts import ArtifactNotFound
-from server.chunks import ChunkStream
+from server.chunks import ChunkStream, RawStream
 from server.dispatch import RpcError
-from server.executor import Execution, Outcome
+from server.executor import Execution, Outcome, PtyRequest
+from server.keys import UnknownKey, encode_keys
+from server.pty import clamp_size
+from server.sessions import Session
 from server.sink import OutputSink
 
 if TYPE_CHECKING:
@@ -81,6 +95,45 @@ def bash_result(outcome: Outcome) -> BashResult:
     )
 
 
+async def run_on_pty(
+    server: Server,
+    call: Call,
+    session: Session,
+    command: str,
+    *,
+    cwd: str | None,
+    env: dict[str, str],
+    timeout: float | None,
+    sink: OutputSink,
+    size: tuple[int, int],
+    execution: Execution,
+    on_text: Callable[[str], None] = lambda _text: None,
+) -> Outcome:
+    """Run on a PTY, streaming the raw terminal bytes as `pty/output`."""
+
+    async def emit(data: str) -> None:
+        await server.notify("pty/output", PtyOutput(request_id=call.reply_id, data=data))
+
+    raw = RawStream(emit)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(raw.run)
+        try:
+            outcome = await server.executor.run_pty(
+                session,
+                command,
+                cwd=cwd,
+                timeout=timeout,
+                sink=sink,
+                on_text=on_text,
+                execution=execution,
+                terminal=PtyRequest(cols=size[0], rows=size[1], on_raw=raw.push, env=env),
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await raw.close()
+    return outcome
+
+
 def register(server: Server) -> None:
     async def bash(call: Call, p: BashParams) -> BashResult:
         reject_nul("command", p.command)
@@ -92,8 +145,26 @@ def register(server: Server) -> None:
             chunk = BashChunk(request_id=call.reply_id, session_id=session.id, seq=seq, text=text)
             await server.notify("bash/chunk", chunk)
 
-        stream = ChunkStream(emit)
+        timeout = None if p.timeout is None else clamp_timeout(p.timeout)
+        sink = OutputSink(server.settings.output.max_bytes, server.artifacts.create)
         execution = Execution(call.reply_id, session.id)
+        if p.pty:
+            size = p.pty if isinstance(p.pty, PtySize) else PtySize()
+            with server.track(execution):
+                outcome = await run_on_pty(
+                    server,
+                    call,
+                    session,
+                    p.command,
+                    cwd=p.cwd,
+                    env=p.env or {},
+                    timeout=timeout,
+                    sink=sink,
+                    size=clamp_size(size.cols, size.rows),
+                    execution=execution,
+                )
+            return bash_result(outcome)
+        stream = ChunkStream(emit)
         with server.track(execution):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stream.run)
@@ -103,8 +174,8 @@ def register(server: Server) -> None:
                         p.command,
                         cwd=p.cwd,
                         env=envmod.without_guards(p.env),
-                        timeout=None if p.timeout is None else clamp_timeout(p.timeout),
-                        sink=OutputSink(server.settings.output.max_bytes, server.artifacts.create),
+                        timeout=timeout,
+                        sink=sink,
                         on_text=stream.push,
                         execution=execution,
                     )
@@ -171,6 +242,43 @@ def register(server: Server) -> None:
             total_bytes=chunk.total_bytes,
         )
 
+    async def pty_input(call: Call, p: PtyInputParams) -> PtyInputResult:
+        execution = server.pty_of(p.request_id)
+        assert execution.pty is not None
+        data = (p.data or "").encode()
+        try:
+            data += encode_keys(p.keys or [], app_cursor=execution.pty.screen.app_cursor)
+        except UnknownKey as exc:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                messages.INVALID_PARAMS,
+                messages.UNKNOWN_KEY.format(key=exc.key, index=exc.index),
+            ) from None
+        try:
+            await execution.pty.write(data)
+        except OSError:
+            # The program closed its terminal between the lookup and the write.
+            raise no_such_pty(p.request_id) from None
+        return PtyInputResult(bytes_written=len(data))
+
+    async def pty_resize(call: Call, p: PtyResizeParams) -> PtyResizeResult:
+        execution = server.pty_of(p.request_id)
+        assert execution.pty is not None
+        cols, rows = clamp_size(p.cols, p.rows)
+        execution.pty.resize(cols, rows)
+        return PtyResizeResult(cols=cols, rows=rows)
+
+    async def pty_screen(call: Call, p: PtyScreenParams) -> PtyScreen:
+        execution = server.pty_of(p.request_id)
+        assert execution.pty is not None
+        snap = execution.pty.snapshot()
+        return PtyScreen(
+            cols=snap.cols,
+            rows=snap.rows,
+            lines=snap.lines,
+            cursor=Cursor(x=snap.cursor_x, y=snap.cursor_y),
+        )
+
     async def shutdown(call: Call, p: ShutdownParams) -> None:
         await server.wind_down()
 
@@ -183,5 +291,8 @@ def register(server: Server) -> None:
     server.add_method("session/close", SessionCloseParams, session_close, slow=True)
     server.add_method("session/list", SessionListParams, session_list)
     server.add_method("artifact/read", ArtifactReadParams, artifact_read)
+    server.add_method("pty/input", PtyInputParams, pty_input)
+    server.add_method("pty/resize", PtyResizeParams, pty_resize)
+    server.add_method("pty/screen", PtyScreenParams, pty_screen)
     server.add_method("shutdown", ShutdownParams, shutdown, slow=True)
     server.add_method("exit", ExitParams, exit_)

@@ -8,9 +8,9 @@ How a command's end is found without reading its output:
 - When ``eval`` returns, the shell writes ``<status>\\0<pwd>\\0`` to a separate
   status pipe. That record, not the output, marks the end.
 - Background jobs keep the FIFO open. After the status arrives the output is
-  drained until EOF, or until it has been idle for DRAIN_IDLE_SECONDS, or for
-  DRAIN_MAX_SECONDS in all. A FIFO still held open then keeps being read (and
-  discarded) so a chatty background job never blocks or dies of SIGPIPE.
+  drained until EOF or a short silence (see `drain.py`). A FIFO still held
+  open then keeps being read (and discarded), so a chatty background job
+  never blocks or dies of SIGPIPE.
 """
 
 from __future__ import annotations
@@ -26,12 +26,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import fdio, log, procs
+from server import drain, fdio, log, procs
 
-DRAIN_IDLE_SECONDS = 0.25
-DRAIN_MAX_SECONDS = 2.0
-# Output still arriving after a kill is collected for at most this long.
-POST_KILL_DRAIN_SECONDS = 0.3
 READ_CHUNK_BYTES = 256 * 1024
 STATUS_READ_BYTES = 4096
 PIPE_BUFFER_BYTES = 1024 * 1024
@@ -130,14 +126,7 @@ class _OutputPipe:
 
     async def drain(self) -> None:
         """Wait for EOF, bounded by idleness and total time."""
-        deadline = anyio.current_time() + DRAIN_MAX_SECONDS
-        while not self.eof.is_set():
-            now = anyio.current_time()
-            wait = min(self.last_data + DRAIN_IDLE_SECONDS, deadline) - now
-            if wait <= 0:
-                return
-            with anyio.move_on_after(wait):
-                await self.eof.wait()
+        await drain.until_quiet(self.eof, lambda: self.last_data)
 
 
 class Shell:
@@ -324,7 +313,7 @@ class Shell:
         pipe = self._current
         if pipe is None:
             return
-        with anyio.move_on_after(POST_KILL_DRAIN_SECONDS):
+        with anyio.move_on_after(drain.POST_KILL_SECONDS):
             await pipe.eof.wait()
         pipe.detach()
 

@@ -48,8 +48,9 @@ from server import log
 from server.dispatch import RpcError
 from server.executor import Execution
 from server.interceptor import DEFAULT_RULES, CompiledRule, compile_rules, intercept
-from server.native import clamp_timeout, reject_nul
+from server.native import clamp_timeout, reject_nul, run_on_pty
 from server.normalize import normalize
+from server.pty import clamp_size
 from server.settings import Settings, with_overrides
 from server.sink import OutputSink
 from server.throttle import Throttle
@@ -151,7 +152,6 @@ def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:
 
 def register(server: Server) -> None:
     rules_cache: dict[int, tuple[CompiledRule, ...]] = {}
-    pty_fallback_logged = False
 
     def current_rules() -> tuple[CompiledRule, ...]:
         # Compiled once per distinct rule set, so a broken rule is logged once.
@@ -198,7 +198,6 @@ def register(server: Server) -> None:
         return ToolsListResult(tools=[bash_tool(server.settings.tool.default_timeout)])
 
     async def tools_call(call: Call, p: ToolsCallParams) -> CallToolResult:
-        nonlocal pty_fallback_logged
         if p.name != BASH_TOOL:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -241,29 +240,44 @@ def register(server: Server) -> None:
         # 5. The artifact is allocated by the sink the moment output overflows.
         sink = OutputSink(settings.output.max_bytes, server.artifacts.create)
         # 6. PTY or pipes.
-        if wants_pty(settings, os.environ, server.host) and not pty_fallback_logged:
-            pty_fallback_logged = True
-            _log.warning(messages.PTY_FALLBACK)
+        use_pty = wants_pty(settings, os.environ, server.host)
         # 7. Execute.
         session = server.tool_session()
         execution = Execution(call.reply_id, session.id)
         token = None if p.meta is None else p.meta.progress_token
         updates = ToolUpdates(server, call.reply_id, sink, token)
+        on_text = updates.poke if updates.active else _ignore
         with server.track(execution):
             async with anyio.create_task_group() as tg:
                 if updates.active:
                     tg.start_soon(updates.run)
                 try:
-                    outcome = await server.executor.run(
-                        session,
-                        norm.command,
-                        cwd=cwd,
-                        env={},
-                        timeout=timeout,
-                        sink=sink,
-                        on_text=updates.poke if updates.active else _ignore,
-                        execution=execution,
-                    )
+                    if use_pty:
+                        ui = server.host.ui
+                        outcome = await run_on_pty(
+                            server,
+                            call,
+                            session,
+                            norm.command,
+                            cwd=cwd,
+                            env={},
+                            timeout=timeout,
+                            sink=sink,
+                            size=clamp_size(ui.cols if ui else None, ui.rows if ui else None),
+                            execution=execution,
+                            on_text=on_text,
+                        )
+                    else:
+                        outcome = await server.executor.run(
+                            session,
+                            norm.command,
+                            cwd=cwd,
+                            env={},
+                            timeout=timeout,
+                            sink=sink,
+                            on_text=on_text,
+                            execution=execution,
+                        )
                 finally:
                     if updates.active:
                         with anyio.CancelScope(shield=True):

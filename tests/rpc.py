@@ -170,6 +170,15 @@ class ServerProcess:
                 self._taken.add(id(message))
                 return message
 
+    def receive_until(self, condition: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Keep receiving until `condition()` holds over what has arrived."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("condition not met")
+            self.next_message(left)
+
     def response(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return self.wait_for(
             lambda m: (

@@ -378,13 +378,18 @@ def test_tool_calls_share_a_shell(server: ServerProcess) -> None:
     assert "@tools" in sessions
 
 
-def test_pty_eligible_calls_fall_back_to_pipes_and_say_so(spawn) -> None:
-    options = {"ui": {"cols": 100, "rows": 30}, "settings": {"bash": {"virtualTerminal": "on"}}}
-    server = spawn()
-    initialize(server, **options)
-    assert text_of(call_tool(server, command="test -t 1 && echo tty || echo pipe")) == "pipe\n"
-    assert messages.PTY_FALLBACK in server.stderr()
-    vetoed = spawn(env={"BASHRPC_NO_PTY": "1"})
-    initialize(vetoed, **options)
-    call_tool(vetoed, command="true")
-    assert messages.PTY_FALLBACK not in vetoed.stderr()
+def test_pty_is_used_only_when_all_three_conditions_hold(spawn) -> None:
+    ui = {"cols": 100, "rows": 30}
+    on = {"bash": {"virtualTerminal": "on"}}
+    probe = 'if test -t 1; then echo "tty $(tput cols)"; else echo pipe; fi'
+    cases = [
+        ({}, {"ui": ui, "settings": on}, "tty 100\n"),
+        ({}, {"ui": ui}, "pipe\n"),  # virtualTerminal off (the default)
+        ({"BASHRPC_NO_PTY": "1"}, {"ui": ui, "settings": on}, "pipe\n"),
+        ({"PI_NO_PTY": "1"}, {"ui": ui, "settings": on}, "pipe\n"),
+        ({}, {"settings": on}, "pipe\n"),  # the host declared no ui
+    ]
+    for env, options, expected in cases:
+        server = spawn(env=env)
+        initialize(server, **options)
+        assert text_of(call_tool(server, command=probe)) == expected, (env, options)

@@ -1,0 +1,27 @@
+"""How long to keep reading after a command's foreground part has ended.
+
+Background jobs can hold a command's output open indefinitely. What they
+print right away is worth keeping; waiting for them is not. So reading goes
+on until EOF, or DRAIN_IDLE_SECONDS of silence, or DRAIN_MAX_SECONDS in all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+
+DRAIN_IDLE_SECONDS = 0.25
+DRAIN_MAX_SECONDS = 2.0
+# Output still arriving after a kill is collected for at most this long.
+POST_KILL_SECONDS = 0.3
+
+
+async def until_quiet(eof: anyio.Event, last_data: Callable[[], float]) -> None:
+    deadline = anyio.current_time() + DRAIN_MAX_SECONDS
+    while not eof.is_set():
+        wait = min(last_data() + DRAIN_IDLE_SECONDS, deadline) - anyio.current_time()
+        if wait <= 0:
+            return
+        with anyio.move_on_after(wait):
+            await eof.wait()

@@ -1,0 +1,172 @@
+"""One command on a pseudo-terminal: a one-shot `bash -c` under ptyprocess.
+
+ptyprocess only forks and execs here. Its blocking helpers are not used:
+the master fd is non-blocking and read on readiness (EIO is EOF), the exit
+status comes from a pidfd, and killing signals the whole session, because
+`terminate()` sleeps and signals one pid and `close()` blocks.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+from collections.abc import Callable, Mapping
+
+import anyio
+import anyio.lowlevel
+from ptyprocess import PtyProcess
+
+from protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
+from server import fdio, log, procs
+from server.screen import Snapshot, TerminalScreen
+
+READ_CHUNK_BYTES = 64 * 1024
+DEFAULT_COLS, DEFAULT_ROWS = 120, 40
+# Waiting for exit where pidfds are missing (old kernels).
+EXIT_POLL_SECONDS = 0.02
+
+_log = log.get("pty")
+
+
+def clamp_size(cols: int | None, rows: int | None) -> tuple[int, int]:
+    """A terminal size within limits; a missing side takes the default."""
+    cols = DEFAULT_COLS if cols is None else min(max(cols, MIN_COLS), MAX_COLS)
+    rows = DEFAULT_ROWS if rows is None else min(max(rows, MIN_ROWS), MAX_ROWS)
+    return cols, rows
+
+
+class PtyRun:
+    """A running PTY command; the control methods find it by request id."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        cols: int,
+        rows: int,
+        on_output: Callable[[bytes], None],
+    ) -> None:
+        self._argv = argv
+        self._cwd = cwd
+        self._env = dict(env)
+        self._on_output = on_output
+        self.screen = TerminalScreen(cols, rows)
+        self._cols, self._rows = cols, rows
+        self._process: PtyProcess | None = None
+        self.eof = anyio.Event()
+        self.last_data = 0.0
+        self.returncode: int | None = None
+        self.finished = False
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else int(self._process.pid)
+
+    def start(self) -> None:
+        """Fork and exec; raises OSError when the program cannot start."""
+        cwd = self._cwd
+        self._process = PtyProcess.spawn(
+            self._argv,
+            env=self._env,
+            dimensions=(self._rows, self._cols),
+            # In the child, so a bad cwd comes back as an exception, not a stray child.
+            preexec_fn=lambda: os.chdir(cwd),
+        )
+        os.set_blocking(self._process.fd, False)
+        self.last_data = anyio.current_time()
+
+    async def pump(self) -> None:
+        """Read the master until EOF (EIO once every slave holder is gone)."""
+        assert self._process is not None
+        fd = self._process.fd
+        try:
+            while True:
+                try:
+                    data = await fdio.read(fd, READ_CHUNK_BYTES)
+                except OSError as exc:
+                    if exc.errno == errno.EIO:
+                        return
+                    raise
+                if not data:
+                    return
+                self.last_data = anyio.current_time()
+                self.screen.feed(data)
+                self._on_output(data)
+                await anyio.lowlevel.checkpoint()
+        finally:
+            self.eof.set()
+
+    async def wait(self) -> int:
+        """The exit status, with 128+N for a signal; cancellable."""
+        assert self._process is not None
+        pid = self._process.pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = -1
+        try:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if pidfd >= 0:
+                    await anyio.wait_readable(pidfd)
+                else:
+                    await anyio.sleep(EXIT_POLL_SECONDS)
+        finally:
+            if pidfd >= 0:
+                anyio.notify_closing(pidfd)
+                os.close(pidfd)
+        code = os.waitstatus_to_exitcode(status)
+        self.returncode = 128 - code if code < 0 else code
+        return self.returncode
+
+    async def write(self, data: bytes) -> None:
+        assert self._process is not None
+        await fdio.write_all(self._process.fd, data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The kernel sends SIGWINCH to the foreground group when the size changes."""
+        assert self._process is not None
+        self._process.setwinsize(rows, cols)
+        self.screen.resize(cols, rows)
+        self._cols, self._rows = cols, rows
+
+    def snapshot(self) -> Snapshot:
+        return self.screen.snapshot()
+
+    def tree(self) -> set[int]:
+        if self._process is None:
+            return set()
+        pid = self._process.pid
+        tag = self._env.get(procs.OWNER_ENV)
+        roots = {pid} | {p for p in procs.direct_children() if procs.owner_tag(p) == tag}
+        # The child leads its own session and group, so both catch its descendants.
+        return procs.tree(roots, groups=(pid,))
+
+    async def kill(self, grace_seconds: float) -> None:
+        """TERM the whole session, KILL what is left after the grace period."""
+        with anyio.CancelScope(shield=True):
+            if self._process is None:
+                return
+            pids = self.tree()
+            if self.returncode is None:
+                pids.add(self._process.pid)
+            try:
+                os.killpg(self._process.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            await procs.terminate(pids, grace_seconds, rescan=self.tree)
+
+    def close(self) -> None:
+        """Release the master; ptyprocess's own close() would block, so it is bypassed."""
+        if self._process is not None and not self._process.closed:
+            try:
+                anyio.notify_closing(self._process.fd)
+            except RuntimeError:
+                pass
+            self._process.fileobj.close()
+            self._process.closed = True
