@@ -12,6 +12,7 @@ METHOD_NOT_FOUND = "Method not found"
 INVALID_PARAMS = "Invalid params"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"
+TOO_MANY_SHELLS = "too many live shells"
 SHUTTING_DOWN = "server is shutting down"
 REQUEST_CANCELLED = "Request cancelled"
 

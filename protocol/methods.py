@@ -112,6 +112,8 @@ class SessionInfo(Result):
     # None until the session's shell has started (or after it died).
     pid: int | None
     cwd: str
+    # Processes the idle shell started that still run (0 while busy).
+    background_jobs: int
 
 
 class SessionListResult(Result):

@@ -44,9 +44,10 @@ from server import log, procs, stdio
 from server.artifacts import ArtifactStore
 from server.dispatch import Dispatcher, RpcError
 from server.executor import Execution, Executor
-from server.sessions import Session, SessionRegistry, ShellFactory
+from server.sessions import PoolLimits, Session, SessionRegistry, ShellPool
 from server.settings import Settings
 from server.shell import ShellConfig
+from server.snapshot import SnapshotStore
 
 # Requests that may run at once; beyond this a request is refused, not queued,
 # so the reader never stalls and an abort can always get through.
@@ -55,7 +56,7 @@ MAX_IN_FLIGHT_REQUESTS = 256
 SHUTDOWN_GRACE_SECONDS = 1.0
 # How long queued output may take to reach a client at exit.
 SHUTDOWN_FLUSH_SECONDS = 0.5
-ORPHAN_REAP_INTERVAL_SECONDS = 1.0
+HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 # Tool calls carry no session: they share this one, whose shell configuration
 # is the server's (shell, prefix, snapshot, env).
 TOOL_SESSION_ID = "@tools"
@@ -78,7 +79,8 @@ class Server:
         self,
         options: Options,
         outbox: stdio.Outbox,
-        shells: ShellFactory,
+        shells: ShellPool,
+        sessions: SessionRegistry,
         requests: anyio.abc.TaskGroup,
     ) -> None:
         self.options = options
@@ -86,7 +88,7 @@ class Server:
         self.settings = options.settings
         self.host = HostOptions()
         self.shells = shells
-        self.sessions = SessionRegistry()
+        self.sessions = sessions
         self.executor = Executor(shells, self.settings.kill.grace_seconds)
         self.artifacts = ArtifactStore(
             options.artifacts_dir, self.settings.artifacts.max_total_bytes
@@ -278,10 +280,12 @@ class Server:
         """Children whose exit status the server collects itself, not the reaper."""
         return self.shells.pids() | self.executor.pty_pids
 
-    async def reap_forever(self) -> None:
+    async def housekeeping(self) -> None:
+        """Reap re-parented orphans and close idle shells, once a second."""
         while True:
-            await anyio.sleep(ORPHAN_REAP_INTERVAL_SECONDS)
+            await anyio.sleep(HOUSEKEEPING_INTERVAL_SECONDS)
             procs.reap_orphans(self.own_children())
+            await self.shells.evict_idle()
 
     def pty_of(self, request_id: RequestId) -> Execution:
         """The running PTY command of a request, or -32005."""
@@ -336,11 +340,19 @@ async def serve(options: Options) -> int:
         async with anyio.create_task_group() as root:
             root.start_soon(outbox.run)
             async with anyio.create_task_group() as shells_tg:
-                shells = ShellFactory(shells_tg, runtime_dir)
+                settings = options.settings
+                sessions = SessionRegistry()
+                limits = PoolLimits(
+                    max_shells=settings.sessions.max_shells,
+                    idle_seconds=settings.sessions.idle_seconds,
+                    grace_seconds=settings.kill.grace_seconds,
+                )
+                snapshots = SnapshotStore(runtime_dir) if settings.bash.snapshot else None
+                shells = ShellPool(shells_tg, runtime_dir, sessions, limits, snapshots)
                 async with anyio.create_task_group() as requests:
-                    server = Server(options, outbox, shells, requests)
+                    server = Server(options, outbox, shells, sessions, requests)
                     _register_methods(server)
-                    root.start_soon(server.reap_forever)
+                    root.start_soon(server.housekeeping)
                     root.start_soon(_watch_signals, server.stop)
                     async with anyio.create_task_group() as reader:
                         reader.start_soon(_read_input, server, fds.input, reader.cancel_scope)

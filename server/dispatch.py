@@ -45,21 +45,29 @@ class RpcError(Exception):
         self.data = data
 
 
+def _sole(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _adapt(name: str, handler: Handler, params_type: type[msgspec.Struct]) -> Callable[..., Any]:
     decode = msgspec.json.Decoder(params_type).decode
 
     async def method(call: Call) -> Any:
         try:
             params = decode(call.params or _EMPTY_PARAMS)
-        except msgspec.ValidationError as exc:
-            return InvalidParams(str(exc))
+        except msgspec.ValidationError as invalid:
+            return InvalidParams(str(invalid))
         try:
             result = await handler(call, params)
-        except RpcError as exc:
-            return Error(int(exc.code), exc.message, exc.data)
-        except Exception as exc:
+        except Exception as raised:
+            # A handler's task group wraps what its body raised; look inside.
+            cause = _sole(raised)
+            if isinstance(cause, RpcError):
+                return Error(int(cause.code), cause.message, cause.data)
             _log.error("method %s failed:\n%s", name, traceback.format_exc())
-            summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            summary = f"{type(cause).__name__}: {cause}".splitlines()[0]
             return Error(int(ErrorCode.INTERNAL_ERROR), messages.INTERNAL_ERROR, summary)
         return Success(result)
 

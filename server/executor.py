@@ -20,7 +20,7 @@ from server import drain, log, procs
 from server import env as envmod
 from server.crfold import CarriageReturnFolder
 from server.pty import PtyRun
-from server.sessions import Session, ShellFactory
+from server.sessions import Session, ShellPool
 from server.shell import Completion, Shell, ShellDied
 from server.sink import OutputSink, SinkSummary
 
@@ -78,7 +78,7 @@ class PtyRequest:
 
 
 class Executor:
-    def __init__(self, shells: ShellFactory, grace_seconds: float) -> None:
+    def __init__(self, shells: ShellPool, grace_seconds: float) -> None:
         self._shells = shells
         self.grace_seconds = grace_seconds
         # PTY children, whose exit status is collected here, not by the reaper.

@@ -220,6 +220,7 @@ def register(server: Server) -> None:
                     state="busy" if s.busy else "idle",
                     pid=None if s.shell is None else s.shell.pid,
                     cwd=s.cwd,
+                    background_jobs=s.background_jobs(),
                 )
                 for s in server.sessions.all()
             ]

@@ -1,22 +1,44 @@
-"""Sessions: named, persistent shells, and the registry that owns them.
+"""Sessions, and the pool that keeps their shells from piling up.
 
 A session keeps one shell alive between commands. A command that arrives
 while that shell is busy runs at once in a one-shot shell of the same
 configuration, so a slow build never queues a quick `ls`.
+
+Shells cost memory and processes, so the pool bounds them: past
+`max_shells`, starting a shell first closes the least recently used idle
+one. A shell whose background jobs are still running (a dev server, a
+watcher) is spared, both from that and from the idle timeout, until the
+hard limit of twice `max_shells`; beyond it, with no idle shell to close,
+the request is refused with -32001.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
+from protocol import messages
+from protocol.errors import ErrorCode
+from server import log
+from server.dispatch import RpcError
 from server.shell import Shell, ShellConfig
+from server.snapshot import SnapshotStore
+
+DEFAULT_MAX_SHELLS = 32
+DEFAULT_IDLE_SECONDS = 900.0
+HARD_LIMIT_FACTOR = 2
 
 _shell_names = itertools.count(1)
+_log = log.get("sessions")
+
+
+class TooManyShells(RpcError):
+    def __init__(self, live: int) -> None:
+        super().__init__(ErrorCode.TOO_MANY_SHELLS, messages.TOO_MANY_SHELLS, {"liveShells": live})
 
 
 @dataclass(eq=False)
@@ -29,33 +51,11 @@ class Session:
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)
 
-
-class ShellFactory:
-    """Starts shells as tasks of a long-lived task group, their owner."""
-
-    def __init__(self, tg: anyio.abc.TaskGroup, runtime_dir: Path) -> None:
-        self._tg = tg
-        self._dir = runtime_dir
-        self.live: set[Shell] = set()
-
-    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
-        shell = Shell(config, env, cwd, self._dir, f"s{next(_shell_names)}")
-        self.live.add(shell)
-        try:
-            await self._tg.start(shell.serve)
-        except BaseException:
-            self.live.discard(shell)
-            raise
-        return shell
-
-    async def close(self, shell: Shell, grace_seconds: float) -> None:
-        try:
-            await shell.close(grace_seconds)
-        finally:
-            self.live.discard(shell)
-
-    def pids(self) -> set[int]:
-        return {pid for s in self.live if (pid := s.pid) is not None}
+    def background_jobs(self) -> int:
+        """Processes the idle shell started that are still running."""
+        if self.shell is None or self.busy or self.shell.dead:
+            return 0
+        return len(self.shell.tree() - {self.shell.pid})
 
 
 class SessionRegistry:
@@ -81,3 +81,95 @@ class SessionRegistry:
 
     def all(self) -> list[Session]:
         return list(self._sessions.values())
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    max_shells: int = DEFAULT_MAX_SHELLS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    grace_seconds: float = 2.0
+
+    @property
+    def hard_limit(self) -> int:
+        return self.max_shells * HARD_LIMIT_FACTOR
+
+
+class ShellPool:
+    """Starts shells as tasks of a long-lived task group (their owner) and bounds them."""
+
+    def __init__(
+        self,
+        tg: anyio.abc.TaskGroup,
+        runtime_dir: Path,
+        sessions: SessionRegistry,
+        limits: PoolLimits,
+        snapshots: SnapshotStore | None,
+    ) -> None:
+        self._tg = tg
+        self._dir = runtime_dir
+        self._sessions = sessions
+        self.limits = limits
+        self.snapshots = snapshots
+        self.live: set[Shell] = set()
+
+    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
+        await self._make_room()
+        if self.snapshots is not None and config.snapshot is None:
+            snapshot = await self.snapshots.get(config.shell, env)
+            if snapshot is not None:
+                config = replace(config, snapshot=str(snapshot))
+        shell = Shell(config, env, cwd, self._dir, f"s{next(_shell_names)}")
+        self.live.add(shell)
+        try:
+            await self._tg.start(shell.serve)
+        except BaseException:
+            self.live.discard(shell)
+            raise
+        return shell
+
+    async def close(self, shell: Shell, grace_seconds: float) -> None:
+        try:
+            await shell.close(grace_seconds)
+        finally:
+            self.live.discard(shell)
+
+    def pids(self) -> set[int]:
+        """Shells and snapshot makers: children whose exit status anyio collects."""
+        pids = {pid for s in self.live if (pid := s.pid) is not None}
+        if self.snapshots is not None:
+            pids |= self.snapshots.pids
+        return pids
+
+    def _idle_sessions(self) -> list[Session]:
+        idle = [s for s in self._sessions.all() if s.shell is not None and not s.busy]
+        return sorted(idle, key=lambda s: s.last_used)
+
+    async def _evict(self, session: Session, why: str) -> None:
+        shell = session.shell
+        if shell is None:
+            return
+        session.shell = None
+        _log.info("closing the shell of session %r (%s)", session.id, why)
+        await self.close(shell, self.limits.grace_seconds)
+
+    async def _make_room(self) -> None:
+        if len(self.live) < self.limits.max_shells:
+            return
+        idle = self._idle_sessions()
+        victim = next((s for s in idle if s.background_jobs() == 0), None)
+        if victim is None and len(self.live) < self.limits.hard_limit:
+            return
+        if victim is None and idle:
+            victim = idle[0]
+        if victim is None:
+            raise TooManyShells(len(self.live))
+        await self._evict(victim, "least recently used")
+
+    async def evict_idle(self) -> None:
+        """Close shells idle for longer than the limit, unless their jobs still run."""
+        now = anyio.current_time()
+        for session in self._idle_sessions():
+            if now - session.last_used < self.limits.idle_seconds:
+                break
+            if session.background_jobs() == 0:
+                await self._evict(session, "idle")

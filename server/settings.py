@@ -21,6 +21,7 @@ from protocol.mcp import (
 )
 from protocol.methods import EnvName
 from server.artifacts import DEFAULT_MAX_TOTAL_BYTES
+from server.sessions import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SHELLS
 from server.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
@@ -53,6 +54,13 @@ class InterceptorSettings(_Section, frozen=True):
 
 class BashSettings(_Section, frozen=True):
     virtual_terminal: Literal["on", "off"] = "off"
+    # Capture the user's rc (aliases, functions, options, PATH) for every shell.
+    snapshot: bool = True
+
+
+class SessionSettings(_Section, frozen=True):
+    idle_seconds: Annotated[float, msgspec.Meta(gt=0)] = DEFAULT_IDLE_SECONDS
+    max_shells: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_SHELLS
 
 
 class ToolSettings(_Section, frozen=True):
@@ -69,6 +77,7 @@ class Settings(_Section, frozen=True):
     interceptor: InterceptorSettings = InterceptorSettings()
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
+    sessions: SessionSettings = SessionSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE_BYTES
 
 

@@ -83,6 +83,10 @@ class ServerProcess:
         if artifacts and "--artifacts-dir" not in args:
             argv += ["--artifacts-dir", str(self.artifacts_dir)]
         full_env = dict(os.environ)
+        # A private, empty HOME: the developer's own rc files must not leak in.
+        home = tmp / "home"
+        home.mkdir(exist_ok=True)
+        full_env["HOME"] = str(home)
         full_env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
         full_env["XDG_CONFIG_HOME"] = str(tmp / "config")
         full_env.update(env or {})

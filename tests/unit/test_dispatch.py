@@ -39,6 +39,12 @@ def make() -> Dispatcher:
     async def refuse(c: Call, p: Empty) -> None:
         raise RpcError(ErrorCode.ARTIFACT_NOT_FOUND, "nope", {"available": []})
 
+    async def nested(c: Call, p: Empty) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.sleep, 0)
+            raise RpcError(ErrorCode.TOO_MANY_SHELLS, "too many")
+
+    d.register("nested", Empty, nested)
     d.register("abort_bash", AbortBashParams, abort)
     d.register("boom", Empty, boom)
     d.register("refuse", Empty, refuse)
@@ -99,3 +105,9 @@ def test_notifications_get_no_reply() -> None:
     import msgspec as m
 
     assert run(make(), Call("boom", m.Raw(b""), m.UNSET)) is None
+
+
+def test_error_raised_inside_a_task_group_keeps_its_code() -> None:
+    reply = run(make(), call("nested"))
+    assert isinstance(reply, ErrorResponse)
+    assert (reply.error.code, reply.error.message) == (ErrorCode.TOO_MANY_SHELLS, "too many")
