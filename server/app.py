@@ -222,7 +222,8 @@ class Server:
             snapshot=None,
             env=tuple(sorted(session_env.items())),
         )
-        full_env = envmod.build(os.environ, self.settings.env, session_env)
+        inherited = envmod.excluding(os.environ, self.settings.env_exclude)
+        full_env = envmod.build(inherited, self.settings.env_vars, session_env)
         return self.sessions.add(Session(session_id, config, full_env, cwd))
 
     def session(self, session_id: str) -> Session:

@@ -7,6 +7,7 @@ re-enables an editor or a password prompt would hang the command.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 
 NON_INTERACTIVE_DEFAULTS: dict[str, str] = {
@@ -50,6 +51,15 @@ GUARDS: dict[str, str] = {
     "GIT_ASKPASS": "false",
     "CI": "1",
 }
+
+
+def excluding(inherited: Mapping[str, str], patterns: list[str]) -> dict[str, str]:
+    """The server's variables minus those matching any glob (`env.exclude`)."""
+    return {
+        name: value
+        for name, value in inherited.items()
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    }
 
 
 def build(inherited: Mapping[str, str], *overlays: Mapping[str, str] | None) -> dict[str, str]:

@@ -23,6 +23,7 @@ from server.screen import Snapshot, TerminalScreen
 
 READ_CHUNK_BYTES = 64 * 1024
 DEFAULT_COLS, DEFAULT_ROWS = 120, 40
+RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 # Waiting for exit where pidfds are missing (old kernels).
 EXIT_POLL_SECONDS = 0.02
 
@@ -68,12 +69,20 @@ class PtyRun:
     def start(self) -> None:
         """Fork and exec; raises OSError when the program cannot start."""
         cwd = self._cwd
+
+        def in_child() -> None:
+            # Python ignores these; a plain fork would pass that on (`yes | head`
+            # would then complain of EPIPE instead of quietly dying).
+            for sig in RESTORED_SIGNALS:
+                signal.signal(sig, signal.SIG_DFL)
+            # Here, so a bad cwd comes back as an exception, not a stray child.
+            os.chdir(cwd)
+
         self._process = PtyProcess.spawn(
             self._argv,
             env=self._env,
             dimensions=(self._rows, self._cols),
-            # In the child, so a bad cwd comes back as an exception, not a stray child.
-            preexec_fn=lambda: os.chdir(cwd),
+            preexec_fn=in_child,
         )
         os.set_blocking(self._process.fd, False)
         self.last_data = anyio.current_time()

@@ -25,6 +25,7 @@ from server.sessions import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SHELLS
 from server.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
+ENV_EXCLUDE_KEY = "exclude"
 
 
 class _Section(
@@ -70,7 +71,9 @@ class ToolSettings(_Section, frozen=True):
 class Settings(_Section, frozen=True):
     shell: str | None = None
     prefix: str | None = None
-    env: dict[EnvName, str] = msgspec.field(default_factory=dict)
+    # Variables for every shell; the key `exclude` instead lists glob patterns of
+    # the server's own variables to keep out of commands (e.g. "*TOKEN*").
+    env: dict[EnvName, str | list[str]] = msgspec.field(default_factory=dict)
     output: OutputSettings = OutputSettings()
     artifacts: ArtifactSettings = ArtifactSettings()
     kill: KillSettings = KillSettings()
@@ -79,6 +82,22 @@ class Settings(_Section, frozen=True):
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        for name, value in self.env.items():
+            if isinstance(value, list) and name != ENV_EXCLUDE_KEY:
+                raise ValueError(f"`env.{name}` must be a string")
+            if isinstance(value, str) and name == ENV_EXCLUDE_KEY:
+                raise ValueError(f"`env.{ENV_EXCLUDE_KEY}` must be a list of patterns")
+
+    @property
+    def env_vars(self) -> dict[str, str]:
+        return {k: v for k, v in self.env.items() if isinstance(v, str)}
+
+    @property
+    def env_exclude(self) -> list[str]:
+        patterns = self.env.get(ENV_EXCLUDE_KEY, [])
+        return patterns if isinstance(patterns, list) else []
 
 
 class SettingsError(Exception):

@@ -76,6 +76,7 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
         artifacts: bool = True,
+        preexec_fn: Any = None,
     ) -> None:
         self.tmp = tmp
         self.artifacts_dir = tmp / "artifacts"
@@ -99,6 +100,7 @@ class ServerProcess:
             stderr=self._stderr,
             env=full_env,
             cwd=cwd or tmp,
+            preexec_fn=preexec_fn,
         )
         self._ids = itertools.count(1)
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -184,12 +186,15 @@ class ServerProcess:
             self.next_message(left)
 
     def response(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
-        return self.wait_for(
-            lambda m: (
-                "method" not in m and m.get("id") == ident and type(m.get("id")) is type(ident)
-            ),
-            timeout,
-        )
+        def matches(m: Any) -> bool:
+            return (
+                isinstance(m, dict)
+                and "method" not in m
+                and m.get("id") == ident
+                and type(m.get("id")) is type(ident)
+            )
+
+        return self.wait_for(matches, timeout)
 
     def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return self.response(self.request(method, params), timeout)

@@ -222,3 +222,8 @@ def test_tool_path_pty_timeout_reads_like_pipes(server: ServerProcess) -> None:
     assert text.startswith(messages.timed_out_notice(1) + "\non-tty\n")
     assert server.notifications("pty/output")
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 30" in c])
+
+
+def test_children_get_default_signal_dispositions(server: ServerProcess) -> None:
+    result = server.bash("yes | head -1; grep SigIgn /proc/self/status", pty=True)
+    assert result["output"] == "y\nSigIgn:\t0000000000000000\n"

@@ -18,3 +18,10 @@ def test_layers_defaults_then_overlays_then_guards() -> None:
 def test_without_guards_drops_only_guard_keys() -> None:
     assert env.without_guards({"EDITOR": "vim", "A": "b"}) == {"A": "b"}
     assert env.without_guards(None) == {}
+
+
+def test_excluding_drops_matching_server_variables() -> None:
+    inherited = {"GITHUB_TOKEN": "t", "AWS_SECRET_KEY": "s", "API_KEY": "k", "HOME": "/h"}
+    kept = env.excluding(inherited, ["*TOKEN*", "*SECRET*", "*_KEY"])
+    assert kept == {"HOME": "/h"}
+    assert env.excluding(inherited, []) == inherited

@@ -1,0 +1,162 @@
+"""Faults real agents hit: killed shells, stubborn and escaping processes,
+vanishing clients, full disks and fork storms. Nothing may be lost or left running."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.rpc import (
+    ServerProcess,
+    live_pids,
+    owned_processes,
+    proc_stat,
+    process_gone,
+    wait_until,
+)
+
+GRACE_SECONDS = 2.0
+EXIT_BOUND_SECONDS = 10.0
+
+
+def assert_all_gone(server_pid: int) -> None:
+    assert wait_until(lambda: owned_processes(server_pid) == [], timeout=5)
+
+
+def test_shell_killed_from_outside_mid_command(server: ServerProcess) -> None:
+    server.bash("true")
+    pid = server.result("session/list")["sessions"][0]["pid"]
+    ident = server.request("bash", {"command": "echo started; sleep 30"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    os.kill(pid, 9)
+    result = server.response(ident, timeout=EXIT_BOUND_SECONDS)["result"]
+    assert result["exitCode"] == 137 and result["output"] == "started\n"
+    assert server.bash("echo next")["output"] == "next\n"
+    assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 30" in c])
+
+
+def test_term_ignoring_grandchild_holding_the_pipe(server: ServerProcess) -> None:
+    command = "bash -c 'trap \"\" TERM; sleep 300' & sleep 60"
+    started = time.monotonic()
+    result = server.bash(command, timeout=2)
+    elapsed = time.monotonic() - started
+    assert result["timedOut"] and elapsed < 2 + GRACE_SECONDS + 1
+    assert_all_gone(server.pid)
+    assert server.bash("echo fine")["output"] == "fine\n"
+
+
+ESCAPES = {
+    "double fork": "(setsid sleep 300 &)",
+    "nohup": "nohup sleep 301 >/dev/null 2>&1 &",
+    "disown": "sleep 302 & disown",
+}
+
+
+def test_escaped_processes_die_with_their_session(server: ServerProcess) -> None:
+    for name, command in ESCAPES.items():
+        server.bash(command, sessionId=name)
+    assert wait_until(lambda: len(server.owned_processes()) >= 2 * len(ESCAPES))
+    for name in ESCAPES:
+        assert server.result("session/close", {"sessionId": name}) == {"closed": True}
+    assert_all_gone(server.pid)
+
+
+def test_escaped_processes_die_at_shutdown(server: ServerProcess) -> None:
+    server.bash("\n".join(ESCAPES.values()))
+    assert wait_until(lambda: len(server.owned_processes()) >= 4)
+    assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
+    assert_all_gone(server.pid)
+
+
+def test_stdin_closed_mid_command(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "sleep 300 & setsid sleep 301 & sleep 60"})
+    time.sleep(0.3)
+    assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
+    assert server.response(ident, timeout=1)["result"]["cancelled"]
+    assert_all_gone(server.pid)
+
+
+CLIENT_SCRIPT = """
+import json, subprocess, sys, time
+server = subprocess.Popen(
+    [sys.executable, "-m", "server", "--artifacts-dir", sys.argv[1]],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+)
+command = "sleep 300 & setsid sleep 301 & echo hi; sleep 60"
+request = {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": command}}
+server.stdin.write(json.dumps(request).encode() + b"\\n")
+server.stdin.flush()
+server.stdout.readline()
+print(server.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_client_killed_mid_command(tmp_path: Path) -> None:
+    # The client owns the server's pipes; SIGKILL it and the server must see EOF.
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT_SCRIPT, str(tmp_path / "a")],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    assert client.stdout is not None
+    server_pid = int(client.stdout.readline())
+    assert owned_processes(server_pid)
+    client.kill()
+    client.wait()
+    assert wait_until(lambda: process_gone(server_pid), timeout=EXIT_BOUND_SECONDS)
+    assert_all_gone(server_pid)
+
+
+def test_stdout_closed_mid_command(server: ServerProcess) -> None:
+    server.request("bash", {"command": "sleep 300 & while :; do echo spam; sleep 0.01; done"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    assert server.proc.stdout is not None
+    server.proc.stdout.close()
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert_all_gone(server.pid)
+
+
+def test_artifacts_on_a_full_disk(spawn, tmp_path: Path) -> None:
+    limit = 200 * 1024
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    server = spawn(preexec_fn=small_disk)
+    result = server.bash("seq 1 200000")
+    assert result["truncated"] and "artifactId" not in result
+    assert result["output"].endswith("199999\n200000\n") and result["totalLines"] == 200000
+    assert "could not be written" in server.stderr()
+    assert list(server.artifacts_dir.iterdir()) == []  # no partial artifact left
+    assert server.bash("echo carries on")["output"] == "carries on\n"
+
+
+def test_unusable_artifacts_directory(spawn, tmp_path: Path) -> None:
+    # Root ignores permission bits, so the directory is made impossible instead.
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    server = spawn("--artifacts-dir", str(blocker / "artifacts"))
+    result = server.bash("seq 1 100000")
+    assert result["truncated"] and "artifactId" not in result
+    assert result["output"].endswith("100000\n")
+    assert "unusable" in server.stderr()
+    assert server.bash("echo ok")["output"] == "ok\n"
+
+
+def test_fork_storm_leaves_no_zombies(server: ServerProcess) -> None:
+    result = server.bash("for i in $(seq 500); do (sleep 0.2 &) ; done; echo forked")
+    assert result["output"] == "forked\n"
+
+    def zombies() -> list[int]:
+        return [pid for pid in live_pids() if proc_stat(pid) == ("Z", server.pid)]
+
+    # The orphans were re-parented to the server (its subreaper), died after
+    # 0.2 s, and must have been reaped by it since.
+    time.sleep(0.5)
+    assert wait_until(lambda: zombies() == [], timeout=10)
+    assert not process_gone(server.pid)

@@ -1,0 +1,303 @@
+"""Hostile or odd input, driven into the real server.
+
+Property: whatever arrives, every request carrying a usable id is answered
+exactly once with a valid JSON-RPC response, nothing else reaches stdout,
+and the server stays up (a sentinel request after each example is answered).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from tests.rpc import ServerProcess
+
+# Examples per property; the README's figures count them.
+EXAMPLES = {
+    "random bytes": 1000,
+    "random JSON": 1000,
+    "random params": 1000,
+    "random methods": 500,
+    "mixed batches": 500,
+    "ids of every type": 500,
+}
+
+
+def prop(name: str) -> settings:
+    """One server serves all of a property's examples: that it stays up is the point."""
+    return settings(
+        max_examples=EXAMPLES[name],
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
+    )
+
+
+# Methods answered inline (so their replies precede the sentinel's) and safe to
+# call with anything: nothing here runs a command or stops the server.
+SAFE_METHODS = [
+    "session/list",
+    "abort_bash",
+    "artifact/read",
+    "ping",
+    "tools/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "pty/screen",
+    "pty/input",
+    "initialize",
+    "notifications/cancelled",
+]
+UNSAFE_METHODS = {"exit", "shutdown", "bash", "tools/call", "session/close", "session/open"}
+REPLY_BOUND_SECONDS = 10.0
+
+_sentinels = itertools.count()
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def usable_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def valid_reply(message: Any) -> bool:
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "id" not in message:
+        return False
+    if message["id"] is not None and not usable_id(message["id"]):
+        return False
+    if ("result" in message) == ("error" in message):
+        return False
+    if "error" in message:
+        error = message["error"]
+        return (
+            isinstance(error, dict)
+            and isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+        )
+    return True
+
+
+def exchange(server: ServerProcess, lines: list[bytes], expected_ids: list[Any]) -> list[Any]:
+    """Send lines then a sentinel; return the replies that arrived before the sentinel's."""
+    sentinel = f"sentinel-{next(_sentinels)}"
+    first = len(server.messages)
+    payload = b"".join(line + b"\n" for line in lines)
+    payload += json.dumps({"jsonrpc": "2.0", "id": sentinel, "method": "ping"}).encode() + b"\n"
+    server.send_raw(payload)
+    server.response(sentinel, timeout=REPLY_BOUND_SECONDS)
+    deadline = time.monotonic() + REPLY_BOUND_SECONDS
+
+    def answered(ident: Any) -> int:
+        count = 0
+        for message in server.messages[first:]:
+            for reply in message if isinstance(message, list) else [message]:
+                if isinstance(reply, dict) and "method" not in reply:
+                    same = reply.get("id") == ident and type(reply.get("id")) is type(ident)
+                    count += same
+        return count
+
+    # Batches are answered from their own task, possibly after the sentinel.
+    while any(answered(i) == 0 for i in expected_ids) and time.monotonic() < deadline:
+        server.next_message(deadline - time.monotonic())
+    replies = [
+        m
+        for m in server.messages[first:]
+        if not (isinstance(m, dict) and ("method" in m or m.get("id") == sentinel))
+    ]
+    for message in replies:
+        if isinstance(message, list):
+            assert message and all(valid_reply(r) for r in message), message
+        else:
+            assert valid_reply(message), message
+    for ident in expected_ids:
+        assert answered(ident) == 1, (ident, replies)
+    assert server.garbage == []
+    assert server.proc.poll() is None
+    return replies
+
+
+@prop("random bytes")
+@given(st.lists(st.binary(max_size=200), min_size=1, max_size=5))
+def test_random_bytes(server: ServerProcess, chunks: list[bytes]) -> None:
+    # Newlines inside the bytes make more lines; any may be JSON by chance.
+    exchange(server, [c.replace(b"\n", b" ") for c in chunks], [])
+
+
+@prop("random JSON")
+@given(json_values)
+def test_random_json(server: ServerProcess, value: Any) -> None:
+    expected = []
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k != "method" or v not in UNSAFE_METHODS}
+        if usable_id(value.get("id")) and not (
+            "method" in value and value.get("jsonrpc") == "2.0" and "id" not in value
+        ):
+            value["id"] = f"random-{next(_sentinels)}"
+            expected.append(value["id"])
+    exchange(server, [json.dumps(value).encode()], expected)
+
+
+@prop("random params")
+@given(st.sampled_from(SAFE_METHODS), json_values)
+def test_valid_envelopes_with_random_params(
+    server: ServerProcess, method: str, params: Any
+) -> None:
+    ident = f"params-{next(_sentinels)}"
+    request = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+    [reply] = exchange(server, [json.dumps(request).encode()], [ident])
+    if not isinstance(params, (dict, list)):
+        assert reply["error"]["code"] == ErrorCode.INVALID_REQUEST
+    elif "error" in reply:
+        assert reply["error"]["code"] in {int(c) for c in ErrorCode}
+        assert reply["error"]["code"] != ErrorCode.INTERNAL_ERROR, reply
+
+
+@prop("random methods")
+@given(st.text(max_size=40).filter(lambda m: m not in UNSAFE_METHODS))
+def test_random_method_names(server: ServerProcess, method: str) -> None:
+    ident = f"method-{next(_sentinels)}"
+    request = {"jsonrpc": "2.0", "id": ident, "method": method}
+    [reply] = exchange(server, [json.dumps(request).encode()], [ident])
+    if method not in SAFE_METHODS and method != "session/list":
+        assert reply["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+@prop("mixed batches")
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda m: {"jsonrpc": "2.0", "method": m, "id": None},
+                st.sampled_from(SAFE_METHODS),
+            ),
+            st.builds(lambda m: {"jsonrpc": "2.0", "method": m}, st.sampled_from(SAFE_METHODS)),
+            json_values,
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_batches_of_mixed_members(server: ServerProcess, members: list[Any]) -> None:
+    expected = []
+    for member in members:
+        if isinstance(member, dict):
+            if member.get("method") in UNSAFE_METHODS:
+                member["method"] = "ping"
+            if "id" in member or "method" not in member:
+                member["id"] = f"batch-{next(_sentinels)}"
+                expected.append(member["id"])
+    exchange(server, [json.dumps(members).encode()], expected)
+
+
+@prop("ids of every type")
+@given(json_values)
+def test_ids_of_every_json_type(server: ServerProcess, ident: Any) -> None:
+    request = {"jsonrpc": "2.0", "id": ident, "method": "ping"}
+    expected = [ident] if usable_id(ident) else []
+    replies = exchange(server, [json.dumps(request).encode()], expected)
+    assert len(replies) == 1
+    if usable_id(ident):
+        assert replies[0] == {"jsonrpc": "2.0", "id": ident, "result": {}}
+    elif ident is None:
+        assert replies[0] == {"jsonrpc": "2.0", "id": None, "result": {}}
+    else:
+        assert replies[0]["id"] is None
+        assert replies[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+
+
+# -- hand-written cases --------------------------------------------------------
+
+
+def test_a_100_mib_line(server: ServerProcess) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"y" * (100 << 20) + b'"}}'
+    server.send_raw(line + b"\n")
+    reply = server.next_message()
+    assert reply["error"] == {
+        "code": ErrorCode.INVALID_REQUEST,
+        "message": messages.MESSAGE_TOO_LARGE,
+    }
+    assert server.result("ping") == {}
+
+
+def test_last_line_without_newline_at_eof(server: ServerProcess) -> None:
+    server.send_raw(b'{"jsonrpc":"2.0","id":"last","method":"session/list"}')
+    assert server.close() == 0
+    assert "sessions" in server.response("last", timeout=1)["result"]
+
+
+def test_invalid_utf8_and_nul_bytes(server: ServerProcess) -> None:
+    server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}\n')
+    assert server.next_message()["error"]["code"] == ErrorCode.PARSE_ERROR
+    server.send_raw(b'{"jsonrpc":"2.0",\x00"id":2,"method":"ping"}\n')
+    assert server.next_message()["error"]["code"] == ErrorCode.PARSE_ERROR
+    reply = server.call("bash", {"command": "echo \u0000"})
+    assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
+    assert server.result("ping") == {}
+
+
+def test_deeply_nested_json(server: ServerProcess) -> None:
+    depth = 100_000
+    server.send_raw(b"[" * depth + b"]" * depth + b"\n")
+    assert server.next_message()["error"]["code"] == ErrorCode.INVALID_REQUEST
+    nested = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":' + b"[" * depth + b"]" * depth
+    server.send_raw(nested + b"}\n")
+    assert "error" in server.next_message()
+    assert server.result("ping") == {}
+
+
+def test_duplicate_in_flight_ids(server: ServerProcess) -> None:
+    for session in ("a", "b"):
+        server.request(
+            "bash", {"command": f"sleep 0.3; echo {session}", "sessionId": session}, id=5
+        )
+    outputs = sorted(server.response(5)["result"]["output"] for _ in range(2))
+    assert outputs == ["a\n", "b\n"]
+
+
+def test_aborts_and_cancels_racing_completion(server: ServerProcess) -> None:
+    rounds, wave = 1000, 50  # waves stay well under the in-flight limit
+    outcomes = {"completed": 0, "cancelled": 0}
+    for start in range(0, rounds, wave):
+        idents = [f"race-{i}" for i in range(start, start + wave)]
+        for i, ident in zip(range(start, start + wave), idents, strict=True):
+            if i % 2:
+                server.request("bash", {"command": "echo x"}, id=ident)
+                server.request("abort_bash", {"requestId": ident})
+            else:
+                arguments = {"command": "echo x"}
+                server.request("tools/call", {"name": "bash", "arguments": arguments}, id=ident)
+                server.notify("notifications/cancelled", {"requestId": ident})
+        for ident in idents:
+            reply = server.response(ident, timeout=60)
+            if "error" in reply:
+                assert reply["error"]["code"] == ErrorCode.REQUEST_CANCELLED
+                outcomes["cancelled"] += 1
+            elif reply["result"].get("cancelled"):
+                outcomes["cancelled"] += 1
+            else:
+                result = reply["result"]
+                assert result.get("output") == "x\n" or result["content"][0]["text"] == "x\n"
+                outcomes["completed"] += 1
+    assert sum(outcomes.values()) == rounds
+    assert server.bash("echo healthy")["output"] == "healthy\n"
+    # Only the sessions' idle shells are left: no command outlived its race.
+    assert all("--noprofile --norc" in c for c in server.owned_commands())
+    assert server.garbage == []

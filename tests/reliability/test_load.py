@@ -1,0 +1,86 @@
+"""Load and backpressure: many sessions at once, and a client that stops reading."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
+from tests.rpc import ServerProcess
+
+SESSIONS = 16
+COMMANDS_PER_SESSION = 200
+
+
+def test_sixteen_sessions_two_hundred_commands_each(server: ServerProcess) -> None:
+    expected: dict[str, tuple[str, str]] = {}
+    for round_ in range(COMMANDS_PER_SESSION):
+        idents = []
+        for s in range(SESSIONS):
+            session = f"load-{s}"
+            ident = f"{session}/{round_}"
+            command = f'n={round_}; echo "{session} $((n * 2))"'
+            server.request("bash", {"command": command, "sessionId": session}, id=ident)
+            expected[ident] = (session, f"{session} {round_ * 2}\n")
+            idents.append(ident)
+        for ident in idents:
+            reply = server.response(ident)
+            assert "result" in reply, reply
+            assert reply["result"]["output"] == expected[ident][1]
+            assert reply["result"]["exitCode"] == 0
+    chunks = server.notifications("bash/chunk")
+    assert len(expected) == SESSIONS * COMMANDS_PER_SESSION
+    for chunk in chunks:
+        params = chunk["params"]
+        session, output = expected[params["requestId"]]
+        assert params["sessionId"] == session  # no cross-talk
+        assert params["text"] in output
+    errors = [m for m in server.messages if isinstance(m, dict) and "error" in m]
+    assert errors == []
+
+
+def test_client_that_stops_reading_for_ten_seconds(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "a")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    commands = {i: f"seq {i} 2000000" for i in range(1, 5)}
+    try:
+        for ident, command in commands.items():
+            request = {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "method": "bash",
+                "params": {"command": command, "sessionId": f"heavy-{ident}"},
+            }
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        time.sleep(0.5)
+        baseline = rss_bytes(proc.pid)
+        with PeakRss(proc.pid) as rss:
+            time.sleep(10)  # not reading at all
+        assert rss.peak - baseline <= RSS_GROWTH_LIMIT
+        assert proc.poll() is None
+        results = {}
+        started = time.monotonic()
+        while len(results) < len(commands):
+            assert time.monotonic() - started < 120, "responses did not all arrive"
+            message = json.loads(proc.stdout.readline())
+            if "method" not in message:
+                results[message["id"]] = message["result"]
+    finally:
+        proc.kill()
+        proc.wait()
+    for ident, command in commands.items():
+        expected = subprocess.run(command.split(), capture_output=True, check=True).stdout
+        result = results[ident]
+        assert result["exitCode"] == 0 and result["totalBytes"] == len(expected)
+        artifact = tmp_path / "a" / f"{result['artifactId']}.bash.log"
+        assert hashlib.sha256(artifact.read_bytes()).digest() == hashlib.sha256(expected).digest()

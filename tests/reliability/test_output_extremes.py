@@ -1,0 +1,64 @@
+"""Output extremes: memory stays flat and the final result is well-formed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
+from tests.rpc import ServerProcess
+
+CONTROL_CHARS = {chr(c) for c in range(32) if chr(c) not in "\t\n"} | {"\x7f", "\r"}
+
+
+def measured(server: ServerProcess, command: str, **params: object) -> tuple[dict, int]:
+    """The result of a command and how much the server's RSS grew while it ran."""
+    server.bash("true")  # the shell is up: measure the command, not the start
+    baseline = rss_bytes(server.pid)
+    with PeakRss(server.pid) as rss:
+        result = server.bash(command, wait=600, **params)
+    return result, rss.peak - baseline
+
+
+def well_formed(result: dict) -> None:
+    assert set(result) >= {"output", "exitCode", "truncated", "totalBytes", "outputBytes"}
+    assert result["outputBytes"] == len(result["output"].encode())
+    assert result["outputBytes"] <= 51200
+    assert not CONTROL_CHARS & set(result["output"])
+    json.dumps(result)
+
+
+def test_two_gib_without_a_newline(server: ServerProcess) -> None:
+    result, growth = measured(server, "head -c 2G /dev/zero | tr '\\0' x")
+    well_formed(result)
+    assert growth <= RSS_GROWTH_LIMIT
+    assert result["totalBytes"] == 2 << 30 and result["totalLines"] == 1
+    assert result["output"] == "x" * 51200 and result["exitCode"] == 0
+    artifact = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert artifact.stat().st_size == 2 << 30
+    os.unlink(artifact)
+
+
+def test_a_line_of_nothing_but_carriage_returns(server: ServerProcess) -> None:
+    result, growth = measured(server, "for i in $(seq 100000); do printf '\\r%d' $i; done")
+    well_formed(result)
+    assert growth <= RSS_GROWTH_LIMIT
+    assert result["totalLines"] == 1 and result["output"].endswith("99999100000")
+
+
+def test_binary_from_urandom(server: ServerProcess) -> None:
+    result, growth = measured(server, "head -c 64M /dev/urandom")
+    well_formed(result)
+    assert growth <= RSS_GROWTH_LIMIT
+    assert result["truncated"] and "\ufffd" in result["output"]
+
+
+def test_a_hundred_thousand_tiny_writes(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "for i in $(seq 100000); do echo $i; done"})
+    result = server.response(ident, timeout=120)["result"]
+    well_formed(result)
+    assert result["totalLines"] == 100000 and result["output"].endswith("99999\n100000\n")
+    chunks = server.chunks_for(ident)
+    # Coalescing: one notification per 20 ms at most, so far fewer than the writes.
+    assert 1 <= len(chunks) < 5000
+    assert "".join(c["text"] for c in chunks).endswith("100000\n")
