@@ -32,7 +32,7 @@ NO_ARTIFACTS = "none"
 NOTICE_CANCELLED = "[Command cancelled]"
 NOTICE_TIMED_OUT = "[Command timed out after {seconds} seconds]"
 NOTICE_CHUNKS_SKIPPED = (
-    "\n[... {count} characters of streamed output skipped because the client read"
+    "\n[... {count} bytes of streamed output skipped because the client read"
     " slowly; the result and the artifact are complete ...]\n"
 )
 NOTICE_SHELL_START_FAILED = "bashrpc: could not start shell {shell}: {reason}\n"
@@ -111,3 +111,13 @@ empty, so commands never wait for input; pagers and editors are disabled."""
 PTY_ERROR = "PTY error: {reason}\n"
 NO_SUCH_PTY = "No running PTY command with requestId {request_id!r}"
 UNKNOWN_KEY = "Unknown key {key!r} - at `$.keys[{index}]`"
+
+# Warnings on stderr.
+ARTIFACT_WRITE_FAILED = "artifact {id} could not be written ({reason}); dropping it"
+ARTIFACTS_DIR_UNUSABLE = "artifacts directory {path} is unusable: {reason}"
+ARTIFACT_CREATE_FAILED = "artifact could not be created in {path}: {reason}"
+ARTIFACT_IDS_EXHAUSTED = "artifact ids in {path} are exhausted"
+SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shells start without it"
+SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
+SNAPSHOT_EXITED = "it exited with status {status} before finishing"
+STDOUT_GONE = "stdout is gone ({reason}); shutting down"

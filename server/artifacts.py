@@ -15,12 +15,14 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from protocol import messages
 from server import log, utf8
 
 DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
 SUFFIX = ".bash.log"
 _NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
-_WRITE_BUFFER_BYTES = 1024 * 1024
+# Writes smaller than this are gathered into one.
+_WRITE_BUFFER_BYTES = 256 * 1024
 
 _log = log.get("artifacts")
 
@@ -31,20 +33,36 @@ def default_dir() -> Path:
 
 
 class ArtifactWriter:
-    """The spill target of one command; stops quietly on the first I/O error."""
+    """The spill target of one command; stops quietly on the first I/O error.
+
+    Big writes go straight to the file; small ones are gathered first, so a
+    chatty command costs few syscalls and a fast one no extra copy.
+    """
 
     def __init__(self, store: ArtifactStore, artifact_id: int, fd: int) -> None:
         self.id = artifact_id
         self._store = store
-        self._file = os.fdopen(fd, "wb", buffering=_WRITE_BUFFER_BYTES)
+        self._fd = fd
+        self._buffer = bytearray()
         self.failed = False
         self.closed = False
 
     def write(self, data: bytes) -> None:
         if self.failed:
             return
+        if self._buffer or len(data) < _WRITE_BUFFER_BYTES:
+            self._buffer += data
+            if len(self._buffer) < _WRITE_BUFFER_BYTES:
+                return
+            data = bytes(self._buffer)
+            self._buffer.clear()
+        self._write_all(data)
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
         try:
-            self._file.write(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
         except OSError as exc:
             self._fail(exc)
 
@@ -53,9 +71,12 @@ class ArtifactWriter:
         if self.closed:
             return None if self.failed else self.id
         self.closed = True
+        if self._buffer and not self.failed:
+            self._write_all(bytes(self._buffer))
+            self._buffer.clear()
         if not self.failed:
             try:
-                self._file.close()
+                os.close(self._fd)
             except OSError as exc:
                 self._fail(exc)
         if self.failed:
@@ -65,9 +86,9 @@ class ArtifactWriter:
 
     def _fail(self, exc: OSError) -> None:
         self.failed = True
-        _log.warning("artifact %d could not be written (%s); dropping it", self.id, exc)
+        _log.warning(messages.ARTIFACT_WRITE_FAILED.format(id=self.id, reason=exc))
         try:
-            self._file.close()
+            os.close(self._fd)
         except OSError:
             pass
         self._store.remove(self.id)
@@ -104,7 +125,9 @@ class ArtifactStore:
                 self._next_id = max(self.ids(), default=0) + 1
                 self._usable = True
             except OSError as exc:
-                _log.warning("artifacts directory %s is unusable: %s", self.directory, exc)
+                _log.warning(
+                    messages.ARTIFACTS_DIR_UNUSABLE.format(path=self.directory, reason=exc)
+                )
                 self._usable = False
         return self._usable
 
@@ -134,10 +157,12 @@ class ArtifactStore:
             except FileExistsError:
                 continue
             except OSError as exc:
-                _log.warning("artifact could not be created in %s: %s", self.directory, exc)
+                _log.warning(
+                    messages.ARTIFACT_CREATE_FAILED.format(path=self.directory, reason=exc)
+                )
                 return None
             return ArtifactWriter(self, artifact_id, fd)
-        _log.warning("artifact ids in %s are exhausted", self.directory)
+        _log.warning(messages.ARTIFACT_IDS_EXHAUSTED.format(path=self.directory))
         return None
 
     def remove(self, artifact_id: int) -> None:

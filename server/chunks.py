@@ -12,50 +12,49 @@ import base64
 from collections.abc import Awaitable, Callable
 
 from protocol import messages
+from server import utf8
 from server.throttle import Throttle
 
 CHUNK_INTERVAL_SECONDS = 0.02
-MAX_PENDING_CHARS = 256 * 1024
+MAX_PENDING_BYTES = 256 * 1024
 # Raw terminal bytes cannot take a notice; a host that fell behind resyncs
 # from pty/screen, so the cap is larger and the oldest bytes are dropped.
 MAX_PENDING_RAW_BYTES = 1024 * 1024
 
 
 class ChunkStream:
+    """Sanitized UTF-8 in, coalesced `bash/chunk` texts out, in order."""
+
     def __init__(
         self,
         emit: Callable[[int, str], Awaitable[None]],
         interval: float = CHUNK_INTERVAL_SECONDS,
-        max_pending: int = MAX_PENDING_CHARS,
+        max_pending: int = MAX_PENDING_BYTES,
     ) -> None:
         self._emit = emit
         self._max_pending = max_pending
-        self._parts: list[str] = []
-        self._pending = 0
+        self._pending = bytearray()
         self._skipped = 0
         self._seq = 0
         self._throttle = Throttle(self._send, interval)
 
-    def push(self, text: str) -> None:
-        if not text:
+    def push(self, data: bytes) -> None:
+        if not data:
             return
-        self._parts.append(text)
-        self._pending += len(text)
-        if self._pending > self._max_pending:
-            merged = "".join(self._parts)
-            keep = merged[-(self._max_pending // 2) :]
-            self._skipped += len(merged) - len(keep)
-            self._parts = [keep]
-            self._pending = len(keep)
+        self._pending += data
+        if len(self._pending) > self._max_pending:
+            # Keep the newest half, cut on a character boundary.
+            cut = utf8.char_start(self._pending, len(self._pending) - self._max_pending // 2)
+            self._skipped += cut
+            del self._pending[:cut]
         self._throttle.poke()
 
     async def _send(self) -> None:
-        text = "".join(self._parts)
+        text = self._pending.decode()
         if self._skipped:
             text = messages.NOTICE_CHUNKS_SKIPPED.format(count=self._skipped) + text
             self._skipped = 0
-        self._parts = []
-        self._pending = 0
+        self._pending.clear()
         await self._emit(self._seq, text)
         self._seq += 1
 

@@ -93,13 +93,13 @@ class Executor:
         env: Mapping[str, str],
         timeout: float | None,
         sink: OutputSink,
-        on_text: Callable[[str], None],
+        on_text: Callable[[bytes], None],
         execution: Execution,
     ) -> Outcome:
         def feed(data: bytes) -> None:
-            text = sink.feed(data)
-            if text:
-                on_text(text)
+            clean = sink.feed(data)
+            if clean:
+                on_text(clean)
 
         one_shot = session.busy
         shell: Shell | None = None
@@ -168,7 +168,7 @@ class Executor:
         cwd: str | None,
         timeout: float | None,
         sink: OutputSink,
-        on_text: Callable[[str], None],
+        on_text: Callable[[bytes], None],
         execution: Execution,
         terminal: PtyRequest,
     ) -> Outcome:
@@ -179,9 +179,9 @@ class Executor:
             terminal.on_raw(raw)
             folded = folder.feed(raw)
             if folded:
-                text = sink.feed(folded)
-                if text:
-                    on_text(text)
+                clean = sink.feed(folded)
+                if clean:
+                    on_text(clean)
 
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"

@@ -107,7 +107,7 @@ async def run_on_pty(
     sink: OutputSink,
     size: tuple[int, int],
     execution: Execution,
-    on_text: Callable[[str], None] = lambda _text: None,
+    on_text: Callable[[bytes], None] = lambda _clean: None,
 ) -> Outcome:
     """Run on a PTY, streaming the raw terminal bytes as `pty/output`."""
 

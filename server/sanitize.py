@@ -41,16 +41,22 @@ def strip_controls(text: str) -> str:
 
 
 class Sanitizer:
+    """Raw bytes in, sanitized UTF-8 bytes out.
+
+    Bytes, not str, because most output is printable ASCII: then the input
+    itself is the output, with no decode, no copy and no re-encode.
+    """
+
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pending = ""
         self._decoder_empty = True
 
-    def feed(self, data: bytes) -> str:
+    def feed(self, data: bytes) -> bytes:
         if self._decoder_empty and not self._pending:
             # Fast path: printable ASCII needs no decoder state and no regex.
             if not data.translate(None, _PRINTABLE_ASCII):
-                return data.decode("ascii")
+                return data
             if data.isascii():
                 return self._clean(data.decode("ascii"), final=False)
         text = self._decoder.decode(data)
@@ -59,23 +65,23 @@ class Sanitizer:
             text = self._pending + text
             self._pending = ""
         if _CONTROL.search(text) is None:
-            return text
+            return text.encode()
         return self._clean(text, final=False)
 
-    def finish(self) -> str:
+    def finish(self) -> bytes:
         """Flush what was held back: a cut-off character or escape at the end."""
         text = self._pending + self._decoder.decode(b"", final=True)
         self._pending = ""
         self._decoder_empty = True
-        return self._clean(text, final=True) if text else ""
+        return self._clean(text, final=True) if text else b""
 
-    def _clean(self, text: str, *, final: bool) -> str:
+    def _clean(self, text: str, *, final: bool) -> bytes:
         if not final:
             cut = self._partial_escape_start(text)
             if cut is not None:
                 self._pending = text[cut:]
                 text = text[:cut]
-        return _CONTROL.sub("", _ANSI.sub("", text))
+        return _CONTROL.sub("", _ANSI.sub("", text)).encode()
 
     @staticmethod
     def _partial_escape_start(text: str) -> int | None:

@@ -70,21 +70,20 @@ class OutputSink:
     def spill(self) -> Spill | None:
         return self._spill
 
-    def feed(self, data: bytes) -> str:
-        """Take raw output; return its sanitized text for streaming."""
-        text = self._sanitizer.feed(data)
-        if text:
-            self._append(text)
-        return text
+    def feed(self, data: bytes) -> bytes:
+        """Take raw output; return it sanitized (UTF-8) for streaming."""
+        clean = self._sanitizer.feed(data)
+        if clean:
+            self._append(clean)
+        return clean
 
-    def finish(self) -> str:
-        text = self._sanitizer.finish()
-        if text:
-            self._append(text)
-        return text
+    def finish(self) -> bytes:
+        clean = self._sanitizer.finish()
+        if clean:
+            self._append(clean)
+        return clean
 
-    def _append(self, text: str) -> None:
-        data = text.encode("utf-8", "surrogatepass")
+    def _append(self, data: bytes) -> None:
         self.total_bytes += len(data)
         self._newlines += data.count(b"\n")
         self._ends_with_newline = data.endswith(b"\n")

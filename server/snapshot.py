@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 
+from protocol import messages
 from server import log, procs
 
 SNAPSHOT_DEADLINE_SECONDS = 10.0
@@ -224,16 +225,13 @@ class SnapshotStore:
                 await process.wait()
                 self.pids.discard(process.pid)
         if timed_out or not is_complete(path):
-            reason = (
-                f"it did not finish within {SNAPSHOT_DEADLINE_SECONDS:g} s"
-                if timed_out
-                else f"it exited with status {process.returncode} before finishing"
-            )
-            _log.warning(
-                "could not capture the shell setup from %s (%s); shells start without it",
-                rc_file(shell),
-                reason,
-            )
+            if timed_out:
+                reason = messages.SNAPSHOT_TIMED_OUT.format(
+                    seconds=messages.format_seconds(SNAPSHOT_DEADLINE_SECONDS)
+                )
+            else:
+                reason = messages.SNAPSHOT_EXITED.format(status=process.returncode)
+            _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
             path.unlink(missing_ok=True)
             return None
         return path

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from protocol import messages
 from protocol.framing import Frame, LineFramer
 from server import fdio, log
 
@@ -150,6 +151,6 @@ class Outbox:
         try:
             await fdio.write_all(self._fd, data)
         except OSError as exc:
-            _log.warning("stdout is gone (%s); shutting down", exc.strerror)
+            _log.warning(messages.STDOUT_GONE.format(reason=exc.strerror))
             self.broken.set()
             self._space.set()

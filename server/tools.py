@@ -115,7 +115,7 @@ class ToolUpdates:
     def active(self) -> bool:
         return self._snapshots or self._token is not None
 
-    def poke(self, _text: str) -> None:
+    def poke(self, _clean: bytes) -> None:
         self._throttle.poke()
 
     async def run(self) -> None:
@@ -308,5 +308,5 @@ def register(server: Server) -> None:
     server.add_method("tools/call", ToolsCallParams, tools_call, slow=True)
 
 
-def _ignore(_text: str) -> None:
+def _ignore(_clean: bytes) -> None:
     return None

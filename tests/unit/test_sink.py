@@ -21,7 +21,12 @@ class MemorySpill:
 
 def feed_all(parts: list[bytes]) -> str:
     s = Sanitizer()
-    return "".join(s.feed(p) for p in parts) + s.finish()
+    return (b"".join(s.feed(p) for p in parts) + s.finish()).decode()
+
+
+def test_printable_ascii_is_returned_as_is() -> None:
+    data = b"no copies here\n"
+    assert Sanitizer().feed(data) is data
 
 
 def test_plain_text_passes_untouched() -> None:

@@ -52,6 +52,30 @@ def test_close_without_pokes_flushes_nothing() -> None:
     assert anyio.run(main) == 0
 
 
+def test_chunk_stream_never_splits_a_character_when_skipping() -> None:
+    async def main() -> list[str]:
+        sent: list[str] = []
+        release = anyio.Event()
+
+        async def emit(seq: int, text: str) -> None:
+            sent.append(text)
+            await release.wait()
+
+        stream = ChunkStream(emit, interval=0.0, max_pending=10)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stream.run)
+            stream.push(b"x")
+            await anyio.sleep(0.01)
+            for _ in range(20):
+                stream.push("€".encode())  # three bytes each
+            release.set()
+            await stream.close()
+        return sent
+
+    rest = "".join(anyio.run(main)[1:])
+    assert rest.endswith("€€") and "\ufffd" not in rest
+
+
 def test_chunk_stream_keeps_order_and_text() -> None:
     async def main() -> list[tuple[int, str]]:
         sent: list[tuple[int, str]] = []
@@ -63,7 +87,7 @@ def test_chunk_stream_keeps_order_and_text() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(stream.run)
             for i in range(100):
-                stream.push(f"{i}\n")
+                stream.push(f"{i}\n".encode())
                 if i % 10 == 0:
                     await anyio.sleep(0.005)
             await stream.close()
@@ -87,10 +111,10 @@ def test_chunk_stream_skips_the_oldest_text_when_the_client_is_slow() -> None:
         stream = ChunkStream(emit, interval=0.0, max_pending=100)
         async with anyio.create_task_group() as tg:
             tg.start_soon(stream.run)
-            stream.push("first")
+            stream.push(b"first")
             await anyio.sleep(0.01)
             for i in range(50):
-                stream.push(f"{i:03d}")
+                stream.push(f"{i:03d}".encode())
             release.set()
             await stream.close()
         return sent

@@ -1,0 +1,1 @@
+"""Benchmarks: bashrpc against the real alternatives, measured in one run."""

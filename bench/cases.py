@@ -1,0 +1,352 @@
+"""The benchmark cases and their baselines, measured in the same run.
+
+Every case returns rows of (metric, unit, one value per repetition). Targets
+are checked against the median; the ratios to the baselines are what count
+on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.client import BenchServer, rss_kib
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Sizes:
+    repeat: int = 3
+    latency_calls: int = 2000
+    warmup_calls: int = 200
+    startup_runs: int = 10
+    zero_bytes: str = "1G"
+    seq_count: int = 50_000_000
+    first_chunk_runs: int = 5
+    sessions: int = 32
+    calls_per_session: int = 100
+    small_writes: int = 100_000
+    idle_seconds: float = 5.0
+    swerex_calls: int = 500
+
+
+QUICK = Sizes(
+    repeat=1,
+    latency_calls=50,
+    warmup_calls=10,
+    startup_runs=2,
+    zero_bytes="16M",
+    seq_count=200_000,
+    first_chunk_runs=1,
+    sessions=4,
+    calls_per_session=5,
+    small_writes=1000,
+    idle_seconds=0.5,
+    swerex_calls=20,
+)
+
+
+@dataclass
+class Row:
+    case: str
+    metric: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    target: str = ""
+    check: Callable[[float], bool] | None = None
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    @property
+    def passed(self) -> bool | None:
+        if self.check is None or not self.values:
+            return None
+        return self.check(self.median)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def time_calls(server: BenchServer, method: str, params: object, calls: int) -> list[float]:
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        server.call(method, params)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def spawn_per_call(command: str, calls: int) -> list[float]:
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        subprocess.run(["bash", "-c", command], check=True)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+class Bench:
+    def __init__(self, sizes: Sizes, workdir: Path) -> None:
+        self.sizes = sizes
+        self.workdir = workdir
+        self.artifacts = workdir / "artifacts"
+
+    def server(self) -> BenchServer:
+        return BenchServer(self.artifacts)
+
+    # 1. Latency ------------------------------------------------------------
+
+    def latency(self) -> list[Row]:
+        s = self.sizes
+        bash_p50 = Row("latency", "bash `true` p50", "ms", target="≤ 0.5", check=lambda v: v <= 0.5)
+        bash_p99 = Row("latency", "bash `true` p99", "ms")
+        tool_p50 = Row("latency", "tools/call `true` p50", "ms")
+        tool_p99 = Row("latency", "tools/call `true` p99", "ms")
+        fork_p50 = Row(
+            "latency", "bash `/bin/true` p50", "ms", target="≤ 3", check=lambda v: v <= 3
+        )
+        fork_p99 = Row("latency", "bash `/bin/true` p99", "ms")
+        spawn_p50 = Row("latency", "baseline: spawn-per-call p50", "ms")
+        ratio = Row(
+            "latency",
+            "bash `true` / spawn-per-call",
+            "×",
+            target="≤ 0.25",
+            check=lambda v: v <= 0.25,
+        )
+        for _ in range(s.repeat):
+            server = self.server()
+            try:
+                cases = [
+                    ("bash", {"command": "true"}, bash_p50, bash_p99),
+                    (
+                        "tools/call",
+                        {"name": "bash", "arguments": {"command": "true"}},
+                        tool_p50,
+                        tool_p99,
+                    ),
+                    ("bash", {"command": "/bin/true"}, fork_p50, fork_p99),
+                ]
+                for method, params, p50, p99 in cases:
+                    time_calls(server, method, params, s.warmup_calls)
+                    samples = time_calls(server, method, params, s.latency_calls)
+                    p50.values.append(percentile(samples, 0.5) * 1e3)
+                    p99.values.append(percentile(samples, 0.99) * 1e3)
+            finally:
+                server.close()
+            spawn = spawn_per_call("true", s.latency_calls)
+            spawn_p50.values.append(percentile(spawn, 0.5) * 1e3)
+            ratio.values.append(bash_p50.values[-1] / spawn_p50.values[-1])
+        return [bash_p50, bash_p99, tool_p50, tool_p99, fork_p50, fork_p99, spawn_p50, ratio]
+
+    def swerex(self) -> list[Row]:
+        row = Row("latency", "baseline: SWE-ReX `true` p50", "ms")
+        try:
+            import anyio
+            from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+            from swerex.runtime.local import LocalRuntime
+        except ImportError:
+            row.note = "skipped: swe-rex is not installed (pip install '.[bench]')"
+            return [row]
+
+        async def measure() -> float:
+            runtime = LocalRuntime()
+            await runtime.create_session(CreateBashSessionRequest())
+            try:
+                for _ in range(self.sizes.warmup_calls):
+                    await runtime.run_in_session(BashAction(command="true"))
+                samples = []
+                for _ in range(self.sizes.swerex_calls):
+                    started = time.perf_counter()
+                    await runtime.run_in_session(BashAction(command="true"))
+                    samples.append(time.perf_counter() - started)
+            finally:
+                await runtime.close()
+            return percentile(samples, 0.5) * 1e3
+
+        for _ in range(self.sizes.repeat):
+            row.values.append(anyio.run(measure))
+        return [row]
+
+    # 2. Startup -------------------------------------------------------------
+
+    def startup(self) -> list[Row]:
+        row = Row(
+            "startup",
+            "spawn to first `bash` result",
+            "ms",
+            target="≤ 400",
+            check=lambda v: v <= 400,
+        )
+        for _ in range(self.sizes.startup_runs):
+            started = time.perf_counter()
+            server = self.server()
+            server.call("bash", {"command": "true"})
+            row.values.append((time.perf_counter() - started) * 1e3)
+            server.close()
+        return [row]
+
+    # 3 + 4. Throughput and memory --------------------------------------------
+
+    def throughput(self) -> list[Row]:
+        s = self.sizes
+        zero = f"head -c {s.zero_bytes} /dev/zero | tr '\\0' a"
+        seq = f"seq 1 {s.seq_count}"
+        rows = []
+        peak = Row(
+            "memory",
+            "peak RSS during the throughput runs",
+            "MiB",
+            target="≤ 64",
+            check=lambda v: v <= 64,
+        )
+        for name, command in (("zeros", zero), ("seq", seq)):
+            through = Row(
+                "throughput",
+                f"{name}: through the server",
+                "MB/s",
+                target="≥ 400",
+                check=lambda v: v >= 400,
+            )
+            direct = Row("throughput", f"{name}: baseline, redirected to a file", "MB/s")
+            ratio = Row(
+                "throughput",
+                f"{name}: server / redirection",
+                "×",
+                target="≥ 0.3",
+                check=lambda v: v >= 0.3,
+            )
+            for _ in range(s.repeat):
+                server = self.server()
+                try:
+                    server.call("bash", {"command": "true"})
+                    started = time.perf_counter()
+                    result = server.result("bash", {"command": command})
+                    elapsed = time.perf_counter() - started
+                    peak.values.append(rss_kib(server.pid, "VmHWM") / 1024)
+                finally:
+                    server.close()
+                for path in self.artifacts.glob("*.bash.log"):
+                    path.unlink()
+                through.values.append(result["totalBytes"] / elapsed / MB)
+                target = self.workdir / "direct.out"
+                started = time.perf_counter()
+                subprocess.run(["bash", "-c", f"{command} > {target}"], check=True)
+                elapsed = time.perf_counter() - started
+                direct.values.append(target.stat().st_size / elapsed / MB)
+                target.unlink()
+                ratio.values.append(through.values[-1] / direct.values[-1])
+            rows += [through, direct, ratio]
+        return [*rows, peak]
+
+    def idle_growth(self) -> list[Row]:
+        row = Row("memory", f"RSS growth over {self.sizes.idle_seconds:g} s idle", "KiB")
+        server = self.server()
+        try:
+            server.call("bash", {"command": "true"})
+            before = rss_kib(server.pid)
+            time.sleep(self.sizes.idle_seconds)
+            row.values.append(rss_kib(server.pid) - before)
+        finally:
+            server.close()
+        return [row]
+
+    # 5. First chunk -----------------------------------------------------------
+
+    def first_chunk(self) -> list[Row]:
+        row = Row(
+            "first chunk",
+            "`echo start; sleep 1` to first bash/chunk",
+            "ms",
+            target="≤ 50",
+            check=lambda v: v <= 50,
+        )
+        server = self.server()
+        try:
+            server.call("bash", {"command": "true"})
+            for _ in range(self.sizes.first_chunk_runs):
+                server.first_notification_at = None
+                started = time.perf_counter()
+                server.call("bash", {"command": "echo start; sleep 1"})
+                assert server.first_notification_at is not None
+                row.values.append((server.first_notification_at - started) * 1e3)
+        finally:
+            server.close()
+        return [row]
+
+    # 6. Concurrency -----------------------------------------------------------
+
+    def concurrency(self) -> list[Row]:
+        s = self.sizes
+        row = Row("concurrency", f"{s.sessions} sessions × {s.calls_per_session} `true`", "calls/s")
+        for _ in range(s.repeat):
+            server = self.server()
+            try:
+                sessions = [f"c{i}" for i in range(s.sessions)]
+                server.wait_all(
+                    [server.send("bash", {"command": "true", "sessionId": x}) for x in sessions]
+                )
+                started = time.perf_counter()
+                for _ in range(s.calls_per_session):
+                    server.wait_all(
+                        [server.send("bash", {"command": "true", "sessionId": x}) for x in sessions]
+                    )
+                elapsed = time.perf_counter() - started
+                row.values.append(s.sessions * s.calls_per_session / elapsed)
+            finally:
+                server.close()
+        return [row]
+
+    # 7. Many small writes ------------------------------------------------------
+
+    def small_writes(self) -> list[Row]:
+        n = self.sizes.small_writes
+        seconds = Row("small writes", f"{n} echo lines: time", "s")
+        count = Row("small writes", f"{n} echo lines: notifications sent", "")
+        rate = Row(
+            "small writes", "notifications per second", "/s", target="≤ 60", check=lambda v: v <= 60
+        )
+        for _ in range(self.sizes.repeat):
+            server = self.server()
+            try:
+                server.call("bash", {"command": "true"})
+                server.notifications = 0
+                started = time.perf_counter()
+                server.call("bash", {"command": f"for i in $(seq {n}); do echo $i; done"})
+                elapsed = time.perf_counter() - started
+            finally:
+                server.close()
+            seconds.values.append(elapsed)
+            count.values.append(server.notifications)
+            rate.values.append(server.notifications / elapsed)
+        return [seconds, count, rate]
+
+
+CASES = {
+    "latency": lambda b: b.latency() + b.swerex(),
+    "startup": Bench.startup,
+    "throughput": lambda b: b.throughput() + b.idle_growth(),
+    "first-chunk": Bench.first_chunk,
+    "concurrency": Bench.concurrency,
+    "small-writes": Bench.small_writes,
+}
+
+
+def run_cases(names: list[str], sizes: Sizes) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="bashrpc-bench-") as tmp:
+        bench = Bench(sizes, Path(tmp))
+        rows: list[Row] = []
+        for name in names:
+            rows += CASES[name](bench)
+        return rows

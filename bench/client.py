@@ -1,0 +1,93 @@
+"""A lean blocking client for benchmarks: one server process, requests over its pipes."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from protocol.envelope import Request, ServerMessage, encode
+
+_decode = msgspec.json.Decoder(ServerMessage).decode
+
+
+class BenchServer:
+    def __init__(self, artifacts_dir: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin
+        self._out = self.proc.stdout
+        self._ids = itertools.count(1)
+        self.notifications = 0
+        self.first_notification_at: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def send(self, method: str, params: Any) -> int:
+        ident = next(self._ids)
+        self._in.write(encode(Request(id=ident, method=method, params=params)))
+        self._in.flush()
+        return ident
+
+    def wait(self, ident: int) -> ServerMessage:
+        while True:
+            line = self._out.readline()
+            if not line:
+                raise EOFError("the server exited")
+            message = _decode(line)
+            if message.method is not None:
+                self.notifications += 1
+                if self.first_notification_at is None:
+                    self.first_notification_at = time.perf_counter()
+                continue
+            if message.id == ident:
+                if message.error is not None:
+                    raise RuntimeError(message.error.message)
+                return message
+
+    def call(self, method: str, params: Any) -> ServerMessage:
+        return self.wait(self.send(method, params))
+
+    def result(self, method: str, params: Any) -> Any:
+        return msgspec.json.decode(self.call(method, params).result)
+
+    def wait_all(self, idents: list[int]) -> None:
+        pending = set(idents)
+        while pending:
+            line = self._out.readline()
+            if not line:
+                raise EOFError("the server exited")
+            message = _decode(line)
+            if message.method is None and message.id in pending:
+                pending.discard(message.id)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._in.close()
+        self.proc.wait(timeout=30)
+
+
+def rss_kib(pid: int, field: str = "VmRSS") -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} for {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,90 @@
+"""`python -m bench`: run the cases, print the table, save it as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from bench.cases import CASES, QUICK, Row, Sizes, run_cases
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def format_value(value: float) -> str:
+    if value != value:  # NaN: nothing measured
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| case | metric | median | min–max | unit | target | |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        spread = "-"
+        if row.values:
+            spread = f"{format_value(min(row.values))}–{format_value(max(row.values))}"
+        verdict = {True: "ok", False: "MISSED", None: ""}[row.passed]
+        metric = row.metric + (f" ({row.note})" if row.note else "")
+        lines.append(
+            f"| {row.case} | {metric} | {format_value(row.median)} | {spread} | {row.unit} |"
+            f" {row.target} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def to_json(rows: list[Row], sizes: Sizes) -> dict[str, object]:
+    return {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "sizes": sizes.__dict__,
+        "rows": [
+            {
+                "case": r.case,
+                "metric": r.metric,
+                "unit": r.unit,
+                "median": r.median if r.values else None,
+                "min": min(r.values) if r.values else None,
+                "max": max(r.values) if r.values else None,
+                "values": r.values,
+                "target": r.target or None,
+                "passed": r.passed,
+                "note": r.note or None,
+            }
+            for r in rows
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness")
+    parser.add_argument("--repeat", type=int, help="repetitions per case (default 3)")
+    parser.add_argument("--only", nargs="+", choices=sorted(CASES), help="run only these cases")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else Sizes()
+    if args.repeat:
+        sizes = Sizes(**{**sizes.__dict__, "repeat": args.repeat})
+    names = args.only or list(CASES)
+    rows = run_cases(names, sizes)
+    print(table(rows))
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = "quick.json" if args.quick else "latest.json"
+    (args.out / name).write_text(json.dumps(to_json(rows, sizes), indent=2) + "\n")
+    print(f"\nsaved {args.out / name}", file=sys.stderr)
+    return 0
