@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable
 
+import anyio.abc
+
 from protocol import messages
 from server import utf8
 from server.throttle import Throttle
@@ -28,6 +30,7 @@ class ChunkStream:
     def __init__(
         self,
         emit: Callable[[int, str], Awaitable[None]],
+        owner: anyio.abc.TaskGroup,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_BYTES,
     ) -> None:
@@ -36,7 +39,7 @@ class ChunkStream:
         self._pending = bytearray()
         self._skipped = 0
         self._seq = 0
-        self._throttle = Throttle(self._send, interval)
+        self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
         if not data:
@@ -58,9 +61,6 @@ class ChunkStream:
         await self._emit(self._seq, text)
         self._seq += 1
 
-    async def run(self) -> None:
-        await self._throttle.run()
-
     async def close(self) -> None:
         """Send what is pending and wait until it is queued."""
         await self._throttle.close()
@@ -72,13 +72,14 @@ class RawStream:
     def __init__(
         self,
         emit: Callable[[str], Awaitable[None]],
+        owner: anyio.abc.TaskGroup,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_RAW_BYTES,
     ) -> None:
         self._emit = emit
         self._max_pending = max_pending
         self._pending = bytearray()
-        self._throttle = Throttle(self._send, interval)
+        self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
         self._pending += data
@@ -90,9 +91,6 @@ class RawStream:
         data = base64.b64encode(self._pending).decode("ascii")
         self._pending.clear()
         await self._emit(data)
-
-    async def run(self) -> None:
-        await self._throttle.run()
 
     async def close(self) -> None:
         await self._throttle.close()

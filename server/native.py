@@ -114,9 +114,8 @@ async def run_on_pty(
     async def emit(data: str) -> None:
         await server.notify("pty/output", PtyOutput(request_id=call.reply_id, data=data))
 
-    raw = RawStream(emit)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(raw.run)
+        raw = RawStream(emit, tg)
         try:
             outcome = await server.executor.run_pty(
                 session,
@@ -164,10 +163,9 @@ def register(server: Server) -> None:
                     execution=execution,
                 )
             return bash_result(outcome)
-        stream = ChunkStream(emit)
         with server.track(execution):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(stream.run)
+                stream = ChunkStream(emit, tg)
                 try:
                     outcome = await server.executor.run(
                         session,

@@ -15,6 +15,7 @@ How a command's end is found without reading its output:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import subprocess
@@ -99,6 +100,29 @@ def _exit_code(returncode: int | None) -> int | None:
     return 128 - returncode if returncode < 0 else returncode
 
 
+class _Fifo:
+    """A command's output FIFO. One that reached EOF is reused by the next command."""
+
+    def __init__(self, path: Path) -> None:
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
+        except OSError:
+            pass
+
+    def hold(self) -> int:
+        """Our own writer keeps the FIFO from reading as EOF before the shell opens it."""
+        return os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def close(self) -> None:
+        anyio.notify_closing(self.fd)
+        os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
 class _OutputPipe:
     """Reads one command's FIFO until EOF; forwards while attached, then discards."""
 
@@ -117,12 +141,12 @@ class _OutputPipe:
                 self.last_data = anyio.current_time()
                 if self._on_output is not None:
                     self._on_output(data)
-                # A command that never pauses must not starve the other tasks.
-                await anyio.lowlevel.checkpoint()
+                if len(data) == READ_CHUNK_BYTES:
+                    # A command that never pauses must not starve the other tasks
+                    # (a short read means the next one waits anyway).
+                    await anyio.lowlevel.checkpoint()
         finally:
             self.eof.set()
-            anyio.notify_closing(self.fd)
-            os.close(self.fd)
 
     async def drain(self) -> None:
         """Wait for EOF, bounded by idleness and total time."""
@@ -160,6 +184,7 @@ class Shell:
         self._status_buf = bytearray()
         self._status_fd_in_shell = -1
         self._current: _OutputPipe | None = None
+        self._spare: _Fifo | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = anyio.Event()
         self.dead = False
@@ -183,6 +208,9 @@ class Shell:
                 tg.cancel_scope.cancel()
         finally:
             self.dead = True
+            if self._spare is not None:
+                self._spare.close()
+                self._spare = None
             for fd in (self._control, self._status):
                 if fd >= 0:
                     anyio.notify_closing(fd)
@@ -242,18 +270,26 @@ class Shell:
                 return None
             self._status_buf += data
 
-    def _open_fifo(self) -> tuple[Path, int, int]:
+    def _take_fifo(self) -> _Fifo:
+        if self._spare is not None:
+            fifo, self._spare = self._spare, None
+            return fifo
         self._seq += 1
-        path = self._dir / f"{self.name}.{self._seq}.out"
-        os.mkfifo(path, 0o600)
-        rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        # Our own writer keeps the FIFO from reading as EOF before the shell opens it.
-        hold = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return _Fifo(self._dir / f"{self.name}.{self._seq}.out")
+
+    def _settle(self, pipe: _OutputPipe, fifo: _Fifo) -> None:
+        """Keep a FIFO that reached EOF for the next command; retire one still held open."""
+        assert self._tg is not None
+        if pipe.eof.is_set() and self._spare is None:
+            self._spare = fifo
+        else:
+            self._tg.start_soon(self._retire, pipe, fifo)
+
+    async def _retire(self, pipe: _OutputPipe, fifo: _Fifo) -> None:
         try:
-            fcntl.fcntl(rfd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
-        except OSError:
-            pass
-        return path, rfd, hold
+            await pipe.eof.wait()
+        finally:
+            fifo.close()
 
     async def run(
         self,
@@ -269,12 +305,13 @@ class Shell:
         if self.config.prefix:
             command = f"{self.config.prefix} {command}"
         names = list(env)
-        path, rfd, hold = self._open_fifo()
-        pipe = _OutputPipe(rfd, on_output)
+        fifo = self._take_fifo()
+        hold = fifo.hold()
+        pipe = _OutputPipe(fifo.fd, on_output)
         self._tg.start_soon(pipe.pump)
         self._current = pipe
         try:
-            fields = [os.fsencode(path), os.fsencode(cwd or ""), command.encode()]
+            fields = [os.fsencode(fifo.path), os.fsencode(cwd or ""), command.encode()]
             fields += [env[n].encode() for n in names]
             payload = _driver_line(self._status_fd_in_shell, names) + b"".join(
                 f + b"\0" for f in fields
@@ -298,10 +335,7 @@ class Shell:
         finally:
             if hold >= 0:
                 os.close(hold)
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            self._settle(pipe, fifo)
 
     async def _wait_exit(self) -> None:
         if self._process is not None:

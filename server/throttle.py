@@ -12,39 +12,55 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import anyio
+import anyio.abc
 
 
 class Throttle:
-    def __init__(self, flush: Callable[[], Awaitable[None]], interval: float) -> None:
+    """Its pump task starts on the first poke, in the owner's task group, so a
+    command that prints nothing costs no task at all."""
+
+    def __init__(
+        self,
+        flush: Callable[[], Awaitable[None]],
+        interval: float,
+        owner: anyio.abc.TaskGroup,
+    ) -> None:
         self._flush = flush
         self._interval = interval
+        self._owner = owner
         self._wake = anyio.Event()
         self._dirty = False
+        self._started = False
         self._closing = False
         self._done = anyio.Event()
 
     def poke(self) -> None:
         self._dirty = True
-        self._wake.set()
+        if self._started:
+            self._wake.set()
+        elif not self._closing:
+            self._started = True
+            self._owner.start_soon(self._pump)
 
-    async def run(self) -> None:
-        """The pump; ends once `close` was called and the last flush is done."""
+    async def _pump(self) -> None:
         try:
             while True:
-                await self._wake.wait()
-                self._wake = anyio.Event()
                 if self._dirty:
                     self._dirty = False
                     await self._flush()
                     if not self._closing:
                         await anyio.sleep(self._interval)
-                        continue
-                if self._closing and not self._dirty:
+                    continue
+                if self._closing:
                     return
+                self._wake = anyio.Event()
+                await self._wake.wait()
         finally:
             self._done.set()
 
     async def close(self) -> None:
+        """Flush what is pending and wait for the pump to finish."""
         self._closing = True
-        self._wake.set()
-        await self._done.wait()
+        if self._started:
+            self._wake.set()
+            await self._done.wait()

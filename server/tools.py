@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import msgspec
 
 from protocol import __version__, messages
@@ -102,6 +103,7 @@ class ToolUpdates:
         request_id: Any,
         sink: OutputSink,
         progress_token: str | int | None,
+        owner: anyio.abc.TaskGroup,
     ) -> None:
         opted_out = set(server.host.opt_out_notifications)
         self._server = server
@@ -109,7 +111,7 @@ class ToolUpdates:
         self._sink = sink
         self._snapshots = "tool/update" not in opted_out
         self._token = None if "notifications/progress" in opted_out else progress_token
-        self._throttle = Throttle(self._flush, TOOL_UPDATE_INTERVAL_SECONDS)
+        self._throttle = Throttle(self._flush, TOOL_UPDATE_INTERVAL_SECONDS, owner)
 
     @property
     def active(self) -> bool:
@@ -117,9 +119,6 @@ class ToolUpdates:
 
     def poke(self, _clean: bytes) -> None:
         self._throttle.poke()
-
-    async def run(self) -> None:
-        await self._throttle.run()
 
     async def close(self) -> None:
         await self._throttle.close()
@@ -245,12 +244,10 @@ def register(server: Server) -> None:
         session = server.tool_session()
         execution = Execution(call.reply_id, session.id)
         token = None if p.meta is None else p.meta.progress_token
-        updates = ToolUpdates(server, call.reply_id, sink, token)
-        on_text = updates.poke if updates.active else _ignore
         with server.track(execution):
             async with anyio.create_task_group() as tg:
-                if updates.active:
-                    tg.start_soon(updates.run)
+                updates = ToolUpdates(server, call.reply_id, sink, token, tg)
+                on_text = updates.poke if updates.active else _ignore
                 try:
                     if use_pty:
                         ui = server.host.ui

@@ -19,9 +19,8 @@ def test_first_poke_flushes_at_once_then_coalesces() -> None:
         async def flush() -> None:
             times.append(anyio.current_time() - start)
 
-        throttle = Throttle(flush, interval=0.1)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(throttle.run)
+            throttle = Throttle(flush, 0.1, tg)
             for _ in range(30):
                 throttle.poke()
                 await anyio.sleep(0.01)
@@ -35,7 +34,7 @@ def test_first_poke_flushes_at_once_then_coalesces() -> None:
     assert all(b - a >= 0.09 for a, b in itertools.pairwise(times[:-1]))
 
 
-def test_close_without_pokes_flushes_nothing() -> None:
+def test_close_without_pokes_flushes_nothing_and_starts_no_task() -> None:
     async def main() -> int:
         calls = 0
 
@@ -43,10 +42,10 @@ def test_close_without_pokes_flushes_nothing() -> None:
             nonlocal calls
             calls += 1
 
-        throttle = Throttle(flush, interval=0.1)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(throttle.run)
+            throttle = Throttle(flush, 0.1, tg)
             await throttle.close()
+            throttle.poke()  # after close: ignored, no task started
         return calls
 
     assert anyio.run(main) == 0
@@ -61,9 +60,8 @@ def test_chunk_stream_never_splits_a_character_when_skipping() -> None:
             sent.append(text)
             await release.wait()
 
-        stream = ChunkStream(emit, interval=0.0, max_pending=10)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stream.run)
+            stream = ChunkStream(emit, tg, interval=0.0, max_pending=10)
             stream.push(b"x")
             await anyio.sleep(0.01)
             for _ in range(20):
@@ -83,9 +81,8 @@ def test_chunk_stream_keeps_order_and_text() -> None:
         async def emit(seq: int, text: str) -> None:
             sent.append((seq, text))
 
-        stream = ChunkStream(emit, interval=0.01)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stream.run)
+            stream = ChunkStream(emit, tg, interval=0.01)
             for i in range(100):
                 stream.push(f"{i}\n".encode())
                 if i % 10 == 0:
@@ -108,9 +105,8 @@ def test_chunk_stream_skips_the_oldest_text_when_the_client_is_slow() -> None:
             sent.append(text)
             await release.wait()  # the client stops reading after the first chunk
 
-        stream = ChunkStream(emit, interval=0.0, max_pending=100)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(stream.run)
+            stream = ChunkStream(emit, tg, interval=0.0, max_pending=100)
             stream.push(b"first")
             await anyio.sleep(0.01)
             for i in range(50):
