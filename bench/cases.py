@@ -33,7 +33,8 @@ class Sizes:
     calls_per_session: int = 100
     small_writes: int = 100_000
     idle_seconds: float = 5.0
-    swerex_calls: int = 500
+    swerex_calls: int = 100
+    swerex_warmup: int = 10
 
 
 QUICK = Sizes(
@@ -48,7 +49,8 @@ QUICK = Sizes(
     calls_per_session=5,
     small_writes=1000,
     idle_seconds=0.5,
-    swerex_calls=20,
+    swerex_calls=5,
+    swerex_warmup=1,
 )
 
 
@@ -102,8 +104,8 @@ class Bench:
         self.workdir = workdir
         self.artifacts = workdir / "artifacts"
 
-    def server(self) -> BenchServer:
-        return BenchServer(self.artifacts)
+    def server(self, home: Path | None = None) -> BenchServer:
+        return BenchServer(self.artifacts, home=home)
 
     # 1. Latency ------------------------------------------------------------
 
@@ -164,7 +166,7 @@ class Bench:
             runtime = LocalRuntime()
             await runtime.create_session(CreateBashSessionRequest())
             try:
-                for _ in range(self.sizes.warmup_calls):
+                for _ in range(self.sizes.swerex_warmup):
                     await runtime.run_in_session(BashAction(command="true"))
                 samples = []
                 for _ in range(self.sizes.swerex_calls):
@@ -182,20 +184,27 @@ class Bench:
     # 2. Startup -------------------------------------------------------------
 
     def startup(self) -> list[Row]:
-        row = Row(
+        """Spawn to first result. The first shell captures the user's rc (a login
+        shell sourcing ~/.bashrc), which costs whatever that rc costs; so the
+        targeted figure uses an empty HOME, and this machine's HOME is shown too."""
+        empty_home = self.workdir / "home"
+        empty_home.mkdir(exist_ok=True)
+        clean = Row(
             "startup",
-            "spawn to first `bash` result",
+            "spawn to first `bash` result (empty HOME)",
             "ms",
             target="≤ 400",
             check=lambda v: v <= 400,
         )
+        real = Row("startup", "spawn to first `bash` result (this machine's HOME)", "ms")
         for _ in range(self.sizes.startup_runs):
-            started = time.perf_counter()
-            server = self.server()
-            server.call("bash", {"command": "true"})
-            row.values.append((time.perf_counter() - started) * 1e3)
-            server.close()
-        return [row]
+            for row, home in ((clean, empty_home), (real, None)):
+                started = time.perf_counter()
+                server = self.server(home)
+                server.call("bash", {"command": "true"})
+                row.values.append((time.perf_counter() - started) * 1e3)
+                server.close()
+        return [clean, real]
 
     # 3 + 4. Throughput and memory --------------------------------------------
 

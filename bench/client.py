@@ -18,12 +18,16 @@ _decode = msgspec.json.Decoder(ServerMessage).decode
 
 
 class BenchServer:
-    def __init__(self, artifacts_dir: Path, *args: str) -> None:
+    def __init__(self, artifacts_dir: Path, *args: str, home: Path | None = None) -> None:
+        env = dict(os.environ)
+        if home is not None:
+            env["HOME"] = str(home)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=env,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin

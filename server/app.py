@@ -96,8 +96,7 @@ class Server:
         self.dispatcher = Dispatcher()
         self.stop = anyio.Event()
         self.shutting_down = False
-        self.idle = anyio.Event()
-        self.idle.set()
+        self._idle: anyio.Event | None = None
         self._outbox = outbox
         self._requests = requests
         self._in_flight = 0
@@ -143,8 +142,6 @@ class Server:
             self._requests.start_soon(self._refuse, arg)
             return
         self._in_flight += 1
-        if self.idle.is_set():
-            self.idle = anyio.Event()
         self._requests.start_soon(self._guarded, fn, arg)
 
     async def _guarded(self, fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
@@ -152,8 +149,14 @@ class Server:
             await fn(arg)
         finally:
             self._in_flight -= 1
-            if self._in_flight == 0:
-                self.idle.set()
+            if self._in_flight == 0 and self._idle is not None:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no request is in flight (used at shutdown)."""
+        if self._in_flight:
+            self._idle = anyio.Event()
+            await self._idle.wait()
 
     async def _refuse(self, arg: Call | list[Call | Rejected]) -> None:
         calls = arg if isinstance(arg, list) else [arg]
@@ -362,7 +365,7 @@ async def serve(options: Options) -> int:
                     await server.wind_down()
                     # Aborted requests answer quickly; one stuck on a full outbox is dropped.
                     with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
-                        await server.idle.wait()
+                        await server.wait_idle()
                     requests.cancel_scope.cancel()
                 shells_tg.cancel_scope.cancel()
             outbox.close()

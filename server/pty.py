@@ -12,14 +12,17 @@ import errno
 import os
 import signal
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
-from ptyprocess import PtyProcess
 
 from protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from server import fdio, log, procs
 from server.screen import Snapshot, TerminalScreen
+
+if TYPE_CHECKING:
+    from ptyprocess import PtyProcess
 
 READ_CHUNK_BYTES = 64 * 1024
 DEFAULT_COLS, DEFAULT_ROWS = 120, 40
@@ -77,6 +80,9 @@ class PtyRun:
                 signal.signal(sig, signal.SIG_DFL)
             # Here, so a bad cwd comes back as an exception, not a stray child.
             os.chdir(cwd)
+
+        # Imported here: only PTY commands need it, and startup time matters.
+        from ptyprocess import PtyProcess
 
         self._process = PtyProcess.spawn(
             self._argv,

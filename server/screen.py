@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyte
-import pyte.modes
-
 # pyte keeps DEC private modes shifted left by 5 bits.
 _DECCKM = 1 << 5
 
@@ -27,6 +24,9 @@ class Snapshot:
 
 class TerminalScreen:
     def __init__(self, cols: int, rows: int) -> None:
+        # Imported here: only PTY commands need it, and startup time matters.
+        import pyte
+
         self._screen = pyte.Screen(cols, rows)
         self._stream = pyte.ByteStream(self._screen)
 

@@ -136,21 +136,27 @@ class _OutputPipe:
         self._on_output = None
 
     async def pump(self) -> None:
-        try:
-            while data := await fdio.read(self.fd, READ_CHUNK_BYTES):
-                self.last_data = anyio.current_time()
-                if self._on_output is not None:
-                    self._on_output(data)
-                if len(data) == READ_CHUNK_BYTES:
-                    # A command that never pauses must not starve the other tasks
-                    # (a short read means the next one waits anyway).
-                    await anyio.lowlevel.checkpoint()
-        finally:
-            self.eof.set()
+        """Read until EOF. Cancelling it loses nothing: each read is whole."""
+        while data := await fdio.read(self.fd, READ_CHUNK_BYTES):
+            self.last_data = anyio.current_time()
+            if self._on_output is not None:
+                self._on_output(data)
+            if len(data) == READ_CHUNK_BYTES:
+                # A command that never pauses must not starve the other tasks
+                # (a short read means the next one waits anyway).
+                await anyio.lowlevel.checkpoint()
+        self.eof.set()
 
     async def drain(self) -> None:
-        """Wait for EOF, bounded by idleness and total time."""
-        await drain.until_quiet(self.eof, lambda: self.last_data)
+        """Read on until EOF, bounded by idleness and total time."""
+        deadline = anyio.current_time() + drain.DRAIN_MAX_SECONDS
+        while not self.eof.is_set():
+            wait = min(self.last_data + drain.DRAIN_IDLE_SECONDS, deadline)
+            wait -= anyio.current_time()
+            if wait <= 0:
+                return
+            with anyio.move_on_after(wait):
+                await self.pump()
 
 
 class Shell:
@@ -185,6 +191,10 @@ class Shell:
         self._status_fd_in_shell = -1
         self._current: _OutputPipe | None = None
         self._spare: _Fifo | None = None
+        self._record: tuple[int, str] | None = None
+        self._record_ready = anyio.Event()
+        self._interrupt: anyio.CancelScope | None = None
+        self._status_eof = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = anyio.Event()
         self.dead = False
@@ -244,7 +254,22 @@ class Shell:
         self._status_fd_in_shell = status_w
         assert self._tg is not None
         self._tg.start_soon(self._watch_exit)
+        self._tg.start_soon(self._read_statuses)
         await self._send(_bootstrap(status_w, self.config.snapshot))
+
+    async def _read_statuses(self) -> None:
+        """The shell's one reader of status records. Each record ends the running
+        command: it interrupts the command's output reading and wakes `run`."""
+        while True:
+            record = await self._read_status()
+            self._record = record
+            if record is None:
+                self._status_eof = True
+            self._record_ready.set()
+            if self._interrupt is not None:
+                self._interrupt.cancel()
+            if record is None:
+                return
 
     async def _watch_exit(self) -> None:
         assert self._process is not None
@@ -286,8 +311,9 @@ class Shell:
             self._tg.start_soon(self._retire, pipe, fifo)
 
     async def _retire(self, pipe: _OutputPipe, fifo: _Fifo) -> None:
+        """Read a FIFO that background jobs hold open until they let go."""
         try:
-            await pipe.eof.wait()
+            await pipe.pump()
         finally:
             fifo.close()
 
@@ -305,11 +331,14 @@ class Shell:
         if self.config.prefix:
             command = f"{self.config.prefix} {command}"
         names = list(env)
+        if self._status_eof:
+            raise ShellDied
         fifo = self._take_fifo()
         hold = fifo.hold()
         pipe = _OutputPipe(fifo.fd, on_output)
-        self._tg.start_soon(pipe.pump)
         self._current = pipe
+        self._record = None
+        ready = self._record_ready = anyio.Event()
         try:
             fields = [os.fsencode(fifo.path), os.fsencode(cwd or ""), command.encode()]
             fields += [env[n].encode() for n in names]
@@ -317,9 +346,18 @@ class Shell:
                 f + b"\0" for f in fields
             )
             await self._send(payload)
-            record = await self._read_status()
+            # Forward output until the status record interrupts; our own writer
+            # (hold) keeps the FIFO from ending first.
+            with anyio.CancelScope() as interrupt:
+                self._interrupt = interrupt
+                if ready.is_set():
+                    interrupt.cancel()
+                await pipe.pump()
+            self._interrupt = None
+            await ready.wait()
             os.close(hold)
             hold = -1
+            record = self._record
             if record is None:
                 # The shell is gone or was replaced (`exec`): its exit status is the
                 # command's. Cancellable: `exec sleep 60` must still be abortable.
@@ -333,6 +371,7 @@ class Shell:
             pipe.detach()
             return Completion(status, pwd, shell_died=False)
         finally:
+            self._interrupt = None
             if hold >= 0:
                 os.close(hold)
             self._settle(pipe, fifo)

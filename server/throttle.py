@@ -28,21 +28,23 @@ class Throttle:
         self._flush = flush
         self._interval = interval
         self._owner = owner
-        self._wake = anyio.Event()
+        # Events are made when the pump starts: most commands never start it.
+        self._wake: anyio.Event | None = None
+        self._done: anyio.Event | None = None
         self._dirty = False
-        self._started = False
         self._closing = False
-        self._done = anyio.Event()
 
     def poke(self) -> None:
         self._dirty = True
-        if self._started:
+        if self._wake is not None:
             self._wake.set()
         elif not self._closing:
-            self._started = True
+            self._wake = anyio.Event()
+            self._done = anyio.Event()
             self._owner.start_soon(self._pump)
 
     async def _pump(self) -> None:
+        assert self._done is not None
         try:
             while True:
                 if self._dirty:
@@ -61,6 +63,6 @@ class Throttle:
     async def close(self) -> None:
         """Flush what is pending and wait for the pump to finish."""
         self._closing = True
-        if self._started:
+        if self._wake is not None and self._done is not None:
             self._wake.set()
             await self._done.wait()

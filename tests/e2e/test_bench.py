@@ -1,0 +1,37 @@
+"""The benchmark harness itself runs (tiny sizes) and writes its table as JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_bench_writes_json(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("| case | metric |")
+    data = json.loads((tmp_path / "quick.json").read_text())
+    cases = {row["case"] for row in data["rows"]}
+    assert cases == {
+        "latency",
+        "startup",
+        "throughput",
+        "memory",
+        "first chunk",
+        "concurrency",
+        "small writes",
+    }
+    measured = [row for row in data["rows"] if row["values"]]
+    assert all(row["median"] > 0 or row["unit"] == "KiB" for row in measured)
+    swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
+    assert swerex["values"] or "skipped" in swerex["note"]
