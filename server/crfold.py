@@ -20,6 +20,9 @@ class CarriageReturnFolder:
         self._cr = False
 
     def feed(self, data: bytes) -> bytes:
+        if not self._cr and not data.endswith(b"\r") and data.count(b"\r") == data.count(b"\r\n"):
+            # Fast path, the common case on a terminal: every CR ends a line.
+            return self._lines(data.replace(b"\r\n", b"\n"))
         out = bytearray()
         for index, part in enumerate(data.split(b"\r")):
             if index:
@@ -41,6 +44,19 @@ class CarriageReturnFolder:
                 out += self._line
                 self._line.clear()
         return bytes(out)
+
+    def _lines(self, data: bytes) -> bytes:
+        newline = data.rfind(b"\n")
+        if newline < 0:
+            self._line += data
+            out = b""
+        else:
+            out = bytes(self._line) + data[: newline + 1]
+            self._line[:] = data[newline + 1 :]
+        if len(self._line) > self._max:
+            out += bytes(self._line)
+            self._line.clear()
+        return out
 
     def pending(self) -> bytes:
         """The current, unfinished line as it stands now."""

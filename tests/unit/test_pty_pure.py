@@ -84,3 +84,41 @@ def test_screen_renders_and_tracks_cursor_mode() -> None:
     assert not screen.app_cursor
     screen.resize(40, 10)
     assert (screen.snapshot().cols, screen.snapshot().rows) == (40, 10)
+
+
+def test_cursor_mode_sequence_split_across_reads() -> None:
+    screen = TerminalScreen(20, 5)
+    screen.feed(b"hello \x1b[?")
+    screen.feed(b"1h world")
+    assert screen.app_cursor
+    screen.feed(b"\x1b[?25;1")
+    screen.feed(b"l")
+    assert not screen.app_cursor
+
+
+def test_a_flood_renders_from_the_newest_output() -> None:
+    screen = TerminalScreen(20, 3)
+    for i in range(200_000):
+        screen.feed(b"line %d\r\n" % i)
+    snap = screen.snapshot()
+    assert snap.lines == ["line 199998", "line 199999", ""]
+    screen.feed(b"\x1b[2J\x1b[Hafter")
+    assert screen.snapshot().lines == ["after", "", ""]
+
+
+def test_fast_and_slow_paths_agree() -> None:
+    cases = [
+        [b"a\r\nb\r\nc"],
+        [b"a\r\nb", b"\r\nc\r\n"],
+        [b"x\r\n", b"y\ry2\r\n", b"z\r\n"],
+        [b"no newline at all"],
+        [b"one\r", b"\r\ntwo\r\n"],
+    ]
+    for parts in cases:
+        slow = CarriageReturnFolder()
+        expected = b""
+        for part in parts:
+            for byte in part:  # one byte at a time never takes the fast path for CRs
+                expected += slow.feed(bytes([byte]))
+        expected += slow.finish()
+        assert fold(parts) == expected, parts
