@@ -121,3 +121,15 @@ SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shell
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
+
+# Command-line errors (one line on stderr, exit status 2) and the exec client.
+CLI_ERROR = "bashrpc: {message}"
+CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
+CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
+CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
+CONFIG_ERROR = "config {path}: {reason}"
+CONFIG_NOT_FOUND = "file not found"
+ENV_VALUE_NOT_STRING = "`env.{name}` must be a string"
+ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
+EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
+EXEC_NO_ANSWER = "bashrpc: the server ended without answering"

@@ -8,9 +8,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from protocol import __version__
+from protocol import __version__, messages
 from server import log
-from server.settings import Settings, SettingsError, load
+from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
 
 EXIT_USAGE = 2
 
@@ -66,7 +66,7 @@ def server_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _fail(message: str) -> int:
-    print(f"bashrpc: {message}", file=sys.stderr)
+    print(messages.CLI_ERROR.format(message=message), file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         return _fail(str(exc))
     if args.max_line_bytes is not None:
-        if args.max_line_bytes < 1024:
-            return _fail("--max-line-bytes must be at least 1024")
+        if args.max_line_bytes < MIN_LINE_BYTES:
+            return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = _replace(settings, max_line_bytes=args.max_line_bytes)
     return _serve(args, settings)
 
@@ -98,10 +98,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     shell = settings.shell or shutil.which("bash") or "/bin/bash"
     shell = shutil.which(shell) or shell
     if not os.path.isabs(shell) or not os.access(shell, os.X_OK):
-        return _fail(f"config: `shell`: not an executable: {shell}")
+        return _fail(messages.CLI_SHELL_NOT_EXECUTABLE.format(shell=shell))
     workspace = (args.cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
-        return _fail(f"--cwd: not a directory: {workspace}")
+        return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
     from server.artifacts import default_dir
 
     artifacts_dir = args.artifacts_dir or (

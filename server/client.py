@@ -14,6 +14,7 @@ import time
 
 import msgspec
 
+from protocol import messages
 from protocol.envelope import Request, ServerMessage, encode
 from protocol.methods import BashChunk, BashParams, BashResult
 
@@ -76,8 +77,10 @@ def run_exec(args: argparse.Namespace) -> int:
                 out.flush()
             elif message.id == _REQUEST_ID:
                 if message.error is not None:
+                    error = message.error
                     print(
-                        f"bashrpc: {message.error.message}: {message.error.data}", file=sys.stderr
+                        messages.EXEC_SERVER_ERROR.format(message=error.message, data=error.data),
+                        file=sys.stderr,
                     )
                     return EXIT_NO_STATUS
                 result = msgspec.json.decode(message.result, type=BashResult)
@@ -92,7 +95,7 @@ def run_exec(args: argparse.Namespace) -> int:
             child.kill()
             child.wait()
     if result is None:
-        print("bashrpc: the server ended without answering", file=sys.stderr)
+        print(messages.EXEC_NO_ANSWER, file=sys.stderr)
         return EXIT_NO_STATUS
     if (
         result.output

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from protocol import messages
 from protocol.framing import DEFAULT_MAX_LINE_BYTES
 from protocol.mcp import (
     DEFAULT_TOOL_TIMEOUT_SECONDS,
@@ -25,6 +26,8 @@ from server.sessions import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SHELLS
 from server.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
+# Smaller limits would refuse ordinary requests.
+MIN_LINE_BYTES = 1024
 ENV_EXCLUDE_KEY = "exclude"
 
 
@@ -81,14 +84,14 @@ class Settings(_Section, frozen=True):
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
-    max_line_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE_BYTES
+    max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():
             if isinstance(value, list) and name != ENV_EXCLUDE_KEY:
-                raise ValueError(f"`env.{name}` must be a string")
+                raise ValueError(messages.ENV_VALUE_NOT_STRING.format(name=name))
             if isinstance(value, str) and name == ENV_EXCLUDE_KEY:
-                raise ValueError(f"`env.{ENV_EXCLUDE_KEY}` must be a list of patterns")
+                raise ValueError(messages.ENV_EXCLUDE_NOT_LIST)
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -117,14 +120,18 @@ def load(path: Path | None) -> Settings:
         raw = target.read_bytes()
     except FileNotFoundError:
         if explicit:
-            raise SettingsError(f"config {target}: file not found") from None
+            raise SettingsError(
+                messages.CONFIG_ERROR.format(path=target, reason=messages.CONFIG_NOT_FOUND)
+            ) from None
         return Settings()
     except OSError as exc:
-        raise SettingsError(f"config {target}: {exc.strerror}") from None
+        raise SettingsError(
+            messages.CONFIG_ERROR.format(path=target, reason=exc.strerror)
+        ) from None
     try:
         return msgspec.toml.decode(raw, type=Settings)
     except msgspec.DecodeError as exc:
-        raise SettingsError(f"config {target}: {exc}") from None
+        raise SettingsError(messages.CONFIG_ERROR.format(path=target, reason=exc)) from None
 
 
 def with_overrides(settings: Settings, overrides: ConnectionSettings) -> Settings:
