@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_bench_writes_json(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],

@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -272,6 +273,7 @@ def test_duplicate_in_flight_ids(server: ServerProcess) -> None:
     assert outputs == ["a\n", "b\n"]
 
 
+@pytest.mark.slow
 def test_aborts_and_cancels_racing_completion(server: ServerProcess) -> None:
     rounds, wave = 1000, 50  # waves stay well under the in-flight limit
     outcomes = {"completed": 0, "cancelled": 0}

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 from tests.rpc import ServerProcess
 
@@ -16,6 +18,7 @@ SESSIONS = 16
 COMMANDS_PER_SESSION = 200
 
 
+@pytest.mark.slow
 def test_sixteen_sessions_two_hundred_commands_each(server: ServerProcess) -> None:
     expected: dict[str, tuple[str, str]] = {}
     for round_ in range(COMMANDS_PER_SESSION):
@@ -43,6 +46,7 @@ def test_sixteen_sessions_two_hundred_commands_each(server: ServerProcess) -> No
     assert errors == []
 
 
+@pytest.mark.slow
 def test_client_that_stops_reading_for_ten_seconds(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "a")],

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 from tests.rpc import ServerProcess
 
@@ -28,6 +30,7 @@ def well_formed(result: dict) -> None:
     json.dumps(result)
 
 
+@pytest.mark.slow
 def test_two_gib_without_a_newline(server: ServerProcess) -> None:
     result, growth = measured(server, "head -c 2G /dev/zero | tr '\\0' x")
     well_formed(result)
@@ -46,6 +49,7 @@ def test_a_line_of_nothing_but_carriage_returns(server: ServerProcess) -> None:
     assert result["totalLines"] == 1 and result["output"].endswith("99999100000")
 
 
+@pytest.mark.slow
 def test_binary_from_urandom(server: ServerProcess) -> None:
     result, growth = measured(server, "head -c 64M /dev/urandom")
     well_formed(result)
