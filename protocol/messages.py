@@ -103,8 +103,8 @@ the workspace root unless `cwd` is given.
 - Use `head`/`tail` to limit output instead of piping into `| head` or `| tail`: \
 the command's real exit status is kept and the full output stays available.
 - stderr is already merged into the output; do not add `2>&1`.
-- Long output keeps its last 50KB; the rest is saved and named as artifact://N.
-- Commands time out after `timeout` seconds (default 300, at most 3600). stdin is \
+- Long output keeps its last {limit}; the rest is saved and named as artifact://N.
+- Commands time out after `timeout` seconds (default {timeout}, at most 3600). stdin is \
 empty, so commands never wait for input; pagers and editors are disabled."""
 
 # The PTY path.

@@ -21,7 +21,7 @@ from server import env as envmod
 from server.crfold import CarriageReturnFolder
 from server.pty import PtyRun
 from server.sessions import Session, ShellPool
-from server.shell import Completion, Shell, ShellDied
+from server.shell import SNAPSHOT_ENV, SOURCE_SNAPSHOT, Completion, Shell, ShellDied
 from server.sink import OutputSink, SinkSummary
 
 _log = log.get("executor")
@@ -188,6 +188,11 @@ class Executor:
         workdir = os.path.join(session.cwd, os.path.expanduser(cwd)) if cwd else session.cwd
         env = envmod.for_terminal(session.env, terminal.env)
         env[procs.OWNER_ENV] = f"{os.getpid()}.pty{next(_pty_names)}"
+        config = await self._shells.with_snapshot(session.config, session.env)
+        if config.snapshot is not None:
+            # On its own line, so the command is parsed after the snapshot's aliases exist.
+            env[SNAPSHOT_ENV] = config.snapshot
+            command = f"{SOURCE_SNAPSHOT}\n{command}"
         run = PtyRun(
             [session.config.shell, "-c", command],
             cwd=os.path.normpath(workdir),

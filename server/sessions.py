@@ -112,12 +112,17 @@ class ShellPool:
         self.snapshots = snapshots
         self.live: set[Shell] = set()
 
-    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
-        await self._make_room()
+    async def with_snapshot(self, config: ShellConfig, env: dict[str, str]) -> ShellConfig:
+        """The configuration with the user's rc snapshot filled in, when there is one."""
         if self.snapshots is not None and config.snapshot is None:
             snapshot = await self.snapshots.get(config.shell, env)
             if snapshot is not None:
                 config = replace(config, snapshot=str(snapshot))
+        return config
+
+    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
+        await self._make_room()
+        config = await self.with_snapshot(config, env)
         shell = Shell(config, env, cwd, self._dir, f"s{next(_shell_names)}")
         self.live.add(shell)
         try:

@@ -59,10 +59,13 @@ class Completion:
     shell_died: bool
 
 
+SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
+# Replays the user's rc snapshot; its own output and errors are not the command's.
+SOURCE_SNAPSHOT = f'\\command source "${SNAPSHOT_ENV}" >/dev/null 2>&1 </dev/null'
+
+
 def _bootstrap(status_fd: int, snapshot: str | None) -> bytes:
-    source = ""
-    if snapshot:
-        source = '\\command source "$BASHRPC_SNAPSHOT" >/dev/null 2>&1 </dev/null\n'
+    source = f"{SOURCE_SNAPSHOT}\n" if snapshot else ""
     return (
         f"""
 set +o history 2>/dev/null
@@ -181,7 +184,7 @@ class Shell:
         self._env = dict(env)
         self._env[procs.OWNER_ENV] = f"{os.getpid()}.{name}"
         if config.snapshot:
-            self._env["BASHRPC_SNAPSHOT"] = config.snapshot
+            self._env[SNAPSHOT_ENV] = config.snapshot
         self._dir = runtime_dir
         self._seq = 0
         self._process: anyio.abc.Process | None = None

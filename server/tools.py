@@ -82,13 +82,15 @@ def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions)
     return host.ui is not None
 
 
-def bash_tool(default_timeout: float) -> Tool:
+def bash_tool(default_timeout: float, max_bytes: int) -> Tool:
     schema = inline_schema(BashToolArguments)
     # The default depends on settings, so it is filled in here, not in the type.
     schema["properties"]["timeout"]["default"] = default_timeout
     return Tool(
         name=BASH_TOOL,
-        description=messages.BASH_TOOL_DESCRIPTION,
+        description=messages.BASH_TOOL_DESCRIPTION.format(
+            limit=f"{max_bytes // 1024}KB", timeout=messages.format_seconds(default_timeout)
+        ),
         input_schema=schema,
         output_schema=inline_schema(BashStructured),
     )
@@ -194,7 +196,9 @@ def register(server: Server) -> None:
         server.abort(request_id=p.id)
 
     async def tools_list(call: Call, p: EmptyParams) -> ToolsListResult:
-        return ToolsListResult(tools=[bash_tool(server.settings.tool.default_timeout)])
+        settings = server.settings
+        tool = bash_tool(settings.tool.default_timeout, settings.output.max_bytes)
+        return ToolsListResult(tools=[tool])
 
     async def tools_call(call: Call, p: ToolsCallParams) -> CallToolResult:
         if p.name != BASH_TOOL:

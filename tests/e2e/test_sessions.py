@@ -158,3 +158,10 @@ def test_shell_with_background_jobs_survives_idle_eviction(spawn, tmp_path: Path
     assert listed["default"]["pid"] is not None and not process_gone(listed["default"]["pid"])
     assert listed["default"]["backgroundJobs"] == 1
     assert os.path.exists(f"/proc/{listed['default']['pid']}")
+
+
+def test_pty_commands_see_the_users_shell_too(spawn, tmp_path: Path) -> None:
+    write_rc(tmp_path, RC)
+    server = spawn()
+    out = server.bash("ll; [[ -o noclobber ]] && echo noclobber", pty=True)["output"]
+    assert out == "aliased ll\nnoclobber\n"

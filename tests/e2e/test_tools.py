@@ -393,3 +393,11 @@ def test_pty_is_used_only_when_all_three_conditions_hold(spawn) -> None:
         server = spawn(env=env)
         initialize(server, **options)
         assert text_of(call_tool(server, command=probe)) == expected, (env, options)
+
+
+def test_tool_description_follows_the_settings(spawn, tmp_path) -> None:
+    cfg = tmp_path / "limits.toml"
+    cfg.write_text("[output]\nmaxBytes = 20480\n[tool]\ndefaultTimeout = 60\n")
+    server = spawn("--config", str(cfg))
+    description = server.result("tools/list")["tools"][0]["description"]
+    assert "last 20KB" in description and "default 60," in description
