@@ -44,7 +44,7 @@ from server import log, procs, stdio
 from server.artifacts import ArtifactStore
 from server.dispatch import Dispatcher, RpcError
 from server.executor import Execution, Executor
-from server.sessions import PoolLimits, Session, SessionRegistry, ShellPool
+from server.sessions import PoolLimits, Session, SessionRegistry, ShellPool, resolve_path
 from server.settings import Settings
 from server.shell import ShellConfig
 from server.snapshot import SnapshotStore
@@ -208,7 +208,7 @@ class Server:
 
     def resolve_dir(self, base: str, path: str) -> str:
         """An existing directory, relative to `base`; -32602 otherwise."""
-        resolved = os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+        resolved = resolve_path(base, path)
         if not os.path.isdir(resolved):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,

@@ -20,7 +20,7 @@ from server import drain, log, procs
 from server import env as envmod
 from server.crfold import CarriageReturnFolder
 from server.pty import PtyRun
-from server.sessions import Session, ShellPool
+from server.sessions import Session, ShellPool, resolve_path
 from server.shell import SNAPSHOT_ENV, SOURCE_SNAPSHOT, Completion, Shell, ShellDied
 from server.sink import OutputSink, SinkSummary
 
@@ -185,7 +185,7 @@ class Executor:
 
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir = os.path.join(session.cwd, os.path.expanduser(cwd)) if cwd else session.cwd
+        workdir = resolve_path(session.cwd, cwd) if cwd else session.cwd
         env = envmod.for_terminal(session.env, terminal.env)
         env[procs.OWNER_ENV] = f"{os.getpid()}.pty{next(_pty_names)}"
         config = await self._shells.with_snapshot(session.config, session.env)
@@ -195,14 +195,14 @@ class Executor:
             command = f"{SOURCE_SNAPSHOT}\n{command}"
         run = PtyRun(
             [session.config.shell, "-c", command],
-            cwd=os.path.normpath(workdir),
+            cwd=workdir,
             env=env,
             cols=terminal.cols,
             rows=terminal.rows,
             on_output=feed,
         )
         exit_code: int | None = None
-        timed_out = completed = False
+        timed_out = False
         try:
             run.start()
         except Exception as exc:  # ptyprocess re-raises the child's error as any type
@@ -218,7 +218,6 @@ class Executor:
                     with execution.scope:
                         with anyio.move_on_after(timeout) as deadline:
                             exit_code = await run.wait()
-                            completed = True
                             await drain.until_quiet(run.eof, lambda: run.last_data)
                         timed_out = deadline.cancelled_caught
                     execution.finished = True
@@ -227,7 +226,7 @@ class Executor:
                     with anyio.move_on_after(drain.POST_KILL_SECONDS):
                         await run.eof.wait()
                     tg.cancel_scope.cancel()
-                if not completed:
+                if exit_code is None:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
                         await run.wait()
             finally:
@@ -243,10 +242,10 @@ class Executor:
         session.last_used = anyio.current_time()
         return Outcome(
             summary=sink.summary(),
-            exit_code=exit_code if completed else None,
-            cancelled=not completed and run.pid is not None,
+            exit_code=exit_code,
+            cancelled=exit_code is None and run.pid is not None,
             timed_out=timed_out,
             timeout=timeout,
-            working_dir=os.path.normpath(workdir),
+            working_dir=workdir,
             artifact_id=None if sink.spill is None else sink.spill.close(),
         )

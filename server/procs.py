@@ -109,6 +109,16 @@ def tree(roots: Iterable[int], groups: Iterable[int] = ()) -> set[int]:
     return {p for p in found if table.get(p, (0, 0, 0, "Z"))[3] != "Z"}
 
 
+def owned_tree(leader: int, tag: str | None) -> set[int]:
+    """A session leader's live processes, plus orphans that carry its owner tag.
+
+    The leader's session and group catch descendants that are still attached;
+    the tag catches double-forked ones, re-parented to this server.
+    """
+    orphans = {p for p in direct_children() if tag is not None and owner_tag(p) == tag}
+    return tree({leader} | orphans, groups=(leader,))
+
+
 def descendants() -> set[int]:
     """Every live process below this server."""
     return tree([os.getpid()])

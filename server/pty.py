@@ -156,11 +156,7 @@ class PtyRun:
     def tree(self) -> set[int]:
         if self._process is None:
             return set()
-        pid = self._process.pid
-        tag = self._env.get(procs.OWNER_ENV)
-        roots = {pid} | {p for p in procs.direct_children() if procs.owner_tag(p) == tag}
-        # The child leads its own session and group, so both catch its descendants.
-        return procs.tree(roots, groups=(pid,))
+        return procs.owned_tree(self._process.pid, self._env.get(procs.OWNER_ENV))
 
     async def kill(self, grace_seconds: float) -> None:
         """TERM the whole session, KILL what is left after the grace period."""
@@ -170,10 +166,6 @@ class PtyRun:
             pids = self.tree()
             if self.returncode is None:
                 pids.add(self._process.pid)
-            try:
-                os.killpg(self._process.pid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
             await procs.terminate(pids, grace_seconds, rescan=self.tree)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ the request is refused with -32001.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,6 +35,11 @@ HARD_LIMIT_FACTOR = 2
 
 _shell_names = itertools.count(1)
 _log = log.get("sessions")
+
+
+def resolve_path(base: str, path: str) -> str:
+    """`path` as a command would reach it from `base` (`~` expanded), normalized."""
+    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))
 
 
 class TooManyShells(RpcError):

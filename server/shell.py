@@ -397,11 +397,7 @@ class Shell:
         """Live processes this shell started, including escaped orphans."""
         if self._process is None:
             return set()
-        roots = {self._process.pid}
-        for pid in procs.direct_children():
-            if procs.owner_tag(pid) == self.owner_tag:
-                roots.add(pid)
-        return procs.tree(roots, groups=(self._process.pid,))
+        return procs.owned_tree(self._process.pid, self.owner_tag)
 
     async def close(self, grace_seconds: float) -> None:
         """Kill the shell and everything it started, then end ``serve``."""

@@ -218,8 +218,7 @@ class SnapshotStore:
             with anyio.CancelScope(shield=True):
                 # Whatever the rc started (agents, daemons) goes with it.
                 def leftovers() -> set[int]:
-                    orphans = {p for p in procs.direct_children() if procs.owner_tag(p) == tag}
-                    return procs.tree({process.pid} | orphans, groups=(process.pid,))
+                    return procs.owned_tree(process.pid, tag)
 
                 await procs.terminate(leftovers(), 0.0, rescan=leftovers)
                 await process.wait()

@@ -52,6 +52,7 @@ from server.interceptor import DEFAULT_RULES, CompiledRule, compile_rules, inter
 from server.native import clamp_timeout, reject_nul, run_on_pty
 from server.normalize import normalize
 from server.pty import clamp_size
+from server.sessions import resolve_path
 from server.settings import Settings, with_overrides
 from server.sink import OutputSink
 from server.throttle import Throttle
@@ -231,7 +232,7 @@ def register(server: Server) -> None:
         workspace = str(server.options.workspace)
         cwd = workspace
         if args.cwd is not None:
-            cwd = os.path.normpath(os.path.join(workspace, os.path.expanduser(args.cwd)))
+            cwd = resolve_path(workspace, args.cwd)
             if not os.path.exists(cwd):
                 return tool_error(messages.CWD_MISSING.format(path=cwd))
             if not os.path.isdir(cwd):
