@@ -1,43 +1,75 @@
 """Incremental text sanitizing for command output, sans-I/O.
 
-Output arrives in arbitrary slices, so UTF-8 characters and escape sequences
-may be split between reads; both are held back until complete. What comes out
-is printable text: TAB and LF survive, ANSI sequences and every other control
-character (C0, CR, DEL, C1, lone surrogates) are removed, and invalid bytes
-become U+FFFD.
+Output arrives in arbitrary slices, so a UTF-8 character or an escape sequence
+may be cut anywhere. The sanitizer is therefore a state machine over decoded
+characters, in the manner of a terminal's parser: whatever state a read ends
+in carries over to the next, and the output is the same for every split of
+the same bytes. Nothing of a sequence is buffered, so a megabyte-long inline
+image costs no memory.
+
+What comes out is printable text: TAB and LF survive; escape sequences (CSI,
+OSC, DCS, SOS, PM, APC, in their 7-bit and 8-bit forms) and every other
+control character (C0, CR, DEL, C1) are removed; invalid bytes become U+FFFD.
+A string sequence (OSC and the like) ends at its terminator (ST or BEL), at
+CAN or SUB, at a new ESC that does not begin ST, or at LF: a terminal would
+swallow everything after a stray `ESC ]`, but a model reading the output
+should lose at most the rest of that line.
 """
 
 from __future__ import annotations
 
 import codecs
+import enum
 import re
 
-# A complete escape sequence: CSI, OSC (BEL or ST), string controls, nF/Fp/Fe.
-_ANSI = re.compile(
-    r"""
-      \x1b\[[0-?]*[ -/]*[@-~]
-    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
-    | \x1b[PX^_][^\x1b]*\x1b\\
-    | \x1b[ -/]*[0-~]
-    | \x9b[0-?]*[ -/]*[@-~]
-    """,
-    re.VERBOSE,
+ESC = "\x1b"
+LF = "\n"
+CSI_8BIT = "\x9b"
+# Characters that end or abort a string sequence wherever they appear.
+_STRING_ENDS = re.compile("[\x07\x0a\x18\x1a\x1b\x9c]")
+# Anything the ground state does not pass through as text.
+_SPECIAL = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+# CSI parameter and intermediate bytes; the final byte is 0x40-0x7e.
+_CSI_BODY = re.compile("[\x20-\x3f]*")
+# Introducers of string sequences: ESC P/X/^/_/] and their 8-bit forms.
+_STRING_OPENERS_7BIT = frozenset("PX^_]")
+_STRING_OPENERS_8BIT = frozenset("\x90\x98\x9d\x9e\x9f")
+# A complete sequence, as the state machine would read it from the ground
+# state back to the ground state: CSI, a string sequence with its terminator,
+# or a short escape. Taking one whole changes no output; it only saves
+# stepping through common sequences one character at a time.
+_COMPLETE_SEQUENCE = (
+    "(?:\x1b\\[|\x9b)[\x20-\x3f]*[\x40-\x7e]"
+    "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x0a\x18\x1a\x1b\x9c]*"
+    "(?:[\x07\x18\x1a\x9c]|\x1b\\\\)"
+    "|\x1b(?:[\x20-\x2f]+[\x30-\x7e]|[\x30-\x4f\x51-\x57\x59\x5a\x5c\x60-\x7e])"
 )
-# The start of a sequence that the next read may complete.
-_PARTIAL_ESCAPE = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[PX^_][^\x1b]*\x1b?|[ -/]*)?"
+# From the ground state: the next complete sequence (group 1) or special character.
+_GROUND_STOP = re.compile(f"({_COMPLETE_SEQUENCE})|{_SPECIAL}")
+_HAS_SPECIAL = re.compile(_SPECIAL)
+# The same complete sequences, or a control that leaves the ground state as it
+# is. When removing all of them leaves no ESC and no 8-bit introducer, one
+# substitution did exactly what the state machine would have done.
+_DROP = re.compile(
+    _COMPLETE_SEQUENCE + "|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
 )
+_LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-# An unterminated sequence longer than this is garbage, not a sequence.
-MAX_PENDING_ESCAPE_CHARS = 4096
+
+
+class _State(enum.Enum):
+    GROUND = enum.auto()
+    ESCAPE = enum.auto()  # right after ESC
+    ESCAPE_INTERMEDIATE = enum.auto()  # after ESC and intermediates (0x20-0x2f)
+    CSI = enum.auto()
+    STRING = enum.auto()  # inside OSC/DCS/SOS/PM/APC
+    STRING_ESCAPE = enum.auto()  # ESC seen inside a string: ST, or a new sequence
 
 
 def strip_controls(text: str) -> str:
-    """Sanitize complete text in one go (no state carried between calls)."""
-    if _CONTROL.search(text) is None:
-        return text
-    return _CONTROL.sub("", _ANSI.sub("", text))
+    """Sanitize complete text in one go."""
+    sanitizer = Sanitizer()
+    return (sanitizer.feed(text.encode()) + sanitizer.finish()).decode()
 
 
 class Sanitizer:
@@ -49,51 +81,103 @@ class Sanitizer:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._pending = ""
         self._decoder_empty = True
+        self._state = _State.GROUND
 
     def feed(self, data: bytes) -> bytes:
-        if self._decoder_empty and not self._pending:
-            # Fast path: printable ASCII needs no decoder state and no regex.
+        if self._state is _State.GROUND and self._decoder_empty:
+            # Fast path: printable ASCII needs no decoder state and no parsing.
             if not data.translate(None, _PRINTABLE_ASCII):
                 return data
             if data.isascii():
-                return self._clean(data.decode("ascii"), final=False)
+                return self._run(data.decode("ascii")).encode()
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
-        if self._pending:
-            text = self._pending + text
-            self._pending = ""
-        if _CONTROL.search(text) is None:
-            return text.encode()
-        return self._clean(text, final=False)
+        return self._run(text).encode()
 
     def finish(self) -> bytes:
-        """Flush what was held back: a cut-off character or escape at the end."""
-        text = self._pending + self._decoder.decode(b"", final=True)
-        self._pending = ""
+        """Flush a cut-off character; an unfinished sequence is dropped."""
+        text = self._decoder.decode(b"", final=True)
         self._decoder_empty = True
-        return self._clean(text, final=True) if text else b""
+        out = self._run(text).encode() if text else b""
+        self._state = _State.GROUND
+        return out
 
-    def _clean(self, text: str, *, final: bool) -> bytes:
-        if not final:
-            cut = self._partial_escape_start(text)
-            if cut is not None:
-                self._pending = text[cut:]
-                text = text[:cut]
-        return _CONTROL.sub("", _ANSI.sub("", text)).encode()
+    def _run(self, text: str) -> str:
+        if self._state is _State.GROUND:
+            if _HAS_SPECIAL.search(text) is None:
+                return text
+            cleaned = _DROP.sub("", text)
+            if _LEFTOVER.search(cleaned) is None:
+                return cleaned
+        out: list[str] = []
+        i, end = 0, len(text)
+        while i < end:
+            state = self._state
+            if state is _State.GROUND:
+                match = _GROUND_STOP.search(text, i)
+                if match is None:
+                    out.append(text[i:])
+                    break
+                out.append(text[i : match.start()])
+                i = match.end()
+                if match.group(1) is None:
+                    self._state = _ground_transition(text[match.start()])
+            elif state is _State.CSI:
+                i = _CSI_BODY.match(text, i).end()  # type: ignore[union-attr]
+                if i < end:
+                    self._state = _State.GROUND
+                    if "\x40" <= text[i] <= "\x7e":
+                        i += 1  # the final byte; anything else aborts and is reread
+            elif state is _State.STRING:
+                match = _STRING_ENDS.search(text, i)
+                if match is None:
+                    break
+                i = match.end()
+                char = text[match.start()]
+                if char == ESC:
+                    self._state = _State.STRING_ESCAPE
+                else:
+                    self._state = _State.GROUND
+                    if char == LF:
+                        out.append(LF)
+            elif state is _State.STRING_ESCAPE:
+                if text[i] == "\\":
+                    self._state = _State.GROUND
+                    i += 1
+                else:
+                    self._state = _State.ESCAPE
+            else:
+                i = self._escape(text, i)
+        return "".join(out)
 
-    @staticmethod
-    def _partial_escape_start(text: str) -> int | None:
-        floor = max(0, len(text) - MAX_PENDING_ESCAPE_CHARS)
-        esc = text.rfind("\x1b", floor)
-        if esc < 0:
-            return None
-        if _PARTIAL_ESCAPE.fullmatch(text, esc) is None:
-            return None
-        if esc == len(text) - 1:
-            # A lone ESC may be the first half of an OSC/DCS terminator.
-            opener = text.rfind("\x1b", floor, esc)
-            if opener >= 0 and _PARTIAL_ESCAPE.fullmatch(text, opener, esc + 1):
-                return opener
-        return esc
+    def _escape(self, text: str, i: int) -> int:
+        """One character after ESC, or after ESC and intermediates."""
+        char = text[i]
+        fresh = self._state is _State.ESCAPE
+        if fresh and char == "[":
+            self._state = _State.CSI
+        elif fresh and char in _STRING_OPENERS_7BIT:
+            self._state = _State.STRING
+        elif "\x20" <= char <= "\x2f":
+            self._state = _State.ESCAPE_INTERMEDIATE
+        elif "\x30" <= char <= "\x7e":
+            self._state = _State.GROUND
+        elif char == ESC:
+            self._state = _State.ESCAPE  # ESC ESC: start over
+        else:
+            # A control aborts the sequence and is handled as in the ground state.
+            self._state = _State.GROUND
+            return i
+        return i + 1
+
+
+def _ground_transition(char: str) -> _State:
+    """The state after a special character met in the ground state (dropped either way)."""
+    if char == ESC:
+        return _State.ESCAPE
+    if char == CSI_8BIT:
+        return _State.CSI
+    if char in _STRING_OPENERS_8BIT:
+        return _State.STRING
+    return _State.GROUND

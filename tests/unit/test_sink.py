@@ -2,7 +2,6 @@ import hashlib
 
 import pytest
 
-from server.sanitize import Sanitizer, strip_controls
 from server.sink import OutputSink, count_lines
 
 
@@ -17,54 +16,6 @@ class MemorySpill:
     def close(self) -> int | None:
         self.closed = True
         return 1
-
-
-def feed_all(parts: list[bytes]) -> str:
-    s = Sanitizer()
-    return (b"".join(s.feed(p) for p in parts) + s.finish()).decode()
-
-
-def test_printable_ascii_is_returned_as_is() -> None:
-    data = b"no copies here\n"
-    assert Sanitizer().feed(data) is data
-
-
-def test_plain_text_passes_untouched() -> None:
-    assert feed_all([b"hello\tworld\n"]) == "hello\tworld\n"
-
-
-def test_multibyte_character_split_across_reads_survives() -> None:
-    data = "héllo €𝄞".encode()
-    for cut in range(1, len(data)):
-        assert feed_all([data[:cut], data[cut:]]) == "héllo €𝄞"
-
-
-def test_invalid_utf8_becomes_replacement_character() -> None:
-    assert feed_all([b"a\xffb\xc3"]) == "a\ufffdb\ufffd"
-
-
-def test_ansi_sequences_and_controls_are_removed() -> None:
-    raw = b"\x1b[31mred\x1b[0m \x1b]0;title\x07ok\r\n\x00nul\x7fdel\x08\x1b(B!"
-    assert feed_all([raw]) == "red ok\nnuldel!"
-
-
-def test_c1_controls_are_removed() -> None:
-    assert feed_all(["a\u0085b\u0090c".encode()]) == "abc"
-
-
-def test_escape_split_across_reads_is_still_stripped() -> None:
-    raw = b"x\x1b[38;5;196my\x1b]8;;http://e.com\x1b\\z"
-    for cut in range(1, len(raw)):
-        assert feed_all([raw[:cut], raw[cut:]]) == "xyz", cut
-
-
-def test_unterminated_escape_is_flushed_at_finish_without_controls() -> None:
-    assert feed_all([b"ok\x1b[12"]) == "ok12"
-
-
-def test_strip_controls_on_complete_text() -> None:
-    assert strip_controls("a\x1b[1mb\rc") == "abc"
-    assert strip_controls("plain") == "plain"
 
 
 @pytest.mark.parametrize(
