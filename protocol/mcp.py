@@ -196,6 +196,8 @@ class Truncation(Open, omit_defaults=True):
     output_bytes: int
     shown_range: ShownRange
     artifact_id: int | None = None
+    # The artifact stopped at a size cap (`artifacts.maxBytes` or `maxTotalBytes`).
+    artifact_truncated: bool = False
 
 
 class Blocked(Open):

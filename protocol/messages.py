@@ -133,3 +133,7 @@ ENV_VALUE_NOT_STRING = "`env.{name}` must be a string"
 ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
+EXEC_OUTPUT_INCOMPLETE = (
+    "bashrpc: part of the output was skipped while this terminal read slowly,"
+    " and the artifact does not hold all of it"
+)

@@ -63,9 +63,14 @@ class BashResult(Result, omit_defaults=True):
     total_bytes: int
     output_lines: int
     output_bytes: int
+    # The shell's directory afterwards: UTF-8 text, U+FFFD for invalid bytes...
     working_dir: str | None
     # Present only when the full output was spilled to an artifact.
     artifact_id: int | None = None
+    # True when the artifact stopped at a size limit (the tail is still whole).
+    artifact_truncated: bool = False
+    # ...and the exact bytes in base64, present only when the text is not exact.
+    working_dir_base64: str | None = None
 
 
 class AbortBashParams(Params):
@@ -86,9 +91,11 @@ class SessionOpenParams(Params):
     env: dict[EnvName, str] | None = None
 
 
-class SessionOpenResult(Result):
+class SessionOpenResult(Result, omit_defaults=True):
     session_id: str
     cwd: str
+    # The exact bytes of `cwd` in base64, when they are not valid UTF-8.
+    cwd_base64: str | None = None
 
 
 class SessionCloseParams(Params):
@@ -106,7 +113,7 @@ class SessionListParams(Params):
 SessionState = Literal["idle", "busy"]
 
 
-class SessionInfo(Result):
+class SessionInfo(Result, omit_defaults=True):
     session_id: str
     state: SessionState
     # None until the session's shell has started (or after it died).
@@ -114,6 +121,8 @@ class SessionInfo(Result):
     cwd: str
     # Processes the idle shell started that still run (0 while busy).
     background_jobs: int
+    # The exact bytes of `cwd` in base64, when they are not valid UTF-8.
+    cwd_base64: str | None = None
 
 
 class SessionListResult(Result):
@@ -203,7 +212,7 @@ class PtyOutput(Result):
     data: str
 
 
-class BashChunk(Result):
+class BashChunk(Result, omit_defaults=True):
     """Params of the ``bash/chunk`` notification: sanitized output, in order."""
 
     # Null only when the request itself had a null id.
@@ -211,6 +220,9 @@ class BashChunk(Result):
     session_id: str
     seq: int
     text: str
+    # Bytes of output skipped just before this text (a notice in `text` says so
+    # too): the client took nothing for a while. The artifact has them.
+    skipped: int = 0
 
 
 # Method name -> (params type, result type); the schema generator and the

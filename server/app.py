@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import tempfile
+import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol import messages
+from protocol import messages, paths
 from protocol.envelope import (
     Call,
     ErrorResponse,
@@ -32,7 +33,6 @@ from protocol.envelope import (
     RequestId,
     SuccessResponse,
     encode,
-    encode_batch,
     error_response,
     parse_line,
 )
@@ -42,12 +42,15 @@ from protocol.mcp import HostOptions
 from server import env as envmod
 from server import log, procs, stdio
 from server.artifacts import ArtifactStore
+from server.cgroups import CgroupRoot
+from server.containment import Containment
 from server.dispatch import Dispatcher, RpcError
 from server.executor import Execution, Executor
 from server.sessions import PoolLimits, Session, SessionRegistry, ShellPool, resolve_path
 from server.settings import Settings
 from server.shell import ShellConfig
 from server.snapshot import SnapshotStore
+from server.watchdog import Watchdog
 
 # Requests that may run at once; beyond this a request is refused, not queued,
 # so the reader never stalls and an abort can always get through.
@@ -91,17 +94,21 @@ class Server:
         self.sessions = sessions
         self.executor = Executor(shells, self.settings.kill.grace_seconds)
         self.artifacts = ArtifactStore(
-            options.artifacts_dir, self.settings.artifacts.max_total_bytes
+            options.artifacts_dir,
+            self.settings.artifacts.max_total_bytes,
+            self.settings.artifacts.max_bytes,
         )
         self.dispatcher = Dispatcher()
         self.stop = anyio.Event()
         self.shutting_down = False
+        self.wound_down = False
         self._idle: anyio.Event | None = None
         self._outbox = outbox
         self._requests = requests
         self._in_flight = 0
         self._executions: set[Execution] = set()
         self._slow: set[str] = set()
+        self.watchdog: Watchdog | None = None
 
     def add_method(
         self, name: str, params: type[msgspec.Struct], handler: Handler, *, slow: bool = False
@@ -123,7 +130,7 @@ class Server:
                 continue
             items, is_batch = parse_line(frame)
             if is_batch:
-                self._spawn(self._run_batch, items)
+                self._requests.start_soon(self._run_batch, [self._admit(i) for i in items])
             else:
                 await self._handle_one(items[0])
             if self.stop.is_set():
@@ -137,6 +144,22 @@ class Server:
         else:
             await self._run_single(item)
 
+    def _admit(self, item: Call | Rejected) -> Call | Rejected:
+        """Each batch member takes a slot in flight, or is refused on its own."""
+        if isinstance(item, Rejected):
+            return item
+        if self._in_flight >= MAX_IN_FLIGHT_REQUESTS:
+            return Rejected(
+                error_response(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY, item.reply_id)
+            )
+        self._in_flight += 1
+        return item
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0 and self._idle is not None:
+            self._idle.set()
+
     def _spawn(self, fn: Callable[[Any], Awaitable[None]], arg: Any) -> None:
         if self._in_flight >= MAX_IN_FLIGHT_REQUESTS:
             self._requests.start_soon(self._refuse, arg)
@@ -148,9 +171,7 @@ class Server:
         try:
             await fn(arg)
         finally:
-            self._in_flight -= 1
-            if self._in_flight == 0 and self._idle is not None:
-                self._idle.set()
+            self._release()
 
     async def wait_idle(self) -> None:
         """Until no request is in flight (used at shutdown)."""
@@ -158,17 +179,11 @@ class Server:
             self._idle = anyio.Event()
             await self._idle.wait()
 
-    async def _refuse(self, arg: Call | list[Call | Rejected]) -> None:
-        calls = arg if isinstance(arg, list) else [arg]
-        replies = [
-            error_response(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY, c.reply_id)
-            for c in calls
-            if isinstance(c, Call) and not c.is_notification
-        ]
-        if isinstance(arg, list) and replies:
-            await self._outbox.put(encode_batch(list(replies)))
-        elif replies:
-            await self._reply(replies[0])
+    async def _refuse(self, call: Call) -> None:
+        if not call.is_notification:
+            await self._reply(
+                error_response(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY, call.reply_id)
+            )
 
     async def _run_single(self, call: Call) -> None:
         reply = await self._answer(call)
@@ -180,16 +195,21 @@ class Server:
 
         async def one(index: int, item: Call | Rejected) -> None:
             if isinstance(item, Rejected):
-                replies[index] = item.response
-            else:
+                # Refused notifications get no reply, like every notification.
+                busy = item.response.error.code == ErrorCode.SERVER_BUSY
+                replies[index] = None if busy and item.response.id is None else item.response
+                return
+            try:
                 replies[index] = await self._answer(item)
+            finally:
+                self._release()
 
         async with anyio.create_task_group() as tg:
             for index, item in enumerate(items):
                 tg.start_soon(one, index, item)
         answered = [r for r in replies if r is not None]
         if answered:
-            await self._outbox.put(encode_batch(answered))
+            await self._outbox.put(_encode_batch(answered))
 
     async def _answer(self, call: Call) -> ErrorResponse | SuccessResponse | None:
         if self.shutting_down and call.method not in ("exit", "shutdown"):
@@ -199,21 +219,26 @@ class Server:
         return await self.dispatcher.dispatch(call)
 
     async def _reply(self, message: ErrorResponse | SuccessResponse) -> None:
-        await self._outbox.put(encode(message))
+        await self._outbox.put(_encode_reply(message))
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
-        await self._outbox.put(encode(Notification(method=method, params=params)))
+        try:
+            line = encode(Notification(method=method, params=params))
+        except Exception:
+            _log.error("notification %s not sent:\n%s", method, traceback.format_exc())
+            return
+        await self._outbox.put(line)
 
     # -- sessions and executions ------------------------------------------
 
     def resolve_dir(self, base: str, path: str) -> str:
         """An existing directory, relative to `base`; -32602 otherwise."""
-        resolved = resolve_path(base, path)
+        resolved = resolve_path(base, path, os.environ.get("HOME"))
         if not os.path.isdir(resolved):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
                 messages.INVALID_PARAMS,
-                messages.CWD_NOT_DIRECTORY.format(path=resolved),
+                messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved)),
             )
         return resolved
 
@@ -265,6 +290,7 @@ class Server:
     async def wind_down(self) -> None:
         """Abort everything and kill every process the server started."""
         self.shutting_down = True
+        self.wound_down = True
         self.executor.grace_seconds = min(self.executor.grace_seconds, SHUTDOWN_GRACE_SECONDS)
         for execution in list(self._executions):
             execution.abort()
@@ -274,21 +300,26 @@ class Server:
                     tg.start_soon(self.shells.close, shell, SHUTDOWN_GRACE_SECONDS)
             for session in self.sessions.all():
                 session.shell = None
-            # Whatever escaped every shell is still below us, thanks to the subreaper.
-            await procs.terminate(
-                procs.descendants(), SHUTDOWN_GRACE_SECONDS, rescan=procs.descendants
-            )
+            # Whatever escaped every shell: in the server's cgroup, or below us
+            # thanks to the subreaper.
+            await self.shells.containment.kill_everything()
+            await _kill_descendants(self.own_children(), SHUTDOWN_GRACE_SECONDS)
             procs.reap_orphans(self.own_children())
 
     def own_children(self) -> set[int]:
         """Children whose exit status the server collects itself, not the reaper."""
-        return self.shells.pids() | self.executor.pty_pids
+        own = self.shells.pids() | self.executor.pty_pids
+        if self.watchdog is not None:
+            own.add(self.watchdog.pid)
+        return own
 
     async def housekeeping(self) -> None:
-        """Reap re-parented orphans and close idle shells, once a second."""
+        """Once a second: reap re-parented orphans, record what shells started
+        (where that is tracked by ancestry), close idle shells."""
         while True:
             await anyio.sleep(HOUSEKEEPING_INTERVAL_SECONDS)
             procs.reap_orphans(self.own_children())
+            self.shells.note_members()
             await self.shells.evict_idle()
 
     def pty_of(self, request_id: RequestId) -> Execution:
@@ -298,6 +329,23 @@ class Server:
             if running and execution.request_id == request_id:
                 return execution
         raise no_such_pty(request_id)
+
+
+def _encode_reply(message: ErrorResponse | SuccessResponse) -> bytes:
+    """A reply that cannot be encoded becomes -32603 for its request, not a crash."""
+    try:
+        return encode(message)
+    except Exception as exc:
+        _log.error("reply to %r not encodable:\n%s", message.id, traceback.format_exc())
+        summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        failed = error_response(
+            ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, message.id, summary
+        )
+        return encode(failed)
+
+
+def _encode_batch(replies: list[ErrorResponse | SuccessResponse]) -> bytes:
+    return b"[" + b",".join(_encode_reply(r).rstrip(b"\n") for r in replies) + b"]\n"
 
 
 def no_such_pty(request_id: RequestId) -> RpcError:
@@ -334,35 +382,74 @@ def _register_methods(server: Server) -> None:
     resources.register(server)
 
 
+async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
+    """SIGTERM everything below the server but `spare`, then SIGKILL what is left."""
+
+    def current() -> set[int]:
+        return procs.descendants(procs.direct_children() - spare, procs.snapshot())
+
+    pids = current()
+    if not pids:
+        return
+    procs.signal_all(pids, signal.SIGTERM)
+    with anyio.move_on_after(grace_seconds):
+        while current():
+            await anyio.sleep(procs.KILL_POLL_SECONDS)
+    while survivors := current():
+        procs.signal_all(survivors, signal.SIGKILL)
+        await anyio.sleep(procs.KILL_POLL_SECONDS)
+
+
 async def serve(options: Options) -> int:
-    """Serve until stdin ends, `exit`, a signal, or stdout breaks; then clean up."""
+    """Serve until stdin ends, `exit`, a signal, or stdout breaks; then clean up.
+
+    Whatever ends the loop, a bug included, the shells and everything they
+    started are killed before this returns; if the process dies too hard for
+    that (SIGKILL), the watchdog does it.
+    """
     fds = stdio.take_over_stdio()
     procs.become_subreaper()
     runtime_dir = Path(tempfile.mkdtemp(prefix="bashrpc-"))
+    settings = options.settings
+    cgroup_root = CgroupRoot.create() if settings.kill.cgroups else None
+    watchdog = Watchdog.start(
+        None if cgroup_root is None else cgroup_root.path,
+        runtime_dir,
+        f"{os.getpid()}.",
+    )
+    containment = Containment(
+        cgroup_root, report=None if cgroup_root is not None else watchdog.report
+    )
+    containment.spare.add(watchdog.pid)
     outbox = stdio.Outbox(fds.output)
+    server: Server | None = None
     try:
         async with anyio.create_task_group() as root:
             root.start_soon(outbox.run)
             async with anyio.create_task_group() as shells_tg:
-                settings = options.settings
                 sessions = SessionRegistry()
                 limits = PoolLimits(
                     max_shells=settings.sessions.max_shells,
                     idle_seconds=settings.sessions.idle_seconds,
                     grace_seconds=settings.kill.grace_seconds,
                 )
-                snapshots = SnapshotStore(runtime_dir) if settings.bash.snapshot else None
-                shells = ShellPool(shells_tg, runtime_dir, sessions, limits, snapshots)
+                snapshots = (
+                    SnapshotStore(runtime_dir, containment) if settings.bash.snapshot else None
+                )
+                shells = ShellPool(shells_tg, runtime_dir, sessions, limits, snapshots, containment)
                 async with anyio.create_task_group() as requests:
                     server = Server(options, outbox, shells, sessions, requests)
+                    server.watchdog = watchdog
                     _register_methods(server)
                     root.start_soon(server.housekeeping)
                     root.start_soon(_watch_signals, server.stop)
-                    async with anyio.create_task_group() as reader:
-                        reader.start_soon(_read_input, server, fds.input, reader.cancel_scope)
-                        reader.start_soon(_cancel_when, server.stop, reader.cancel_scope)
-                        reader.start_soon(_cancel_when, outbox.broken, reader.cancel_scope)
-                    await server.wind_down()
+                    try:
+                        async with anyio.create_task_group() as reader:
+                            reader.start_soon(_read_input, server, fds.input, reader.cancel_scope)
+                            reader.start_soon(_cancel_when, server.stop, reader.cancel_scope)
+                            reader.start_soon(_cancel_when, outbox.broken, reader.cancel_scope)
+                    finally:
+                        await server.wind_down()
                     # Aborted requests answer quickly; one stuck on a full outbox is dropped.
                     with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
                         await server.wait_idle()
@@ -373,6 +460,13 @@ async def serve(options: Options) -> int:
                 await outbox.finished.wait()
             root.cancel_scope.cancel()
     finally:
+        with anyio.CancelScope(shield=True):
+            # A bug that escaped everything above still must not leave processes.
+            if server is not None and not server.wound_down:
+                await server.wind_down()
+            await containment.kill_everything()
+            await _kill_descendants({watchdog.pid}, 0)
         shutil.rmtree(runtime_dir, ignore_errors=True)
         stdio.restore_stdio(fds)
+        watchdog.close()
     return 0

@@ -4,6 +4,12 @@ Files are ``<id>.bash.log`` (0600) in one private directory (0700). Ids are
 allocated with O_EXCL so that several servers may share a directory. Reads
 open by number with O_NOFOLLOW, so no id, and no symlink planted in the
 directory, can reach a file elsewhere.
+
+The size caps hold while a command writes, not just when it ends: before
+each write the store makes room by deleting the oldest finished artifacts,
+and an artifact that would still pass the total cap, or its own, is cut
+right there and written no further (the result says so; the in-memory tail
+is complete as always). A runaway `yes` cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -44,11 +50,14 @@ class ArtifactWriter:
         self._store = store
         self._fd = fd
         self._buffer = bytearray()
+        self.size = 0
         self.failed = False
         self.closed = False
+        # Stopped at a size cap: complete up to there, nothing after.
+        self.cut = False
 
     def write(self, data: bytes) -> None:
-        if self.failed:
+        if self.failed or self.cut:
             return
         if self._buffer or len(data) < _WRITE_BUFFER_BYTES:
             self._buffer += data
@@ -59,10 +68,16 @@ class ArtifactWriter:
         self._write_all(data)
 
     def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
+        allowed = self._store.make_room(self, len(data))
+        if allowed < len(data):
+            self.cut = True
+        view = memoryview(data)[:allowed]
         try:
             while view:
-                view = view[os.write(self._fd, view) :]
+                written = os.write(self._fd, view)
+                self.size += written
+                self._store.account(written)
+                view = view[written:]
         except OSError as exc:
             self._fail(exc)
 
@@ -71,7 +86,7 @@ class ArtifactWriter:
         if self.closed:
             return None if self.failed else self.id
         self.closed = True
-        if self._buffer and not self.failed:
+        if self._buffer and not self.failed and not self.cut:
             self._write_all(bytes(self._buffer))
             self._buffer.clear()
         if not self.failed:
@@ -81,7 +96,7 @@ class ArtifactWriter:
                 self._fail(exc)
         if self.failed:
             return None
-        self._store.enforce_retention(keep=self.id)
+        self._store.finished(self)
         return self.id
 
     def _fail(self, exc: OSError) -> None:
@@ -92,6 +107,7 @@ class ArtifactWriter:
         except OSError:
             pass
         self._store.remove(self.id)
+        self._store.finished(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +126,21 @@ class ArtifactNotFound(Exception):
 
 
 class ArtifactStore:
-    def __init__(self, directory: Path, max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES):
+    def __init__(
+        self,
+        directory: Path,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+        max_bytes: int | None = None,
+    ):
         self.directory = directory
         self.max_total_bytes = max_total_bytes
+        # The cap of one artifact; None: only the total cap applies.
+        self.max_bytes = max_bytes
         self._next_id: int | None = None
         self._usable: bool | None = None
+        # Bytes in the directory as this store knows them; rescanned when over.
+        self._total = 0
+        self._writing: set[int] = set()
 
     def _prepare(self) -> bool:
         """Create the directory on first use, so a server that never spills never touches disk."""
@@ -123,6 +149,7 @@ class ArtifactStore:
                 self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(self.directory, 0o700)
                 self._next_id = max(self.ids(), default=0) + 1
+                self._total = sum(size for _, size in self.sizes())
                 self._usable = True
             except OSError as exc:
                 _log.warning(
@@ -161,15 +188,19 @@ class ArtifactStore:
                     messages.ARTIFACT_CREATE_FAILED.format(path=self.directory, reason=exc)
                 )
                 return None
+            self._writing.add(artifact_id)
             return ArtifactWriter(self, artifact_id, fd)
         _log.warning(messages.ARTIFACT_IDS_EXHAUSTED.format(path=self.directory))
         return None
 
     def remove(self, artifact_id: int) -> None:
+        path = self.path(artifact_id)
         try:
-            os.unlink(self.path(artifact_id))
+            size = os.stat(path, follow_symlinks=False).st_size
+            os.unlink(path)
         except OSError:
-            pass
+            return
+        self._total = max(0, self._total - size)
 
     def read(self, artifact_id: int, offset: int, limit: int) -> ArtifactChunk:
         """Read ``limit`` bytes at most, cut on UTF-8 character boundaries."""
@@ -222,14 +253,26 @@ class ArtifactStore:
                 out.append((artifact_id, st.st_size))
         return out
 
-    def enforce_retention(self, keep: int) -> None:
-        """Delete the oldest artifacts until the directory fits the cap."""
-        sizes = self.sizes()
-        total = sum(size for _, size in sizes)
-        for artifact_id, size in sizes:
-            if total <= self.max_total_bytes:
-                break
-            if artifact_id == keep:
-                continue
-            self.remove(artifact_id)
-            total -= size
+    def make_room(self, writer: ArtifactWriter, wanted: int) -> int:
+        """How many of `wanted` bytes the writer may add, after deleting the
+        oldest finished artifacts if the directory would pass its cap."""
+        allowed = wanted
+        if self.max_bytes is not None:
+            allowed = min(allowed, self.max_bytes - writer.size)
+        if self._total + allowed > self.max_total_bytes:
+            # Another server may share the directory: start from what is there.
+            sizes = self.sizes()
+            self._total = sum(size for _, size in sizes)
+            for artifact_id, _size in sizes:
+                if self._total + allowed <= self.max_total_bytes:
+                    break
+                if artifact_id not in self._writing:
+                    self.remove(artifact_id)
+            allowed = min(allowed, self.max_total_bytes - self._total)
+        return max(0, allowed)
+
+    def account(self, written: int) -> None:
+        self._total += written
+
+    def finished(self, writer: ArtifactWriter) -> None:
+        self._writing.discard(writer.id)

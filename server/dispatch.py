@@ -58,7 +58,8 @@ def _adapt(name: str, handler: Handler, params_type: type[msgspec.Struct]) -> Ca
     async def method(call: Call) -> Any:
         try:
             params = decode(call.params or _EMPTY_PARAMS)
-        except msgspec.ValidationError as invalid:
+        except msgspec.DecodeError as invalid:
+            # A type mismatch, or bytes that are not JSON (invalid UTF-8 in a string).
             return InvalidParams(str(invalid))
         try:
             result = await handler(call, params)

@@ -9,7 +9,6 @@ everything the command started before it answers.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -20,8 +19,9 @@ from server import drain, log, procs
 from server import env as envmod
 from server.crfold import CarriageReturnFolder
 from server.pty import PtyRun
-from server.sessions import Session, ShellPool, resolve_path
-from server.shell import SNAPSHOT_ENV, SOURCE_SNAPSHOT, Completion, Shell, ShellDied
+from server.sessions import Session, ShellPool, expand_home, resolve_path
+from server.shell import Backpressure, Completion, Shell, ShellDied
+from server.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
 from server.sink import OutputSink, SinkSummary
 
 _log = log.get("executor")
@@ -56,6 +56,8 @@ class Outcome:
     timeout: float | None
     working_dir: str | None
     artifact_id: int | None
+    # The artifact stopped at a size cap.
+    artifact_truncated: bool = False
 
     @property
     def notice(self) -> str | None:
@@ -95,12 +97,16 @@ class Executor:
         sink: OutputSink,
         on_text: Callable[[bytes], None],
         execution: Execution,
+        backpressure: Backpressure | None = None,
     ) -> Outcome:
         def feed(data: bytes) -> None:
             clean = sink.feed(data)
             if clean:
                 on_text(clean)
 
+        if cwd is not None:
+            # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
+            cwd = expand_home(cwd, session.home)
         one_shot = session.busy
         shell: Shell | None = None
         completion: Completion | None = None
@@ -112,12 +118,16 @@ class Executor:
                 with anyio.move_on_after(timeout) as deadline:
                     shell = await self._acquire(session, one_shot)
                     try:
-                        completion = await shell.run(command, cwd=cwd, env=env, on_output=feed)
+                        completion = await shell.run(
+                            command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
+                        )
                     except ShellDied:
                         # Killed between commands: a fresh shell takes the command.
                         await self._discard(session, shell, one_shot)
                         shell = await self._acquire(session, one_shot)
-                        completion = await shell.run(command, cwd=cwd, env=env, on_output=feed)
+                        completion = await shell.run(
+                            command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
+                        )
                 timed_out = deadline.cancelled_caught
             execution.finished = True
             with anyio.CancelScope(shield=True):
@@ -132,6 +142,7 @@ class Executor:
         if tail:
             on_text(tail)
         artifact_id = None if sink.spill is None else sink.spill.close()
+        artifact_truncated = sink.spill is not None and sink.spill.cut
         if completion is not None and completion.cwd is not None and not one_shot:
             session.cwd = completion.cwd
         return Outcome(
@@ -144,6 +155,7 @@ class Executor:
             if completion is not None and completion.cwd
             else session.cwd,
             artifact_id=artifact_id,
+            artifact_truncated=artifact_truncated,
         )
 
     async def _acquire(self, session: Session, one_shot: bool) -> Shell:
@@ -172,7 +184,34 @@ class Executor:
         execution: Execution,
         terminal: PtyRequest,
     ) -> Outcome:
-        """A one-shot `bash -c` on a PTY; whatever it leaves behind is killed at the end."""
+        """A one-shot `bash -c` on a PTY; whatever it leaves behind is killed at the end.
+
+        A PTY command holds a terminal and a shell, so it counts toward the shell limits.
+        """
+        async with self._shells.pty_slot():
+            return await self._run_pty(
+                session,
+                command,
+                cwd=cwd,
+                timeout=timeout,
+                sink=sink,
+                on_text=on_text,
+                execution=execution,
+                terminal=terminal,
+            )
+
+    async def _run_pty(
+        self,
+        session: Session,
+        command: str,
+        *,
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        on_text: Callable[[bytes], None],
+        execution: Execution,
+        terminal: PtyRequest,
+    ) -> Outcome:
         folder = CarriageReturnFolder()
 
         def feed(raw: bytes) -> None:
@@ -185,9 +224,10 @@ class Executor:
 
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir = resolve_path(session.cwd, cwd) if cwd else session.cwd
+        workdir = resolve_path(session.cwd, cwd, session.home) if cwd else session.cwd
         env = envmod.for_terminal(session.env, terminal.env)
-        env[procs.OWNER_ENV] = f"{os.getpid()}.pty{next(_pty_names)}"
+        tracker = self._shells.containment.tracker(f"pty{next(_pty_names)}")
+        env[procs.OWNER_ENV] = tracker.tag
         config = await self._shells.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
             # On its own line, so the command is parsed after the snapshot's aliases exist.
@@ -200,12 +240,14 @@ class Executor:
             cols=terminal.cols,
             rows=terminal.rows,
             on_output=feed,
+            tracker=tracker,
         )
         exit_code: int | None = None
         timed_out = False
         try:
             run.start()
         except Exception as exc:  # ptyprocess re-raises the child's error as any type
+            tracker.release()
             on_text(sink.feed(messages.PTY_ERROR.format(reason=exc).encode()))
         else:
             pid = run.pid
@@ -248,4 +290,5 @@ class Executor:
             timeout=timeout,
             working_dir=workdir,
             artifact_id=None if sink.spill is None else sink.spill.close(),
+            artifact_truncated=sink.spill is not None and sink.spill.cut,
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from protocol import messages
+from protocol import messages, paths
 from protocol.envelope import Call
 from protocol.errors import ErrorCode
 from protocol.methods import (
@@ -80,6 +80,9 @@ def reject_nul_env(env: dict[str, str] | None) -> None:
 def bash_result(outcome: Outcome) -> BashResult:
     s = outcome.summary
     text = s.text if outcome.notice is None else f"{outcome.notice}\n{s.text}"
+    working_dir, working_dir_base64 = (None, None)
+    if outcome.working_dir is not None:
+        working_dir, working_dir_base64 = paths.to_wire(outcome.working_dir)
     return BashResult(
         output=text,
         exit_code=outcome.exit_code,
@@ -90,8 +93,10 @@ def bash_result(outcome: Outcome) -> BashResult:
         total_bytes=s.total_bytes,
         output_lines=s.output_lines,
         output_bytes=s.output_bytes,
-        working_dir=outcome.working_dir,
+        working_dir=working_dir,
+        working_dir_base64=working_dir_base64,
         artifact_id=outcome.artifact_id,
+        artifact_truncated=outcome.artifact_truncated,
     )
 
 
@@ -140,8 +145,10 @@ def register(server: Server) -> None:
         reject_nul_env(p.env)
         session = server.session(p.session_id)
 
-        async def emit(seq: int, text: str) -> None:
-            chunk = BashChunk(request_id=call.reply_id, session_id=session.id, seq=seq, text=text)
+        async def emit(seq: int, text: str, skipped: int) -> None:
+            chunk = BashChunk(
+                request_id=call.reply_id, session_id=session.id, seq=seq, text=text, skipped=skipped
+            )
             await server.notify("bash/chunk", chunk)
 
         timeout = None if p.timeout is None else clamp_timeout(p.timeout)
@@ -176,6 +183,7 @@ def register(server: Server) -> None:
                         sink=sink,
                         on_text=stream.push,
                         execution=execution,
+                        backpressure=stream,
                     )
                 finally:
                     with anyio.CancelScope(shield=True):
@@ -198,7 +206,8 @@ def register(server: Server) -> None:
             if p.cwd is not None:
                 cwd = server.resolve_dir(cwd, p.cwd)
             session = server.new_session(session_id, cwd, p.env)
-        return SessionOpenResult(session_id=session.id, cwd=session.cwd)
+        cwd, cwd_base64 = paths.to_wire(session.cwd)
+        return SessionOpenResult(session_id=session.id, cwd=cwd, cwd_base64=cwd_base64)
 
     async def session_close(call: Call, p: SessionCloseParams) -> SessionCloseResult:
         session = server.sessions.pop(p.session_id)
@@ -211,18 +220,21 @@ def register(server: Server) -> None:
         return SessionCloseResult(closed=True)
 
     async def session_list(call: Call, p: SessionListParams) -> SessionListResult:
-        return SessionListResult(
-            sessions=[
+        table = server.shells.process_table()
+        infos = []
+        for s in server.sessions.all():
+            cwd, cwd_base64 = paths.to_wire(s.cwd)
+            infos.append(
                 SessionInfo(
                     session_id=s.id,
                     state="busy" if s.busy else "idle",
                     pid=None if s.shell is None else s.shell.pid,
-                    cwd=s.cwd,
-                    background_jobs=s.background_jobs(),
+                    cwd=cwd,
+                    cwd_base64=cwd_base64,
+                    background_jobs=s.background_jobs(table),
                 )
-                for s in server.sessions.all()
-            ]
-        )
+            )
+        return SessionListResult(sessions=infos)
 
     async def artifact_read(call: Call, p: ArtifactReadParams) -> ArtifactReadResult:
         try:

@@ -18,7 +18,8 @@ import anyio
 import anyio.lowlevel
 
 from protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
-from server import fdio, log, procs
+from server import child, fdio, log
+from server.containment import Tracker
 from server.screen import Snapshot, TerminalScreen
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 READ_CHUNK_BYTES = 64 * 1024
 DEFAULT_COLS, DEFAULT_ROWS = 120, 40
 RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-# Waiting for exit where pidfds are missing (old kernels).
-EXIT_POLL_SECONDS = 0.02
 
 _log = log.get("pty")
 
@@ -52,8 +51,10 @@ class PtyRun:
         cols: int,
         rows: int,
         on_output: Callable[[bytes], None],
+        tracker: Tracker,
     ) -> None:
         self._argv = argv
+        self.tracker = tracker
         self._cwd = cwd
         self._env = dict(env)
         self._on_output = on_output
@@ -72,12 +73,14 @@ class PtyRun:
     def start(self) -> None:
         """Fork and exec; raises OSError when the program cannot start."""
         cwd = self._cwd
+        setup = child.child_setup(self.tracker)
 
         def in_child() -> None:
             # Python ignores these; a plain fork would pass that on (`yes | head`
             # would then complain of EPIPE instead of quietly dying).
             for sig in RESTORED_SIGNALS:
                 signal.signal(sig, signal.SIG_DFL)
+            setup()
             # Here, so a bad cwd comes back as an exception, not a stray child.
             os.chdir(cwd)
 
@@ -91,6 +94,7 @@ class PtyRun:
             preexec_fn=in_child,
         )
         os.set_blocking(self._process.fd, False)
+        self.tracker.adopt(self._process.pid)
         self.last_data = anyio.current_time()
 
     async def pump(self) -> None:
@@ -117,26 +121,8 @@ class PtyRun:
     async def wait(self) -> int:
         """The exit status, with 128+N for a signal; cancellable."""
         assert self._process is not None
-        pid = self._process.pid
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = -1
-        try:
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if pidfd >= 0:
-                    await anyio.wait_readable(pidfd)
-                else:
-                    await anyio.sleep(EXIT_POLL_SECONDS)
-        finally:
-            if pidfd >= 0:
-                anyio.notify_closing(pidfd)
-                os.close(pidfd)
-        code = os.waitstatus_to_exitcode(status)
-        self.returncode = 128 - code if code < 0 else code
+        self.returncode = await child.wait_pid(self._process.pid)
+        self.tracker.leader_exited()
         return self.returncode
 
     async def write(self, data: bytes) -> None:
@@ -153,20 +139,11 @@ class PtyRun:
     def snapshot(self) -> Snapshot:
         return self.screen.snapshot()
 
-    def tree(self) -> set[int]:
-        if self._process is None:
-            return set()
-        return procs.owned_tree(self._process.pid, self._env.get(procs.OWNER_ENV))
-
     async def kill(self, grace_seconds: float) -> None:
-        """TERM the whole session, KILL what is left after the grace period."""
-        with anyio.CancelScope(shield=True):
-            if self._process is None:
-                return
-            pids = self.tree()
-            if self.returncode is None:
-                pids.add(self._process.pid)
-            await procs.terminate(pids, grace_seconds, rescan=self.tree)
+        """Kill the program first, then whatever it left running."""
+        if self._process is not None:
+            leader = None if self.returncode is not None else self._process.pid
+            await self.tracker.kill(leader, grace_seconds)
 
     def close(self) -> None:
         """Release the master; ptyprocess's own close() would block, so it is bypassed."""
@@ -177,3 +154,4 @@ class PtyRun:
                 pass
             self._process.fileobj.close()
             self._process.closed = True
+        self.tracker.release()

@@ -14,8 +14,10 @@ the request is refused with -32001.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,8 +26,10 @@ import anyio.abc
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from server import log
+from server import log, procs
+from server.containment import Containment
 from server.dispatch import RpcError
+from server.procs import ProcTable
 from server.shell import Shell, ShellConfig
 from server.snapshot import SnapshotStore
 
@@ -37,9 +41,16 @@ _shell_names = itertools.count(1)
 _log = log.get("sessions")
 
 
-def resolve_path(base: str, path: str) -> str:
-    """`path` as a command would reach it from `base` (`~` expanded), normalized."""
-    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+def expand_home(path: str, home: str | None) -> str:
+    """`~` and `~/...` as the session's shell would expand them (`~user` too)."""
+    if path == "~" or path.startswith("~/"):
+        return path if home is None else home + path[1:]
+    return os.path.expanduser(path)
+
+
+def resolve_path(base: str, path: str, home: str | None) -> str:
+    """`path` as a command would reach it from `base`, with `~` expanded, normalized."""
+    return os.path.normpath(os.path.join(base, expand_home(path, home)))
 
 
 class TooManyShells(RpcError):
@@ -57,11 +68,15 @@ class Session:
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)
 
-    def background_jobs(self) -> int:
+    @property
+    def home(self) -> str | None:
+        return self.env.get("HOME")
+
+    def background_jobs(self, table: ProcTable | None = None) -> int:
         """Processes the idle shell started that are still running."""
         if self.shell is None or self.busy or self.shell.dead:
             return 0
-        return len(self.shell.tree() - {self.shell.pid})
+        return len(self.shell.tree(table) - {self.shell.pid})
 
 
 class SessionRegistry:
@@ -110,13 +125,31 @@ class ShellPool:
         sessions: SessionRegistry,
         limits: PoolLimits,
         snapshots: SnapshotStore | None,
+        containment: Containment,
     ) -> None:
         self._tg = tg
+        self.containment = containment
         self._dir = runtime_dir
         self._sessions = sessions
         self.limits = limits
         self.snapshots = snapshots
         self.live: set[Shell] = set()
+        # One-shot PTY commands running now: each holds a terminal and a shell.
+        self.pty_runs = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.live) + self.pty_runs
+
+    @contextlib.asynccontextmanager
+    async def pty_slot(self) -> AsyncIterator[None]:
+        """Room for one PTY command under the same limits as shells (-32001 beyond)."""
+        await self._make_room()
+        self.pty_runs += 1
+        try:
+            yield
+        finally:
+            self.pty_runs -= 1
 
     async def with_snapshot(self, config: ShellConfig, env: dict[str, str]) -> ShellConfig:
         """The configuration with the user's rc snapshot filled in, when there is one."""
@@ -129,7 +162,8 @@ class ShellPool:
     async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
         await self._make_room()
         config = await self.with_snapshot(config, env)
-        shell = Shell(config, env, cwd, self._dir, f"s{next(_shell_names)}")
+        name = f"s{next(_shell_names)}"
+        shell = Shell(config, env, cwd, self._dir, name, self.containment.tracker(name))
         self.live.add(shell)
         try:
             await self._tg.start(shell.serve)
@@ -151,6 +185,17 @@ class ShellPool:
             pids |= self.snapshots.pids
         return pids
 
+    def process_table(self) -> ProcTable | None:
+        """One scan of /proc for many shells' trees, where trees need one."""
+        return None if self.containment.uses_cgroups else procs.snapshot()
+
+    def note_members(self) -> None:
+        """Record what every shell has started so far (ancestry tracking only)."""
+        table = self.process_table()
+        if table is not None:
+            for shell in list(self.live):
+                shell.tree(table)
+
     def _idle_sessions(self) -> list[Session]:
         idle = [s for s in self._sessions.all() if s.shell is not None and not s.busy]
         return sorted(idle, key=lambda s: s.last_used)
@@ -164,23 +209,27 @@ class ShellPool:
         await self.close(shell, self.limits.grace_seconds)
 
     async def _make_room(self) -> None:
-        if len(self.live) < self.limits.max_shells:
+        if self.count < self.limits.max_shells:
             return
         idle = self._idle_sessions()
-        victim = next((s for s in idle if s.background_jobs() == 0), None)
-        if victim is None and len(self.live) < self.limits.hard_limit:
+        table = self.process_table()
+        victim = next((s for s in idle if s.background_jobs(table) == 0), None)
+        if victim is None and self.count < self.limits.hard_limit:
             return
         if victim is None and idle:
             victim = idle[0]
         if victim is None:
-            raise TooManyShells(len(self.live))
+            raise TooManyShells(self.count)
         await self._evict(victim, "least recently used")
 
     async def evict_idle(self) -> None:
         """Close shells idle for longer than the limit, unless their jobs still run."""
         now = anyio.current_time()
+        table: ProcTable | None = None
         for session in self._idle_sessions():
             if now - session.last_used < self.limits.idle_seconds:
                 break
-            if session.background_jobs() == 0:
+            if table is None:
+                table = self.process_table()
+            if session.background_jobs(table) == 0:
                 await self._evict(session, "idle")

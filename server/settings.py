@@ -44,10 +44,14 @@ class OutputSettings(_Section, frozen=True):
 class ArtifactSettings(_Section, frozen=True):
     dir: str | None = None
     max_total_bytes: Annotated[int, msgspec.Meta(ge=0)] = DEFAULT_MAX_TOTAL_BYTES
+    # One artifact's cap; None: only the total applies.
+    max_bytes: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class KillSettings(_Section, frozen=True):
     grace_seconds: Annotated[float, msgspec.Meta(ge=0, le=300)] = DEFAULT_KILL_GRACE_SECONDS
+    # A cgroup v2 per shell where one can be created; false tracks by ancestry.
+    cgroups: bool = True
 
 
 class InterceptorSettings(_Section, frozen=True):

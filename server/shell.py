@@ -22,12 +22,16 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import drain, fdio, log, procs
+from server import child, drain, fdio, log, procs
+from server.containment import Tracker
+from server.procs import ProcTable
+from server.shellproto import SNAPSHOT_ENV, RecordReader, StatusRecord, bootstrap, command_payload
 
 READ_CHUNK_BYTES = 256 * 1024
 STATUS_READ_BYTES = 4096
@@ -59,44 +63,6 @@ class Completion:
     shell_died: bool
 
 
-SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
-# Replays the user's rc snapshot; its own output and errors are not the command's.
-SOURCE_SNAPSHOT = f'\\command source "${SNAPSHOT_ENV}" >/dev/null 2>&1 </dev/null'
-
-
-def _bootstrap(status_fd: int, snapshot: str | None) -> bytes:
-    source = f"{SOURCE_SNAPSHOT}\n" if snapshot else ""
-    return (
-        f"""
-set +o history 2>/dev/null
-shopt -s expand_aliases
-{source}__bashrpc_recv() {{
-  IFS= \\command read -r -d '' __bashrpc_out || return 1
-  IFS= \\command read -r -d '' __bashrpc_cwd || return 1
-  IFS= \\command read -r -d '' __bashrpc_cmd || return 1
-  __bashrpc_env=()
-  local __bashrpc_i __bashrpc_v
-  for ((__bashrpc_i = 0; __bashrpc_i < $1; __bashrpc_i++)); do
-    IFS= \\command read -r -d '' __bashrpc_v || return 1
-    __bashrpc_env+=("$__bashrpc_v")
-  done
-}}
-__bashrpc_cd() {{ [[ -z $__bashrpc_cwd ]] || \\command cd -- "$__bashrpc_cwd"; }}
-__bashrpc_done() {{ \\command printf '%s\\0%s\\0' "$1" "$PWD" >&{status_fd}; }}
-"""
-    ).encode()
-
-
-def _driver_line(status_fd: int, env_names: list[str]) -> bytes:
-    """The shell line that runs one command. Only validated names are spliced in."""
-    assigns = "".join(f'{name}="${{__bashrpc_env[{i}]}}" ' for i, name in enumerate(env_names))
-    return (
-        f"__bashrpc_recv {len(env_names)} && "
-        f'{{ __bashrpc_cd && {assigns}\\command eval "$__bashrpc_cmd"; }} '
-        f'</dev/null >"$__bashrpc_out" 2>&1 {status_fd}>&-; __bashrpc_done $?\n'
-    ).encode()
-
-
 def _exit_code(returncode: int | None) -> int | None:
     if returncode is None:
         return None
@@ -126,17 +92,30 @@ class _Fifo:
             os.unlink(self.path)
 
 
+class Backpressure(Protocol):
+    """A consumer that may ask the reader to pause, as a full pipe would."""
+
+    @property
+    def backlogged(self) -> bool: ...
+
+    async def wait_for_room(self) -> None: ...
+
+
 class _OutputPipe:
     """Reads one command's FIFO until EOF; forwards while attached, then discards."""
 
-    def __init__(self, fd: int, on_output: Callable[[bytes], None]) -> None:
+    def __init__(
+        self, fd: int, on_output: Callable[[bytes], None], backpressure: Backpressure | None
+    ) -> None:
         self.fd = fd
         self._on_output: Callable[[bytes], None] | None = on_output
+        self._backpressure = backpressure
         self.eof = anyio.Event()
         self.last_data = anyio.current_time()
 
     def detach(self) -> None:
         self._on_output = None
+        self._backpressure = None
 
     async def pump(self) -> None:
         """Read until EOF. Cancelling it loses nothing: each read is whole."""
@@ -144,14 +123,22 @@ class _OutputPipe:
             self.last_data = anyio.current_time()
             if self._on_output is not None:
                 self._on_output(data)
-            if len(data) == READ_CHUNK_BYTES:
+            if self._backpressure is not None and self._backpressure.backlogged:
+                await self._backpressure.wait_for_room()
+                self.last_data = anyio.current_time()
+            elif len(data) == READ_CHUNK_BYTES:
                 # A command that never pauses must not starve the other tasks
                 # (a short read means the next one waits anyway).
                 await anyio.lowlevel.checkpoint()
         self.eof.set()
 
     async def drain(self) -> None:
-        """Read on until EOF, bounded by idleness and total time."""
+        """Read on until EOF, bounded by idleness and total time.
+
+        The command has ended: what is left in the pipe is read at once, with
+        no pause for the consumer, so no deadline cuts off the command's own
+        last output."""
+        self._backpressure = None
         deadline = anyio.current_time() + drain.DRAIN_MAX_SECONDS
         while not self.eof.is_set():
             wait = min(self.last_data + drain.DRAIN_IDLE_SECONDS, deadline)
@@ -177,39 +164,41 @@ class Shell:
         cwd: str,
         runtime_dir: Path,
         name: str,
+        tracker: Tracker,
     ) -> None:
         self.config = config
         self.cwd = cwd
         self.name = name
+        self.tracker = tracker
         self._env = dict(env)
-        self._env[procs.OWNER_ENV] = f"{os.getpid()}.{name}"
+        self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
             self._env[SNAPSHOT_ENV] = config.snapshot
         self._dir = runtime_dir
         self._seq = 0
-        self._process: anyio.abc.Process | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._control = -1
         self._status = -1
-        self._status_buf = bytearray()
+        self._records = RecordReader()
+        self._queued: list[StatusRecord] = []
+        # Shell text that restores the user's traps, from the last record.
+        self._restore = ""
         self._status_fd_in_shell = -1
         self._current: _OutputPipe | None = None
         self._spare: _Fifo | None = None
-        self._record: tuple[int, str] | None = None
+        self._record: StatusRecord | None = None
         self._record_ready = anyio.Event()
         self._interrupt: anyio.CancelScope | None = None
         self._status_eof = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = anyio.Event()
+        self._exited = anyio.Event()
         self.dead = False
         self.returncode: int | None = None
 
     @property
     def pid(self) -> int | None:
         return None if self._process is None or self.dead else self._process.pid
-
-    @property
-    def owner_tag(self) -> str:
-        return self._env[procs.OWNER_ENV]
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         try:
@@ -234,14 +223,12 @@ class Shell:
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
-            self._process = await anyio.open_process(
+            self._process = child.spawn(
                 [self.config.shell, "--noprofile", "--norc"],
+                tracker=self.tracker,
                 stdin=control_r,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
                 cwd=self.cwd,
                 env=self._env,
-                start_new_session=True,
                 pass_fds=(status_w,),
             )
         except BaseException:
@@ -258,7 +245,7 @@ class Shell:
         assert self._tg is not None
         self._tg.start_soon(self._watch_exit)
         self._tg.start_soon(self._read_statuses)
-        await self._send(_bootstrap(status_w, self.config.snapshot))
+        await self._send(bootstrap(status_w, self.config.snapshot is not None))
 
     async def _read_statuses(self) -> None:
         """The shell's one reader of status records. Each record ends the running
@@ -275,9 +262,12 @@ class Shell:
                 return
 
     async def _watch_exit(self) -> None:
+        """The one waiter on the shell's exit (a second would lose the status)."""
         assert self._process is not None
-        self.returncode = await self._process.wait()
+        self.returncode = await child.wait(self._process)
         self.dead = True
+        self.tracker.leader_exited()
+        self._exited.set()
 
     async def _send(self, data: bytes) -> None:
         try:
@@ -285,18 +275,14 @@ class Shell:
         except BrokenPipeError:
             raise ShellDied from None
 
-    async def _read_status(self) -> tuple[int, str] | None:
-        """The next ``status\\0pwd\\0`` record; None when the shell is gone."""
-        while True:
-            fields = self._status_buf.split(b"\0", 2)
-            if len(fields) == 3:
-                status, pwd, rest = fields
-                self._status_buf = bytearray(rest)
-                return int(status), pwd.decode("utf-8", "surrogateescape")
+    async def _read_status(self) -> StatusRecord | None:
+        """The next status record; None when the shell is gone."""
+        while not self._queued:
             data = await fdio.read(self._status, STATUS_READ_BYTES)
             if not data:
                 return None
-            self._status_buf += data
+            self._queued = self._records.feed(data)
+        return self._queued.pop(0)
 
     def _take_fifo(self) -> _Fifo:
         if self._spare is not None:
@@ -327,26 +313,29 @@ class Shell:
         cwd: str | None,
         env: Mapping[str, str],
         on_output: Callable[[bytes], None],
+        backpressure: Backpressure | None = None,
     ) -> Completion:
         """Run one command. Cancelling this kills nothing: the caller owns that."""
         if self.dead or self._tg is None:
             raise ShellDied
         if self.config.prefix:
             command = f"{self.config.prefix} {command}"
-        names = list(env)
         if self._status_eof:
             raise ShellDied
         fifo = self._take_fifo()
         hold = fifo.hold()
-        pipe = _OutputPipe(fifo.fd, on_output)
+        pipe = _OutputPipe(fifo.fd, on_output, backpressure)
         self._current = pipe
         self._record = None
         ready = self._record_ready = anyio.Event()
         try:
-            fields = [os.fsencode(fifo.path), os.fsencode(cwd or ""), command.encode()]
-            fields += [env[n].encode() for n in names]
-            payload = _driver_line(self._status_fd_in_shell, names) + b"".join(
-                f + b"\0" for f in fields
+            payload = command_payload(
+                self._status_fd_in_shell,
+                output=str(fifo.path),
+                cwd=cwd,
+                prefix=self._restore,
+                command=command,
+                env=env,
             )
             await self._send(payload)
             # Forward output until the status record interrupts; our own writer
@@ -368,11 +357,11 @@ class Shell:
                 await pipe.drain()
                 pipe.detach()
                 return Completion(_exit_code(self.returncode), None, shell_died=True)
-            status, pwd = record
-            self.cwd = pwd
+            self.cwd = record.pwd
+            self._restore = record.restore_prefix()
             await pipe.drain()
             pipe.detach()
-            return Completion(status, pwd, shell_died=False)
+            return Completion(record.status, record.pwd, shell_died=False)
         finally:
             self._interrupt = None
             if hold >= 0:
@@ -381,7 +370,7 @@ class Shell:
 
     async def _wait_exit(self) -> None:
         if self._process is not None:
-            self.returncode = await self._process.wait()
+            await self._exited.wait()
         self.dead = True
 
     async def collect_after_kill(self) -> None:
@@ -393,20 +382,17 @@ class Shell:
             await pipe.eof.wait()
         pipe.detach()
 
-    def tree(self) -> set[int]:
-        """Live processes this shell started, including escaped orphans."""
-        if self._process is None:
-            return set()
-        return procs.owned_tree(self._process.pid, self.owner_tag)
+    def tree(self, table: ProcTable | None = None) -> set[int]:
+        """Live processes this shell started, itself included, escapees too."""
+        return self.tracker.members(table)
 
     async def close(self, grace_seconds: float) -> None:
-        """Kill the shell and everything it started, then end ``serve``."""
+        """Kill the shell first, then everything it started; then end ``serve``."""
         with anyio.CancelScope(shield=True):
             if self._process is not None:
-                pids = self.tree()
-                if not self.dead:
-                    pids.add(self._process.pid)
-                await procs.terminate(pids, grace_seconds, rescan=self.tree)
+                leader = None if self.dead else self._process.pid
+                await self.tracker.kill(leader, grace_seconds)
                 await self._wait_exit()
                 await self.collect_after_kill()
+            self.tracker.release()
             self._closed.set()

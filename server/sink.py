@@ -24,6 +24,9 @@ _COMPACT_FACTOR = 2
 class Spill(Protocol):
     """Where the full stream goes once it no longer fits in memory."""
 
+    # True once the spill stopped at a size cap: complete only up to there.
+    cut: bool
+
     def write(self, data: bytes) -> None: ...
 
     def close(self) -> int | None:

@@ -11,14 +11,14 @@ a half-written snapshot is never used. Failure costs one warning.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
 
 from protocol import messages
-from server import log, procs
+from server import child, log, procs
+from server.containment import Containment
 
 SNAPSHOT_DEADLINE_SECONDS = 10.0
 COMPLETE_MARKER = "# bashrpc snapshot complete"
@@ -174,8 +174,9 @@ def is_complete(path: Path) -> bool:
 class SnapshotStore:
     """Snapshots by (shell, environment), made on first need, one at a time per key."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, containment: Containment) -> None:
         self._dir = directory
+        self._containment = containment
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Path | None] = {}
         self._locks: dict[tuple[str, tuple[tuple[str, str], ...]], anyio.Lock] = {}
         self._count = 0
@@ -198,30 +199,25 @@ class SnapshotStore:
         path = self._dir / f"snapshot-{self._count}.sh"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.close(fd)
-        tag = f"{os.getpid()}.snapshot{self._count}"
-        run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tag}
-        process = await anyio.open_process(
-            [shell, "-l", "-c", capture_script(shell)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=run_env,
-            start_new_session=True,
+        tracker = self._containment.tracker(f"snapshot{self._count}")
+        run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tracker.tag}
+        process = child.spawn(
+            [shell, "-l", "-c", capture_script(shell)], tracker=tracker, env=run_env
         )
         self.pids.add(process.pid)
         timed_out = False
         try:
             with anyio.move_on_after(SNAPSHOT_DEADLINE_SECONDS) as deadline:
-                await process.wait()
+                await child.wait(process)
+                tracker.leader_exited()
             timed_out = deadline.cancelled_caught
         finally:
             with anyio.CancelScope(shield=True):
                 # Whatever the rc started (agents, daemons) goes with it.
-                def leftovers() -> set[int]:
-                    return procs.owned_tree(process.pid, tag)
-
-                await procs.terminate(leftovers(), 0.0, rescan=leftovers)
-                await process.wait()
+                leader = None if process.returncode is not None else process.pid
+                await tracker.kill(leader, 0.0)
+                await child.wait(process)
+                tracker.release()
                 self.pids.discard(process.pid)
         if timed_out or not is_complete(path):
             if timed_out:

@@ -3,8 +3,9 @@
 Output can arrive thousands of times a second; a host wants a steady
 trickle. A Throttle calls its flush soon after the first poke, then at most
 once per interval while pokes keep coming, and once more at close if
-anything is still pending. The flush runs in the throttle's own task, so a
-slow client delays notifications, never the command.
+anything is still pending. An urgent poke (a full batch is waiting) cuts the
+interval short, so a fast command streams at the client's pace instead of
+one batch per interval. The flush runs in the throttle's own task.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ class Throttle:
         # Events are made when the pump starts: most commands never start it.
         self._wake: anyio.Event | None = None
         self._done: anyio.Event | None = None
+        self._urgent: anyio.Event | None = None
         self._dirty = False
         self._closing = False
 
-    def poke(self) -> None:
+    def poke(self, urgent: bool = False) -> None:
         self._dirty = True
+        if urgent and self._urgent is not None:
+            self._urgent.set()
         if self._wake is not None:
             self._wake.set()
         elif not self._closing:
@@ -51,7 +55,10 @@ class Throttle:
                     self._dirty = False
                     await self._flush()
                     if not self._closing:
-                        await anyio.sleep(self._interval)
+                        self._urgent = anyio.Event()
+                        with anyio.move_on_after(self._interval):
+                            await self._urgent.wait()
+                        self._urgent = None
                     continue
                 if self._closing:
                     return
@@ -63,6 +70,8 @@ class Throttle:
     async def close(self) -> None:
         """Flush what is pending and wait for the pump to finish."""
         self._closing = True
+        if self._urgent is not None:
+            self._urgent.set()
         if self._wake is not None and self._done is not None:
             self._wake.set()
             await self._done.wait()

@@ -69,6 +69,7 @@ def shape(outcome: Outcome, shaping: Shaping) -> CallToolResult:
             output_bytes=len(text.encode()),
             shown_range=ShownRange(start=start, end=end),
             artifact_id=outcome.artifact_id,
+            artifact_truncated=outcome.artifact_truncated,
         )
         full = ""
         if outcome.artifact_id is not None:

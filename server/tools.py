@@ -15,7 +15,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol import __version__, messages
+from protocol import __version__, messages, paths
 from protocol.envelope import Call
 from protocol.errors import ErrorCode
 from protocol.mcp import (
@@ -230,13 +230,14 @@ def register(server: Server) -> None:
                 )
         # 3. cwd.
         workspace = str(server.options.workspace)
+        session = server.tool_session()
         cwd = workspace
         if args.cwd is not None:
-            cwd = resolve_path(workspace, args.cwd)
+            cwd = resolve_path(workspace, args.cwd, session.home)
             if not os.path.exists(cwd):
-                return tool_error(messages.CWD_MISSING.format(path=cwd))
+                return tool_error(messages.CWD_MISSING.format(path=paths.printable(cwd)))
             if not os.path.isdir(cwd):
-                return tool_error(messages.CWD_NOT_A_DIRECTORY.format(path=cwd))
+                return tool_error(messages.CWD_NOT_A_DIRECTORY.format(path=paths.printable(cwd)))
         # 4. Timeout.
         requested = settings.tool.default_timeout if args.timeout is None else args.timeout
         timeout = clamp_timeout(requested)
@@ -246,7 +247,6 @@ def register(server: Server) -> None:
         # 6. PTY or pipes.
         use_pty = wants_pty(settings, os.environ, server.host)
         # 7. Execute.
-        session = server.tool_session()
         execution = Execution(call.reply_id, session.id)
         token = None if p.meta is None else p.meta.progress_token
         with server.track(execution):

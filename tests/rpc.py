@@ -59,6 +59,11 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose command line carries the marker (set with `exec -a`)."""
+    return [pid for pid in live_pids() if marker in cmdline(pid) and not process_gone(pid)]
+
+
 def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -77,6 +82,7 @@ class ServerProcess:
         cwd: Path | None = None,
         artifacts: bool = True,
         preexec_fn: Any = None,
+        new_session: bool = False,
     ) -> None:
         self.tmp = tmp
         self.artifacts_dir = tmp / "artifacts"
@@ -101,6 +107,8 @@ class ServerProcess:
             env=full_env,
             cwd=cwd or tmp,
             preexec_fn=preexec_fn,
+            # Its own process group, so a test can SIGKILL the group without pytest.
+            start_new_session=new_session,
         )
         self._ids = itertools.count(1)
         self._queue: queue.Queue[Any] = queue.Queue()

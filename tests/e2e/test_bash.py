@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import subprocess
@@ -276,3 +277,49 @@ def test_session_close_aborts_its_running_command(server: ServerProcess) -> None
     time.sleep(0.3)
     server.result("session/close", {"sessionId": "x"})
     assert server.response(ident, timeout=HANG_SECONDS)["result"]["cancelled"]
+
+
+def test_a_working_directory_that_is_not_utf8(server: ServerProcess) -> None:
+    raw = os.fsencode(str(server.tmp)) + b"/d\xff"
+    result = server.bash("mkdir $'d\\xff' && cd $'d\\xff' && printf done")
+    assert result["output"] == "done"
+    # The text is lossy (U+FFFD); the base64 form is the exact path.
+    assert result["workingDir"] == f"{server.tmp}/d\ufffd"
+    assert base64.b64decode(result["workingDirBase64"]) == raw
+    listed = server.result("session/list")["sessions"][0]
+    assert listed["cwd"] == f"{server.tmp}/d\ufffd"
+    assert base64.b64decode(listed["cwdBase64"]) == raw
+    # A path that is valid UTF-8 carries no second form.
+    plain = server.bash("cd /tmp")
+    assert plain["workingDir"] == "/tmp" and "workingDirBase64" not in plain
+    assert server.bash("echo alive")["output"] == "alive\n"
+    assert server.proc.poll() is None
+
+
+def test_tilde_means_home_on_pipes_and_ptys_alike(server: ServerProcess) -> None:
+    home = server.tmp / "home"
+    (home / "sub").mkdir(parents=True, exist_ok=True)
+    for pty in (False, True):
+        assert server.bash("pwd", cwd="~", pty=pty)["output"] == f"{home}\n", pty
+        assert server.bash("pwd", cwd="~/sub", pty=pty)["output"] == f"{home}/sub\n", pty
+
+
+def test_user_traps_never_see_the_driver(server: ServerProcess) -> None:
+    server.bash("trap 'echo DEBUG: $BASH_COMMAND' DEBUG")
+    assert server.bash("echo hi")["output"] == "DEBUG: echo hi\nhi\n"
+    assert server.bash("echo again", cwd=".")["output"] == "DEBUG: echo again\nagain\n"
+    server.bash("trap - DEBUG")
+    assert server.bash("echo quiet")["output"] == "quiet\n"
+    server.bash("trap 'echo ERR: $BASH_COMMAND' ERR")
+    failed = server.bash("false")
+    assert failed["output"] == "ERR: false\n" and failed["exitCode"] == 1
+    assert server.bash("true")["output"] == ""
+    assert server.bash("echo x; false; echo y")["output"] == "x\nERR: false\ny\n"
+    server.bash("trap - ERR")
+    assert server.bash("false")["output"] == ""
+    server.bash("set -x")
+    # Commands under `eval` trace one level deep ("++"); no driver step shows.
+    traced = server.bash("echo traced")["output"]
+    assert traced.endswith("+ echo traced\ntraced\n") and traced.count("\n") == 2
+    server.bash("set +x; trap 'echo RETURN' RETURN")
+    assert server.bash("echo plain")["output"] == "plain\n"

@@ -2,7 +2,70 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
+
 from tests.rpc import ServerProcess
+
+CAP = 1_000_000
+
+
+def dir_sizes(directory: Path) -> tuple[int, int]:
+    """(total, largest) of the artifact files right now."""
+    sizes = []
+    for path in directory.glob("*.bash.log"):
+        try:
+            sizes.append(path.stat().st_size)
+        except FileNotFoundError:
+            continue
+    return sum(sizes), max(sizes, default=0)
+
+
+def test_artifact_cap_holds_while_a_command_runs(spawn, tmp_path: Path) -> None:
+    cfg = tmp_path / "cap.toml"
+    cfg.write_text(f"[artifacts]\nmaxTotalBytes = {CAP}\n")
+    server = spawn("--config", str(cfg))
+    older = server.bash("seq 1 100000")["artifactId"]  # 588,895 bytes, finished
+    seen: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            seen.append(dir_sizes(server.artifacts_dir))
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = server.bash("yes", timeout=2)
+    finally:
+        stop.set()
+        watcher.join()
+    assert result["timedOut"] and result["truncated"]
+    assert result["artifactTruncated"] is True
+    assert len(seen) > 50
+    assert max(total for total, _ in seen) <= CAP
+    assert dir_sizes(server.artifacts_dir)[0] <= CAP
+    # The older artifact made room first; the runaway one was cut at the cap.
+    assert not (server.artifacts_dir / f"{older}.bash.log").exists()
+    runaway = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert runaway.stat().st_size == CAP
+    assert result["output"].endswith("y\n")  # the tail in memory is as always
+
+
+def test_per_artifact_limit(spawn, tmp_path: Path) -> None:
+    cfg = tmp_path / "per.toml"
+    cfg.write_text("[artifacts]\nmaxBytes = 100000\n")
+    server = spawn("--config", str(cfg))
+    result = server.bash("seq 1 100000")
+    assert result["artifactTruncated"] is True and result["totalBytes"] == 588895
+    artifact = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert artifact.stat().st_size == 100000
+    small = server.bash("seq 1 20000")  # 108,894 bytes: over the limit too
+    assert small["artifactTruncated"] is True
+    fits = server.bash("seq 1 15000")  # 78,894 bytes: whole
+    assert fits["truncated"] and "artifactTruncated" not in fits
 
 
 def test_escape_sequences_split_across_reads_are_removed(server: ServerProcess) -> None:

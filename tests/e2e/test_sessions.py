@@ -165,3 +165,29 @@ def test_pty_commands_see_the_users_shell_too(spawn, tmp_path: Path) -> None:
     server = spawn()
     out = server.bash("ll; [[ -o noclobber ]] && echo noclobber", pty=True)["output"]
     assert out == "aliased ll\nnoclobber\n"
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SESSION_LIST_SESSIONS = 60
+SESSION_LIST_CALLS = 20
+# One scan of /proc is about 1 ms here; one per session was about 1 ms each.
+SESSION_LIST_CPU_BOUND_SECONDS = 0.015
+
+
+def test_session_list_scans_once_per_call(spawn, tmp_path: Path) -> None:
+    server = spawn("--config", config(tmp_path, "[sessions]\nmaxShells = 64\n"))
+    for i in range(SESSION_LIST_SESSIONS):
+        server.bash("sleep 300 &" if i % 2 else "true", sessionId=f"s{i}")
+    listed = server.result("session/list")["sessions"]
+    jobs = {s["sessionId"]: s["backgroundJobs"] for s in listed}
+    assert all(jobs[f"s{i}"] == i % 2 for i in range(SESSION_LIST_SESSIONS))
+    before = cpu_seconds(server.pid)
+    for _ in range(SESSION_LIST_CALLS):
+        server.result("session/list")
+    per_call = (cpu_seconds(server.pid) - before) / SESSION_LIST_CALLS
+    assert per_call < SESSION_LIST_CPU_BOUND_SECONDS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from protocol import messages
 from protocol.errors import ErrorCode
@@ -155,3 +156,44 @@ def test_stdout_carries_only_protocol_lines(server: ServerProcess) -> None:
     server.close()
     assert server.garbage == []
     assert all(isinstance(json.loads(line), (dict, list)) for line in server.raw_lines)
+
+
+def test_batch_members_count_as_requests_in_flight(spawn, tmp_path) -> None:
+    cfg = tmp_path / "shells.toml"
+    cfg.write_text("[sessions]\nmaxShells = 4\n")
+    server = spawn("--config", str(cfg))
+    batch = [
+        {"jsonrpc": "2.0", "id": i, "method": "bash", "params": {"command": "sleep 2", "pty": True}}
+        for i in range(300)
+    ]
+    server.send(batch)
+    reply = server.wait_for(lambda m: isinstance(m, list), timeout=60)
+    assert len(reply) == 300
+    codes = [r["error"]["code"] if "error" in r else 0 for r in reply]
+    # 256 in flight at most; of those, PTYs count toward the hard shell limit (2 x 4).
+    assert codes.count(ErrorCode.SERVER_BUSY) >= 300 - 256
+    assert 1 <= codes.count(0) <= 8
+    assert codes.count(ErrorCode.TOO_MANY_SHELLS) >= 256 - 8
+    assert server.result("ping") == {}
+
+
+def test_invalid_utf8_inside_a_string_is_not_a_bug(server: ServerProcess) -> None:
+    server.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"bash","params":{"command":"echo \xff"}}\n')
+    reply = server.response(3)
+    assert error_of(reply)["code"] in (ErrorCode.PARSE_ERROR, ErrorCode.INVALID_PARAMS)
+    assert "Traceback" not in server.stderr()
+    assert server.bash("echo fine")["output"] == "fine\n"
+
+
+def test_pty_input_never_stalls_the_reader(server: ServerProcess) -> None:
+    ident = server.request("bash", {"command": "stty raw -echo; echo ready; sleep 20", "pty": True})
+    server.receive_until(
+        lambda: any(m["params"]["requestId"] == ident for m in server.notifications("pty/output")),
+        timeout=10,
+    )
+    server.request("pty/input", {"requestId": ident, "data": "x" * 200_000})
+    started = time.monotonic()
+    assert server.result("ping", timeout=5) == {}
+    assert server.result("abort_bash", {"requestId": ident}, timeout=5) == {"aborted": True}
+    assert time.monotonic() - started < 5
+    assert server.response(ident, timeout=10)["result"]["cancelled"]

@@ -84,3 +84,46 @@ def test_unwritable_directory_gives_no_artifact(tmp_path: Path) -> None:
     blocker.write_text("")
     store = ArtifactStore(blocker / "sub")
     assert store.create() is None
+
+
+def dir_total(store: ArtifactStore) -> int:
+    return sum(size for _, size in store.sizes())
+
+
+def test_the_total_cap_holds_while_writing(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, max_total_bytes=1000)
+    old = make(store, b"o" * 600)
+    writer = store.create()
+    assert writer is not None
+    for _ in range(40):
+        writer.write(b"y" * 300_000)  # big writes go straight to the file
+        assert dir_total(store) <= 1000
+    assert writer.cut
+    assert writer.close() == writer.id
+    # The older artifact made room; the new one stopped exactly at the cap.
+    assert not store.path(old).exists()
+    assert store.path(writer.id).stat().st_size == 1000
+
+
+def test_an_artifact_still_being_written_is_never_deleted(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, max_total_bytes=1000)
+    first = store.create()
+    second = store.create()
+    assert first is not None and second is not None
+    first.write(b"a" * 300_000)
+    second.write(b"b" * 300_000)
+    assert first.size == 1000 and second.size == 0 and second.cut
+    assert first.close() == first.id and second.close() == second.id
+
+
+def test_the_per_artifact_cap(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, max_bytes=100)
+    writer = store.create()
+    assert writer is not None
+    writer.write(b"z" * 150)
+    assert writer.close() == writer.id and writer.cut
+    assert store.path(writer.id).stat().st_size == 100
+    whole = store.create()
+    assert whole is not None
+    whole.write(b"z" * 100)
+    assert whole.close() == whole.id and not whole.cut

@@ -1,0 +1,48 @@
+"""Streamed output reaches a client that keeps up, whole; skipping is for stalled clients."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from protocol import messages
+from tests.rpc import ServerProcess
+
+SEQ_COUNT = 2_000_000
+
+
+def test_exec_prints_the_whole_output_byte_for_byte(tmp_path: Path) -> None:
+    expected = subprocess.run(["seq", "1", str(SEQ_COUNT)], capture_output=True, check=True).stdout
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "server", "exec", f"seq 1 {SEQ_COUNT}"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) == len(expected)
+    assert hashlib.sha256(proc.stdout).hexdigest() == hashlib.sha256(expected).hexdigest()
+
+
+def test_a_client_that_keeps_up_loses_nothing(server: ServerProcess) -> None:
+    expected = subprocess.run(["seq", "1", "300000"], capture_output=True, check=True).stdout
+    ident = server.request("bash", {"command": "seq 1 300000"})
+    result = server.response(ident, timeout=120)["result"]
+    streamed = "".join(c["text"] for c in server.chunks_for(ident))
+    assert result["totalBytes"] == len(expected)
+    assert "skipped because the client read slowly" not in streamed
+    assert streamed.encode() == expected
+
+
+def test_the_skip_threshold_is_the_documented_one() -> None:
+    from server.chunks import MAX_PENDING_BYTES
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert MAX_PENDING_BYTES == 1024 * 1024
+    assert "past 1 MiB pending" in readme
+    assert "client read slowly" in messages.NOTICE_CHUNKS_SKIPPED

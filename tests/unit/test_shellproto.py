@@ -1,0 +1,63 @@
+"""The persistent shell's protocol text and status records (pure)."""
+
+from __future__ import annotations
+
+import shlex
+
+from server.shellproto import (
+    ERR_WRAPPER,
+    RecordReader,
+    StatusRecord,
+    command_payload,
+    driver_line,
+    parse_traps,
+)
+
+
+def record_bytes(status: int, pwd: bytes, flags: str, traps: str) -> bytes:
+    return b"%d\0%s\0%s\0%s\0" % (status, pwd, flags.encode(), traps.encode())
+
+
+def test_records_survive_every_split() -> None:
+    data = record_bytes(0, b"/tmp", "hB", "") + record_bytes(
+        3, b"/d\xff", "hxB", "trap -- 'x' ERR\n"
+    )
+    for cut in range(len(data) + 1):
+        reader = RecordReader()
+        records = reader.feed(data[:cut]) + reader.feed(data[cut:])
+        assert [r.status for r in records] == [0, 3]
+        assert records[1].pwd.encode("utf-8", "surrogateescape") == b"/d\xff"
+
+
+def test_traps_read_back_as_bash_quoted_them() -> None:
+    code = "echo 'it''s' \"$X\"\nline two"
+    text = f"trap -- {shlex.quote(code)} DEBUG\ntrap -- 'false' RETURN\n"
+    assert parse_traps(text) == {"DEBUG": code, "RETURN": "false"}
+    assert parse_traps("") == {}
+
+
+def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
+    none = StatusRecord(status=0, pwd="/", flags="hB", traps="")
+    assert none.restore_prefix() == ""
+    record = StatusRecord(
+        status=0, pwd="/", flags="hxB", traps="trap -- 'echo d' DEBUG\ntrap -- 'echo e' ERR\n"
+    )
+    prefix = record.restore_prefix()
+    assert "trap -- 'echo d' DEBUG" in prefix
+    assert "__bashrpc_err='echo e'" in prefix
+    assert f"trap -- {shlex.quote(ERR_WRAPPER)} ERR" in prefix
+    assert prefix.endswith("set -x\n")
+    # An ERR trap that is still our wrapper keeps the user's code where it is.
+    kept = StatusRecord(
+        status=0, pwd="/", flags="", traps=f"trap -- {shlex.quote(ERR_WRAPPER)} ERR\n"
+    )
+    assert "__bashrpc_err=" not in kept.restore_prefix()
+
+
+def test_only_validated_names_reach_the_driver_line() -> None:
+    line = driver_line(5, ["A", "B_2"])
+    assert b'A="${__bashrpc_env[0]}" B_2="${__bashrpc_env[1]}"' in line
+    payload = command_payload(
+        5, output="/o", cwd=None, prefix="", command="echo $x", env={"A": "1"}
+    )
+    assert payload.endswith(b"/o\0\0\0echo $x\x001\0")
