@@ -2,6 +2,8 @@
 
 from enum import IntEnum
 
+import msgspec
+
 
 class ErrorCode(IntEnum):
     PARSE_ERROR = -32700
@@ -17,3 +19,21 @@ class ErrorCode(IntEnum):
     NO_SUCH_PTY = -32005
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
+
+
+# `data` of the server-defined errors, as clients decode it.
+
+
+class TooManyShellsData(msgspec.Struct, rename="camel"):
+    live_shells: int
+
+
+class ArtifactNotFoundData(msgspec.Struct, rename="camel", omit_defaults=True):
+    # The newest ids there are, at most MAX_LISTED_ARTIFACTS of them.
+    available: list[int]
+    # The resource URI asked for, on resources/read.
+    uri: str | None = None
+
+
+class NoSuchPtyData(msgspec.Struct, rename="camel"):
+    request_id: str | int | None

@@ -1,5 +1,5 @@
 import sys
 
-from server.cli import main
+from server.cli.main import main
 
 sys.exit(main())

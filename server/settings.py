@@ -21,11 +21,13 @@ from protocol.mcp import (
     TimeoutSeconds,
 )
 from protocol.methods import EnvName
-from server.artifacts import DEFAULT_MAX_TOTAL_BYTES
-from server.sessions import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SHELLS
-from server.sink import DEFAULT_MAX_BYTES
+from server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
+from server.output.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
+DEFAULT_SNAPSHOT_SECONDS = 10.0
+DEFAULT_MAX_SHELLS = 32
+DEFAULT_IDLE_SECONDS = 900.0
 # Smaller limits would refuse ordinary requests.
 MIN_LINE_BYTES = 1024
 ENV_EXCLUDE_KEY = "exclude"
@@ -64,6 +66,8 @@ class BashSettings(_Section, frozen=True):
     virtual_terminal: Literal["on", "off"] = "off"
     # Capture the user's rc (aliases, functions, options, PATH) for every shell.
     snapshot: bool = True
+    # How long the rc may take before shells start without it.
+    snapshot_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] = DEFAULT_SNAPSHOT_SECONDS
 
 
 class SessionSettings(_Section, frozen=True):

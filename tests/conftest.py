@@ -1,26 +1,54 @@
+"""Fixtures: a real server in-process (`server`, `spawn`) for protocol behaviour,
+and the real `python -m server` process (`process`, `spawn_process`) for what
+needs one: stdio, signals, stdin EOF, the subreaper, the CLI."""
+
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.inprocess import InProcessServer, environment
 from tests.rpc import ServerProcess
 
+SpawnInProcess = Callable[..., InProcessServer]
+SpawnProcess = Callable[..., ServerProcess]
+
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp=tmp_path)
+def spawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpawnInProcess]:
+    """In-process servers with settings (TOML text) and environment variables of
+    their own; all stopped at teardown. Their shells see a private, empty HOME."""
+    started: list[InProcessServer] = []
+    for name, value in environment(tmp_path).items():
+        monkeypatch.setenv(name, value)
+
+    def start(
+        settings: str = "", env: dict[str, str] | None = None, workspace: Path | None = None
+    ) -> InProcessServer:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        server = InProcessServer(tmp=tmp_path, settings=settings, workspace=workspace)
+        started.append(server)
+        return server
+
     try:
-        yield proc
-        assert proc.garbage == [], "non-protocol lines on stdout"
+        yield start
     finally:
-        proc.kill()
+        for server in started:
+            server.stop()
+        assert [s.garbage for s in started if s.garbage] == [], "non-protocol lines"
 
 
 @pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[object]:
-    """Start servers with custom arguments; all are killed at teardown."""
+def server(spawn: SpawnInProcess) -> InProcessServer:
+    return spawn()
+
+
+@pytest.fixture
+def spawn_process(tmp_path: Path) -> Iterator[SpawnProcess]:
+    """Server processes with custom arguments; all killed at teardown."""
     started: list[ServerProcess] = []
 
     def start(*args: str, **kwargs: object) -> ServerProcess:
@@ -33,3 +61,10 @@ def spawn(tmp_path: Path) -> Iterator[object]:
     finally:
         for proc in started:
             proc.kill()
+
+
+@pytest.fixture
+def process(spawn_process: SpawnProcess) -> Iterator[ServerProcess]:
+    proc = spawn_process()
+    yield proc
+    assert proc.garbage == [], "non-protocol lines on stdout"

@@ -1,4 +1,10 @@
-"""A test client that drives the real server process over its stdin and stdout."""
+"""Test clients for a real server: over a process's stdin and stdout, or in-process.
+
+`RpcClient` holds the JSON-RPC logic (requests, responses by id, notifications,
+typed results); a subclass supplies the bytes: `ServerProcess` runs the real
+`python -m server`; `tests.inprocess.InProcessServer` runs the same server
+code on an in-memory transport in this process.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,20 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
+
+from protocol.envelope import ErrorObject
+from protocol.methods import (
+    AbortBashResult,
+    BashChunk,
+    BashResult,
+    SessionInfo,
+    SessionListResult,
+)
+
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -73,72 +92,34 @@ def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float
     return bool(predicate())
 
 
-class ServerProcess:
-    def __init__(
-        self,
-        *args: str,
-        tmp: Path,
-        env: dict[str, str] | None = None,
-        cwd: Path | None = None,
-        artifacts: bool = True,
-        preexec_fn: Any = None,
-        new_session: bool = False,
-    ) -> None:
-        self.tmp = tmp
-        self.artifacts_dir = tmp / "artifacts"
-        argv = [sys.executable, "-m", "server", *args]
-        if artifacts and "--artifacts-dir" not in args:
-            argv += ["--artifacts-dir", str(self.artifacts_dir)]
-        full_env = dict(os.environ)
-        # A private, empty HOME: the developer's own rc files must not leak in.
-        home = tmp / "home"
-        home.mkdir(exist_ok=True)
-        full_env["HOME"] = str(home)
-        full_env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
-        full_env["XDG_CONFIG_HOME"] = str(tmp / "config")
-        full_env.update(env or {})
-        self.stderr_path = tmp / f"stderr-{id(self)}.log"
-        self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=full_env,
-            cwd=cwd or tmp,
-            preexec_fn=preexec_fn,
-            # Its own process group, so a test can SIGKILL the group without pytest.
-            start_new_session=new_session,
-        )
+class RpcClient:
+    """The client side of one connection; subclasses call `_received` per line."""
+
+    def __init__(self) -> None:
         self._ids = itertools.count(1)
         self._queue: queue.Queue[Any] = queue.Queue()
         self.messages: list[Any] = []
         self._taken: set[int] = set()
         self.raw_lines: list[bytes] = []
-        # stdout lines that were not JSON: always a bug, checked at teardown.
+        # Lines that were not JSON: always a bug, checked at teardown.
         self.garbage: list[bytes] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
-    # -- plumbing ----------------------------------------------------------
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        try:
-            for line in self.proc.stdout:
-                self.raw_lines.append(line)
-                try:
-                    self._queue.put(json.loads(line))
-                except ValueError:
-                    self.garbage.append(line)
-        except (OSError, ValueError):
-            pass  # a test closed our end of stdout on purpose
-        self._queue.put(None)
+    # -- plumbing (subclasses) ----------------------------------------------
 
     def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        raise NotImplementedError
+
+    def _received(self, line: bytes) -> None:
+        self.raw_lines.append(line)
+        try:
+            self._queue.put(json.loads(line))
+        except ValueError:
+            self.garbage.append(line)
+
+    def _ended(self) -> None:
+        self._queue.put(None)
+
+    # -- messages -----------------------------------------------------------
 
     def send(self, message: Any) -> None:
         self.send_raw(json.dumps(message).encode() + b"\n")
@@ -164,7 +145,7 @@ class ServerProcess:
             raise TimeoutError("no message from the server") from None
         if message is None:
             self._queue.put(None)
-            raise EOFError("the server closed stdout")
+            raise EOFError("the server closed its output")
         self.messages.append(message)
         return message
 
@@ -212,19 +193,97 @@ class ServerProcess:
         assert "result" in reply, reply
         return reply["result"]
 
-    def bash(self, command: str, wait: float = DEFAULT_TIMEOUT, **params: Any) -> Any:
+    def typed(
+        self, kind: type[T], method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> T:
+        """A method's result, decoded into the protocol's Struct."""
+        return msgspec.convert(self.result(method, params, timeout), kind)
+
+    def error(
+        self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> ErrorObject:
+        """A method's error reply, decoded."""
+        reply = self.call(method, params, timeout)
+        assert "error" in reply, reply
+        return msgspec.convert(reply["error"], ErrorObject)
+
+    def sessions(self) -> dict[str, SessionInfo]:
+        return {s.session_id: s for s in self.typed(SessionListResult, "session/list").sessions}
+
+    def abort(self, **params: Any) -> bool:
+        return self.typed(AbortBashResult, "abort_bash", params).aborted
+
+    def bash(self, command: str, wait: float = DEFAULT_TIMEOUT, **params: Any) -> BashResult:
         """Run a command and return its BashResult; ``params`` go on the wire."""
-        return self.result("bash", {"command": command, **params}, wait)
+        return self.typed(BashResult, "bash", {"command": command, **params}, wait)
+
+    def bash_result(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> BashResult:
+        reply = self.response(ident, timeout)
+        assert "result" in reply, reply
+        return msgspec.convert(reply["result"], BashResult)
 
     def notifications(self, method: str) -> list[Any]:
         return [m for m in self.messages if isinstance(m, dict) and m.get("method") == method]
 
-    def chunks_for(self, ident: Any) -> list[Any]:
+    def chunks_for(self, ident: Any) -> list[BashChunk]:
         return [
-            m["params"]
+            msgspec.convert(m["params"], BashChunk)
             for m in self.notifications("bash/chunk")
             if m["params"]["requestId"] == ident
         ]
+
+    def stderr(self) -> str:
+        raise NotImplementedError
+
+
+class ServerProcess(RpcClient):
+    """The real `python -m server`, over its stdin and stdout."""
+
+    def __init__(
+        self,
+        *args: str,
+        tmp: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        artifacts: bool = True,
+        preexec_fn: Any = None,
+        new_session: bool = False,
+    ) -> None:
+        super().__init__()
+        self.tmp = tmp
+        self.artifacts_dir = tmp / "artifacts"
+        argv = [sys.executable, "-m", "server", *args]
+        if artifacts and "--artifacts-dir" not in args:
+            argv += ["--artifacts-dir", str(self.artifacts_dir)]
+        self.stderr_path = tmp / f"stderr-{id(self)}.log"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=server_environment(tmp, env),
+            cwd=cwd or tmp,
+            preexec_fn=preexec_fn,
+            # Its own process group, so a test can SIGKILL the group without pytest.
+            start_new_session=new_session,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for line in self.proc.stdout:
+                self._received(line)
+        except (OSError, ValueError):
+            pass  # a test closed our end of stdout on purpose
+        self._ended()
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
 
     def stderr(self) -> str:
         if not self._stderr.closed:
@@ -258,3 +317,16 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait()
         self._stderr.close()
+
+
+def server_environment(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a test server runs in: a private, empty HOME, so the
+    developer's own rc files never leak in, and private XDG directories."""
+    env = dict(os.environ)
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
+    env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
+    env["XDG_CONFIG_HOME"] = str(tmp / "config")
+    env.update(extra or {})
+    return env

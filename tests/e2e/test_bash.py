@@ -10,316 +10,316 @@ import time
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import ServerProcess, wait_until
+from protocol.methods import ArtifactReadResult
+from tests.inprocess import InProcessServer
+from tests.rpc import wait_until
 
 # Generous bounds that only catch hangs (about 10x the expected figure).
 HANG_SECONDS = 10.0
 
 
-def test_state_persists_between_calls(server: ServerProcess) -> None:
+def test_state_persists_between_calls(server: InProcessServer) -> None:
     server.bash("export X=1")
-    assert server.bash("echo $X")["output"] == "1\n"
+    assert server.bash("echo $X").output == "1\n"
     server.bash('greet() { echo "hello $1"; }')
-    assert server.bash("greet world")["output"] == "hello world\n"
+    assert server.bash("greet world").output == "hello world\n"
     server.bash("alias ll='echo aliased'")
-    assert server.bash("ll")["output"] == "aliased\n"
+    assert server.bash("ll").output == "aliased\n"
     result = server.bash("cd /tmp")
-    assert result["workingDir"] == "/tmp"
-    assert server.bash("pwd")["output"] == "/tmp\n"
+    assert result.working_dir == "/tmp"
+    assert server.bash("pwd").output == "/tmp\n"
 
 
-def test_cwd_param_is_relative_to_the_session_cwd(server: ServerProcess) -> None:
+def test_cwd_param_is_relative_to_the_session_cwd(server: InProcessServer) -> None:
     (server.tmp / "sub" / "deeper").mkdir(parents=True)
-    assert server.bash("pwd", cwd="sub")["output"] == f"{server.tmp}/sub\n"
-    assert server.bash("pwd", cwd="deeper")["output"] == f"{server.tmp}/sub/deeper\n"
+    assert server.bash("pwd", cwd="sub").output == f"{server.tmp}/sub\n"
+    assert server.bash("pwd", cwd="deeper").output == f"{server.tmp}/sub/deeper\n"
     missing = server.bash("pwd", cwd="nowhere")
-    assert missing["exitCode"] != 0 and "nowhere" in missing["output"]
+    assert missing.exit_code != 0 and "nowhere" in missing.output
 
 
-def test_exact_command_text_reaches_bash(server: ServerProcess) -> None:
+def test_exact_command_text_reaches_bash(server: InProcessServer) -> None:
     command = "printf '%s|' \"a  b\" '$HOME' \\\\ \"`echo x`\"; cat <<'EOF'\n  $literal\t\nEOF"
-    assert server.bash(command)["output"] == "a  b|$HOME|\\|x|  $literal\t\n"
+    assert server.bash(command).output == "a  b|$HOME|\\|x|  $literal\t\n"
 
 
-def test_per_command_env_is_scoped_to_that_command(server: ServerProcess) -> None:
+def test_per_command_env_is_scoped_to_that_command(server: InProcessServer) -> None:
     out = server.bash('echo "$A|$B"; bash -c \'echo "child $A"\'', env={"A": "x y", "B": "$(id)"})
-    assert out["output"] == "x y|$(id)\nchild x y\n"
-    assert server.bash('echo "[$A]"')["output"] == "[]\n"
+    assert out.output == "x y|$(id)\nchild x y\n"
+    assert server.bash('echo "[$A]"').output == "[]\n"
 
 
-def test_non_interactive_defaults_and_guards(server: ServerProcess) -> None:
+def test_non_interactive_defaults_and_guards(server: InProcessServer) -> None:
     out = server.bash(
         'echo "$PAGER $GIT_PAGER $TERM $CI $GIT_EDITOR $GIT_TERMINAL_PROMPT [$AWS_PAGER]"',
         env={"CI": "0", "GIT_EDITOR": "vim", "PAGER": "less"},
-    )["output"]
+    ).output
     assert out == "less cat dumb 1 true 0 []\n"
 
 
-def test_background_job_does_not_hold_the_result(server: ServerProcess) -> None:
+def test_background_job_does_not_hold_the_result(server: InProcessServer) -> None:
     started = time.monotonic()
     result = server.bash("sleep 60 & echo started")
     assert time.monotonic() - started < 2.5
-    assert result["output"] == "started\n" and result["exitCode"] == 0
+    assert result.output == "started\n" and result.exit_code == 0
     # A background job that keeps printing neither blocks nor leaks into results.
     server.bash("(while :; do echo noise; sleep 0.05; done) &")
-    assert server.bash("echo clean")["output"] == "clean\n"
+    assert server.bash("echo clean").output == "clean\n"
 
 
-def test_stdin_is_dev_null(server: ServerProcess) -> None:
+def test_stdin_is_dev_null(server: InProcessServer) -> None:
     started = time.monotonic()
     result = server.bash('read x; echo "rc=$? x=[$x]"; cat; echo done')
-    assert result["output"] == "rc=1 x=[]\ndone\n"
+    assert result.output == "rc=1 x=[]\ndone\n"
     assert time.monotonic() - started < HANG_SECONDS
 
 
-def test_stdout_and_stderr_are_merged_in_order(server: ServerProcess) -> None:
-    out = server.bash("echo 1; echo 2 >&2; echo 3; echo 4 >&2")["output"]
+def test_stdout_and_stderr_are_merged_in_order(server: InProcessServer) -> None:
+    out = server.bash("echo 1; echo 2 >&2; echo 3; echo 4 >&2").output
     assert out == "1\n2\n3\n4\n"
 
 
-def test_exit_status_and_shell_death(server: ServerProcess) -> None:
-    assert server.bash("false")["exitCode"] == 1
-    first_pid = server.result("session/list")["sessions"][0]["pid"]
-    assert server.bash("exit 7")["exitCode"] == 7
-    assert server.bash("echo next")["output"] == "next\n"
-    assert server.bash("set -e; false; echo unreachable")["exitCode"] == 1
-    assert server.bash("exec true")["exitCode"] == 0
-    assert server.bash("kill -9 $$")["exitCode"] == 137
+def test_exit_status_and_shell_death(server: InProcessServer) -> None:
+    assert server.bash("false").exit_code == 1
+    first_pid = server.sessions()["default"].pid
+    assert server.bash("exit 7").exit_code == 7
+    assert server.bash("echo next").output == "next\n"
+    assert server.bash("set -e; false; echo unreachable").exit_code == 1
+    assert server.bash("exec true").exit_code == 0
+    assert server.bash("kill -9 $$").exit_code == 137
     result = server.bash("echo alive")
-    assert result["output"] == "alive\n" and result["exitCode"] == 0
-    assert server.result("session/list")["sessions"][0]["pid"] != first_pid
+    assert result.output == "alive\n" and result.exit_code == 0
+    assert server.sessions()["default"].pid != first_pid
 
 
-def test_shell_killed_between_commands_is_replaced(server: ServerProcess) -> None:
+def test_shell_killed_between_commands_is_replaced(server: InProcessServer) -> None:
     server.bash("true")
-    pid = server.result("session/list")["sessions"][0]["pid"]
+    pid = server.sessions()["default"].pid
+    assert pid is not None
     os.kill(pid, 9)
     assert wait_until(lambda: pid not in server.owned_processes())
-    assert server.bash("echo fresh")["output"] == "fresh\n"
+    assert server.bash("echo fresh").output == "fresh\n"
 
 
-def test_abort_a_running_command(server: ServerProcess) -> None:
+def test_abort_a_running_command(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo before; sleep 60"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     started = time.monotonic()
-    assert server.result("abort_bash", {"sessionId": "default"}) == {"aborted": True}
-    result = server.response(ident)["result"]
+    assert server.abort(sessionId="default") is True
+    result = server.bash_result(ident)
     assert time.monotonic() - started < 2.5
-    assert result["cancelled"] and not result["timedOut"] and result["exitCode"] is None
-    assert result["output"] == f"{messages.NOTICE_CANCELLED}\nbefore\n"
+    assert result.cancelled and not result.timed_out and result.exit_code is None
+    assert result.output == f"{messages.NOTICE_CANCELLED}\nbefore\n"
     assert not [c for c in server.owned_commands() if "sleep" in c]
-    assert server.bash("echo next")["output"] == "next\n"
+    assert server.bash("echo next").output == "next\n"
 
 
-def test_abort_kills_a_term_ignoring_child_after_the_grace(server: ServerProcess) -> None:
+def test_abort_kills_a_term_ignoring_child_after_the_grace(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     started = time.monotonic()
-    assert server.result("abort_bash", {"requestId": ident})["aborted"] is True
-    result = server.response(ident)["result"]
+    assert server.abort(requestId=ident) is True
+    result = server.bash_result(ident)
     elapsed = time.monotonic() - started
-    assert result["cancelled"]
+    assert result.cancelled
     assert 1.5 < elapsed < 2.0 + 0.5 + 0.5  # grace, the promised 0.5 s, and test slack
     assert not [c for c in server.owned_commands() if "sleep" in c]
 
 
-def test_abort_after_exec_replaced_the_shell(server: ServerProcess) -> None:
+def test_abort_after_exec_replaced_the_shell(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo replaced; exec sleep 60"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
-    assert server.result("abort_bash", {})["aborted"]
-    result = server.response(ident, timeout=HANG_SECONDS)["result"]
-    assert result["cancelled"] and result["output"].endswith("replaced\n")
+    assert server.abort()
+    result = server.bash_result(ident, timeout=HANG_SECONDS)
+    assert result.cancelled and result.output.endswith("replaced\n")
     assert not [c for c in server.owned_commands() if "sleep 60" in c]
 
 
-def test_abort_is_idempotent(server: ServerProcess) -> None:
-    assert server.result("abort_bash", {}) == {"aborted": False}
-    assert server.result("abort_bash", {"requestId": "never"}) == {"aborted": False}
+def test_abort_is_idempotent(server: InProcessServer) -> None:
+    assert server.abort() is False
+    assert server.abort(requestId="never") is False
     ident = server.request("bash", {"command": "echo x"})
     server.response(ident)
-    assert server.result("abort_bash", {"requestId": ident}) == {"aborted": False}
+    assert server.abort(requestId=ident) is False
 
 
-def test_timeout_returns_partial_output(server: ServerProcess) -> None:
+def test_timeout_returns_partial_output(server: InProcessServer) -> None:
     started = time.monotonic()
     result = server.bash("echo partial; sleep 30", timeout=1)
     assert time.monotonic() - started < HANG_SECONDS
-    assert result["timedOut"] and result["cancelled"] and result["exitCode"] is None
-    assert result["output"] == messages.timed_out_notice(1) + "\npartial\n"
-    assert server.bash("echo ok")["output"] == "ok\n"
+    assert result.timed_out and result.cancelled and result.exit_code is None
+    assert result.output == messages.timed_out_notice(1) + "\npartial\n"
+    assert server.bash("echo ok").output == "ok\n"
 
 
-def test_timeout_is_clamped(server: ServerProcess) -> None:
+def test_timeout_is_clamped(server: InProcessServer) -> None:
     result = server.bash("sleep 3", timeout=0.01)
-    assert result["timedOut"]
-    assert result["output"].startswith(messages.timed_out_notice(1))
+    assert result.timed_out
+    assert result.output.startswith(messages.timed_out_notice(1))
 
 
-def test_large_output_is_truncated_and_spilled(server: ServerProcess) -> None:
+def test_large_output_is_truncated_and_spilled(server: InProcessServer) -> None:
     result = server.bash("seq 1 200000")
     expected = subprocess.run(["seq", "1", "200000"], capture_output=True, check=True).stdout
-    assert result["truncated"]
-    assert result["totalLines"] == 200000 and result["totalBytes"] == len(expected)
-    assert result["outputBytes"] <= 51200
-    assert expected.endswith(result["output"].encode())
-    artifact = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert result.truncated
+    assert result.total_lines == 200000 and result.total_bytes == len(expected)
+    assert result.output_bytes <= 51200
+    assert expected.endswith(result.output.encode())
+    artifact = server.artifacts_dir / f"{result.artifact_id}.bash.log"
     assert hashlib.sha256(artifact.read_bytes()).hexdigest() == hashlib.sha256(expected).hexdigest()
     # The same bytes come back through artifact/read, page by page.
     pieces, offset = [], 0
     while offset is not None:
-        page = server.result(
-            "artifact/read", {"id": result["artifactId"], "offset": offset, "limit": 1 << 20}
+        page = server.typed(
+            ArtifactReadResult,
+            "artifact/read",
+            {"id": result.artifact_id, "offset": offset, "limit": 1 << 20},
         )
-        assert page["totalBytes"] == len(expected)
-        pieces.append(page["text"])
-        offset = page["nextOffset"]
+        assert page.total_bytes == len(expected)
+        pieces.append(page.text)
+        offset = page.next_offset
     assert "".join(pieces).encode() == expected
 
 
-def test_small_output_has_no_artifact(server: ServerProcess) -> None:
+def test_small_output_has_no_artifact(server: InProcessServer) -> None:
     result = server.bash("seq 1 10")
-    assert result["totalLines"] == 10 and not result["truncated"]
-    assert "artifactId" not in result
+    assert result.total_lines == 10 and not result.truncated
+    assert result.artifact_id is None
 
 
-def test_artifact_read_errors(server: ServerProcess) -> None:
-    reply = server.call("artifact/read", {"id": 42})
-    assert reply["error"]["code"] == ErrorCode.ARTIFACT_NOT_FOUND
-    assert reply["error"]["message"] == messages.artifact_not_found(42, [])
-    assert (
-        server.call("artifact/read", {"id": "../etc/passwd"})["error"]["code"]
-        == ErrorCode.INVALID_PARAMS
-    )
-    assert (
-        server.call("artifact/read", {"id": 1, "limit": 10 << 20})["error"]["code"]
-        == ErrorCode.INVALID_PARAMS
-    )
+def test_artifact_read_errors(server: InProcessServer) -> None:
+    error = server.error("artifact/read", {"id": 42})
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    assert error.message == messages.artifact_not_found(42, [])
+    assert server.error("artifact/read", {"id": "../etc/passwd"}).code == ErrorCode.INVALID_PARAMS
+    limit = {"id": 1, "limit": 10 << 20}
+    assert server.error("artifact/read", limit).code == ErrorCode.INVALID_PARAMS
 
 
-def test_output_is_sanitized(server: ServerProcess) -> None:
-    out = server.bash(r"printf 'a\xffb\000c\033[31mred\033[0m\r\n'")["output"]
+def test_output_is_sanitized(server: InProcessServer) -> None:
+    out = server.bash(r"printf 'a\xffb\000c\033[31mred\033[0m\r\n'").output
     assert out == "a\ufffdbcred\n"
-    split = server.bash(r"printf '\xe2\x82'; sleep 0.2; printf '\xac\n'")["output"]
+    split = server.bash(r"printf '\xe2\x82'; sleep 0.2; printf '\xac\n'").output
     assert split == "€\n"
 
 
-def test_chunks_stream_in_order_before_the_response(server: ServerProcess) -> None:
+def test_chunks_stream_in_order_before_the_response(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "for i in 1 2 3 4 5; do echo $i; sleep 0.05; done"})
     reply = server.response(ident)
     chunks = server.chunks_for(ident)
-    assert [c["seq"] for c in chunks] == list(range(len(chunks)))
-    assert "".join(c["text"] for c in chunks) == "1\n2\n3\n4\n5\n"
-    assert all(c["sessionId"] == "default" for c in chunks)
+    assert [c.seq for c in chunks] == list(range(len(chunks)))
+    assert "".join(c.text for c in chunks) == "1\n2\n3\n4\n5\n"
+    assert all(c.session_id == "default" for c in chunks)
     positions = [i for i, m in enumerate(server.messages) if m is reply]
     last_chunk = max(i for i, m in enumerate(server.messages) if m.get("method") == "bash/chunk")
     assert last_chunk < positions[0]
 
 
-def test_chunks_are_coalesced(server: ServerProcess) -> None:
+def test_chunks_are_coalesced(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "for i in $(seq 20000); do echo $i; done"})
-    result = server.response(ident)["result"]
+    result = server.bash_result(ident)
     chunks = server.chunks_for(ident)
-    assert result["totalLines"] == 20000
+    assert result.total_lines == 20000
     assert len(chunks) < 1000
 
 
-def test_first_chunk_arrives_before_the_command_ends(server: ServerProcess) -> None:
+def test_first_chunk_arrives_before_the_command_ends(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo start; sleep 2; echo end"})
     first = server.wait_for(lambda m: m.get("method") == "bash/chunk")
     assert first["params"]["text"] == "start\n"
-    assert server.response(ident)["result"]["output"] == "start\nend\n"
+    assert server.bash_result(ident).output == "start\nend\n"
 
 
-def test_two_sessions_run_in_parallel(server: ServerProcess) -> None:
+def test_two_sessions_run_in_parallel(server: InProcessServer) -> None:
     command = "date +%s.%N; sleep 1; date +%s.%N"
     a = server.request("bash", {"command": command, "sessionId": "a"})
     b = server.request("bash", {"command": command, "sessionId": "b"})
-    ra, rb = server.response(a)["result"], server.response(b)["result"]
-    a_start, a_end = map(float, ra["output"].split())
-    b_start, b_end = map(float, rb["output"].split())
+    ra, rb = server.bash_result(a), server.bash_result(b)
+    a_start, a_end = map(float, ra.output.split())
+    b_start, b_end = map(float, rb.output.split())
     assert b_start < a_end and a_start < b_end  # the runs overlapped
 
 
-def test_busy_session_runs_a_one_shot_shell(server: ServerProcess) -> None:
+def test_busy_session_runs_a_one_shot_shell(server: InProcessServer) -> None:
     server.bash("export KEEP=kept")
     slow = server.request("bash", {"command": "sleep 1; echo slow"})
     time.sleep(0.2)
     quick = server.bash('echo "quick $KEEP"; export ONESHOT=1')
     # A one-shot shell has the session's configuration, not its variables.
-    assert quick["output"] == "quick \n"
-    assert server.response(slow)["result"]["output"] == "slow\n"
+    assert quick.output == "quick \n"
+    assert server.bash_result(slow).output == "slow\n"
     # The one-shot shell's state did not leak into the session.
-    assert server.bash('echo "[$ONESHOT] $KEEP"')["output"] == "[] kept\n"
+    assert server.bash('echo "[$ONESHOT] $KEEP"').output == "[] kept\n"
 
 
-def test_sessions_open_list_close(server: ServerProcess) -> None:
+def test_sessions_open_list_close(server: InProcessServer) -> None:
     (server.tmp / "work").mkdir()
     opened = server.result(
         "session/open", {"sessionId": "w", "cwd": "work", "env": {"MODE": "test"}}
     )
     assert opened == {"sessionId": "w", "cwd": str(server.tmp / "work")}
-    assert server.bash("pwd; echo $MODE", sessionId="w")["output"] == f"{server.tmp}/work\ntest\n"
+    assert server.bash("pwd; echo $MODE", sessionId="w").output == f"{server.tmp}/work\ntest\n"
     auto = server.result("session/open", {})
     assert auto["sessionId"] and auto["sessionId"] != "w"
-    listed = {s["sessionId"]: s for s in server.result("session/list")["sessions"]}
-    assert listed["w"]["state"] == "idle" and listed["w"]["pid"] > 0
-    pid = listed["w"]["pid"]
+    listed = server.sessions()
+    pid = listed["w"].pid
+    assert listed["w"].state == "idle" and pid is not None and pid > 0
     server.bash("sleep 300 &", sessionId="w")
     assert server.result("session/close", {"sessionId": "w"}) == {"closed": True}
     assert wait_until(lambda: not server.owned_processes() or pid not in server.owned_processes())
     assert server.result("session/close", {"sessionId": "w"}) == {"closed": False}
-    err = server.call("session/open", {"cwd": "missing-dir"})["error"]
-    assert err["code"] == ErrorCode.INVALID_PARAMS
+    assert server.error("session/open", {"cwd": "missing-dir"}).code == ErrorCode.INVALID_PARAMS
 
 
-def test_session_close_aborts_its_running_command(server: ServerProcess) -> None:
+def test_session_close_aborts_its_running_command(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "sleep 60", "sessionId": "x"})
     time.sleep(0.3)
     server.result("session/close", {"sessionId": "x"})
-    assert server.response(ident, timeout=HANG_SECONDS)["result"]["cancelled"]
+    assert server.bash_result(ident, timeout=HANG_SECONDS).cancelled
 
 
-def test_a_working_directory_that_is_not_utf8(server: ServerProcess) -> None:
+def test_a_working_directory_that_is_not_utf8(server: InProcessServer) -> None:
     raw = os.fsencode(str(server.tmp)) + b"/d\xff"
     result = server.bash("mkdir $'d\\xff' && cd $'d\\xff' && printf done")
-    assert result["output"] == "done"
+    assert result.output == "done"
     # The text is lossy (U+FFFD); the base64 form is the exact path.
-    assert result["workingDir"] == f"{server.tmp}/d\ufffd"
-    assert base64.b64decode(result["workingDirBase64"]) == raw
-    listed = server.result("session/list")["sessions"][0]
-    assert listed["cwd"] == f"{server.tmp}/d\ufffd"
-    assert base64.b64decode(listed["cwdBase64"]) == raw
+    assert result.working_dir == f"{server.tmp}/d\ufffd"
+    assert result.working_dir_base64 is not None
+    assert base64.b64decode(result.working_dir_base64) == raw
+    listed = server.sessions()["default"]
+    assert listed.cwd == f"{server.tmp}/d\ufffd"
+    assert listed.cwd_base64 is not None and base64.b64decode(listed.cwd_base64) == raw
     # A path that is valid UTF-8 carries no second form.
     plain = server.bash("cd /tmp")
-    assert plain["workingDir"] == "/tmp" and "workingDirBase64" not in plain
-    assert server.bash("echo alive")["output"] == "alive\n"
-    assert server.proc.poll() is None
+    assert plain.working_dir == "/tmp" and plain.working_dir_base64 is None
+    assert server.bash("echo alive").output == "alive\n"
+    assert server.result("ping") == {}
 
 
-def test_tilde_means_home_on_pipes_and_ptys_alike(server: ServerProcess) -> None:
+def test_tilde_means_home_on_pipes_and_ptys_alike(server: InProcessServer) -> None:
     home = server.tmp / "home"
     (home / "sub").mkdir(parents=True, exist_ok=True)
     for pty in (False, True):
-        assert server.bash("pwd", cwd="~", pty=pty)["output"] == f"{home}\n", pty
-        assert server.bash("pwd", cwd="~/sub", pty=pty)["output"] == f"{home}/sub\n", pty
+        assert server.bash("pwd", cwd="~", pty=pty).output == f"{home}\n", pty
+        assert server.bash("pwd", cwd="~/sub", pty=pty).output == f"{home}/sub\n", pty
 
 
-def test_user_traps_never_see_the_driver(server: ServerProcess) -> None:
+def test_user_traps_never_see_the_driver(server: InProcessServer) -> None:
     server.bash("trap 'echo DEBUG: $BASH_COMMAND' DEBUG")
-    assert server.bash("echo hi")["output"] == "DEBUG: echo hi\nhi\n"
-    assert server.bash("echo again", cwd=".")["output"] == "DEBUG: echo again\nagain\n"
+    assert server.bash("echo hi").output == "DEBUG: echo hi\nhi\n"
+    assert server.bash("echo again", cwd=".").output == "DEBUG: echo again\nagain\n"
     server.bash("trap - DEBUG")
-    assert server.bash("echo quiet")["output"] == "quiet\n"
+    assert server.bash("echo quiet").output == "quiet\n"
     server.bash("trap 'echo ERR: $BASH_COMMAND' ERR")
     failed = server.bash("false")
-    assert failed["output"] == "ERR: false\n" and failed["exitCode"] == 1
-    assert server.bash("true")["output"] == ""
-    assert server.bash("echo x; false; echo y")["output"] == "x\nERR: false\ny\n"
+    assert failed.output == "ERR: false\n" and failed.exit_code == 1
+    assert server.bash("true").output == ""
+    assert server.bash("echo x; false; echo y").output == "x\nERR: false\ny\n"
     server.bash("trap - ERR")
-    assert server.bash("false")["output"] == ""
+    assert server.bash("false").output == ""
     server.bash("set -x")
     # Commands under `eval` trace one level deep ("++"); no driver step shows.
-    traced = server.bash("echo traced")["output"]
+    traced = server.bash("echo traced").output
     assert traced.endswith("+ echo traced\ntraced\n") and traced.count("\n") == 2
     server.bash("set +x; trap 'echo RETURN' RETURN")
-    assert server.bash("echo plain")["output"] == "plain\n"
+    assert server.bash("echo plain").output == "plain\n"

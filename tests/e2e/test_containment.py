@@ -31,11 +31,11 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def server(spawn, tmp_path: Path, mode: str) -> ServerProcess:
-    """A server tracking shells by cgroup, and one tracking them by ancestry."""
+def server(spawn_process, tmp_path: Path, mode: str) -> ServerProcess:
+    """A server process tracking shells by cgroup, and one tracking them by ancestry."""
     cfg = tmp_path / "containment.toml"
     cfg.write_text(MODES[mode])
-    started: ServerProcess = spawn("--config", str(cfg), new_session=True)
+    started: ServerProcess = spawn_process("--config", str(cfg), new_session=True)
     return started
 
 
@@ -63,7 +63,7 @@ ESCAPEE_COUNT = 4
 
 
 def spawn_escapees(server: ServerProcess, marker: str, session: str) -> None:
-    assert server.bash(escapees(marker), sessionId=session)["output"] == "spawned\n"
+    assert server.bash(escapees(marker), sessionId=session).output == "spawned\n"
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT, timeout=5)
 
 
@@ -72,15 +72,15 @@ def test_escapees_die_when_their_command_is_aborted(server: ServerProcess) -> No
     ident = server.request("bash", {"command": escapees(marker) + "; sleep 60"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT, timeout=5)
-    assert server.result("abort_bash", {"requestId": ident})["aborted"]
-    assert server.response(ident)["result"]["cancelled"]
+    assert server.abort(requestId=ident)
+    assert server.bash_result(ident).cancelled
     assert wait_until(lambda: marked_processes(marker) == [], timeout=GONE_SECONDS)
 
 
 def test_escapees_die_when_their_command_times_out(server: ServerProcess) -> None:
     marker = f"bashrpc-timeout-{uuid.uuid4().hex}"
     result = server.bash(escapees(marker) + "; sleep 60", timeout=1)
-    assert result["timedOut"]
+    assert result.timed_out
     assert wait_until(lambda: marked_processes(marker) == [], timeout=GONE_SECONDS)
 
 
@@ -99,7 +99,7 @@ def test_escapees_die_when_their_session_closes(server: ServerProcess) -> None:
 
 def test_escapees_of_a_pty_command_die_when_it_ends(server: ServerProcess) -> None:
     marker = f"bashrpc-pty-{uuid.uuid4().hex}"
-    assert server.bash(escapees(marker), pty=True)["output"] == "spawned\n"
+    assert server.bash(escapees(marker), pty=True).output == "spawned\n"
     assert wait_until(lambda: marked_processes(marker) == [], timeout=GONE_SECONDS)
 
 
@@ -142,10 +142,10 @@ def test_aborted_command_runs_nothing_after_the_abort(server: ServerProcess) -> 
     ident = server.request("bash", {"command": "trap 'true' TERM; echo go; sleep 10; echo done"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     server.result("abort_bash", {"requestId": ident})
-    result = server.response(ident)["result"]
-    assert result["cancelled"] and "done" not in result["output"]
+    result = server.bash_result(ident)
+    assert result.cancelled and "done" not in result.output
     timed = server.bash("trap 'true' TERM; sleep 10; echo done", timeout=1)
-    assert timed["timedOut"] and "done" not in timed["output"]
+    assert timed.timed_out and "done" not in timed.output
 
 
 ROUNDS = 200
@@ -176,9 +176,9 @@ def test_two_hundred_timeouts_and_aborts_on_busy_cores(server: ServerProcess, mo
             for ident in aborted:
                 server.result("abort_bash", {"requestId": ident})
             for ident in timed + aborted:
-                result = server.response(ident, timeout=60)["result"]
-                assert result["cancelled"], (start, result)
-                outputs.append(result["output"])
+                result = server.bash_result(ident, timeout=60)
+                assert result.cancelled, (start, result)
+                outputs.append(result.output)
         chunks = "".join(c["params"]["text"] for c in server.notifications("bash/chunk"))
         assert len(outputs) == 2 * ROUNDS
         assert not [o for o in outputs if "done" in o]

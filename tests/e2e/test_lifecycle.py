@@ -13,6 +13,18 @@ import pytest
 
 from tests.rpc import ServerProcess, owned_processes, wait_until
 
+
+@pytest.fixture
+def server(process: ServerProcess) -> ServerProcess:
+    """Everything here is about the process itself: stdio, signals, exit, the CLI."""
+    return process
+
+
+@pytest.fixture
+def spawn(spawn_process):  # type: ignore[no-untyped-def]
+    return spawn_process
+
+
 ESCAPES = (
     "sleep 300 & nohup sleep 301 >/dev/null 2>&1 & setsid sleep 302 & "
     "(setsid sleep 303 &); sleep 304 & disown; echo spawned"
@@ -22,7 +34,7 @@ EXIT_BOUND_SECONDS = 10.0
 
 
 def start_escapees(server: ServerProcess) -> None:
-    assert server.bash(ESCAPES)["output"] == "spawned\n"
+    assert server.bash(ESCAPES).output == "spawned\n"
     server.bash("sleep 305 &", sessionId="other")
     assert wait_until(
         lambda: len([c for c in server.owned_commands() if c.startswith("sleep 30")]) == 6
@@ -42,7 +54,7 @@ def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
     assert time.monotonic() - started < 3.5
     assert_all_gone(server.pid)
     # The aborted command was still answered before the exit.
-    assert server.response(running, timeout=1)["result"]["cancelled"]
+    assert server.bash_result(running, timeout=1).cancelled
 
 
 def test_shutdown_then_exit(server: ServerProcess) -> None:
@@ -74,7 +86,7 @@ def test_temporary_files_are_removed_and_artifacts_kept(spawn, tmp_path: Path) -
     assert oct(runtime[0].stat().st_mode & 0o777) == oct(0o700)
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
     assert list(private_tmp.iterdir()) == []
-    assert (server.artifacts_dir / f"{result['artifactId']}.bash.log").is_file()
+    assert (server.artifacts_dir / f"{result.artifact_id}.bash.log").is_file()
 
 
 def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -115,16 +127,16 @@ def test_config_values_take_effect(spawn, tmp_path: Path) -> None:
     )
     server = spawn("--config", str(cfg), artifacts=False)
     result = server.bash("echo $FROM_CONFIG; env | grep -c LANG_TEST; seq 1 2000")
-    assert result["output"].endswith("2000\n") and result["truncated"]
-    assert result["outputBytes"] <= 2048
-    assert (tmp_path / "cfg-artifacts" / f"{result['artifactId']}.bash.log").is_file()
+    assert result.output.endswith("2000\n") and result.truncated
+    assert result.output_bytes <= 2048
+    assert (tmp_path / "cfg-artifacts" / f"{result.artifact_id}.bash.log").is_file()
 
 
 def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
     (tmp_path / "config" / "bashrpc").mkdir(parents=True)
     (tmp_path / "config" / "bashrpc" / "config.toml").write_text("[env]\nDEFAULTED = 'from-xdg'\n")
     server = spawn()
-    assert server.bash("echo $DEFAULTED")["output"] == "from-xdg\n"
+    assert server.bash("echo $DEFAULTED").output == "from-xdg\n"
 
 
 def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
@@ -166,7 +178,7 @@ def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     started = time.monotonic()
     server.result("abort_bash", {"requestId": ident})
-    assert server.response(ident)["result"]["cancelled"]
+    assert server.bash_result(ident).cancelled
     assert time.monotonic() - started < 0.3 + 0.5 + 0.5
     assert not [c for c in server.owned_commands() if "sleep 60" in c]
 
@@ -176,10 +188,10 @@ def test_env_exclude_keeps_secrets_out_of_commands(spawn, tmp_path: Path) -> Non
     cfg.write_text("[env]\nexclude = ['*TOKEN*', '*_KEY']\nVISIBLE = 'yes'\n")
     secrets = {"GITHUB_TOKEN": "ghp", "OPENAI_API_KEY": "sk", "PLAIN": "ok"}
     server = spawn("--config", str(cfg), env=secrets)
-    out = server.bash('echo "[$GITHUB_TOKEN][$OPENAI_API_KEY][$PLAIN][$VISIBLE]"')["output"]
+    out = server.bash('echo "[$GITHUB_TOKEN][$OPENAI_API_KEY][$PLAIN][$VISIBLE]"').output
     assert out == "[][][ok][yes]\n"
     default = spawn(env=secrets)
-    assert default.bash('echo "$GITHUB_TOKEN"')["output"] == "ghp\n"
+    assert default.bash('echo "$GITHUB_TOKEN"').output == "ghp\n"
     cfg.write_text("[env]\nexclude = '*TOKEN*'\n")
     bad = subprocess.run(
         [sys.executable, "-m", "server", "--config", str(cfg)], input=b"", capture_output=True

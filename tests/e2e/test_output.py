@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.rpc import ServerProcess
+from tests.inprocess import InProcessServer
 
 CAP = 1_000_000
 
@@ -22,11 +22,9 @@ def dir_sizes(directory: Path) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def test_artifact_cap_holds_while_a_command_runs(spawn, tmp_path: Path) -> None:
-    cfg = tmp_path / "cap.toml"
-    cfg.write_text(f"[artifacts]\nmaxTotalBytes = {CAP}\n")
-    server = spawn("--config", str(cfg))
-    older = server.bash("seq 1 100000")["artifactId"]  # 588,895 bytes, finished
+def test_artifact_cap_holds_while_a_command_runs(spawn) -> None:
+    server = spawn(f"[artifacts]\nmaxTotalBytes = {CAP}\n")
+    older = server.bash("seq 1 100000").artifact_id  # 588,895 bytes, finished
     seen: list[tuple[int, int]] = []
     stop = threading.Event()
 
@@ -42,50 +40,48 @@ def test_artifact_cap_holds_while_a_command_runs(spawn, tmp_path: Path) -> None:
     finally:
         stop.set()
         watcher.join()
-    assert result["timedOut"] and result["truncated"]
-    assert result["artifactTruncated"] is True
+    assert result.timed_out and result.truncated
+    assert result.artifact_truncated is True
     assert len(seen) > 50
     assert max(total for total, _ in seen) <= CAP
     assert dir_sizes(server.artifacts_dir)[0] <= CAP
     # The older artifact made room first; the runaway one was cut at the cap.
     assert not (server.artifacts_dir / f"{older}.bash.log").exists()
-    runaway = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    runaway = server.artifacts_dir / f"{result.artifact_id}.bash.log"
     assert runaway.stat().st_size == CAP
-    assert result["output"].endswith("y\n")  # the tail in memory is as always
+    assert result.output.endswith("y\n")  # the tail in memory is as always
 
 
-def test_per_artifact_limit(spawn, tmp_path: Path) -> None:
-    cfg = tmp_path / "per.toml"
-    cfg.write_text("[artifacts]\nmaxBytes = 100000\n")
-    server = spawn("--config", str(cfg))
+def test_per_artifact_limit(spawn) -> None:
+    server = spawn("[artifacts]\nmaxBytes = 100000\n")
     result = server.bash("seq 1 100000")
-    assert result["artifactTruncated"] is True and result["totalBytes"] == 588895
-    artifact = server.artifacts_dir / f"{result['artifactId']}.bash.log"
+    assert result.artifact_truncated is True and result.total_bytes == 588895
+    artifact = server.artifacts_dir / f"{result.artifact_id}.bash.log"
     assert artifact.stat().st_size == 100000
     small = server.bash("seq 1 20000")  # 108,894 bytes: over the limit too
-    assert small["artifactTruncated"] is True
+    assert small.artifact_truncated is True
     fits = server.bash("seq 1 15000")  # 78,894 bytes: whole
-    assert fits["truncated"] and "artifactTruncated" not in fits
+    assert fits.truncated and not fits.artifact_truncated
 
 
-def test_escape_sequences_split_across_reads_are_removed(server: ServerProcess) -> None:
+def test_escape_sequences_split_across_reads_are_removed(server: InProcessServer) -> None:
     # An 8-bit CSI (U+009B in UTF-8) cut between its two bytes.
     split_csi = server.bash("printf '\\xc2'; sleep 0.2; printf '\\x9b31mred\\n'")
-    assert split_csi["output"] == "red\n"
+    assert split_csi.output == "red\n"
     # A 5 KiB window title cut before its terminator.
     title = server.bash(
         "printf '\\033]0;%s' \"$(head -c 5000 /dev/zero | tr '\\0' t)\"; sleep 0.2;"
         " printf '\\a'; echo after"
     )
-    assert title["output"] == "after\n"
+    assert title.output == "after\n"
 
 
-def test_inline_images_do_not_flood_the_output(server: ServerProcess) -> None:
+def test_inline_images_do_not_flood_the_output(server: InProcessServer) -> None:
     image = "$(head -c 300000 /dev/urandom | base64 -w0)"
     iterm = server.bash(f"printf '\\033]1337;File=inline=1:%s\\a' \"{image}\"; echo after")
-    assert iterm["output"] == "after\n"
+    assert iterm.output == "after\n"
     chunk = "$(head -c 3000 /dev/urandom | base64 -w0)"
     kitty = server.bash(
         f"for i in 1 2 3; do printf '\\033_Gf=100,m=1;%s\\033\\\\' \"{chunk}\"; done; echo after"
     )
-    assert kitty["output"] == "after\n"
+    assert kitty.output == "after\n"

@@ -8,7 +8,10 @@ from typing import Any
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import ServerProcess, wait_until
+from protocol.mcp import CallToolResult
+from protocol.methods import PtyInputResult, PtyResizeResult, PtyScreen
+from tests.inprocess import InProcessServer
+from tests.rpc import wait_until
 
 HANG_SECONDS = 10.0
 
@@ -26,7 +29,7 @@ say("app:" + os.read(fd, 16).hex())
 """
 
 
-def raw_output(server: ServerProcess, ident: Any) -> bytes:
+def raw_output(server: InProcessServer, ident: Any) -> bytes:
     return b"".join(
         base64.b64decode(m["params"]["data"])
         for m in server.notifications("pty/output")
@@ -34,76 +37,77 @@ def raw_output(server: ServerProcess, ident: Any) -> bytes:
     )
 
 
-def wait_for_output(server: ServerProcess, ident: Any, needle: bytes) -> None:
+def wait_for_output(server: InProcessServer, ident: Any, needle: bytes) -> None:
     server.receive_until(lambda: needle in raw_output(server, ident), timeout=HANG_SECONDS)
 
 
-def test_both_ends_are_a_terminal(server: ServerProcess) -> None:
+def test_both_ends_are_a_terminal(server: InProcessServer) -> None:
     result = server.bash(
         "python3 -c 'import sys; print(sys.stdin.isatty(), sys.stdout.isatty())';"
         ' echo "$TERM [${NO_COLOR-unset}]"',
         pty=True,
     )
-    assert result["output"] == "True True\nxterm-256color [unset]\n"
-    assert result["exitCode"] == 0
+    assert result.output == "True True\nxterm-256color [unset]\n"
+    assert result.exit_code == 0
 
 
-def test_prompt_answered_through_pty_input(server: ServerProcess) -> None:
+def test_prompt_answered_through_pty_input(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "read -p 'name? ' n; echo \"hi $n\"", "pty": True})
     wait_for_output(server, ident, b"name? ")
-    assert server.result("pty/input", {"requestId": ident, "data": "bob", "keys": ["enter"]}) == {
-        "bytesWritten": 4
-    }
-    result = server.response(ident)["result"]
-    assert result["output"] == "name? bob\nhi bob\n" and result["exitCode"] == 0
+    typed = server.typed(
+        PtyInputResult, "pty/input", {"requestId": ident, "data": "bob", "keys": ["enter"]}
+    )
+    assert typed.bytes_written == 4
+    result = server.bash_result(ident)
+    assert result.output == "name? bob\nhi bob\n" and result.exit_code == 0
     # The raw stream kept the terminal's own bytes: CRLF line ends, in order.
     assert b"hi bob\r\n" in raw_output(server, ident)
 
 
-def test_arrow_keys_follow_application_cursor_mode(server: ServerProcess) -> None:
+def test_arrow_keys_follow_application_cursor_mode(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": f"python3 -c '{RAW_KEY_REPORTER}'", "pty": True})
     wait_for_output(server, ident, b"ready-normal")
     server.result("pty/input", {"requestId": ident, "keys": ["up"]})
     wait_for_output(server, ident, b"ready-app")
     server.result("pty/input", {"requestId": ident, "keys": ["up"]})
-    output = server.response(ident)["result"]["output"]
+    output = server.bash_result(ident).output
     assert "normal:1b5b41" in output  # ESC [ A
     assert "app:1b4f41" in output  # ESC O A
 
 
-def test_resize_reaches_the_program(server: ServerProcess) -> None:
+def test_resize_reaches_the_program(server: InProcessServer) -> None:
     command = "trap 'echo winch' WINCH; echo ready; read -r _; tput cols; stty size"
     ident = server.request("bash", {"command": command, "pty": {"cols": 80, "rows": 24}})
     wait_for_output(server, ident, b"ready")
-    assert server.result("pty/resize", {"requestId": ident, "cols": 132, "rows": 50}) == {
-        "cols": 132,
-        "rows": 50,
-    }
+    resized = server.typed(
+        PtyResizeResult, "pty/resize", {"requestId": ident, "cols": 132, "rows": 50}
+    )
+    assert (resized.cols, resized.rows) == (132, 50)
     server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
-    output = server.response(ident)["result"]["output"]
+    output = server.bash_result(ident).output
     assert output.endswith("132\n50 132\n")
     assert "winch" in output
 
 
-def test_resize_is_clamped(server: ServerProcess) -> None:
+def test_resize_is_clamped(server: InProcessServer) -> None:
     ident = server.request(
         "bash", {"command": "echo ready; read -r _; stty size", "pty": {"cols": 5}}
     )
     wait_for_output(server, ident, b"ready")
-    assert server.result("pty/resize", {"requestId": ident, "cols": 9999, "rows": 1}) == {
-        "cols": 400,
-        "rows": 5,
-    }
+    resized = server.typed(
+        PtyResizeResult, "pty/resize", {"requestId": ident, "cols": 9999, "rows": 1}
+    )
+    assert (resized.cols, resized.rows) == (400, 5)
     server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
-    assert server.response(ident)["result"]["output"].endswith("5 400\n")
+    assert server.bash_result(ident).output.endswith("5 400\n")
 
 
-def test_default_size_and_clamped_request(server: ServerProcess) -> None:
-    assert server.bash("stty size", pty=True)["output"] == "40 120\n"
-    assert server.bash("stty size", pty={"cols": 1, "rows": 1000})["output"] == "200 20\n"
+def test_default_size_and_clamped_request(server: InProcessServer) -> None:
+    assert server.bash("stty size", pty=True).output == "40 120\n"
+    assert server.bash("stty size", pty={"cols": 1, "rows": 1000}).output == "200 20\n"
 
 
-def test_screen_shows_what_the_program_shows(server: ServerProcess) -> None:
+def test_screen_shows_what_the_program_shows(server: InProcessServer) -> None:
     ident = server.request(
         "bash",
         {
@@ -112,58 +116,58 @@ def test_screen_shows_what_the_program_shows(server: ServerProcess) -> None:
         },
     )
     wait_for_output(server, ident, b"b\r\n")
-    screen = server.result("pty/screen", {"requestId": ident})
-    assert screen["cols"] == 30 and screen["rows"] == 6
-    assert screen["lines"] == ["a", "b", "", "", "", ""]
-    assert screen["cursor"] == {"x": 0, "y": 2}
+    screen = server.typed(PtyScreen, "pty/screen", {"requestId": ident})
+    assert screen.cols == 30 and screen.rows == 6
+    assert screen.lines == ["a", "b", "", "", "", ""]
+    assert (screen.cursor.x, screen.cursor.y) == (0, 2)
     server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
     wait_for_output(server, ident, b"after clear")
-    screen = server.result("pty/screen", {"requestId": ident})
-    assert screen["lines"] == ["after clear", "", "", "", "", ""]
-    assert screen["cursor"] == {"x": len("after clear"), "y": 0}
+    screen = server.typed(PtyScreen, "pty/screen", {"requestId": ident})
+    assert screen.lines == ["after clear", "", "", "", "", ""]
+    assert (screen.cursor.x, screen.cursor.y) == (len("after clear"), 0)
     server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
     server.response(ident)
 
 
-def test_carriage_return_progress_bar_collapses(server: ServerProcess) -> None:
+def test_carriage_return_progress_bar_collapses(server: InProcessServer) -> None:
     command = "for i in $(seq 10000); do printf '\\rprogress %5d' $i; done; printf '\\ndone\\n'"
     result = server.bash(command, pty=True)
-    assert result["output"] == "progress 10000\ndone\n"
-    assert result["totalLines"] == 2 and not result["truncated"]
-    assert "artifactId" not in result
+    assert result.output == "progress 10000\ndone\n"
+    assert result.total_lines == 2 and not result.truncated
+    assert result.artifact_id is None
 
 
-def test_exit_status_and_signals(server: ServerProcess) -> None:
-    assert server.bash("exit 5", pty=True)["exitCode"] == 5
-    assert server.bash("kill -9 $$", pty=True)["exitCode"] == 137
+def test_exit_status_and_signals(server: InProcessServer) -> None:
+    assert server.bash("exit 5", pty=True).exit_code == 5
+    assert server.bash("kill -9 $$", pty=True).exit_code == 137
 
 
-def test_timeout_leaves_nothing_behind(server: ServerProcess) -> None:
+def test_timeout_leaves_nothing_behind(server: InProcessServer) -> None:
     started = time.monotonic()
     result = server.bash("echo started; sleep 60 & sleep 60", pty=True, timeout=1)
     assert time.monotonic() - started < HANG_SECONDS
-    assert result["timedOut"] and result["cancelled"] and result["exitCode"] is None
-    assert result["output"] == messages.timed_out_notice(1) + "\nstarted\n"
+    assert result.timed_out and result.cancelled and result.exit_code is None
+    assert result.output == messages.timed_out_notice(1) + "\nstarted\n"
     assert wait_until(lambda: server.owned_processes() == [], timeout=5)
 
 
-def test_abort_during_sleep(server: ServerProcess) -> None:
+def test_abort_during_sleep(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo go; sleep 60", "pty": True})
     wait_for_output(server, ident, b"go")
-    assert server.result("abort_bash", {"requestId": ident})["aborted"]
-    result = server.response(ident, timeout=HANG_SECONDS)["result"]
-    assert result["cancelled"] and not result["timedOut"]
-    assert result["output"] == f"{messages.NOTICE_CANCELLED}\ngo\n"
+    assert server.abort(requestId=ident)
+    result = server.bash_result(ident, timeout=HANG_SECONDS)
+    assert result.cancelled and not result.timed_out
+    assert result.output == f"{messages.NOTICE_CANCELLED}\ngo\n"
     assert wait_until(lambda: server.owned_processes() == [], timeout=5)
 
 
-def test_background_jobs_do_not_outlive_a_pty_command(server: ServerProcess) -> None:
+def test_background_jobs_do_not_outlive_a_pty_command(server: InProcessServer) -> None:
     result = server.bash("sleep 300 & setsid sleep 301 & echo spawned", pty=True)
-    assert result["output"] == "spawned\n" and result["exitCode"] == 0
+    assert result.output == "spawned\n" and result.exit_code == 0
     assert wait_until(lambda: server.owned_processes() == [], timeout=5)
 
 
-def test_input_to_finished_or_unknown_requests_is_an_error(server: ServerProcess) -> None:
+def test_input_to_finished_or_unknown_requests_is_an_error(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "true", "pty": True})
     server.response(ident)
     for method, params in [
@@ -171,34 +175,32 @@ def test_input_to_finished_or_unknown_requests_is_an_error(server: ServerProcess
         ("pty/resize", {"requestId": ident, "cols": 80, "rows": 24}),
         ("pty/screen", {"requestId": "nope"}),
     ]:
-        err = server.call(method, params)["error"]
-        assert err["code"] == ErrorCode.NO_SUCH_PTY
-        assert err["message"] == messages.NO_SUCH_PTY.format(request_id=params["requestId"])
+        error = server.error(method, params)
+        assert error.code == ErrorCode.NO_SUCH_PTY
+        assert error.message == messages.NO_SUCH_PTY.format(request_id=params["requestId"])
     pipe = server.request("bash", {"command": "sleep 1"})
     time.sleep(0.2)
-    assert server.call("pty/input", {"requestId": pipe, "data": "x"})["error"]["code"] == (
-        ErrorCode.NO_SUCH_PTY
-    )
+    assert server.error("pty/input", {"requestId": pipe, "data": "x"}).code == ErrorCode.NO_SUCH_PTY
     server.response(pipe)
 
 
-def test_unknown_key_is_invalid_params(server: ServerProcess) -> None:
+def test_unknown_key_is_invalid_params(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo ready; read -r _", "pty": True})
     wait_for_output(server, ident, b"ready")
-    err = server.call("pty/input", {"requestId": ident, "keys": ["enter", "hyper+q"]})["error"]
-    assert err["code"] == ErrorCode.INVALID_PARAMS
-    assert err["data"] == messages.UNKNOWN_KEY.format(key="hyper+q", index=1)
+    error = server.error("pty/input", {"requestId": ident, "keys": ["enter", "hyper+q"]})
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.data == messages.UNKNOWN_KEY.format(key="hyper+q", index=1)
     server.result("pty/input", {"requestId": ident, "keys": ["ctrl+d"]})
     server.response(ident)
 
 
-def test_start_failure_is_a_pty_error(server: ServerProcess) -> None:
+def test_start_failure_is_a_pty_error(server: InProcessServer) -> None:
     result = server.bash("true", pty=True, cwd="/no/such/dir")
-    assert result["exitCode"] is None and not result["cancelled"]
-    assert result["output"].startswith("PTY error: ")
+    assert result.exit_code is None and not result.cancelled
+    assert result.output.startswith("PTY error: ")
 
 
-def test_tool_path_pty_timeout_reads_like_pipes(server: ServerProcess) -> None:
+def test_tool_path_pty_timeout_reads_like_pipes(server: InProcessServer) -> None:
     server.result(
         "initialize",
         {
@@ -210,20 +212,22 @@ def test_tool_path_pty_timeout_reads_like_pipes(server: ServerProcess) -> None:
             },
         },
     )
-    reply = server.result(
+    reply = server.typed(
+        CallToolResult,
         "tools/call",
         {
             "name": "bash",
             "arguments": {"command": "tty >/dev/null && echo on-tty; sleep 30", "timeout": 1},
         },
     )
-    text = reply["content"][0]["text"]
-    assert reply["isError"] and reply["structuredContent"]["timedOut"]
+    text = reply.content[0].text
+    assert reply.is_error
+    assert reply.structured_content is not None and reply.structured_content.timed_out
     assert text.startswith(messages.timed_out_notice(1) + "\non-tty\n")
     assert server.notifications("pty/output")
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 30" in c])
 
 
-def test_children_get_default_signal_dispositions(server: ServerProcess) -> None:
+def test_children_get_default_signal_dispositions(server: InProcessServer) -> None:
     result = server.bash("yes | head -1; grep SigIgn /proc/self/status", pty=True)
-    assert result["output"] == "y\nSigIgn:\t0000000000000000\n"
+    assert result.output == "y\nSigIgn:\t0000000000000000\n"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from protocol import messages
-from tests.rpc import ServerProcess
+from server.output.chunks import MAX_PENDING_BYTES
+from tests.inprocess import InProcessServer
 
 SEQ_COUNT = 2_000_000
 
@@ -29,19 +30,17 @@ def test_exec_prints_the_whole_output_byte_for_byte(tmp_path: Path) -> None:
     assert hashlib.sha256(proc.stdout).hexdigest() == hashlib.sha256(expected).hexdigest()
 
 
-def test_a_client_that_keeps_up_loses_nothing(server: ServerProcess) -> None:
+def test_a_client_that_keeps_up_loses_nothing(server: InProcessServer) -> None:
     expected = subprocess.run(["seq", "1", "300000"], capture_output=True, check=True).stdout
     ident = server.request("bash", {"command": "seq 1 300000"})
-    result = server.response(ident, timeout=120)["result"]
-    streamed = "".join(c["text"] for c in server.chunks_for(ident))
-    assert result["totalBytes"] == len(expected)
+    result = server.bash_result(ident, timeout=120)
+    streamed = "".join(c.text for c in server.chunks_for(ident))
+    assert result.total_bytes == len(expected)
     assert "skipped because the client read slowly" not in streamed
     assert streamed.encode() == expected
 
 
 def test_the_skip_threshold_is_the_documented_one() -> None:
-    from server.chunks import MAX_PENDING_BYTES
-
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert MAX_PENDING_BYTES == 1024 * 1024
     assert "past 1 MiB pending" in readme

@@ -1,4 +1,4 @@
-"""The tool-call surface over stdio: handshake, every step of tools/call, resources."""
+"""The tool-call surface: handshake, every step of tools/call, resources."""
 
 from __future__ import annotations
 
@@ -7,15 +7,33 @@ import subprocess
 import time
 from typing import Any
 
+import msgspec
+
 from protocol import messages
+from protocol.envelope import ErrorObject
 from protocol.errors import ErrorCode
-from protocol.mcp import LATEST_PROTOCOL_VERSION
-from tests.rpc import ServerProcess
+from protocol.mcp import (
+    LATEST_PROTOCOL_VERSION,
+    BashStructured,
+    Blocked,
+    CallToolResult,
+    CancelledOutput,
+    InitializeResult,
+    ProgressParams,
+    ResourcesListResult,
+    ResourcesReadResult,
+    ResourceTemplatesListResult,
+    ShownRange,
+    TextResourceContents,
+    ToolsListResult,
+    ToolUpdate,
+)
+from tests.inprocess import InProcessServer
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write", "bash"]
 
 
-def initialize(server: ServerProcess, **options: Any) -> dict:
+def initialize(server: InProcessServer, **options: Any) -> InitializeResult:
     params: dict[str, Any] = {
         "protocolVersion": "2025-06-18",
         "capabilities": {},
@@ -23,47 +41,64 @@ def initialize(server: ServerProcess, **options: Any) -> dict:
     }
     if options:
         params["initializationOptions"] = options
-    return server.result("initialize", params)
+    return server.typed(InitializeResult, "initialize", params)
 
 
-def call_tool(server: ServerProcess, wait: float = 30, meta: Any = None, **arguments: Any) -> dict:
+def call_tool(
+    server: InProcessServer, wait: float = 30, meta: Any = None, **arguments: Any
+) -> CallToolResult:
     params: dict[str, Any] = {"name": "bash", "arguments": arguments}
     if meta is not None:
         params["_meta"] = meta
-    return server.result("tools/call", params, wait)
+    return server.typed(CallToolResult, "tools/call", params, wait)
 
 
-def text_of(result: dict) -> str:
-    assert [c["type"] for c in result["content"]] == ["text"]
-    return result["content"][0]["text"]
+def text_of(result: CallToolResult) -> str:
+    assert [c.type for c in result.content] == ["text"]
+    return result.content[0].text
 
 
-def test_initialize_negotiates_the_protocol_version(server: ServerProcess) -> None:
+def structured(result: CallToolResult) -> BashStructured:
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def blocked(result: CallToolResult) -> Blocked:
+    assert result.details is not None and result.details.blocked is not None
+    return result.details.blocked
+
+
+def tool_list(server: InProcessServer) -> ToolsListResult:
+    return server.typed(ToolsListResult, "tools/list")
+
+
+def test_initialize_negotiates_the_protocol_version(server: InProcessServer) -> None:
     result = initialize(server)
-    assert result["protocolVersion"] == "2025-06-18"
-    assert result["serverInfo"]["name"] == "bashrpc" and result["serverInfo"]["version"]
-    assert result["capabilities"] == {"tools": {}, "resources": {}}
+    assert result.protocol_version == "2025-06-18"
+    assert result.server_info.name == "bashrpc" and result.server_info.version
+    assert result.capabilities.tools == {} and result.capabilities.resources == {}
     for version in ("2025-03-26", "2024-11-05"):
-        reply = server.result("initialize", {"protocolVersion": version, "capabilities": {}})
-        assert reply["protocolVersion"] == version
-    reply = server.result("initialize", {"protocolVersion": "1999-01-01", "capabilities": {}})
-    assert reply["protocolVersion"] == LATEST_PROTOCOL_VERSION
+        params = {"protocolVersion": version, "capabilities": {}}
+        assert server.typed(InitializeResult, "initialize", params).protocol_version == version
+    params = {"protocolVersion": "1999-01-01", "capabilities": {}}
+    reply = server.typed(InitializeResult, "initialize", params)
+    assert reply.protocol_version == LATEST_PROTOCOL_VERSION
     server.notify("notifications/initialized")
     assert server.result("ping") == {}
 
 
-def test_native_methods_work_without_initialize(server: ServerProcess) -> None:
-    assert server.bash("echo hi")["output"] == "hi\n"
+def test_native_methods_work_without_initialize(server: InProcessServer) -> None:
+    assert server.bash("echo hi").output == "hi\n"
 
 
-def test_invalid_settings_in_initialize_name_the_key(server: ServerProcess) -> None:
+def test_invalid_settings_in_initialize_name_the_key(server: InProcessServer) -> None:
     for settings, key in [
         ({"interceptor": {"enabled": "yes"}}, "interceptor.enabled"),
         ({"tool": {"defaultTimeout": 0}}, "tool.defaultTimeout"),
         ({"bash": {"virtualTerminal": "maybe"}}, "bash.virtualTerminal"),
         ({"nonsense": 1}, "nonsense"),
     ]:
-        reply = server.call(
+        error = server.error(
             "initialize",
             {
                 "protocolVersion": "2025-06-18",
@@ -71,40 +106,37 @@ def test_invalid_settings_in_initialize_name_the_key(server: ServerProcess) -> N
                 "initializationOptions": {"settings": settings},
             },
         )
-        assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
-        assert key.split(".")[-1] in reply["error"]["data"], reply
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert key.split(".")[-1] in error.data, error
 
 
-def test_tools_list_describes_the_bash_tool(server: ServerProcess) -> None:
-    tools = server.result("tools/list")["tools"]
-    assert [t["name"] for t in tools] == ["bash"]
+def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
+    tools = tool_list(server).tools
+    assert [t.name for t in tools] == ["bash"]
     tool = tools[0]
-    assert "cwd" in tool["description"] and "head" in tool["description"]
-    assert "stderr" in tool["description"]
-    schema = tool["inputSchema"]
+    assert "cwd" in tool.description and "head" in tool.description
+    assert "stderr" in tool.description
+    schema = tool.input_schema
     assert schema["type"] == "object" and schema["required"] == ["command"]
     assert set(schema["properties"]) == {"command", "timeout", "cwd", "head", "tail"}
     assert schema["properties"]["timeout"]["default"] == 300
 
 
-def test_success_and_structured_content(server: ServerProcess) -> None:
+def test_success_and_structured_content(server: InProcessServer) -> None:
     result = call_tool(server, command="echo hello")
     assert text_of(result) == "hello\n"
-    assert result.get("isError", False) is False
-    assert result["structuredContent"] == {
-        "exitCode": 0,
-        "cancelled": False,
-        "timedOut": False,
-        "truncation": None,
-    }
+    assert result.is_error is False
+    assert structured(result) == BashStructured(
+        exit_code=0, cancelled=False, timed_out=False, truncation=None
+    )
 
 
-def test_normalize_lifts_a_trailing_head_or_tail(server: ServerProcess) -> None:
+def test_normalize_lifts_a_trailing_head_or_tail(server: InProcessServer) -> None:
     assert text_of(call_tool(server, command="seq 1 100 | head -n 3")) == "1\n2\n3\n"
     assert text_of(call_tool(server, command="seq 1 100 | tail -2  ")) == "99\n100\n"
     # The real exit status survives, which a pipe into head would hide.
     result = call_tool(server, command="(seq 1 5; exit 4) | head -2")
-    assert result["isError"] and text_of(result) == "1\n2\n\n\nCommand exited with code 4"
+    assert result.is_error and text_of(result) == "1\n2\n\n\nCommand exited with code 4"
     # Explicit arguments win, and head applies before tail.
     assert text_of(call_tool(server, command="seq 1 100 | head -5", head=2)) == "1\n2\n"
     assert text_of(call_tool(server, command="seq 1 100", head=10, tail=3)) == "8\n9\n10\n"
@@ -114,44 +146,44 @@ def test_normalize_lifts_a_trailing_head_or_tail(server: ServerProcess) -> None:
     assert text_of(call_tool(server, command="echo x 2>&1")) == "x\n"
 
 
-def test_empty_output_says_so(server: ServerProcess) -> None:
+def test_empty_output_says_so(server: InProcessServer) -> None:
     assert text_of(call_tool(server, command="true")) == messages.NO_OUTPUT
 
 
-def test_non_zero_exit_is_a_tool_error(server: ServerProcess) -> None:
+def test_non_zero_exit_is_a_tool_error(server: InProcessServer) -> None:
     result = call_tool(server, command="echo failing; exit 3")
-    assert result["isError"] is True
+    assert result.is_error is True
     assert text_of(result) == "failing\n" + messages.EXITED_WITH_CODE.format(code=3)
-    assert result["structuredContent"]["exitCode"] == 3
+    assert structured(result).exit_code == 3
 
 
-def test_shell_killed_by_its_command_reports_the_signal(server: ServerProcess) -> None:
+def test_shell_killed_by_its_command_reports_the_signal(server: InProcessServer) -> None:
     result = call_tool(server, command="kill -9 $$")
-    assert result["isError"] and result["structuredContent"]["exitCode"] == 137
+    assert result.is_error and structured(result).exit_code == 137
     assert text_of(result).endswith(messages.EXITED_WITH_CODE.format(code=137))
     assert text_of(call_tool(server, command="echo next")) == "next\n"
 
 
-def test_interceptor_blocks_when_enabled_and_the_tool_exists(server: ServerProcess) -> None:
+def test_interceptor_blocks_when_enabled_and_the_tool_exists(server: InProcessServer) -> None:
     initialize(server, toolNames=ALL_TOOLS, settings={"interceptor": {"enabled": True}})
     result = call_tool(server, command="  grep -rn TODO .  ")
-    assert result["isError"] is True
+    assert result.is_error is True
     assert text_of(result) == (
         f"Blocked: {messages.INTERCEPT_GREP}\n\nOriginal command: grep -rn TODO ."
     )
-    assert result["details"]["blocked"] == {"suggestedTool": "grep", "rule": "grep"}
-    assert result["structuredContent"]["exitCode"] is None
+    assert blocked(result) == Blocked(suggested_tool="grep", rule="grep")
+    assert structured(result).exit_code is None
     assert text_of(call_tool(server, command="ls | grep -c .")).strip().isdigit()
 
 
-def test_interceptor_is_off_by_default_and_gated_on_tools(server: ServerProcess) -> None:
+def test_interceptor_is_off_by_default_and_gated_on_tools(server: InProcessServer) -> None:
     initialize(server, toolNames=ALL_TOOLS)
-    assert not call_tool(server, command="cat /dev/null").get("isError")
+    assert not call_tool(server, command="cat /dev/null").is_error
     initialize(server, toolNames=["bash"], settings={"interceptor": {"enabled": True}})
-    assert not call_tool(server, command="cat /dev/null").get("isError")
+    assert not call_tool(server, command="cat /dev/null").is_error
 
 
-def test_custom_rules_replace_the_defaults(server: ServerProcess) -> None:
+def test_custom_rules_replace_the_defaults(server: InProcessServer) -> None:
     rules = [
         {"pattern": "([broken", "tool": "x", "message": "never"},
         {
@@ -167,7 +199,7 @@ def test_custom_rules_replace_the_defaults(server: ServerProcess) -> None:
         settings={"interceptor": {"enabled": True, "rules": rules}},
     )
     result = call_tool(server, command="make all")
-    assert result["details"]["blocked"] == {"suggestedTool": "build", "rule": "make"}
+    assert blocked(result) == Blocked(suggested_tool="build", rule="make")
     # The defaults were replaced, so grep (a default rule's target) runs.
     assert text_of(call_tool(server, command="echo x | grep -c x")) == "1\n"
     assert server.stderr().count("([broken") == 1
@@ -175,15 +207,13 @@ def test_custom_rules_replace_the_defaults(server: ServerProcess) -> None:
     assert server.stderr().count("([broken") == 1
 
 
-def test_interceptor_from_the_config_file(spawn, tmp_path) -> None:
-    cfg = tmp_path / "c.toml"
-    cfg.write_text("[interceptor]\nenabled = true\n")
-    server = spawn("--config", str(cfg))
+def test_interceptor_from_the_settings_file(spawn) -> None:
+    server = spawn("[interceptor]\nenabled = true\n")
     initialize(server, toolNames=["read"])
-    assert call_tool(server, command="cat README")["details"]["blocked"]["suggestedTool"] == "read"
+    assert blocked(call_tool(server, command="cat README")).suggested_tool == "read"
 
 
-def test_experimental_capability_carries_host_options(server: ServerProcess) -> None:
+def test_experimental_capability_carries_host_options(server: InProcessServer) -> None:
     server.result(
         "initialize",
         {
@@ -198,10 +228,10 @@ def test_experimental_capability_carries_host_options(server: ServerProcess) -> 
             },
         },
     )
-    assert call_tool(server, command="rg x")["details"]["blocked"]["suggestedTool"] == "grep"
+    assert blocked(call_tool(server, command="rg x")).suggested_tool == "grep"
 
 
-def test_cwd_is_resolved_against_the_workspace_on_every_call(server: ServerProcess) -> None:
+def test_cwd_is_resolved_against_the_workspace_on_every_call(server: InProcessServer) -> None:
     (server.tmp / "pkg").mkdir()
     (server.tmp / "file.txt").write_text("x")
     assert text_of(call_tool(server, command="pwd", cwd="pkg")) == f"{server.tmp}/pkg\n"
@@ -209,46 +239,44 @@ def test_cwd_is_resolved_against_the_workspace_on_every_call(server: ServerProce
     call_tool(server, command="cd /")
     assert text_of(call_tool(server, command="pwd")) == f"{server.tmp}\n"
     missing = call_tool(server, command="pwd", cwd="nope")
-    assert missing["isError"]
+    assert missing.is_error
     assert text_of(missing) == messages.CWD_MISSING.format(path=f"{server.tmp}/nope")
     not_dir = call_tool(server, command="pwd", cwd="file.txt")
     assert text_of(not_dir) == messages.CWD_NOT_A_DIRECTORY.format(path=f"{server.tmp}/file.txt")
 
 
-def test_timeout_default_clamp_and_notice(server: ServerProcess) -> None:
+def test_timeout_default_clamp_and_notice(server: InProcessServer) -> None:
     started = time.monotonic()
     result = call_tool(server, command="echo partial; sleep 30", timeout=0.2)
     assert time.monotonic() - started < 10
     text = text_of(result)
-    assert result["isError"] and result["structuredContent"]["timedOut"]
+    assert result.is_error and structured(result).timed_out
     assert text.startswith(messages.timed_out_notice(1) + "\npartial\n")
     assert text.endswith(messages.TIMEOUT_CLAMPED.format(requested="0.2", applied="1"))
     big = call_tool(server, command="echo ok", timeout=99999)
     assert text_of(big) == "ok\n" + messages.TIMEOUT_CLAMPED.format(
         requested="99999", applied="3600"
     )
-    assert not big.get("isError")
+    assert not big.is_error
 
 
-def test_configured_default_timeout(server: ServerProcess) -> None:
+def test_configured_default_timeout(server: InProcessServer) -> None:
     initialize(server, settings={"tool": {"defaultTimeout": 1}})
-    assert (
-        server.result("tools/list")["tools"][0]["inputSchema"]["properties"]["timeout"]["default"]
-        == 1
-    )
+    assert tool_list(server).tools[0].input_schema["properties"]["timeout"]["default"] == 1
     result = call_tool(server, command="sleep 20")
-    assert result["structuredContent"]["timedOut"]
+    assert structured(result).timed_out
 
 
-def test_truncation_meta_notice_and_resource_read(server: ServerProcess) -> None:
+def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> None:
     result = call_tool(server, command="seq 1 200000; exit 2")
     text = text_of(result)
-    truncation = result["details"]["meta"]["truncation"]
-    assert result["isError"] and truncation == result["structuredContent"]["truncation"]
-    artifact = truncation["artifactId"]
-    assert truncation["direction"] == "tail" and truncation["truncatedBy"] == "lines"
-    assert truncation["totalLines"] == 200000 and truncation["outputLines"] == 2000
-    assert truncation["shownRange"] == {"start": 198001, "end": 200000}
+    assert result.details is not None and result.details.meta is not None
+    truncation = result.details.meta.truncation
+    assert result.is_error and truncation == structured(result).truncation
+    artifact = truncation.artifact_id
+    assert truncation.direction == "tail" and truncation.truncated_by == "lines"
+    assert truncation.total_lines == 200000 and truncation.output_lines == 2000
+    assert truncation.shown_range == ShownRange(start=198001, end=200000)
     notice = messages.TRUNCATION_NOTICE.format(
         start=198001,
         end=200000,
@@ -258,29 +286,28 @@ def test_truncation_meta_notice_and_resource_read(server: ServerProcess) -> None
     )
     assert text.endswith("199999\n200000\n" + notice + messages.EXITED_WITH_CODE.format(code=2))
     expected = subprocess.run(["seq", "1", "200000"], capture_output=True).stdout.decode()
-    read = server.result("resources/read", {"uri": f"artifact://{artifact}"})
-    assert read["contents"] == [
-        {"uri": f"artifact://{artifact}", "mimeType": "text/plain", "text": expected}
+    read = server.typed(ResourcesReadResult, "resources/read", {"uri": f"artifact://{artifact}"})
+    assert read.contents == [
+        TextResourceContents(uri=f"artifact://{artifact}", mime_type="text/plain", text=expected)
     ]
 
 
-def test_byte_truncation_of_long_lines(server: ServerProcess) -> None:
+def test_byte_truncation_of_long_lines(server: InProcessServer) -> None:
     result = call_tool(server, command="head -c 200000 /dev/zero | tr '\\0' x; echo")
-    truncation = result["structuredContent"]["truncation"]
-    assert truncation["truncatedBy"] == "bytes" and truncation["totalLines"] == 1
+    truncation = structured(result).truncation
+    assert truncation is not None
+    assert truncation.truncated_by == "bytes" and truncation.total_lines == 1
     assert "(50KB limit)" in text_of(result)
 
 
-def test_resources_list_templates_and_errors(server: ServerProcess) -> None:
-    artifact = call_tool(server, command="seq 1 100000")["structuredContent"]["truncation"][
-        "artifactId"
-    ]
-    listed = server.result("resources/list")["resources"]
-    assert {"uri": f"artifact://{artifact}", "name": f"artifact {artifact}"}.items() <= listed[
-        0
-    ].items()
-    templates = server.result("resources/templates/list")["resourceTemplates"]
-    assert templates[0]["uriTemplate"] == "artifact://{id}"
+def test_resources_list_templates_and_errors(server: InProcessServer) -> None:
+    truncation = structured(call_tool(server, command="seq 1 100000")).truncation
+    assert truncation is not None
+    artifact = truncation.artifact_id
+    listed = server.typed(ResourcesListResult, "resources/list").resources
+    assert (listed[0].uri, listed[0].name) == (f"artifact://{artifact}", f"artifact {artifact}")
+    templates = server.typed(ResourceTemplatesListResult, "resources/templates/list")
+    assert templates.resource_templates[0].uri_template == "artifact://{id}"
     for uri, message in [
         ("artifact://", messages.ARTIFACT_URI_NO_ID),
         ("artifact://abc", messages.ARTIFACT_URI_NOT_NUMERIC.format(got="abc")),
@@ -292,14 +319,14 @@ def test_resources_list_templates_and_errors(server: ServerProcess) -> None:
         ("artifact://1/../2", messages.ARTIFACT_URI_NOT_NUMERIC.format(got="1/../2")),
         ("file:///etc/passwd", messages.UNSUPPORTED_URI.format(uri="file:///etc/passwd")),
     ]:
-        err = server.call("resources/read", {"uri": uri})["error"]
-        assert err["code"] == ErrorCode.INVALID_PARAMS and err["message"] == message
-    err = server.call("resources/read", {"uri": "artifact://999"})["error"]
-    assert err["code"] == ErrorCode.ARTIFACT_NOT_FOUND
-    assert err["message"] == messages.artifact_not_found(999, [artifact])
+        error = server.error("resources/read", {"uri": uri})
+        assert error.code == ErrorCode.INVALID_PARAMS and error.message == message
+    error = server.error("resources/read", {"uri": "artifact://999"})
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    assert error.message == messages.artifact_not_found(999, [artifact])
 
 
-def test_cancel_answers_request_cancelled_with_the_output(server: ServerProcess) -> None:
+def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
     for method, key in (("notifications/cancelled", "requestId"), ("$/cancelRequest", "id")):
         ident = server.request(
             "tools/call", {"name": "bash", "arguments": {"command": "echo begun; exec sleep 60"}}
@@ -308,10 +335,10 @@ def test_cancel_answers_request_cancelled_with_the_output(server: ServerProcess)
             lambda m, i=ident: m.get("method") == "tool/update" and m["params"]["requestId"] == i
         )
         server.notify(method, {key: ident, "reason": "user"})
-        reply = server.response(ident, timeout=10)
-        assert reply["error"]["code"] == ErrorCode.REQUEST_CANCELLED
-        assert reply["error"]["message"] == messages.REQUEST_CANCELLED
-        assert reply["error"]["data"]["output"] == "begun\n"
+        error = msgspec.convert(server.response(ident, timeout=10)["error"], ErrorObject)
+        assert error.code == ErrorCode.REQUEST_CANCELLED
+        assert error.message == messages.REQUEST_CANCELLED
+        assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
         assert not [c for c in server.owned_commands() if "sleep 60" in c]
     # Late, repeated and unknown cancels are harmless.
     done = server.request("tools/call", {"name": "bash", "arguments": {"command": "echo x"}})
@@ -322,7 +349,7 @@ def test_cancel_answers_request_cancelled_with_the_output(server: ServerProcess)
     assert text_of(call_tool(server, command="echo healthy")) == "healthy\n"
 
 
-def test_tool_updates_are_snapshots_and_throttled(server: ServerProcess) -> None:
+def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> None:
     ident = server.request(
         "tools/call",
         {
@@ -332,27 +359,30 @@ def test_tool_updates_are_snapshots_and_throttled(server: ServerProcess) -> None
     )
     server.response(ident)
     updates = [
-        m["params"]
+        msgspec.convert(m["params"], ToolUpdate)
         for m in server.notifications("tool/update")
         if m["params"]["requestId"] == ident
     ]
     assert 2 <= len(updates) <= 20  # ~0.8 s at most one per 100 ms
-    texts = [u["content"][0]["text"] for u in updates]
+    texts = [u.content[0].text for u in updates]
     assert all(b.startswith(a) for a, b in itertools.pairwise(texts))  # snapshots grow
     assert not server.notifications("notifications/progress")
 
 
-def test_progress_only_with_a_token(server: ServerProcess) -> None:
+def test_progress_only_with_a_token(server: InProcessServer) -> None:
     command = "for i in $(seq 20); do echo line-$i; sleep 0.03; done"
     call_tool(server, command=command, meta={"progressToken": "tok"})
-    progress = [m["params"] for m in server.notifications("notifications/progress")]
-    assert progress and all(p["progressToken"] == "tok" for p in progress)
-    values = [p["progress"] for p in progress]
+    progress = [
+        msgspec.convert(m["params"], ProgressParams)
+        for m in server.notifications("notifications/progress")
+    ]
+    assert progress and all(p.progress_token == "tok" for p in progress)
+    values = [p.progress for p in progress]
     assert values == sorted(values) and values[-1] > 0
-    assert all(p["message"].startswith("line-") and len(p["message"]) <= 200 for p in progress)
+    assert all(p.message.startswith("line-") and len(p.message) <= 200 for p in progress)
 
 
-def test_opt_out_of_notifications(server: ServerProcess) -> None:
+def test_opt_out_of_notifications(server: InProcessServer) -> None:
     initialize(server, optOutNotifications=["tool/update", "notifications/progress"])
     call_tool(
         server, command="for i in 1 2 3; do echo $i; sleep 0.1; done", meta={"progressToken": 1}
@@ -361,24 +391,23 @@ def test_opt_out_of_notifications(server: ServerProcess) -> None:
     assert not server.notifications("notifications/progress")
 
 
-def test_unknown_tool_and_bad_arguments(server: ServerProcess) -> None:
-    err = server.call("tools/call", {"name": "python", "arguments": {}})["error"]
-    assert err["code"] == ErrorCode.INVALID_PARAMS
-    assert err["data"] == messages.UNKNOWN_TOOL.format(name="python")
-    err = server.call("tools/call", {"name": "bash", "arguments": {"command": 1}})["error"]
-    assert err["code"] == ErrorCode.INVALID_PARAMS and "command" in err["data"]
-    err = server.call("tools/call", {"name": "bash", "arguments": {"command": "x", "extra": 1}})
-    assert "extra" in err["error"]["data"]
+def test_unknown_tool_and_bad_arguments(server: InProcessServer) -> None:
+    error = server.error("tools/call", {"name": "python", "arguments": {}})
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.data == messages.UNKNOWN_TOOL.format(name="python")
+    error = server.error("tools/call", {"name": "bash", "arguments": {"command": 1}})
+    assert error.code == ErrorCode.INVALID_PARAMS and "command" in error.data
+    error = server.error("tools/call", {"name": "bash", "arguments": {"command": "x", "extra": 1}})
+    assert "extra" in error.data
 
 
-def test_tool_calls_share_a_shell(server: ServerProcess) -> None:
+def test_tool_calls_share_a_shell(server: InProcessServer) -> None:
     call_tool(server, command="export SHARED=yes")
     assert text_of(call_tool(server, command="echo $SHARED")) == "yes\n"
-    sessions = {s["sessionId"] for s in server.result("session/list")["sessions"]}
-    assert "@tools" in sessions
+    assert "@tools" in server.sessions()
 
 
-def test_pty_is_used_only_when_all_three_conditions_hold(spawn) -> None:
+def test_pty_is_used_only_when_all_three_conditions_hold(spawn, monkeypatch) -> None:
     ui = {"cols": 100, "rows": 30}
     on = {"bash": {"virtualTerminal": "on"}}
     probe = 'if test -t 1; then echo "tty $(tput cols)"; else echo pipe; fi'
@@ -390,14 +419,14 @@ def test_pty_is_used_only_when_all_three_conditions_hold(spawn) -> None:
         ({}, {"settings": on}, "pipe\n"),  # the host declared no ui
     ]
     for env, options, expected in cases:
+        for name in ("BASHRPC_NO_PTY", "PI_NO_PTY"):
+            monkeypatch.delenv(name, raising=False)
         server = spawn(env=env)
         initialize(server, **options)
         assert text_of(call_tool(server, command=probe)) == expected, (env, options)
 
 
-def test_tool_description_follows_the_settings(spawn, tmp_path) -> None:
-    cfg = tmp_path / "limits.toml"
-    cfg.write_text("[output]\nmaxBytes = 20480\n[tool]\ndefaultTimeout = 60\n")
-    server = spawn("--config", str(cfg))
-    description = server.result("tools/list")["tools"][0]["description"]
+def test_tool_description_follows_the_settings(spawn) -> None:
+    server = spawn("[output]\nmaxBytes = 20480\n[tool]\ndefaultTimeout = 60\n")
+    description = tool_list(server).tools[0].description
     assert "last 20KB" in description and "default 60," in description

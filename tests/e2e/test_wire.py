@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import ServerProcess
+from tests.inprocess import InProcessServer
 
 
 def error_of(reply: dict) -> dict:
@@ -16,26 +14,26 @@ def error_of(reply: dict) -> dict:
     return reply["error"]
 
 
-def test_parse_error_has_null_id(server: ServerProcess) -> None:
+def test_parse_error_has_null_id(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":\n')
     reply = server.next_message()
     assert reply["id"] is None
     assert error_of(reply)["code"] == ErrorCode.PARSE_ERROR
 
 
-def test_invalid_request(server: ServerProcess) -> None:
+def test_invalid_request(server: InProcessServer) -> None:
     server.send({"jsonrpc": "1.0", "id": 5, "method": "bash"})
     reply = server.response(5)
     assert error_of(reply)["code"] == ErrorCode.INVALID_REQUEST
 
 
-def test_method_not_found(server: ServerProcess) -> None:
+def test_method_not_found(server: InProcessServer) -> None:
     err = error_of(server.call("no/such/method"))
     assert err["code"] == ErrorCode.METHOD_NOT_FOUND
     assert err["message"] == messages.METHOD_NOT_FOUND
 
 
-def test_invalid_params_names_the_field(server: ServerProcess) -> None:
+def test_invalid_params_names_the_field(server: InProcessServer) -> None:
     err = error_of(server.call("bash", {"command": 5}))
     assert err["code"] == ErrorCode.INVALID_PARAMS
     assert "$.command" in err["data"]
@@ -45,7 +43,7 @@ def test_invalid_params_names_the_field(server: ServerProcess) -> None:
     assert "command" in err["data"]
 
 
-def test_env_names_must_be_identifiers(server: ServerProcess) -> None:
+def test_env_names_must_be_identifiers(server: InProcessServer) -> None:
     for bad in ["A;B", "1X", "$(touch x)", "A B", ""]:
         err = error_of(server.call("bash", {"command": "true", "env": {bad: "1"}}))
         assert err["code"] == ErrorCode.INVALID_PARAMS
@@ -53,13 +51,13 @@ def test_env_names_must_be_identifiers(server: ServerProcess) -> None:
     assert not (server.tmp / "x").exists()
 
 
-def test_nul_in_command_is_invalid_params(server: ServerProcess) -> None:
+def test_nul_in_command_is_invalid_params(server: InProcessServer) -> None:
     err = error_of(server.call("bash", {"command": "echo a\u0000b"}))
     assert err["code"] == ErrorCode.INVALID_PARAMS
     assert err["data"] == messages.FIELD_HAS_NUL.format(field="command")
 
 
-def test_huge_line_is_refused_and_the_next_request_is_served(server: ServerProcess) -> None:
+def test_huge_line_is_refused_and_the_next_request_is_served(server: InProcessServer) -> None:
     big = b'{"jsonrpc":"2.0","id":1,"method":"bash","params":{"command":"' + b"x" * (
         20 * 1024 * 1024
     )
@@ -70,29 +68,29 @@ def test_huge_line_is_refused_and_the_next_request_is_served(server: ServerProce
         "code": ErrorCode.INVALID_REQUEST,
         "message": messages.MESSAGE_TOO_LARGE,
     }
-    assert server.bash("echo still here")["output"] == "still here\n"
+    assert server.bash("echo still here").output == "still here\n"
 
 
 def test_line_limit_is_configurable(spawn) -> None:
-    server = spawn("--max-line-bytes", "2048")
+    server = spawn("maxLineBytes = 2048")
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"y" * 3000 + b'"}\n')
     assert error_of(server.next_message())["message"] == messages.MESSAGE_TOO_LARGE
-    assert server.bash("echo ok")["output"] == "ok\n"
+    assert server.bash("echo ok").output == "ok\n"
 
 
-def test_unicode_line_separators_are_data(server: ServerProcess) -> None:
+def test_unicode_line_separators_are_data(server: InProcessServer) -> None:
     result = server.bash("printf '%s' 'a\u2028b\u2029c'")
-    assert result["output"] == "a\u2028b\u2029c"
+    assert result.output == "a\u2028b\u2029c"
 
 
-def test_crlf_framing_and_blank_lines(server: ServerProcess) -> None:
+def test_crlf_framing_and_blank_lines(server: InProcessServer) -> None:
     server.send_raw(
         b'\r\n\n{"jsonrpc":"2.0","id":"crlf","method":"bash","params":{"command":"echo ok"}}\r\n'
     )
-    assert server.response("crlf")["result"]["output"] == "ok\n"
+    assert server.bash_result("crlf").output == "ok\n"
 
 
-def test_batch_answers_each_member_and_skips_notifications(server: ServerProcess) -> None:
+def test_batch_answers_each_member_and_skips_notifications(server: InProcessServer) -> None:
     batch = [
         {"jsonrpc": "2.0", "id": "a", "method": "bash", "params": {"command": "echo A"}},
         {"jsonrpc": "2.0", "id": "b", "method": "nope"},
@@ -110,7 +108,7 @@ def test_batch_answers_each_member_and_skips_notifications(server: ServerProcess
     assert "sessions" in by_id["c"]["result"]
 
 
-def test_empty_batch_and_notification_only_batch(server: ServerProcess) -> None:
+def test_empty_batch_and_notification_only_batch(server: InProcessServer) -> None:
     server.send_raw(b"[]\n")
     assert error_of(server.next_message())["code"] == ErrorCode.INVALID_REQUEST
     server.send([{"jsonrpc": "2.0", "method": "session/list"}])
@@ -119,49 +117,22 @@ def test_empty_batch_and_notification_only_batch(server: ServerProcess) -> None:
     assert reply["id"] == "after"  # the notification-only batch got no reply
 
 
-def test_notifications_are_never_answered(server: ServerProcess) -> None:
+def test_notifications_are_never_answered(server: InProcessServer) -> None:
     server.notify("no/such/method")
     server.notify("bash", {"command": 5})
     server.send({"jsonrpc": "2.0", "id": 1, "method": "session/list"})
     assert server.next_message()["id"] == 1
 
 
-def test_ids_keep_their_type(server: ServerProcess) -> None:
+def test_ids_keep_their_type(server: InProcessServer) -> None:
     for ident in ["1", 1, "", -5, 2**53]:
         server.request("session/list", id=ident)
         reply = server.next_message()
         assert reply["id"] == ident and type(reply["id"]) is type(ident)
 
 
-def test_children_never_hold_the_protocol_pipes(server: ServerProcess) -> None:
-    assert server.proc.stdin is not None and server.proc.stdout is not None
-    protocol_pipes = {
-        os.fstat(server.proc.stdin.fileno()).st_ino,
-        os.fstat(server.proc.stdout.fileno()).st_ino,
-    }
-    server.bash("sleep 30 & echo to-stdout; echo to-stderr >&2")
-    children = server.owned_processes()
-    assert len(children) >= 2  # the shell and the sleep
-    for pid in children:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                inode = os.stat(f"/proc/{pid}/fd/{fd}").st_ino
-            except OSError:
-                continue
-            assert inode not in protocol_pipes, (pid, fd)
-
-
-def test_stdout_carries_only_protocol_lines(server: ServerProcess) -> None:
-    server.bash("echo to-stdout; echo to-stderr >&2; exec 1>&2; echo more")
-    server.close()
-    assert server.garbage == []
-    assert all(isinstance(json.loads(line), (dict, list)) for line in server.raw_lines)
-
-
-def test_batch_members_count_as_requests_in_flight(spawn, tmp_path) -> None:
-    cfg = tmp_path / "shells.toml"
-    cfg.write_text("[sessions]\nmaxShells = 4\n")
-    server = spawn("--config", str(cfg))
+def test_batch_members_count_as_requests_in_flight(spawn) -> None:
+    server = spawn("[sessions]\nmaxShells = 4\n")
     batch = [
         {"jsonrpc": "2.0", "id": i, "method": "bash", "params": {"command": "sleep 2", "pty": True}}
         for i in range(300)
@@ -177,15 +148,15 @@ def test_batch_members_count_as_requests_in_flight(spawn, tmp_path) -> None:
     assert server.result("ping") == {}
 
 
-def test_invalid_utf8_inside_a_string_is_not_a_bug(server: ServerProcess) -> None:
+def test_invalid_utf8_inside_a_string_is_not_a_bug(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"bash","params":{"command":"echo \xff"}}\n')
     reply = server.response(3)
     assert error_of(reply)["code"] in (ErrorCode.PARSE_ERROR, ErrorCode.INVALID_PARAMS)
     assert "Traceback" not in server.stderr()
-    assert server.bash("echo fine")["output"] == "fine\n"
+    assert server.bash("echo fine").output == "fine\n"
 
 
-def test_pty_input_never_stalls_the_reader(server: ServerProcess) -> None:
+def test_pty_input_never_stalls_the_reader(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "stty raw -echo; echo ready; sleep 20", "pty": True})
     server.receive_until(
         lambda: any(m["params"]["requestId"] == ident for m in server.notifications("pty/output")),
@@ -196,4 +167,4 @@ def test_pty_input_never_stalls_the_reader(server: ServerProcess) -> None:
     assert server.result("ping", timeout=5) == {}
     assert server.result("abort_bash", {"requestId": ident}, timeout=5) == {"aborted": True}
     assert time.monotonic() - started < 5
-    assert server.response(ident, timeout=10)["result"]["cancelled"]
+    assert server.bash_result(ident, timeout=10).cancelled

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.rpc import (
     ServerProcess,
     live_pids,
@@ -20,6 +22,19 @@ from tests.rpc import (
 )
 
 GRACE_SECONDS = 2.0
+
+
+@pytest.fixture
+def server(process: ServerProcess) -> ServerProcess:
+    """Faults of the process: killed shells and clients, closed pipes, the subreaper."""
+    return process
+
+
+@pytest.fixture
+def spawn(spawn_process):  # type: ignore[no-untyped-def]
+    return spawn_process
+
+
 EXIT_BOUND_SECONDS = 10.0
 
 
@@ -29,13 +44,14 @@ def assert_all_gone(server_pid: int) -> None:
 
 def test_shell_killed_from_outside_mid_command(server: ServerProcess) -> None:
     server.bash("true")
-    pid = server.result("session/list")["sessions"][0]["pid"]
+    pid = server.sessions()["default"].pid
+    assert pid is not None
     ident = server.request("bash", {"command": "echo started; sleep 30"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     os.kill(pid, 9)
-    result = server.response(ident, timeout=EXIT_BOUND_SECONDS)["result"]
-    assert result["exitCode"] == 137 and result["output"] == "started\n"
-    assert server.bash("echo next")["output"] == "next\n"
+    result = server.bash_result(ident, timeout=EXIT_BOUND_SECONDS)
+    assert result.exit_code == 137 and result.output == "started\n"
+    assert server.bash("echo next").output == "next\n"
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 30" in c])
 
 
@@ -44,9 +60,9 @@ def test_term_ignoring_grandchild_holding_the_pipe(server: ServerProcess) -> Non
     started = time.monotonic()
     result = server.bash(command, timeout=2)
     elapsed = time.monotonic() - started
-    assert result["timedOut"] and elapsed < 2 + GRACE_SECONDS + 1
+    assert result.timed_out and elapsed < 2 + GRACE_SECONDS + 1
     assert_all_gone(server.pid)
-    assert server.bash("echo fine")["output"] == "fine\n"
+    assert server.bash("echo fine").output == "fine\n"
 
 
 ESCAPES = {
@@ -76,7 +92,7 @@ def test_stdin_closed_mid_command(server: ServerProcess) -> None:
     ident = server.request("bash", {"command": "sleep 300 & setsid sleep 301 & sleep 60"})
     time.sleep(0.3)
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
-    assert server.response(ident, timeout=1)["result"]["cancelled"]
+    assert server.bash_result(ident, timeout=1).cancelled
     assert_all_gone(server.pid)
 
 
@@ -129,11 +145,11 @@ def test_artifacts_on_a_full_disk(spawn, tmp_path: Path) -> None:
 
     server = spawn(preexec_fn=small_disk)
     result = server.bash("seq 1 200000")
-    assert result["truncated"] and "artifactId" not in result
-    assert result["output"].endswith("199999\n200000\n") and result["totalLines"] == 200000
+    assert result.truncated and result.artifact_id is None
+    assert result.output.endswith("199999\n200000\n") and result.total_lines == 200000
     assert "could not be written" in server.stderr()
     assert list(server.artifacts_dir.iterdir()) == []  # no partial artifact left
-    assert server.bash("echo carries on")["output"] == "carries on\n"
+    assert server.bash("echo carries on").output == "carries on\n"
 
 
 def test_unusable_artifacts_directory(spawn, tmp_path: Path) -> None:
@@ -142,15 +158,15 @@ def test_unusable_artifacts_directory(spawn, tmp_path: Path) -> None:
     blocker.write_text("")
     server = spawn("--artifacts-dir", str(blocker / "artifacts"))
     result = server.bash("seq 1 100000")
-    assert result["truncated"] and "artifactId" not in result
-    assert result["output"].endswith("100000\n")
+    assert result.truncated and result.artifact_id is None
+    assert result.output.endswith("100000\n")
     assert "unusable" in server.stderr()
-    assert server.bash("echo ok")["output"] == "ok\n"
+    assert server.bash("echo ok").output == "ok\n"
 
 
 def test_fork_storm_leaves_no_zombies(server: ServerProcess) -> None:
     result = server.bash("for i in $(seq 500); do (sleep 0.2 &) ; done; echo forked")
-    assert result["output"] == "forked\n"
+    assert result.output == "forked\n"
 
     def zombies() -> list[int]:
         return [pid for pid in live_pids() if proc_stat(pid) == ("Z", server.pid)]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import ServerProcess
+from tests.inprocess import InProcessServer
 
 # Examples per property; the README's figures count them.
 EXAMPLES = {
@@ -96,7 +96,7 @@ def valid_reply(message: Any) -> bool:
     return True
 
 
-def exchange(server: ServerProcess, lines: list[bytes], expected_ids: list[Any]) -> list[Any]:
+def exchange(server: InProcessServer, lines: list[bytes], expected_ids: list[Any]) -> list[Any]:
     """Send lines then a sentinel; return the replies that arrived before the sentinel's."""
     sentinel = f"sentinel-{next(_sentinels)}"
     first = len(server.messages)
@@ -131,20 +131,19 @@ def exchange(server: ServerProcess, lines: list[bytes], expected_ids: list[Any])
     for ident in expected_ids:
         assert answered(ident) == 1, (ident, replies)
     assert server.garbage == []
-    assert server.proc.poll() is None
     return replies
 
 
 @prop("random bytes")
 @given(st.lists(st.binary(max_size=200), min_size=1, max_size=5))
-def test_random_bytes(server: ServerProcess, chunks: list[bytes]) -> None:
+def test_random_bytes(server: InProcessServer, chunks: list[bytes]) -> None:
     # Newlines inside the bytes make more lines; any may be JSON by chance.
     exchange(server, [c.replace(b"\n", b" ") for c in chunks], [])
 
 
 @prop("random JSON")
 @given(json_values)
-def test_random_json(server: ServerProcess, value: Any) -> None:
+def test_random_json(server: InProcessServer, value: Any) -> None:
     expected = []
     if isinstance(value, dict):
         value = {k: v for k, v in value.items() if k != "method" or v not in UNSAFE_METHODS}
@@ -159,7 +158,7 @@ def test_random_json(server: ServerProcess, value: Any) -> None:
 @prop("random params")
 @given(st.sampled_from(SAFE_METHODS), json_values)
 def test_valid_envelopes_with_random_params(
-    server: ServerProcess, method: str, params: Any
+    server: InProcessServer, method: str, params: Any
 ) -> None:
     ident = f"params-{next(_sentinels)}"
     request = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
@@ -173,7 +172,7 @@ def test_valid_envelopes_with_random_params(
 
 @prop("random methods")
 @given(st.text(max_size=40).filter(lambda m: m not in UNSAFE_METHODS))
-def test_random_method_names(server: ServerProcess, method: str) -> None:
+def test_random_method_names(server: InProcessServer, method: str) -> None:
     ident = f"method-{next(_sentinels)}"
     request = {"jsonrpc": "2.0", "id": ident, "method": method}
     [reply] = exchange(server, [json.dumps(request).encode()], [ident])
@@ -196,7 +195,7 @@ def test_random_method_names(server: ServerProcess, method: str) -> None:
         max_size=8,
     )
 )
-def test_batches_of_mixed_members(server: ServerProcess, members: list[Any]) -> None:
+def test_batches_of_mixed_members(server: InProcessServer, members: list[Any]) -> None:
     expected = []
     for member in members:
         if isinstance(member, dict):
@@ -210,7 +209,7 @@ def test_batches_of_mixed_members(server: ServerProcess, members: list[Any]) -> 
 
 @prop("ids of every type")
 @given(json_values)
-def test_ids_of_every_json_type(server: ServerProcess, ident: Any) -> None:
+def test_ids_of_every_json_type(server: InProcessServer, ident: Any) -> None:
     request = {"jsonrpc": "2.0", "id": ident, "method": "ping"}
     expected = [ident] if usable_id(ident) else []
     replies = exchange(server, [json.dumps(request).encode()], expected)
@@ -227,7 +226,7 @@ def test_ids_of_every_json_type(server: ServerProcess, ident: Any) -> None:
 # -- hand-written cases --------------------------------------------------------
 
 
-def test_a_100_mib_line(server: ServerProcess) -> None:
+def test_a_100_mib_line(server: InProcessServer) -> None:
     line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"y" * (100 << 20) + b'"}}'
     server.send_raw(line + b"\n")
     reply = server.next_message()
@@ -238,13 +237,13 @@ def test_a_100_mib_line(server: ServerProcess) -> None:
     assert server.result("ping") == {}
 
 
-def test_last_line_without_newline_at_eof(server: ServerProcess) -> None:
+def test_last_line_without_newline_at_eof(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":"last","method":"session/list"}')
     assert server.close() == 0
     assert "sessions" in server.response("last", timeout=1)["result"]
 
 
-def test_invalid_utf8_and_nul_bytes(server: ServerProcess) -> None:
+def test_invalid_utf8_and_nul_bytes(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}\n')
     assert server.next_message()["error"]["code"] == ErrorCode.PARSE_ERROR
     server.send_raw(b'{"jsonrpc":"2.0",\x00"id":2,"method":"ping"}\n')
@@ -254,7 +253,7 @@ def test_invalid_utf8_and_nul_bytes(server: ServerProcess) -> None:
     assert server.result("ping") == {}
 
 
-def test_deeply_nested_json(server: ServerProcess) -> None:
+def test_deeply_nested_json(server: InProcessServer) -> None:
     depth = 100_000
     server.send_raw(b"[" * depth + b"]" * depth + b"\n")
     assert server.next_message()["error"]["code"] == ErrorCode.INVALID_REQUEST
@@ -264,17 +263,17 @@ def test_deeply_nested_json(server: ServerProcess) -> None:
     assert server.result("ping") == {}
 
 
-def test_duplicate_in_flight_ids(server: ServerProcess) -> None:
+def test_duplicate_in_flight_ids(server: InProcessServer) -> None:
     for session in ("a", "b"):
         server.request(
             "bash", {"command": f"sleep 0.3; echo {session}", "sessionId": session}, id=5
         )
-    outputs = sorted(server.response(5)["result"]["output"] for _ in range(2))
+    outputs = sorted(server.bash_result(5).output for _ in range(2))
     assert outputs == ["a\n", "b\n"]
 
 
 @pytest.mark.slow
-def test_aborts_and_cancels_racing_completion(server: ServerProcess) -> None:
+def test_aborts_and_cancels_racing_completion(server: InProcessServer) -> None:
     rounds, wave = 1000, 50  # waves stay well under the in-flight limit
     outcomes = {"completed": 0, "cancelled": 0}
     for start in range(0, rounds, wave):
@@ -299,7 +298,7 @@ def test_aborts_and_cancels_racing_completion(server: ServerProcess) -> None:
                 assert result.get("output") == "x\n" or result["content"][0]["text"] == "x\n"
                 outcomes["completed"] += 1
     assert sum(outcomes.values()) == rounds
-    assert server.bash("echo healthy")["output"] == "healthy\n"
+    assert server.bash("echo healthy").output == "healthy\n"
     # Only the sessions' idle shells are left: no command outlived its race.
     assert all("--noprofile --norc" in c for c in server.owned_commands())
     assert server.garbage == []

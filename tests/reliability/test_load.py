@@ -9,17 +9,19 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from protocol.methods import BashChunk, BashResult
+from tests.inprocess import InProcessServer
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
-from tests.rpc import ServerProcess
 
 SESSIONS = 16
 COMMANDS_PER_SESSION = 200
 
 
 @pytest.mark.slow
-def test_sixteen_sessions_two_hundred_commands_each(server: ServerProcess) -> None:
+def test_sixteen_sessions_two_hundred_commands_each(server: InProcessServer) -> None:
     expected: dict[str, tuple[str, str]] = {}
     for round_ in range(COMMANDS_PER_SESSION):
         idents = []
@@ -33,15 +35,14 @@ def test_sixteen_sessions_two_hundred_commands_each(server: ServerProcess) -> No
         for ident in idents:
             reply = server.response(ident)
             assert "result" in reply, reply
-            assert reply["result"]["output"] == expected[ident][1]
-            assert reply["result"]["exitCode"] == 0
-    chunks = server.notifications("bash/chunk")
+            result = msgspec.convert(reply["result"], BashResult)
+            assert result.output == expected[ident][1] and result.exit_code == 0
+    chunks = [msgspec.convert(m["params"], BashChunk) for m in server.notifications("bash/chunk")]
     assert len(expected) == SESSIONS * COMMANDS_PER_SESSION
     for chunk in chunks:
-        params = chunk["params"]
-        session, output = expected[params["requestId"]]
-        assert params["sessionId"] == session  # no cross-talk
-        assert params["text"] in output
+        session, output = expected[str(chunk.request_id)]
+        assert chunk.session_id == session  # no cross-talk
+        assert chunk.text in output
     errors = [m for m in server.messages if isinstance(m, dict) and "error" in m]
     assert errors == []
 
@@ -84,7 +85,7 @@ def test_client_that_stops_reading_for_ten_seconds(tmp_path: Path) -> None:
         proc.wait()
     for ident, command in commands.items():
         expected = subprocess.run(command.split(), capture_output=True, check=True).stdout
-        result = results[ident]
-        assert result["exitCode"] == 0 and result["totalBytes"] == len(expected)
-        artifact = tmp_path / "a" / f"{result['artifactId']}.bash.log"
+        result = msgspec.convert(results[ident], BashResult)
+        assert result.exit_code == 0 and result.total_bytes == len(expected)
+        artifact = tmp_path / "a" / f"{result.artifact_id}.bash.log"
         assert hashlib.sha256(artifact.read_bytes()).digest() == hashlib.sha256(expected).digest()

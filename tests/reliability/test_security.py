@@ -10,20 +10,20 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
-from tests.rpc import ServerProcess
+from protocol.mcp import ResourcesListResult
+from tests.inprocess import InProcessServer
 
 
-def make_artifact(server: ServerProcess) -> int:
-    return int(server.bash("seq 1 100000")["artifactId"])
+def make_artifact(server: InProcessServer) -> int:
+    return int(server.bash("seq 1 100000").artifact_id)
 
 
 @pytest.mark.parametrize(
     "artifact_id",
     ["../../etc/passwd", "/etc/passwd", "1/../2", "%2e%2e%2f", "1.bash.log", -1, 1.5, None, [1]],
 )
-def test_artifact_read_takes_only_a_number(server: ServerProcess, artifact_id: object) -> None:
-    reply = server.call("artifact/read", {"id": artifact_id})
-    assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
+def test_artifact_read_takes_only_a_number(server: InProcessServer, artifact_id: object) -> None:
+    assert server.error("artifact/read", {"id": artifact_id}).code == ErrorCode.INVALID_PARAMS
 
 
 @pytest.mark.parametrize(
@@ -40,12 +40,11 @@ def test_artifact_read_takes_only_a_number(server: ServerProcess, artifact_id: o
         "artifact:/1",
     ],
 )
-def test_resource_uris_cannot_escape(server: ServerProcess, uri: str) -> None:
-    reply = server.call("resources/read", {"uri": uri})
-    assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
+def test_resource_uris_cannot_escape(server: InProcessServer, uri: str) -> None:
+    assert server.error("resources/read", {"uri": uri}).code == ErrorCode.INVALID_PARAMS
 
 
-def test_planted_symlinks_and_fifos_are_not_followed(server: ServerProcess) -> None:
+def test_planted_symlinks_and_fifos_are_not_followed(server: InProcessServer) -> None:
     real = make_artifact(server)
     directory = server.artifacts_dir
     secret = server.tmp / "secret.txt"
@@ -54,53 +53,53 @@ def test_planted_symlinks_and_fifos_are_not_followed(server: ServerProcess) -> N
     os.symlink(directory / f"{real}.bash.log", directory / "901.bash.log")
     os.mkfifo(directory / "902.bash.log")
     for artifact_id in (900, 901, 902):
-        reply = server.call("artifact/read", {"id": artifact_id})
-        assert reply["error"]["code"] == ErrorCode.ARTIFACT_NOT_FOUND
-        reply = server.call("resources/read", {"uri": f"artifact://{artifact_id}"})
-        assert reply["error"]["code"] == ErrorCode.ARTIFACT_NOT_FOUND
-    listed = {r["uri"] for r in server.result("resources/list")["resources"]}
+        error = server.error("artifact/read", {"id": artifact_id})
+        assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+        error = server.error("resources/read", {"uri": f"artifact://{artifact_id}"})
+        assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    listed = {r.uri for r in server.typed(ResourcesListResult, "resources/list").resources}
     assert listed == {f"artifact://{real}"}
     assert "do not read" not in "".join(str(m) for m in server.messages)
 
 
 def test_modes_are_private(spawn, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     (home / ".bashrc").write_text("alias x='echo x'\n")
     server = spawn()
     artifact = make_artifact(server)
     assert stat.S_IMODE(server.artifacts_dir.stat().st_mode) == 0o700
     mode = (server.artifacts_dir / f"{artifact}.bash.log").stat().st_mode
     assert stat.S_IMODE(mode) == 0o600
-    snapshot = Path(server.bash('printf %s "$BASHRPC_SNAPSHOT"')["output"])
+    snapshot = Path(server.bash('printf %s "$BASHRPC_SNAPSHOT"').output)
     assert stat.S_IMODE(snapshot.stat().st_mode) == 0o600
     assert stat.S_IMODE(snapshot.parent.stat().st_mode) == 0o700
 
 
 @pytest.mark.parametrize("name", ["A;B", "$(touch pwned)", "A B", "`id`", "1X", "A=B", "", "é"])
-def test_bad_env_names_are_rejected(server: ServerProcess, name: str) -> None:
+def test_bad_env_names_are_rejected(server: InProcessServer, name: str) -> None:
     for method, params in [
         ("bash", {"command": "true", "env": {name: "1"}}),
         ("session/open", {"sessionId": "s", "env": {name: "1"}}),
     ]:
-        assert server.call(method, params)["error"]["code"] == ErrorCode.INVALID_PARAMS
+        assert server.error(method, params).code == ErrorCode.INVALID_PARAMS
     assert not (server.tmp / "pwned").exists()
 
 
-def test_no_shell_syntax_through_request_fields(server: ServerProcess) -> None:
+def test_no_shell_syntax_through_request_fields(server: InProcessServer) -> None:
     tmp = server.tmp
     payload = f"$(touch {tmp}/from-X) `touch {tmp}/from-Y`; touch {tmp}/from-Z"
-    out = server.bash('printf "%s" "$VALUE"', env={"VALUE": payload})["output"]
+    out = server.bash('printf "%s" "$VALUE"', env={"VALUE": payload}).output
     assert out == payload
     # A cwd is data for `cd`, not shell text.
     odd_dir = tmp / payload.replace("/", "_")
     odd_dir.mkdir()
-    assert server.bash("pwd", cwd=odd_dir.name)["output"] == f"{odd_dir}\n"
+    assert server.bash("pwd", cwd=odd_dir.name).output == f"{odd_dir}\n"
     server.bash("pwd", cwd=f"$(touch {tmp}/from-cwd)")
     # A session id never reaches a shell at all.
     session = f"$(touch {tmp}/from-session); `touch {tmp}/from-session2`"
-    assert server.bash("echo ok", sessionId=session)["output"] == "ok\n"
-    listed = [s["sessionId"] for s in server.result("session/list")["sessions"]]
+    assert server.bash("echo ok", sessionId=session).output == "ok\n"
+    listed = list(server.sessions())
     assert session in listed
     for tool_cwd in (f"$(touch {tmp}/from-tool)", odd_dir.name):
         server.call(
@@ -110,12 +109,10 @@ def test_no_shell_syntax_through_request_fields(server: ServerProcess) -> None:
     assert leaked == []
 
 
-def test_prefix_is_applied_once_as_configured(spawn, tmp_path: Path) -> None:
-    cfg = tmp_path / "prefix.toml"
-    cfg.write_text('prefix = "env PREFIXED=1"\n')
-    server = spawn("--config", str(cfg))
-    out = server.bash('echo "[$PREFIXED]"; printenv PREFIXED')["output"]
+def test_prefix_is_applied_once_as_configured(spawn) -> None:
+    server = spawn('prefix = "env PREFIXED=1"\n')
+    out = server.bash('echo "[$PREFIXED]"; printenv PREFIXED').output
     # The prefix is the config owner's shell text, prepended to the command line;
     # nothing from a request is ever spliced into it.
     assert out == "[]\n"
-    assert server.bash("printenv PREFIXED")["output"] == "1\n"
+    assert server.bash("printenv PREFIXED").output == "1\n"

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from server.artifacts import ArtifactNotFound, ArtifactStore
+from server.errors import ArtifactNotFound
+from server.output.artifacts import ArtifactStore
 
 
 def make(store: ArtifactStore, data: bytes) -> int:

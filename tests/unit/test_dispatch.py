@@ -1,4 +1,4 @@
-"""The dispatcher wrapped around jsonrpcserver, driven in-process."""
+"""Typed registration, dispatch and the error map, driven in-process with no I/O."""
 
 from __future__ import annotations
 
@@ -10,90 +10,98 @@ import pytest
 
 from protocol import messages
 from protocol.envelope import Call, ErrorResponse, SuccessResponse
-from protocol.errors import ErrorCode
-from protocol.methods import AbortBashParams, AbortBashResult, Params
-from server.dispatch import Dispatcher, RpcError
-
-
-class Empty(Params):
-    pass
+from protocol.errors import ErrorCode, TooManyShellsData
+from protocol.mcp import EmptyParams, EmptyResult
+from protocol.methods import AbortBashParams, AbortBashResult, SessionListParams
+from server import errors
+from server.wire.dispatch import Dispatcher
+from server.wire.registry import RegistrationError, Registry
 
 
 def call(method: str, params: bytes = b"", ident: object = 1) -> Call:
     return Call(method, msgspec.Raw(params), ident)  # type: ignore[arg-type]
 
 
-def run(dispatcher: Dispatcher, c: Call) -> ErrorResponse | SuccessResponse | None:
-    return anyio.run(dispatcher.dispatch, c)
+def make() -> tuple[Dispatcher, Registry]:
+    registry = Registry()
 
+    @registry.method("abort_bash")
+    def abort(ctx: object, params: AbortBashParams) -> AbortBashResult:
+        return AbortBashResult(aborted=params.request_id == "x")
 
-def make() -> Dispatcher:
-    d = Dispatcher()
-
-    async def abort(c: Call, p: AbortBashParams) -> AbortBashResult:
-        return AbortBashResult(aborted=p.request_id == "x")
-
-    async def boom(c: Call, p: Empty) -> None:
+    @registry.method("ping")
+    def boom(ctx: object, params: EmptyParams) -> EmptyResult:
         raise ValueError("secret internals\nline two")
 
-    async def refuse(c: Call, p: Empty) -> None:
-        raise RpcError(ErrorCode.ARTIFACT_NOT_FOUND, "nope", {"available": []})
-
-    async def nested(c: Call, p: Empty) -> None:
+    @registry.method("session/list")
+    async def nested(ctx: object, params: SessionListParams) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(anyio.sleep, 0)
-            raise RpcError(ErrorCode.TOO_MANY_SHELLS, "too many")
+            raise errors.TooManyShells(7)
 
-    d.register("nested", Empty, nested)
-    d.register("abort_bash", AbortBashParams, abort)
-    d.register("boom", Empty, boom)
-    d.register("refuse", Empty, refuse)
-    return d
+    return Dispatcher(registry), registry
+
+
+def answer(dispatcher: Dispatcher, c: Call) -> ErrorResponse | SuccessResponse | None:
+    method = dispatcher.lookup(c.method)
+    assert method is not None and not method.is_async
+    return dispatcher.answer(method, c, None)
 
 
 def test_typed_params_and_result() -> None:
-    reply = run(make(), call("abort_bash", b'{"requestId":"x"}'))
+    reply = answer(make()[0], call("abort_bash", b'{"requestId":"x"}'))
     assert isinstance(reply, SuccessResponse)
     assert reply.result == AbortBashResult(aborted=True) and reply.id == 1
 
 
 def test_missing_params_decode_as_empty_object() -> None:
-    reply = run(make(), call("abort_bash"))
-    assert isinstance(reply, SuccessResponse)
+    assert isinstance(answer(make()[0], call("abort_bash")), SuccessResponse)
 
 
-def test_wrong_param_type_is_invalid_params_with_path() -> None:
-    reply = run(make(), call("abort_bash", b'{"sessionId": 3}'))
+@pytest.mark.parametrize(
+    ("params", "data"),
+    [
+        (b'{"sessionId": 3}', "$.sessionId"),
+        (b"[1, 2]", "Expected `object`, got `array`"),
+        (b'{"sessionId": "\xff"}', "UTF-8"),
+    ],
+)
+def test_params_that_do_not_decode_are_invalid_params(params: bytes, data: str) -> None:
+    reply = answer(make()[0], call("abort_bash", params))
     assert isinstance(reply, ErrorResponse)
-    assert reply.error.code == ErrorCode.INVALID_PARAMS
-    assert "$.sessionId" in reply.error.data
-
-
-def test_positional_params_are_invalid_params() -> None:
-    reply = run(make(), call("abort_bash", b"[1, 2]"))
-    assert isinstance(reply, ErrorResponse) and reply.error.code == ErrorCode.INVALID_PARAMS
+    assert reply.error.code == ErrorCode.INVALID_PARAMS and data in reply.error.data
 
 
 def test_unknown_method() -> None:
-    reply = run(make(), call("nope"))
-    assert isinstance(reply, ErrorResponse) and reply.error.code == ErrorCode.METHOD_NOT_FOUND
+    dispatcher = make()[0]
+    assert dispatcher.lookup("nope") is None
+    reply = dispatcher.not_found(call("nope"))
+    assert reply.error.code == ErrorCode.METHOD_NOT_FOUND and reply.error.data == "nope"
 
 
-def test_handler_error_code_passes_through() -> None:
-    reply = run(make(), call("refuse"))
-    assert isinstance(reply, ErrorResponse)
-    assert (reply.error.code, reply.error.message, reply.error.data) == (
-        ErrorCode.ARTIFACT_NOT_FOUND,
-        "nope",
-        {"available": []},
-    )
+def test_a_domain_error_gets_its_code_even_from_inside_a_task_group() -> None:
+    dispatcher = make()[0]
+    method = dispatcher.lookup("session/list")
+    assert method is not None and method.is_async
+
+    async def run() -> ErrorResponse:
+        try:
+            await method.handler(None, SessionListParams())
+        except Exception as exc:
+            return dispatcher.failure(call("session/list"), exc)
+        raise AssertionError("no error")
+
+    reply = anyio.run(run)
+    assert reply.error.code == ErrorCode.TOO_MANY_SHELLS
+    assert reply.error.message == messages.TOO_MANY_SHELLS
+    assert reply.error.data == TooManyShellsData(live_shells=7)
 
 
-def test_crash_is_one_line_internal_error_and_traceback_goes_to_the_log(
+def test_a_bug_is_one_line_and_its_traceback_goes_to_the_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.ERROR):
-        reply = run(make(), call("boom"))
+        reply = answer(make()[0], call("ping"))
     assert isinstance(reply, ErrorResponse)
     assert reply.error.code == ErrorCode.INTERNAL_ERROR
     assert reply.error.message == messages.INTERNAL_ERROR
@@ -102,12 +110,33 @@ def test_crash_is_one_line_internal_error_and_traceback_goes_to_the_log(
 
 
 def test_notifications_get_no_reply() -> None:
-    import msgspec as m
-
-    assert run(make(), Call("boom", m.Raw(b""), m.UNSET)) is None
+    assert answer(make()[0], Call("ping", msgspec.Raw(b""), msgspec.UNSET)) is None
 
 
-def test_error_raised_inside_a_task_group_keeps_its_code() -> None:
-    reply = run(make(), call("nested"))
-    assert isinstance(reply, ErrorResponse)
-    assert (reply.error.code, reply.error.message) == (ErrorCode.TOO_MANY_SHELLS, "too many")
+def test_a_method_is_registered_once() -> None:
+    registry = make()[1]
+    with pytest.raises(RegistrationError, match="twice"):
+
+        @registry.method("ping")
+        def again(ctx: object, params: EmptyParams) -> None: ...
+
+    other = Registry()
+
+    @other.method("ping")
+    def elsewhere(ctx: object, params: EmptyParams) -> None: ...
+
+    with pytest.raises(RegistrationError, match="two surfaces"):
+        Dispatcher(registry, other)
+
+
+def test_a_handler_must_take_the_protocols_params_type() -> None:
+    registry = Registry()
+    with pytest.raises(RegistrationError, match="AbortBashParams"):
+
+        @registry.method("abort_bash")
+        def wrong(ctx: object, params: EmptyParams) -> None: ...
+
+    with pytest.raises(RegistrationError, match="not in the protocol"):
+
+        @registry.method("made/up")
+        def unknown(ctx: object, params: EmptyParams) -> None: ...

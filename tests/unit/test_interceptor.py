@@ -2,7 +2,7 @@ import pytest
 
 from protocol import messages
 from protocol.mcp import InterceptorRule
-from server.interceptor import DEFAULT_RULES, compile_rules, intercept
+from server.services.interceptor import DEFAULT_RULES, compile_rules, intercept
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write"]
 RULES = compile_rules(DEFAULT_RULES, warn=lambda m: pytest.fail(m))

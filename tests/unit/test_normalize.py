@@ -1,6 +1,6 @@
 import pytest
 
-from server.normalize import Normalized, apply_head_tail, normalize
+from server.services.normalize import Normalized, apply_head_tail, normalize
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@ import msgspec
 import pytest
 
 from protocol.mcp import HostOptions, UiSize
+from server.services.toolcall import wants_pty
 from server.settings import BashSettings, Settings
-from server.tools import wants_pty
 
 ON = msgspec.structs.replace(Settings(), bash=BashSettings(virtual_terminal="on"))
 UI = HostOptions(ui=UiSize(cols=80, rows=24))

@@ -1,8 +1,10 @@
 import pytest
 
-from server.crfold import CarriageReturnFolder
-from server.keys import UnknownKey, encode_keys, key_bytes
-from server.screen import TerminalScreen
+from protocol import messages
+from server.errors import InvalidArgument
+from server.output.crfold import CarriageReturnFolder
+from server.runtime.screen import Snapshot, TerminalScreen
+from server.services.keys import encode_keys, key_bytes
 
 
 def fold(parts: list[bytes]) -> bytes:
@@ -65,25 +67,30 @@ def test_keys(key: str, normal: bytes, app: bytes) -> None:
 
 
 def test_unknown_key_names_its_index() -> None:
-    with pytest.raises(UnknownKey) as info:
+    with pytest.raises(InvalidArgument) as info:
         encode_keys(["enter", "hyper+q"], app_cursor=False)
-    assert info.value.index == 1 and info.value.key == "hyper+q"
+    assert info.value.detail == messages.UNKNOWN_KEY.format(key="hyper+q", index=1)
+
+
+def snapshot(screen: TerminalScreen) -> Snapshot:
+    """Render here and now (the server renders on a worker thread)."""
+    return screen.take()()
 
 
 def test_screen_renders_and_tracks_cursor_mode() -> None:
     screen = TerminalScreen(20, 5)
     screen.feed(b"a\r\nb\r\n")
-    snap = screen.snapshot()
+    snap = snapshot(screen)
     assert snap.lines[:3] == ["a", "b", ""] and (snap.cursor_x, snap.cursor_y) == (0, 2)
     assert not screen.app_cursor
     screen.feed(b"\x1b[?1h\x1b[2J\x1b[Hhi")
     assert screen.app_cursor
-    snap = screen.snapshot()
+    snap = snapshot(screen)
     assert snap.lines == ["hi", "", "", "", ""] and (snap.cursor_x, snap.cursor_y) == (2, 0)
     screen.feed(b"\x1b[?1l")
     assert not screen.app_cursor
     screen.resize(40, 10)
-    assert (screen.snapshot().cols, screen.snapshot().rows) == (40, 10)
+    assert (snapshot(screen).cols, snapshot(screen).rows) == (40, 10)
 
 
 def test_cursor_mode_sequence_split_across_reads() -> None:
@@ -100,10 +107,10 @@ def test_a_flood_renders_from_the_newest_output() -> None:
     screen = TerminalScreen(20, 3)
     for i in range(200_000):
         screen.feed(b"line %d\r\n" % i)
-    snap = screen.snapshot()
+    snap = snapshot(screen)
     assert snap.lines == ["line 199998", "line 199999", ""]
     screen.feed(b"\x1b[2J\x1b[Hafter")
-    assert screen.snapshot().lines == ["after", "", ""]
+    assert snapshot(screen).lines == ["after", "", ""]
 
 
 def test_fast_and_slow_paths_agree() -> None:

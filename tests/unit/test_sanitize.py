@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.sanitize import Sanitizer
+from server.output.sanitize import Sanitizer
 
 ESC = "\x1b"
 CONTROLS = {chr(c) for c in range(0x20) if chr(c) not in "\t\n"} | {

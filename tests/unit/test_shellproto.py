@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from server.shellproto import (
+from server.runtime.shellproto import (
     ERR_WRAPPER,
     RecordReader,
     StatusRecord,

@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from server.sink import OutputSink, count_lines
+from server.output.sink import OutputSink, count_lines
 
 
 class MemorySpill:

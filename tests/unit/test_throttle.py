@@ -7,8 +7,8 @@ import itertools
 import anyio
 
 from protocol import messages
-from server.chunks import ChunkStream
-from server.throttle import Throttle
+from server.output.chunks import ChunkStream
+from server.output.throttle import Throttle
 
 
 def test_first_poke_flushes_at_once_then_coalesces() -> None:

@@ -1,0 +1,186 @@
+"""`bashrpc exec`: a small blocking client for people and scripts.
+
+It starts a server as its child, sends one `bash` request, prints the streamed
+chunks as they come, then a one-line summary on stderr, and exits with the
+command's exit code (124 on timeout, 130 when cancelled, as shells do).
+
+The output printed is the command's whole (sanitized) output, byte for byte:
+if the stream ever skipped text because this client's own stdout was slow,
+the rest is read from the artifact once the command ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+import sys
+import time
+from typing import IO, Any
+
+import msgspec
+
+from protocol import messages
+from protocol.envelope import Request, ServerMessage, encode
+from protocol.methods import (
+    ARTIFACT_READ_MAX_LIMIT,
+    ArtifactReadParams,
+    ArtifactReadResult,
+    BashChunk,
+    BashParams,
+    BashResult,
+)
+from server.cli.options import server_argv
+
+EXIT_TIMED_OUT = 124
+EXIT_CANCELLED = 130
+EXIT_NO_STATUS = 1
+_decode_message = msgspec.json.Decoder(ServerMessage).decode
+_decode_chunk = msgspec.json.Decoder(BashChunk).decode
+
+
+def summary_line(result: BashResult, seconds: float) -> str:
+    parts = [f"exit {result.exit_code if result.exit_code is not None else '-'}"]
+    if result.timed_out:
+        parts.append("timed out")
+    elif result.cancelled:
+        parts.append("cancelled")
+    parts.append(f"{result.total_lines} lines, {result.total_bytes} bytes")
+    if result.truncated:
+        kept = f"kept last {result.output_bytes} bytes"
+        if result.artifact_id is not None:
+            kept += f", full output: artifact://{result.artifact_id}"
+        parts.append(kept)
+    parts.append(f"{seconds:.2f}s")
+    return "[bashrpc] " + " · ".join(parts)
+
+
+def exit_status(result: BashResult) -> int:
+    if result.timed_out:
+        return EXIT_TIMED_OUT
+    if result.cancelled:
+        return EXIT_CANCELLED
+    if result.exit_code is None:
+        return EXIT_NO_STATUS
+    return result.exit_code & 0xFF
+
+
+class ServerError(Exception):
+    pass
+
+
+class Connection:
+    """Requests to the child server over its pipes; notifications go to a handler."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        assert child.stdin is not None and child.stdout is not None
+        self._in: IO[bytes] = child.stdin
+        self._out: IO[bytes] = child.stdout
+        self._ids = itertools.count(1)
+
+    def send(self, method: str, params: msgspec.Struct) -> int:
+        ident = next(self._ids)
+        self._in.write(encode(Request(id=ident, method=method, params=params)))
+        self._in.flush()
+        return ident
+
+    def wait(self, ident: int, on_notification: Any = None) -> msgspec.Raw:
+        for line in self._out:
+            message = _decode_message(line)
+            if message.method is not None:
+                if on_notification is not None:
+                    on_notification(message)
+            elif message.id == ident:
+                if message.error is not None:
+                    error = message.error
+                    raise ServerError(
+                        messages.EXEC_SERVER_ERROR.format(message=error.message, data=error.data)
+                    )
+                return message.result
+        raise ServerError(messages.EXEC_NO_ANSWER)
+
+    def close(self) -> None:
+        self._in.close()
+
+
+class Printer:
+    """Writes the stream to stdout until a gap, remembering how much it wrote."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.written = 0
+        self.gap = False
+
+    def on_notification(self, message: ServerMessage) -> None:
+        if message.method != "bash/chunk" or not message.params:
+            return
+        chunk = _decode_chunk(message.params)
+        if chunk.skipped:
+            self.gap = True
+        if not self.gap:
+            self.write(chunk.text.encode())
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.out.flush()
+        self.written += len(data)
+
+
+def fill_gap(connection: Connection, printer: Printer, result: BashResult) -> None:
+    """Print what the stream skipped, from the artifact (or the untruncated result)."""
+    if result.artifact_id is None:
+        if result.truncated:
+            print(messages.EXEC_OUTPUT_INCOMPLETE, file=sys.stderr)
+            return
+        printer.write(result.output.encode()[printer.written :])
+        return
+    offset: int | None = printer.written
+    while offset is not None:
+        params = ArtifactReadParams(
+            id=result.artifact_id, offset=offset, limit=ARTIFACT_READ_MAX_LIMIT
+        )
+        raw = connection.wait(connection.send("artifact/read", params))
+        page = msgspec.json.decode(raw, type=ArtifactReadResult)
+        printer.write(page.text.encode())
+        offset = page.next_offset
+    if result.artifact_truncated:
+        print(messages.EXEC_OUTPUT_INCOMPLETE, file=sys.stderr)
+
+
+def run_exec(args: argparse.Namespace) -> int:
+    params = BashParams(command=args.command, timeout=args.timeout)
+    if args.session:
+        params = msgspec.structs.replace(params, session_id=args.session)
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "server", *server_argv(args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    connection = Connection(child)
+    printer = Printer(sys.stdout.buffer)
+    try:
+        raw = connection.wait(connection.send("bash", params), printer.on_notification)
+        result = msgspec.json.decode(raw, type=BashResult)
+        if printer.gap:
+            fill_gap(connection, printer, result)
+    except ServerError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_NO_STATUS
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+    finally:
+        connection.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    if (
+        result.output
+        and not result.output.endswith("\n")
+        and (result.cancelled or result.timed_out)
+    ):
+        printer.out.write(b"\n")
+    print(summary_line(result, time.monotonic() - started), file=sys.stderr)
+    return exit_status(result)

@@ -1,0 +1,83 @@
+"""Command line: `bashrpc` serves JSON-RPC on stdio; `bashrpc exec CMD` runs one command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import msgspec
+
+from protocol import __version__, messages
+from server import log
+from server.cli.exec import run_exec
+from server.cli.options import add_server_options
+from server.output.artifacts import default_dir
+from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bashrpc", description="JSON-RPC 2.0 shell server for coding agents, on stdio."
+    )
+    parser.add_argument("--version", action="version", version=f"bashrpc {__version__}")
+    add_server_options(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command_name")
+    serve = sub.add_parser("serve", help="serve JSON-RPC on stdin/stdout (the default)")
+    add_server_options(serve, suppress=True)
+    run = sub.add_parser("exec", help="run one command through a server and stream its output")
+    add_server_options(run, suppress=True)
+    run.add_argument("command", help="the shell command")
+    run.add_argument(
+        "--timeout", type=float, default=None, help="seconds before the command is killed"
+    )
+    run.add_argument("--session", default=None, help="session id")
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(messages.CLI_ERROR.format(message=message), file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command_name == "exec":
+        return run_exec(args)
+    log.setup(args.log_level)
+    try:
+        settings = load(args.config)
+    except SettingsError as exc:
+        return _fail(str(exc))
+    if args.max_line_bytes is not None:
+        if args.max_line_bytes < MIN_LINE_BYTES:
+            return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
+        settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
+    return _serve(args, settings)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    shell = settings.shell or shutil.which("bash") or "/bin/bash"
+    shell = shutil.which(shell) or shell
+    if not os.path.isabs(shell) or not os.access(shell, os.X_OK):
+        return _fail(messages.CLI_SHELL_NOT_EXECUTABLE.format(shell=shell))
+    workspace = (args.cwd or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
+    artifacts_dir = args.artifacts_dir or (
+        Path(settings.artifacts.dir).expanduser() if settings.artifacts.dir else default_dir()
+    )
+    # Here, not at the top: `exec` and `--help` never pay for the server's imports.
+    import anyio
+
+    from server.runtime.runtime import Options
+    from server.serve import serve
+
+    options = Options(
+        settings=settings, workspace=workspace, shell=shell, artifacts_dir=artifacts_dir
+    )
+    return anyio.run(serve, options)

@@ -1,0 +1,40 @@
+"""The server's command-line options, shared by `serve` and by `exec`, which
+passes them on to the server it starts."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes")
+
+
+def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--config", type=Path, default=default, help="settings TOML file")
+    parser.add_argument(
+        "--artifacts-dir", type=Path, default=default, help="where full outputs are kept"
+    )
+    parser.add_argument(
+        "--cwd", type=Path, default=default, help="workspace directory (default: current)"
+    )
+    parser.add_argument(
+        "--max-line-bytes", type=int, default=default, help="largest accepted request line"
+    )
+    parser.add_argument(
+        "--log-level",
+        default=argparse.SUPPRESS if suppress else "WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level",
+    )
+
+
+def server_argv(args: argparse.Namespace) -> list[str]:
+    """The options of this invocation, as a child server takes them."""
+    argv: list[str] = []
+    for flag in FORWARDED:
+        value = getattr(args, flag, None)
+        if value is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(value)]
+    argv += ["--log-level", args.log_level]
+    return argv

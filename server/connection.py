@@ -1,0 +1,263 @@
+"""One client connection: its request loop, its requests in flight, its state.
+
+It owns the reader (bytes, frames, calls), the replies (through the outbox),
+the requests in flight by id (so a cancel is a lookup), the busy and
+shutdown checks, and what the host said in `initialize`. It starts no
+process: commands are the business of the services it is given.
+
+Where a request runs is decided by its handler alone (see wire.registry): a
+plain function answers on the reader at once; a coroutine always runs as a
+task of its own in the requests group, inside its own cancel scope, so no
+request can stall the reader, and an abort always gets through.
+
+Task groups, each with one owner: `serve` holds the writer's group around
+the requests group around the reader's group, so the reader stops first,
+then running requests are wound down and answered, then the outbox flushes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+import msgspec
+
+from protocol import messages
+from protocol.envelope import (
+    Call,
+    Rejected,
+    RequestId,
+    error_response,
+    parse_line,
+)
+from protocol.errors import ErrorCode
+from protocol.framing import LineFramer, Oversized
+from protocol.mcp import HostOptions
+from server import errors, log
+from server.settings import Settings
+from server.wire.dispatch import Dispatcher, Reply
+from server.wire.frames import frames
+from server.wire.inflight import InFlight
+from server.wire.outbox import Outbox
+from server.wire.registry import Method
+from server.wire.replies import encode_batch, encode_notification, encode_reply
+from server.wire.transport import Transport
+
+# Requests that may run at once; beyond this a request is refused, not queued,
+# so the reader never stalls and an abort can always get through.
+MAX_IN_FLIGHT_REQUESTS = 256
+# How long requests aborted at shutdown, and queued output, may take to go out.
+SHUTDOWN_FLUSH_SECONDS = 0.5
+LIFECYCLE_METHODS = frozenset({"shutdown", "exit"})
+
+_log = log.get("connection")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A request admitted to run as a task."""
+
+    method: Method
+    call: Call
+    flight: InFlight
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler gets besides its params."""
+
+    connection: Connection
+    id: RequestId | None
+    # None for plain handlers, which run on the reader.
+    flight: InFlight | None = None
+
+    @property
+    def services(self) -> Any:
+        return self.connection.services
+
+    async def notify(self, method: str, params: msgspec.Struct) -> None:
+        await self.connection.notify(method, params)
+
+
+class Connection:
+    def __init__(
+        self, services: Any, dispatcher: Dispatcher, transport: Transport, settings: Settings
+    ) -> None:
+        self.services = services
+        self.dispatcher = dispatcher
+        # Per connection: `initialize` may override parts of the file's settings.
+        self.file_settings = settings
+        self.settings = settings
+        self.host = HostOptions()
+        self.stop = anyio.Event()
+        self.shutting_down = False
+        self._transport = transport
+        self._outbox = Outbox(transport.send)
+        self._requests: anyio.abc.TaskGroup | None = None
+        self._flights: dict[RequestId | None, list[InFlight]] = {}
+        self._in_flight = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    # -- the loop ---------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Until the input ends, `exit`, `stop`, or the output breaks; then wind down."""
+        async with anyio.create_task_group() as writer:
+            writer.start_soon(self._outbox.run)
+            async with anyio.create_task_group() as requests:
+                self._requests = requests
+                async with anyio.create_task_group() as reader:
+                    reader.start_soon(self._read, reader.cancel_scope)
+                    reader.start_soon(_cancel_when, self.stop, reader.cancel_scope)
+                    reader.start_soon(_cancel_when, self._outbox.broken, reader.cancel_scope)
+                await self.wind_down()
+                # Aborted requests answer quickly; one stuck on a full outbox is dropped.
+                with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
+                    await self._idle.wait()
+                requests.cancel_scope.cancel()
+            self._outbox.close()
+            with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
+                await self._outbox.finished.wait()
+            writer.cancel_scope.cancel()
+
+    async def wind_down(self) -> None:
+        """Refuse new work, abort everything, kill every process (idempotent)."""
+        self.shutting_down = True
+        for flights in list(self._flights.values()):
+            for flight in flights:
+                flight.cancel()
+        await self.services.wind_down()
+
+    async def _read(self, scope: anyio.CancelScope) -> None:
+        framer = LineFramer(self.settings.max_line_bytes)
+        async for frame in frames(self._transport.receive, framer):
+            if isinstance(frame, Oversized):
+                await self._send(
+                    error_response(ErrorCode.INVALID_REQUEST, messages.MESSAGE_TOO_LARGE)
+                )
+                continue
+            items, is_batch = parse_line(frame)
+            if is_batch:
+                await self._batch(items)
+            else:
+                await self._single(items[0])
+            if self.stop.is_set():
+                break
+        scope.cancel()
+
+    # -- requests ---------------------------------------------------------
+
+    def _prepare(self, item: Call | Rejected) -> Reply | Task | None:
+        """A reply now (None for a notification), or a task to start."""
+        if isinstance(item, Rejected):
+            return item.response
+        call = item
+        try:
+            if self.shutting_down and call.method not in LIFECYCLE_METHODS:
+                raise errors.ShuttingDown
+            method = self.dispatcher.lookup(call.method)
+            if method is None:
+                return None if call.is_notification else self.dispatcher.not_found(call)
+            if not method.is_async:
+                return self.dispatcher.answer(method, call, RequestContext(self, call.reply_id))
+            return Task(method, call, self._admit(call))
+        except errors.BashrpcError as exc:
+            return None if call.is_notification else self.dispatcher.failure(call, exc)
+
+    async def _single(self, item: Call | Rejected) -> None:
+        prepared = self._prepare(item)
+        if isinstance(prepared, Task):
+            assert self._requests is not None
+            self._requests.start_soon(self._run, prepared, None)
+        elif prepared is not None:
+            await self._send(prepared)
+
+    async def _batch(self, items: list[Call | Rejected]) -> None:
+        """Each member on its own, and in flight on its own; one array of replies."""
+        replies: list[Reply] = []
+        tasks: list[Task] = []
+        for item in items:
+            prepared = self._prepare(item)
+            if isinstance(prepared, Task):
+                tasks.append(prepared)
+            elif prepared is not None:
+                replies.append(prepared)
+        if tasks:
+            assert self._requests is not None
+            self._requests.start_soon(self._finish_batch, replies, tasks)
+        elif replies:
+            await self._outbox.put(encode_batch(replies))
+
+    async def _finish_batch(self, replies: list[Reply], tasks: list[Task]) -> None:
+        async with anyio.create_task_group() as members:
+            for task in tasks:
+                members.start_soon(self._run, task, replies)
+        if replies:
+            await self._outbox.put(encode_batch(replies))
+
+    def _admit(self, call: Call) -> InFlight:
+        if self._in_flight >= MAX_IN_FLIGHT_REQUESTS:
+            raise errors.ServerBusy
+        flight = InFlight(call.reply_id)
+        self._flights.setdefault(flight.id, []).append(flight)
+        self._in_flight += 1
+        self._idle = anyio.Event()
+        return flight
+
+    def _release(self, flight: InFlight) -> None:
+        flight.finished = True
+        same = self._flights.get(flight.id, [])
+        same.remove(flight)
+        if not same:
+            self._flights.pop(flight.id, None)
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    async def _run(self, task: Task, collect: list[Reply] | None) -> None:
+        """One request in its own task and cancel scope; its reply goes out, or
+        into `collect` for a batch."""
+        method, call, flight = task.method, task.call, task.flight
+        reply: Reply
+        try:
+            ctx = RequestContext(self, call.reply_id, flight)
+            with flight.scope:
+                flight.started = True
+                try:
+                    result = await method.handler(ctx, self.dispatcher.params(method, call))
+                except Exception as exc:
+                    reply = self.dispatcher.failure(call, exc)
+                else:
+                    reply = self.dispatcher.success(call, result)
+            if flight.scope.cancelled_caught:
+                reply = self.dispatcher.failure(call, errors.RequestCancelled())
+        finally:
+            self._release(flight)
+        if call.is_notification:
+            return
+        if collect is not None:
+            collect.append(reply)
+        else:
+            await self._send(reply)
+
+    # -- out --------------------------------------------------------------
+
+    def cancel(self, request_id: RequestId) -> bool:
+        """Cancel every request in flight with this id; False when there is none."""
+        return any([flight.cancel() for flight in self._flights.get(request_id, [])])
+
+    async def notify(self, method: str, params: msgspec.Struct) -> None:
+        line = encode_notification(method, params)
+        if line is not None:
+            await self._outbox.put(line)
+
+    async def _send(self, reply: Reply) -> None:
+        await self._outbox.put(encode_reply(reply))
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

@@ -1,0 +1,60 @@
+"""Domain errors: what went wrong, in the runtime's own terms.
+
+Runtime and service code raises these and knows nothing of JSON-RPC; one
+table, `server.wire.errormap`, turns each into an error code, message and
+data for the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class BashrpcError(Exception):
+    """Base of the errors a request may end with on purpose."""
+
+
+class InvalidArgument(BashrpcError):
+    """A parameter is well-typed but unusable; `detail` says why, naming the field."""
+
+    def __init__(self, detail: str, message: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        # A message of its own (resource URIs have precise ones), else the standard one.
+        self.message = message
+
+
+class TooManyShells(BashrpcError):
+    def __init__(self, live: int) -> None:
+        super().__init__(live)
+        self.live = live
+
+
+class ArtifactNotFound(BashrpcError):
+    def __init__(self, artifact_id: int, available: list[int], uri: str | None = None) -> None:
+        super().__init__(artifact_id)
+        self.artifact_id = artifact_id
+        self.available = available
+        self.uri = uri
+
+
+class NoSuchPty(BashrpcError):
+    def __init__(self, request_id: Any) -> None:
+        super().__init__(request_id)
+        self.request_id = request_id
+
+
+class ServerBusy(BashrpcError):
+    """More requests in flight than the server takes at once."""
+
+
+class ShuttingDown(BashrpcError):
+    """The server is shutting down and takes no new work."""
+
+
+class RequestCancelled(BashrpcError):
+    """A request was cancelled; `output` is what its command printed until then."""
+
+    def __init__(self, output: str | None = None) -> None:
+        super().__init__(output)
+        self.output = output

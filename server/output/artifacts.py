@@ -1,0 +1,273 @@
+"""Numbered artifact files holding the full output of long commands.
+
+Files are ``<id>.bash.log`` (0600) in one private directory (0700). Ids are
+allocated with O_EXCL so that several servers may share a directory. Reads
+open by number with O_NOFOLLOW, so no id, and no symlink planted in the
+directory, can reach a file elsewhere.
+
+The size caps hold while a command writes, not just when it ends: before
+each write the store makes room by deleting the oldest finished artifacts,
+and an artifact that would still pass the total cap, or its own, is cut
+right there and written no further (the result says so; the in-memory tail
+is complete as always). A runaway `yes` cannot fill the disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import messages
+from server import log
+from server.errors import ArtifactNotFound
+from server.output import utf8
+
+DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+SUFFIX = ".bash.log"
+_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
+# Writes smaller than this are gathered into one.
+_WRITE_BUFFER_BYTES = 256 * 1024
+
+_log = log.get("artifacts")
+
+
+def default_dir() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "bashrpc" / "artifacts"
+
+
+class ArtifactWriter:
+    """The spill target of one command; stops quietly on the first I/O error.
+
+    Big writes go straight to the file; small ones are gathered first, so a
+    chatty command costs few syscalls and a fast one no extra copy.
+    """
+
+    def __init__(self, store: ArtifactStore, artifact_id: int, fd: int) -> None:
+        self.id = artifact_id
+        self._store = store
+        self._fd = fd
+        self._buffer = bytearray()
+        self.size = 0
+        self.failed = False
+        self.closed = False
+        # Stopped at a size cap: complete up to there, nothing after.
+        self.cut = False
+
+    def write(self, data: bytes) -> None:
+        if self.failed or self.cut:
+            return
+        if self._buffer or len(data) < _WRITE_BUFFER_BYTES:
+            self._buffer += data
+            if len(self._buffer) < _WRITE_BUFFER_BYTES:
+                return
+            data = bytes(self._buffer)
+            self._buffer.clear()
+        self._write_all(data)
+
+    def _write_all(self, data: bytes) -> None:
+        allowed = self._store.make_room(self, len(data))
+        if allowed < len(data):
+            self.cut = True
+        view = memoryview(data)[:allowed]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                self.size += written
+                self._store.account(written)
+                view = view[written:]
+        except OSError as exc:
+            self._fail(exc)
+
+    def close(self) -> int | None:
+        """Finish the file; the id when it is complete, else None."""
+        if self.closed:
+            return None if self.failed else self.id
+        self.closed = True
+        if self._buffer and not self.failed and not self.cut:
+            self._write_all(bytes(self._buffer))
+            self._buffer.clear()
+        if not self.failed:
+            try:
+                os.close(self._fd)
+            except OSError as exc:
+                self._fail(exc)
+        if self.failed:
+            return None
+        self._store.finished(self)
+        return self.id
+
+    def _fail(self, exc: OSError) -> None:
+        self.failed = True
+        _log.warning(messages.ARTIFACT_WRITE_FAILED.format(id=self.id, reason=exc))
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+        self._store.remove(self.id)
+        self._store.finished(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactChunk:
+    data: bytes
+    offset: int
+    next_offset: int | None
+    total_bytes: int
+
+
+class ArtifactStore:
+    def __init__(
+        self,
+        directory: Path,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+        max_bytes: int | None = None,
+    ):
+        self.directory = directory
+        self.max_total_bytes = max_total_bytes
+        # The cap of one artifact; None: only the total cap applies.
+        self.max_bytes = max_bytes
+        self._next_id: int | None = None
+        self._usable: bool | None = None
+        # Bytes in the directory as this store knows them; rescanned when over.
+        self._total = 0
+        self._writing: set[int] = set()
+
+    def _prepare(self) -> bool:
+        """Create the directory on first use, so a server that never spills never touches disk."""
+        if self._usable is None:
+            try:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.chmod(self.directory, 0o700)
+                self._next_id = max(self.ids(), default=0) + 1
+                self._total = sum(size for _, size in self.sizes())
+                self._usable = True
+            except OSError as exc:
+                _log.warning(
+                    messages.ARTIFACTS_DIR_UNUSABLE.format(path=self.directory, reason=exc)
+                )
+                self._usable = False
+        return self._usable
+
+    def path(self, artifact_id: int) -> Path:
+        return self.directory / f"{int(artifact_id)}{SUFFIX}"
+
+    def ids(self) -> list[int]:
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        return sorted(int(m.group(1)) for n in names if (m := _NAME.match(n)))
+
+    def create(self) -> ArtifactWriter | None:
+        if not self._prepare():
+            return None
+        assert self._next_id is not None
+        for _ in range(1000):
+            artifact_id = self._next_id
+            self._next_id += 1
+            try:
+                fd = os.open(
+                    self.path(artifact_id),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                )
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                _log.warning(
+                    messages.ARTIFACT_CREATE_FAILED.format(path=self.directory, reason=exc)
+                )
+                return None
+            self._writing.add(artifact_id)
+            return ArtifactWriter(self, artifact_id, fd)
+        _log.warning(messages.ARTIFACT_IDS_EXHAUSTED.format(path=self.directory))
+        return None
+
+    def remove(self, artifact_id: int) -> None:
+        path = self.path(artifact_id)
+        try:
+            size = os.stat(path, follow_symlinks=False).st_size
+            os.unlink(path)
+        except OSError:
+            return
+        self._total = max(0, self._total - size)
+
+    def read(self, artifact_id: int, offset: int, limit: int) -> ArtifactChunk:
+        """Read ``limit`` bytes at most, cut on UTF-8 character boundaries."""
+        try:
+            # O_NONBLOCK: a FIFO planted under an artifact's name must not hang the server.
+            fd = os.open(
+                self.path(artifact_id),
+                os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+            )
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                raise ArtifactNotFound(artifact_id, self.ids()) from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ArtifactNotFound(artifact_id, self.ids())
+            total = st.st_size
+            start = min(offset, total)
+            f.seek(start)
+            # A few bytes past the limit show where the last character ends.
+            window = f.read(limit + utf8.MAX_CONTINUATION_BYTES)
+        begin = utf8.char_start(window, 0)
+        end = min(limit, len(window))
+        if start + end < total:
+            while end > begin and utf8.is_continuation(window[end]):
+                end -= 1
+            if end == begin:
+                # The limit is smaller than one character: return it whole.
+                end = utf8.char_start(window, begin + 1)
+        data = window[begin:end]
+        real_offset = start + begin
+        next_offset = real_offset + len(data)
+        return ArtifactChunk(
+            data=data,
+            offset=real_offset,
+            next_offset=next_offset if next_offset < total else None,
+            total_bytes=total,
+        )
+
+    def sizes(self) -> list[tuple[int, int]]:
+        """(id, size) of every artifact, oldest first."""
+        out: list[tuple[int, int]] = []
+        for artifact_id in self.ids():
+            try:
+                st = os.stat(self.path(artifact_id), follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((artifact_id, st.st_size))
+        return out
+
+    def make_room(self, writer: ArtifactWriter, wanted: int) -> int:
+        """How many of `wanted` bytes the writer may add, after deleting the
+        oldest finished artifacts if the directory would pass its cap."""
+        allowed = wanted
+        if self.max_bytes is not None:
+            allowed = min(allowed, self.max_bytes - writer.size)
+        if self._total + allowed > self.max_total_bytes:
+            # Another server may share the directory: start from what is there.
+            sizes = self.sizes()
+            self._total = sum(size for _, size in sizes)
+            for artifact_id, _size in sizes:
+                if self._total + allowed <= self.max_total_bytes:
+                    break
+                if artifact_id not in self._writing:
+                    self.remove(artifact_id)
+            allowed = min(allowed, self.max_total_bytes - self._total)
+        return max(0, allowed)
+
+    def account(self, written: int) -> None:
+        self._total += written
+
+    def finished(self, writer: ArtifactWriter) -> None:
+        self._writing.discard(writer.id)

@@ -1,0 +1,139 @@
+"""Streaming output as notifications: text for `bash/chunk`, raw bytes for `pty/output`.
+
+The first text goes out at once, then at most one notification per interval,
+or sooner when a full batch is waiting. A client that keeps reading loses
+nothing: past MAX_PENDING_BYTES of text not yet sent, the command's output is
+no longer read (the command waits, as it would on a full pipe) until the
+client catches up. Only a client that takes nothing for CLIENT_STALL_SECONDS
+loses text: the oldest pending text is skipped, with a notice, until it reads
+again. The result and the artifact hold everything either way.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+
+import anyio.abc
+
+from protocol import messages
+from server.output import utf8
+from server.output.throttle import Throttle
+
+CHUNK_INTERVAL_SECONDS = 0.02
+MAX_PENDING_BYTES = 1024 * 1024
+# Pending text worth a notification at once, without waiting out the interval.
+FLUSH_BYTES = 256 * 1024
+CLIENT_STALL_SECONDS = 2.0
+# Where the producer cannot be paused (a command's last output, read after it
+# ended), pending text is still bounded: beyond this many times the cap, skip.
+HARD_CAP_FACTOR = 4
+# Raw terminal bytes cannot take a notice; a host that fell behind resyncs
+# from pty/screen, so the cap is larger and the oldest bytes are dropped.
+MAX_PENDING_RAW_BYTES = 1024 * 1024
+
+
+class ChunkStream:
+    """Sanitized UTF-8 in, coalesced `bash/chunk` texts out, in order."""
+
+    def __init__(
+        self,
+        emit: Callable[[int, str, int], Awaitable[None]],
+        owner: anyio.abc.TaskGroup,
+        interval: float = CHUNK_INTERVAL_SECONDS,
+        max_pending: int = MAX_PENDING_BYTES,
+        stall_seconds: float = CLIENT_STALL_SECONDS,
+    ) -> None:
+        self._emit = emit
+        self._max_pending = max_pending
+        self._flush_bytes = min(FLUSH_BYTES, max_pending)
+        self._stall_seconds = stall_seconds
+        self._pending = bytearray()
+        self._skipped = 0
+        self._seq = 0
+        # Set while the client takes nothing: then text is skipped, not waited for.
+        self._stalled = False
+        self._progress = anyio.Event()
+        self._throttle = Throttle(self._send, interval, owner)
+
+    def push(self, data: bytes) -> None:
+        if not data:
+            return
+        self._pending += data
+        size = len(self._pending)
+        if size > self._max_pending and (
+            self._stalled or size > HARD_CAP_FACTOR * self._max_pending
+        ):
+            self._skip()
+        self._throttle.poke(urgent=len(self._pending) >= self._flush_bytes)
+
+    @property
+    def backlogged(self) -> bool:
+        """The producer should wait (see `wait_for_room`)."""
+        return len(self._pending) > self._max_pending and not self._stalled
+
+    async def wait_for_room(self) -> None:
+        """Until the client has taken the backlog, or has stalled (then skip)."""
+        while self.backlogged:
+            sent = self._seq
+            with anyio.move_on_after(self._stall_seconds):
+                await self._progress.wait()
+            if self._seq == sent:
+                self._stalled = True
+                self._skip()
+
+    def _skip(self) -> None:
+        """Drop the oldest pending text, keeping the newest half, on a character boundary."""
+        cut = utf8.char_start(self._pending, len(self._pending) - self._max_pending // 2)
+        self._skipped += cut
+        del self._pending[:cut]
+
+    async def _send(self) -> None:
+        """Send what is pending, a batch per notification, so no one message is huge."""
+        while self._pending:
+            cut = utf8.char_start(self._pending, min(len(self._pending), self._flush_bytes))
+            text = self._pending[:cut].decode()
+            del self._pending[:cut]
+            skipped = self._skipped
+            if skipped:
+                text = messages.NOTICE_CHUNKS_SKIPPED.format(count=skipped) + text
+                self._skipped = 0
+            await self._emit(self._seq, text, skipped)
+            self._seq += 1
+            self._stalled = False
+            self._progress.set()
+            self._progress = anyio.Event()
+
+    async def close(self) -> None:
+        """Send what is pending and wait until it is queued."""
+        await self._throttle.close()
+
+
+class RawStream:
+    """Raw PTY bytes, coalesced like text chunks, sent base64-encoded."""
+
+    def __init__(
+        self,
+        emit: Callable[[str], Awaitable[None]],
+        owner: anyio.abc.TaskGroup,
+        interval: float = CHUNK_INTERVAL_SECONDS,
+        max_pending: int = MAX_PENDING_RAW_BYTES,
+    ) -> None:
+        self._emit = emit
+        self._max_pending = max_pending
+        self._pending = bytearray()
+        self._throttle = Throttle(self._send, interval, owner)
+
+    def push(self, data: bytes) -> None:
+        self._pending += data
+        if len(self._pending) > self._max_pending:
+            del self._pending[: len(self._pending) - self._max_pending]
+        self._throttle.poke()
+
+    async def _send(self) -> None:
+        data = base64.b64encode(self._pending).decode("ascii")
+        self._pending.clear()
+        await self._emit(data)
+
+    async def close(self) -> None:
+        await self._throttle.close()

@@ -1,0 +1,124 @@
+"""OutputSink: bounded memory for unbounded output, sans-I/O.
+
+The sink keeps only the tail of the sanitized output, counts what went past,
+and the moment anything would be dropped it hands the whole stream so far to a
+spill target (an artifact file), then forwards every later byte there too.
+So memory stays bounded while the full text stays recoverable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from server.output import utf8
+from server.output.sanitize import Sanitizer
+
+DEFAULT_MAX_BYTES = 51200
+# The tail buffer is compacted only when it grows to this multiple of the
+# limit, so compaction costs O(1) amortized per byte.
+_COMPACT_FACTOR = 2
+
+
+class Spill(Protocol):
+    """Where the full stream goes once it no longer fits in memory."""
+
+    # True once the spill stopped at a size cap: complete only up to there.
+    cut: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> int | None:
+        """Finish; returns the id of the complete copy, or None if it failed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSummary:
+    text: str
+    truncated: bool
+    total_bytes: int
+    total_lines: int
+    output_bytes: int
+    output_lines: int
+
+
+def count_lines(data: bytes | str) -> int:
+    """Lines as a person counts them: a final line without LF still counts."""
+    if not data:
+        return 0
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    n = data.count(newline)  # type: ignore[arg-type]
+    return n if data.endswith(newline) else n + 1  # type: ignore[arg-type]
+
+
+class OutputSink:
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        open_spill: Callable[[], Spill | None] | None = None,
+    ) -> None:
+        self._max = max_bytes
+        self._open_spill = open_spill
+        self._sanitizer = Sanitizer()
+        self._tail = bytearray()
+        self._spill: Spill | None = None
+        self.total_bytes = 0
+        self._newlines = 0
+        self._ends_with_newline = True
+        self.truncated = False
+
+    @property
+    def spill(self) -> Spill | None:
+        return self._spill
+
+    def feed(self, data: bytes) -> bytes:
+        """Take raw output; return it sanitized (UTF-8) for streaming."""
+        clean = self._sanitizer.feed(data)
+        if clean:
+            self._append(clean)
+        return clean
+
+    def finish(self) -> bytes:
+        clean = self._sanitizer.finish()
+        if clean:
+            self._append(clean)
+        return clean
+
+    def _append(self, data: bytes) -> None:
+        self.total_bytes += len(data)
+        self._newlines += data.count(b"\n")
+        self._ends_with_newline = data.endswith(b"\n")
+        self._tail += data
+        if self._spill is not None:
+            self._spill.write(data)
+        elif not self.truncated and self.total_bytes > self._max:
+            self.truncated = True
+            if self._open_spill is not None:
+                self._spill = self._open_spill()
+                if self._spill is not None:
+                    # Nothing was dropped yet, so the tail is the whole stream.
+                    self._spill.write(bytes(self._tail))
+        if len(self._tail) > self._max * _COMPACT_FACTOR:
+            del self._tail[: len(self._tail) - self._max]
+
+    def tail_text(self) -> str:
+        """The retained tail, decoded; cheap enough for periodic snapshots."""
+        start = utf8.char_start(self._tail, max(0, len(self._tail) - self._max))
+        return self._tail[start:].decode("utf-8", "replace")
+
+    def summary(self) -> SinkSummary:
+        start = utf8.char_start(self._tail, max(0, len(self._tail) - self._max))
+        kept = bytes(self._tail[start:])
+        total_lines = 0
+        if self.total_bytes:
+            total_lines = self._newlines + (0 if self._ends_with_newline else 1)
+        return SinkSummary(
+            text=kept.decode("utf-8", "replace"),
+            truncated=self.truncated,
+            total_bytes=self.total_bytes,
+            total_lines=total_lines,
+            output_bytes=len(kept),
+            output_lines=count_lines(kept),
+        )

@@ -1,0 +1,101 @@
+"""Starting a child process that dies with the server, and awaiting its exit.
+
+Children are started with subprocess (fork and exec) and set up in between:
+they get SIGKILL when the server dies (PR_SET_PDEATHSIG), and their tracker
+places them (in a cgroup, or as a subreaper) before they run a single line.
+Their exit is awaited on a pidfd, so no thread waits per child.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Any
+
+import anyio
+
+from server.runtime import procs
+from server.runtime.containment import Tracker
+
+# Waiting for exit where pidfds are missing (kernels before 5.3).
+EXIT_POLL_SECONDS = 0.02
+# The status of a child that someone else collected, as if SIGKILLed.
+LOST_STATUS = 128 + signal.SIGKILL
+
+
+def child_setup(tracker: Tracker) -> Callable[[], None]:
+    """What a child runs between fork and exec."""
+    parent = os.getpid()
+
+    def setup() -> None:
+        procs.prctl(procs.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            # The server died before the line above took effect.
+            os._exit(1)
+        tracker.prepare_child()
+
+    return setup
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    tracker: Tracker,
+    env: Mapping[str, str],
+    cwd: str | os.PathLike[str] | None = None,
+    stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    stdout: int | IO[Any] | None = subprocess.DEVNULL,
+    stderr: int | IO[Any] | None = subprocess.DEVNULL,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.Popen[bytes]:
+    """Start the child in a session of its own; raises OSError when it cannot start."""
+    process = subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=cwd,
+        env=dict(env),
+        pass_fds=tuple(pass_fds),
+        start_new_session=True,
+        preexec_fn=child_setup(tracker),
+    )
+    tracker.adopt(process.pid)
+    return process
+
+
+async def wait(process: subprocess.Popen[bytes]) -> int:
+    """The exit status (128+N for a signal); cancellable, and collects the child."""
+    if process.returncode is not None:
+        return process.returncode
+    code = await wait_pid(process.pid)
+    process.returncode = code
+    return code
+
+
+async def wait_pid(pid: int) -> int:
+    """Await a child's exit by pid (128+N for a signal); cancellable."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        pidfd = -1
+    try:
+        while True:
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                # Collected elsewhere: it ended, but how is lost.
+                return LOST_STATUS
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                return 128 - code if code < 0 else code
+            if pidfd >= 0:
+                await anyio.wait_readable(pidfd)
+            else:
+                await anyio.sleep(EXIT_POLL_SECONDS)
+    finally:
+        if pidfd >= 0:
+            anyio.notify_closing(pidfd)
+            os.close(pidfd)

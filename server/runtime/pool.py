@@ -1,0 +1,171 @@
+"""The pool that keeps shells from piling up.
+
+Shells cost memory and processes, so the pool bounds them: past
+`max_shells`, starting a shell first closes the least recently used idle
+one. A shell whose background jobs are still running (a dev server, a
+watcher) is spared, both from that and from the idle timeout, until the
+hard limit of twice `max_shells`; beyond it, with no idle shell to close,
+the request is refused (TooManyShells). A one-shot PTY command holds a
+terminal and a shell, so it counts toward the same limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from server import log
+from server.errors import TooManyShells
+from server.runtime.containment import Containment
+from server.runtime.procs import Scan
+from server.runtime.sessions import Session, SessionRegistry
+from server.runtime.shell import Shell, ShellConfig
+from server.runtime.snapshot import SnapshotStore
+from server.settings import DEFAULT_IDLE_SECONDS, DEFAULT_KILL_GRACE_SECONDS, DEFAULT_MAX_SHELLS
+
+HARD_LIMIT_FACTOR = 2
+
+_shell_names = itertools.count(1)
+_log = log.get("pool")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    max_shells: int = DEFAULT_MAX_SHELLS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS
+
+    @property
+    def hard_limit(self) -> int:
+        return self.max_shells * HARD_LIMIT_FACTOR
+
+
+class ShellPool:
+    """Starts shells as tasks of a long-lived task group (their owner) and bounds them."""
+
+    def __init__(
+        self,
+        tg: anyio.abc.TaskGroup,
+        runtime_dir: Path,
+        sessions: SessionRegistry,
+        limits: PoolLimits,
+        snapshots: SnapshotStore | None,
+        containment: Containment,
+    ) -> None:
+        self._tg = tg
+        self.containment = containment
+        # The kill grace in use; shutdown shortens it.
+        self.grace_seconds = limits.grace_seconds
+        # PTY programs, whose exit status their runner collects.
+        self.child_pids: set[int] = set()
+        self._dir = runtime_dir
+        self._sessions = sessions
+        self.limits = limits
+        self.snapshots = snapshots
+        self.live: set[Shell] = set()
+        # One-shot PTY commands running now: each holds a terminal and a shell.
+        self.pty_runs = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.live) + self.pty_runs
+
+    @contextlib.asynccontextmanager
+    async def pty_slot(self) -> AsyncIterator[None]:
+        """Room for one PTY command under the same limits as shells (-32001 beyond)."""
+        await self._make_room()
+        self.pty_runs += 1
+        try:
+            yield
+        finally:
+            self.pty_runs -= 1
+
+    async def with_snapshot(self, config: ShellConfig, env: dict[str, str]) -> ShellConfig:
+        """The configuration with the user's rc snapshot filled in, when there is one."""
+        if self.snapshots is not None and config.snapshot is None:
+            snapshot = await self.snapshots.get(config.shell, env)
+            if snapshot is not None:
+                config = replace(config, snapshot=str(snapshot))
+        return config
+
+    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
+        await self._make_room()
+        config = await self.with_snapshot(config, env)
+        name = f"s{next(_shell_names)}"
+        shell = Shell(config, env, cwd, self._dir, name, self.containment.tracker(name))
+        self.live.add(shell)
+        try:
+            await self._tg.start(shell.serve)
+        except BaseException:
+            self.live.discard(shell)
+            raise
+        return shell
+
+    async def close(self, shell: Shell, grace_seconds: float) -> None:
+        try:
+            await shell.close(grace_seconds)
+        finally:
+            self.live.discard(shell)
+
+    def pids(self) -> set[int]:
+        """Children whose exit status someone here collects: shells, PTY programs,
+        snapshot makers (the orphan reaper leaves them alone)."""
+        pids = {pid for s in self.live if (pid := s.pid) is not None} | self.child_pids
+        if self.snapshots is not None:
+            pids |= self.snapshots.pids
+        return pids
+
+    def scan(self) -> Scan | None:
+        """One scan of /proc for many shells' trees, where trees need one."""
+        return None if self.containment.uses_cgroups else Scan()
+
+    def note_members(self) -> None:
+        """Record what every shell has started so far (ancestry tracking only)."""
+        scan = self.scan()
+        if scan is not None:
+            for shell in list(self.live):
+                shell.tree(scan)
+
+    def _idle_sessions(self) -> list[Session]:
+        idle = [s for s in self._sessions.all() if s.shell is not None and not s.busy]
+        return sorted(idle, key=lambda s: s.last_used)
+
+    async def _evict(self, session: Session, why: str) -> None:
+        shell = session.shell
+        if shell is None:
+            return
+        session.shell = None
+        _log.info("closing the shell of session %r (%s)", session.id, why)
+        await self.close(shell, self.grace_seconds)
+
+    async def _make_room(self) -> None:
+        if self.count < self.limits.max_shells:
+            return
+        idle = self._idle_sessions()
+        scan = self.scan()
+        victim = next((s for s in idle if s.background_jobs(scan) == 0), None)
+        if victim is None and self.count < self.limits.hard_limit:
+            return
+        if victim is None and idle:
+            victim = idle[0]
+        if victim is None:
+            raise TooManyShells(self.count)
+        await self._evict(victim, "least recently used")
+
+    async def evict_idle(self) -> None:
+        """Close shells idle for longer than the limit, unless their jobs still run."""
+        now = anyio.current_time()
+        scan: Scan | None = None
+        for session in self._idle_sessions():
+            if now - session.last_used < self.limits.idle_seconds:
+                break
+            if scan is None:
+                scan = self.scan()
+            if session.background_jobs(scan) == 0:
+                await self._evict(session, "idle")

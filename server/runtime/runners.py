@@ -1,0 +1,218 @@
+"""Running one command: on its session's persistent shell, or on a PTY.
+
+Both runners hand the command's bytes to a `feed` callback, stop on the
+execution's cancel scope or on the deadline, and leave nothing behind that
+should not outlive the command: an aborted pipe command takes its shell
+with it, a PTY command takes everything it started. What the bytes mean is
+the caller's business.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+
+from server.runtime import drain, procs
+from server.runtime import env as envmod
+from server.runtime.fifo import Backpressure
+from server.runtime.pool import ShellPool
+from server.runtime.pty import PtyRun
+from server.runtime.sessions import Session, expand_home, resolve_path
+from server.runtime.shell import Completion, Shell, ShellDied
+from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
+
+# How long a killed PTY program's exit status is awaited before giving up.
+PTY_EXIT_WAIT_SECONDS = 1.0
+
+_pty_names = itertools.count(1)
+
+
+class Execution:
+    """A running command, as seen by whoever may abort it or type into its PTY."""
+
+    def __init__(self, request_id: object, session_id: str) -> None:
+        self.request_id = request_id
+        self.session_id = session_id
+        self.scope = anyio.CancelScope()
+        self.aborted = False
+        self.finished = False
+        self.pty: PtyRun | None = None
+
+    def abort(self) -> bool:
+        if self.finished or self.aborted:
+            return False
+        self.aborted = True
+        self.scope.cancel()
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    # None when the command was killed (abort, timeout) or never started.
+    exit_code: int | None
+    timed_out: bool
+    # Where the command ended: the shell's directory, or the PTY's.
+    cwd: str | None
+    # Why a PTY program could not start; None when it started.
+    start_error: str | None = None
+
+    @property
+    def killed(self) -> bool:
+        return self.exit_code is None and self.start_error is None
+
+
+async def on_pipes(
+    pool: ShellPool,
+    session: Session,
+    command: str,
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    timeout: float | None,
+    feed: Callable[[bytes], None],
+    backpressure: Backpressure | None,
+    execution: Execution,
+) -> RunResult:
+    """On the session's shell; on a one-shot shell when that one is busy."""
+    if cwd is not None:
+        # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
+        cwd = expand_home(cwd, session.home)
+    one_shot = session.busy
+    shell: Shell | None = None
+    completion: Completion | None = None
+    if not one_shot:
+        session.busy = True
+    try:
+        with execution.scope, anyio.move_on_after(timeout) as deadline:
+            for attempt in range(2):
+                shell = await _acquire(pool, session, one_shot)
+                try:
+                    completion = await shell.run(
+                        command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
+                    )
+                    break
+                except ShellDied:
+                    # Killed between commands: a fresh shell takes the command.
+                    await _discard(pool, session, shell, one_shot)
+                    if attempt:
+                        raise
+        execution.finished = True
+        with anyio.CancelScope(shield=True):
+            if shell is not None and (completion is None or completion.shell_died or one_shot):
+                await _discard(pool, session, shell, one_shot)
+    finally:
+        execution.finished = True
+        if not one_shot:
+            session.busy = False
+        session.last_used = anyio.current_time()
+    if completion is not None and completion.cwd is not None and not one_shot:
+        session.cwd = completion.cwd
+    return RunResult(
+        exit_code=None if completion is None else completion.exit_code,
+        timed_out=deadline.cancelled_caught,
+        cwd=completion.cwd if completion is not None and completion.cwd else session.cwd,
+    )
+
+
+async def _acquire(pool: ShellPool, session: Session, one_shot: bool) -> Shell:
+    if one_shot:
+        return await pool.start(session.config, session.env, session.cwd)
+    if session.shell is None or session.shell.dead:
+        if session.shell is not None:
+            await pool.close(session.shell, 0)
+        session.shell = await pool.start(session.config, session.env, session.cwd)
+    return session.shell
+
+
+async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bool) -> None:
+    await pool.close(shell, pool.grace_seconds)
+    if not one_shot and session.shell is shell:
+        session.shell = None
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    cols: int
+    rows: int
+
+
+async def on_pty(
+    pool: ShellPool,
+    session: Session,
+    command: str,
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    timeout: float | None,
+    terminal: Terminal,
+    feed: Callable[[bytes], None],
+    execution: Execution,
+) -> RunResult:
+    """A one-shot `bash -c` on a PTY, under the same limits as shells.
+
+    Whatever it leaves running, background jobs included, is killed at the end.
+    """
+    async with pool.pty_slot():
+        if session.config.prefix:
+            command = f"{session.config.prefix} {command}"
+        workdir = resolve_path(session.cwd, cwd, session.home) if cwd else session.cwd
+        full_env = envmod.for_terminal(session.env, env)
+        tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
+        full_env[procs.OWNER_ENV] = tracker.tag
+        config = await pool.with_snapshot(session.config, session.env)
+        if config.snapshot is not None:
+            # On its own line, so the command is parsed after the snapshot's aliases exist.
+            full_env[SNAPSHOT_ENV] = config.snapshot
+            command = f"{SOURCE_SNAPSHOT}\n{command}"
+        run = PtyRun(
+            [session.config.shell, "-c", command],
+            cwd=workdir,
+            env=full_env,
+            cols=terminal.cols,
+            rows=terminal.rows,
+            on_output=feed,
+            tracker=tracker,
+        )
+        try:
+            run.start()
+        except Exception as exc:  # ptyprocess re-raises the child's error as any type
+            tracker.release()
+            execution.finished = True
+            return RunResult(exit_code=None, timed_out=False, cwd=workdir, start_error=str(exc))
+        try:
+            exit_code, timed_out = await _drive(pool, run, timeout, execution)
+        finally:
+            execution.finished = True
+            run.close()
+            session.last_used = anyio.current_time()
+        return RunResult(exit_code=exit_code, timed_out=timed_out, cwd=workdir)
+
+
+async def _drive(
+    pool: ShellPool, run: PtyRun, timeout: float | None, execution: Execution
+) -> tuple[int | None, bool]:
+    pid = run.pid
+    assert pid is not None
+    pool.child_pids.add(pid)
+    execution.pty = run
+    exit_code: int | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run.pump)
+            with execution.scope, anyio.move_on_after(timeout) as deadline:
+                exit_code = await run.wait()
+                await drain.until_quiet(run.eof, lambda: run.last_data)
+            execution.finished = True
+            await run.kill(pool.grace_seconds)
+            with anyio.move_on_after(drain.POST_KILL_SECONDS):
+                await run.eof.wait()
+            tg.cancel_scope.cancel()
+        if exit_code is None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
+                await run.wait()
+    finally:
+        pool.child_pids.discard(pid)
+    return exit_code, deadline.cancelled_caught

@@ -1,0 +1,144 @@
+"""The runtime of one server: sessions, the shell pool, artifacts, containment.
+
+It owns the shells' task group and the housekeeping task. `serve` opens one
+per process; a test opens one per server it runs in-process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from server import log
+from server.output.artifacts import ArtifactStore
+from server.runtime import env as envmod
+from server.runtime import procs
+from server.runtime.containment import Containment
+from server.runtime.pool import PoolLimits, ShellPool
+from server.runtime.sessions import Session, SessionRegistry
+from server.runtime.shell import ShellConfig
+from server.runtime.snapshot import SnapshotStore
+from server.settings import Settings
+
+HOUSEKEEPING_INTERVAL_SECONDS = 1.0
+_log = log.get("runtime")
+# Shutdown must finish within a few seconds even with TERM-ignoring children.
+SHUTDOWN_GRACE_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    settings: Settings
+    workspace: Path
+    shell: str
+    artifacts_dir: Path
+
+
+class Runtime:
+    def __init__(
+        self,
+        options: Options,
+        runtime_dir: Path,
+        containment: Containment,
+        shells: anyio.abc.TaskGroup,
+        *,
+        reap_orphans: bool,
+    ) -> None:
+        settings = options.settings
+        self.options = options
+        self.settings = settings
+        self.containment = containment
+        self.sessions = SessionRegistry()
+        limits = PoolLimits(
+            max_shells=settings.sessions.max_shells,
+            idle_seconds=settings.sessions.idle_seconds,
+            grace_seconds=settings.kill.grace_seconds,
+        )
+        snapshots = None
+        if settings.bash.snapshot:
+            snapshots = SnapshotStore(runtime_dir, containment, settings.bash.snapshot_timeout)
+        self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, snapshots, containment)
+        self.artifacts = ArtifactStore(
+            options.artifacts_dir, settings.artifacts.max_total_bytes, settings.artifacts.max_bytes
+        )
+        # Only the process's own runtime may collect every orphan's status.
+        self._reap_orphans = reap_orphans
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        options: Options,
+        runtime_dir: Path,
+        containment: Containment,
+        *,
+        reap_orphans: bool = False,
+    ) -> AsyncIterator[Runtime]:
+        """A runtime whose shells all die when the block ends, however it ends."""
+        async with anyio.create_task_group() as shells:
+            runtime = cls(options, runtime_dir, containment, shells, reap_orphans=reap_orphans)
+            shells.start_soon(runtime.housekeeping)
+            try:
+                yield runtime
+            finally:
+                await runtime.wind_down()
+                shells.cancel_scope.cancel()
+
+    @property
+    def workspace(self) -> str:
+        return str(self.options.workspace)
+
+    def new_session(self, session_id: str, cwd: str, env: dict[str, str] | None) -> Session:
+        session_env = envmod.without_guards(env)
+        config = ShellConfig(
+            shell=self.options.shell,
+            prefix=self.settings.prefix,
+            snapshot=None,
+            env=tuple(sorted(session_env.items())),
+        )
+        inherited = envmod.excluding(os.environ, self.settings.env_exclude)
+        full_env = envmod.build(inherited, self.settings.env_vars, session_env)
+        return self.sessions.add(Session(session_id, config, full_env, cwd))
+
+    def session(self, session_id: str) -> Session:
+        """The named session, created in the workspace on first use."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.new_session(session_id, self.workspace, None)
+        return session
+
+    async def close_session(self, session: Session) -> None:
+        if session.shell is not None:
+            await self.pool.close(session.shell, self.pool.grace_seconds)
+            session.shell = None
+
+    async def housekeeping(self) -> None:
+        """Once a second: reap re-parented orphans, record what shells started
+        (where that is tracked by ancestry), close idle shells."""
+        while True:
+            await anyio.sleep(HOUSEKEEPING_INTERVAL_SECONDS)
+            try:
+                if self._reap_orphans:
+                    procs.reap_orphans(self.pool.pids() | self.containment.spare)
+                self.pool.note_members()
+                await self.pool.evict_idle()
+            except Exception:
+                # A bug here must not end the server; the next round tries again.
+                _log.exception("housekeeping failed")
+
+    async def wind_down(self) -> None:
+        """Kill every shell and everything they started (idempotent)."""
+        with anyio.CancelScope(shield=True):
+            self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
+            async with anyio.create_task_group() as tg:
+                for shell in list(self.pool.live):
+                    tg.start_soon(self.pool.close, shell, self.pool.grace_seconds)
+            for session in self.sessions.all():
+                session.shell = None
+            await self.containment.kill_everything()

@@ -1,0 +1,77 @@
+"""Sessions: a name, a shell configuration, a directory, and at most one live shell.
+
+A session keeps one shell alive between commands. A command that arrives
+while that shell is busy runs at once in a one-shot shell of the same
+configuration, so a slow build never queues a quick `ls`. The session
+outlives its shells: when one dies or is evicted, the next command gets a
+fresh one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+
+import anyio
+
+from server.runtime.procs import Scan
+from server.runtime.shell import Shell, ShellConfig
+
+
+def expand_home(path: str, home: str | None) -> str:
+    """`~` and `~/...` as the session's shell would expand them (`~user` too)."""
+    if path == "~" or path.startswith("~/"):
+        return path if home is None else home + path[1:]
+    return os.path.expanduser(path)
+
+
+def resolve_path(base: str, path: str, home: str | None) -> str:
+    """`path` as a command would reach it from `base`, with `~` expanded, normalized."""
+    return os.path.normpath(os.path.join(base, expand_home(path, home)))
+
+
+@dataclass(eq=False)
+class Session:
+    id: str
+    config: ShellConfig
+    env: dict[str, str]
+    cwd: str
+    shell: Shell | None = None
+    busy: bool = False
+    last_used: float = field(default_factory=anyio.current_time)
+
+    @property
+    def home(self) -> str | None:
+        return self.env.get("HOME")
+
+    def background_jobs(self, scan: Scan | None = None) -> int:
+        """Processes the idle shell started that are still running."""
+        if self.shell is None or self.busy or self.shell.dead:
+            return 0
+        return len(self.shell.tree(scan) - {self.shell.pid})
+
+
+class SessionRegistry:
+    def __init__(self) -> None:
+        self._sessions: dict[str, Session] = {}
+        self._anonymous = itertools.count(1)
+
+    def get(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def add(self, session: Session) -> Session:
+        self._sessions[session.id] = session
+        return session
+
+    def pop(self, session_id: str) -> Session | None:
+        return self._sessions.pop(session_id, None)
+
+    def new_id(self) -> str:
+        while True:
+            candidate = f"session-{next(self._anonymous)}"
+            if candidate not in self._sessions:
+                return candidate
+
+    def all(self) -> list[Session]:
+        return list(self._sessions.values())

@@ -1,0 +1,295 @@
+"""One persistent bash process, and the wire between it and the server.
+
+How a command's end is found without reading its output:
+- The shell reads a small driver line from a control pipe (its stdin), then the
+  command itself as NUL-terminated fields, so any byte sequence is data.
+- The command runs with ``eval`` in the shell itself (state persists), with
+  stdin from /dev/null and stdout+stderr sent to a per-command FIFO.
+- When ``eval`` returns, the shell writes a status record (its exit status,
+  directory and more; see `shellproto.py`) to a separate status pipe. That
+  record, not the output, marks the end.
+- Background jobs keep the FIFO open. After the status arrives the output is
+  drained until EOF or a short silence (see `fifo.py` and `drain.py`). A FIFO
+  still held open then keeps being read (and discarded), so a chatty
+  background job never blocks or dies of SIGPIPE.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from server import fdio, log
+from server.runtime import child, drain, procs
+from server.runtime.containment import Tracker
+from server.runtime.fifo import Backpressure, Fifos, OutputPipe
+from server.runtime.procs import Scan
+from server.runtime.shellproto import (
+    SNAPSHOT_ENV,
+    RecordReader,
+    StatusRecord,
+    bootstrap,
+    command_payload,
+)
+
+STATUS_READ_BYTES = 4096
+
+_log = log.get("shell")
+
+
+class ShellDied(Exception):
+    """The shell was gone before it accepted the command."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    """Everything that makes two shells interchangeable."""
+
+    shell: str
+    prefix: str | None
+    snapshot: str | None
+    env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    # None when the shell was killed (abort, timeout) or died without a status.
+    exit_code: int | None
+    cwd: str | None
+    shell_died: bool
+
+
+class Shell:
+    """A bash process that keeps its state between commands.
+
+    Its lifetime is the ``serve`` task, started in a task group that outlives
+    requests; the readers of its output live in the shell's own task group and
+    end with it.
+    """
+
+    def __init__(
+        self,
+        config: ShellConfig,
+        env: Mapping[str, str],
+        cwd: str,
+        runtime_dir: Path,
+        name: str,
+        tracker: Tracker,
+    ) -> None:
+        self.config = config
+        self.cwd = cwd
+        self.name = name
+        self.tracker = tracker
+        self._env = dict(env)
+        self._env[procs.OWNER_ENV] = tracker.tag
+        if config.snapshot:
+            self._env[SNAPSHOT_ENV] = config.snapshot
+        self._dir = runtime_dir
+        self._fifos: Fifos | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._control = -1
+        self._status = -1
+        self._records = RecordReader()
+        self._queued: list[StatusRecord] = []
+        # Shell text that restores the user's traps, from the last record.
+        self._restore = ""
+        self._status_fd_in_shell = -1
+        self._current: OutputPipe | None = None
+        self._record: StatusRecord | None = None
+        self._record_ready = anyio.Event()
+        self._interrupt: anyio.CancelScope | None = None
+        self._status_eof = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closed = anyio.Event()
+        self._exited = anyio.Event()
+        self.dead = False
+        self.returncode: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None or self.dead else self._process.pid
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._fifos = Fifos(self._dir, self.name, tg)
+                await self._spawn()
+                task_status.started()
+                await self._closed.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.dead = True
+            if self._fifos is not None:
+                self._fifos.close()
+            for fd in (self._control, self._status):
+                if fd >= 0:
+                    anyio.notify_closing(fd)
+                    os.close(fd)
+            self._control = self._status = -1
+
+    async def _spawn(self) -> None:
+        control_r, control_w = os.pipe()
+        status_r, status_w = os.pipe()
+        try:
+            self._process = child.spawn(
+                [self.config.shell, "--noprofile", "--norc"],
+                tracker=self.tracker,
+                stdin=control_r,
+                cwd=self.cwd,
+                env=self._env,
+                pass_fds=(status_w,),
+            )
+        except BaseException:
+            for fd in (control_w, status_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(control_r)
+            os.close(status_w)
+        os.set_blocking(control_w, False)
+        os.set_blocking(status_r, False)
+        self._control, self._status = control_w, status_r
+        self._status_fd_in_shell = status_w
+        assert self._tg is not None
+        self._tg.start_soon(self._watch_exit)
+        self._tg.start_soon(self._read_statuses)
+        await self._send(bootstrap(status_w, self.config.snapshot is not None))
+
+    async def _read_statuses(self) -> None:
+        """The shell's one reader of status records. Each record ends the running
+        command: it interrupts the command's output reading and wakes `run`."""
+        while True:
+            record = await self._read_status()
+            self._record = record
+            if record is None:
+                self._status_eof = True
+            self._record_ready.set()
+            if self._interrupt is not None:
+                self._interrupt.cancel()
+            if record is None:
+                return
+
+    async def _watch_exit(self) -> None:
+        """The one waiter on the shell's exit (a second would lose the status)."""
+        assert self._process is not None
+        self.returncode = await child.wait(self._process)
+        self.dead = True
+        self.tracker.leader_exited()
+        self._exited.set()
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            await fdio.write_all(self._control, data)
+        except BrokenPipeError:
+            raise ShellDied from None
+
+    async def _read_status(self) -> StatusRecord | None:
+        """The next status record; None when the shell is gone."""
+        while not self._queued:
+            data = await fdio.read(self._status, STATUS_READ_BYTES)
+            if not data:
+                return None
+            self._queued = self._records.feed(data)
+        return self._queued.pop(0)
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        on_output: Callable[[bytes], None],
+        backpressure: Backpressure | None = None,
+    ) -> Completion:
+        """Run one command. Cancelling this kills nothing: the caller owns that."""
+        if self.dead or self._fifos is None:
+            raise ShellDied
+        if self.config.prefix:
+            command = f"{self.config.prefix} {command}"
+        if self._status_eof:
+            raise ShellDied
+        fifo = self._fifos.take()
+        hold = fifo.hold()
+        pipe = OutputPipe(fifo.fd, on_output, backpressure)
+        self._current = pipe
+        self._record = None
+        ready = self._record_ready = anyio.Event()
+        try:
+            payload = command_payload(
+                self._status_fd_in_shell,
+                output=str(fifo.path),
+                cwd=cwd,
+                prefix=self._restore,
+                command=command,
+                env=env,
+            )
+            await self._send(payload)
+            # Forward output until the status record interrupts; our own writer
+            # (hold) keeps the FIFO from ending first.
+            with anyio.CancelScope() as interrupt:
+                self._interrupt = interrupt
+                if ready.is_set():
+                    interrupt.cancel()
+                await pipe.pump()
+            self._interrupt = None
+            await ready.wait()
+            os.close(hold)
+            hold = -1
+            return await self._complete(pipe, self._record)
+        finally:
+            self._interrupt = None
+            if hold >= 0:
+                os.close(hold)
+            self._fifos.settle(pipe, fifo)
+
+    async def _complete(self, pipe: OutputPipe, record: StatusRecord | None) -> Completion:
+        """After the status record, or the shell's end: drain, then report."""
+        if record is None:
+            # The shell is gone or was replaced (`exec`): its exit status is the
+            # command's. Cancellable: `exec sleep 60` must still be abortable.
+            await self._wait_exit()
+            await pipe.drain()
+            pipe.detach()
+            return Completion(self.returncode, None, shell_died=True)
+        self.cwd = record.pwd
+        self._restore = record.restore_prefix()
+        await pipe.drain()
+        pipe.detach()
+        return Completion(record.status, record.pwd, shell_died=False)
+
+    async def _wait_exit(self) -> None:
+        if self._process is not None:
+            await self._exited.wait()
+        self.dead = True
+
+    async def collect_after_kill(self) -> None:
+        """After a kill, take what the dying command still wrote, then stop forwarding."""
+        pipe = self._current
+        if pipe is None:
+            return
+        with anyio.move_on_after(drain.POST_KILL_SECONDS):
+            await pipe.eof.wait()
+        pipe.detach()
+
+    def tree(self, scan: Scan | None = None) -> set[int]:
+        """Live processes this shell started, itself included, escapees too."""
+        return self.tracker.members(scan)
+
+    async def close(self, grace_seconds: float) -> None:
+        """Kill the shell first, then everything it started; then end ``serve``."""
+        with anyio.CancelScope(shield=True):
+            if self._process is not None:
+                leader = None if self.dead else self._process.pid
+                await self.tracker.kill(leader, grace_seconds)
+                await self._wait_exit()
+                await self.collect_after_kill()
+            self.tracker.release()
+            self._closed.set()

@@ -1,0 +1,233 @@
+"""The user's shell setup, captured once and replayed into every persistent shell.
+
+Agents' commands should see the aliases, functions, options and PATH of the
+user's own shell, but an rc file must not be able to hang, pollute or kill
+the server. So the rc runs once per (shell, environment) in a throwaway login
+shell with stdin from /dev/null, its output discarded, under a deadline; an
+EXIT trap writes what it defined to a private file, ending with a marker so
+a half-written snapshot is never used. Failure costs one warning.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import anyio
+
+from protocol import messages
+from server import log
+from server.runtime import child, procs
+from server.runtime.containment import Containment
+
+COMPLETE_MARKER = "# bashrpc snapshot complete"
+SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
+
+# Names that agent commands rely on behaving as documented: functions and
+# aliases by these names are not carried over.
+SHADOWED_TOOLS = [
+    "ls",
+    "cat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "find",
+    "fd",
+    "sed",
+    "awk",
+    "gawk",
+    "rm",
+    "cp",
+    "mv",
+    "ln",
+    "mkdir",
+    "rmdir",
+    "touch",
+    "chmod",
+    "chown",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "sort",
+    "uniq",
+    "wc",
+    "cut",
+    "tr",
+    "tee",
+    "xargs",
+    "diff",
+    "patch",
+    "tar",
+    "curl",
+    "wget",
+    "git",
+    "make",
+    "python",
+    "python3",
+    "pip",
+    "pip3",
+    "node",
+    "npm",
+    "npx",
+    "cd",
+    "echo",
+    "printf",
+    "test",
+    "read",
+    "eval",
+    "source",
+    "exec",
+    "command",
+    "builtin",
+    "type",
+    "which",
+    "env",
+    "kill",
+    "wait",
+    "trap",
+    "set",
+    "shopt",
+    "alias",
+    "unalias",
+    "declare",
+    "export",
+    "unset",
+    "local",
+    "return",
+    "exit",
+]
+# `set -o` options that would break or pollute non-interactive command runs.
+UNCARRIED_OPTIONS = [
+    "errexit",
+    "noexec",
+    "onecmd",
+    "xtrace",
+    "verbose",
+    "monitor",
+    "history",
+    "emacs",
+    "vi",
+    "posix",
+    "interactive-comments",
+    "hashall",
+    "braceexpand",
+]
+
+_log = log.get("snapshot")
+
+
+def rc_file(shell: str) -> str:
+    name = os.path.basename(shell)
+    if name == "bash":
+        return "~/.bashrc"
+    if name == "zsh":
+        return "~/.zshrc"
+    return "~/.profile"
+
+
+def capture_script(shell: str) -> str:
+    """A bash script: trap the dump on EXIT (so `exit` in the rc still dumps), then source."""
+    skip = "|".join(SHADOWED_TOOLS)
+    options = "|".join(UNCARRIED_OPTIONS)
+    return f"""
+__bashrpc_dump() {{
+  # Read the options first: the rc may have set -e/-u, which the dump turns off.
+  local __opts __n __o __s
+  __opts=$(set -o)
+  set +e +u
+  {{
+    for __n in $(compgen -A function); do
+      if [[ $__n == _* || $__n =~ ^({skip})$ ]]; then continue; fi
+      declare -f -- "$__n"
+    done
+    for __n in $(compgen -a); do
+      if [[ $__n =~ ^({skip})$ ]]; then continue; fi
+      alias -- "$__n"
+    done
+    while IFS= read -r __o; do
+      case $__o in *" login_shell"|*" restricted_shell") ;; *) printf '%s\\n' "$__o";; esac
+    done <<< "$(shopt -p)"
+    while read -r __o __s; do
+      if [[ $__s == on && ! $__o =~ ^({options})$ ]]; then printf 'set -o %s\\n' "$__o"; fi
+    done <<< "$__opts"
+    printf 'export PATH=%q\\n' "$PATH"
+    printf 'shopt -s expand_aliases\\n'
+    printf '%s\\n' '{COMPLETE_MARKER}'
+  }} >| "${SNAPSHOT_OUT_ENV}"
+}}
+trap '__bashrpc_dump' EXIT
+source {rc_file(shell)}
+"""
+
+
+def is_complete(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return data.endswith(COMPLETE_MARKER.encode() + b"\n")
+
+
+class SnapshotStore:
+    """Snapshots by (shell, environment), made on first need, one at a time per key."""
+
+    def __init__(self, directory: Path, containment: Containment, deadline: float) -> None:
+        self._dir = directory
+        self._containment = containment
+        self._deadline = deadline
+        self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Path | None] = {}
+        self._locks: dict[tuple[str, tuple[tuple[str, str], ...]], anyio.Lock] = {}
+        self._count = 0
+        # Generating shells, whose exit status anyio collects (the reaper skips them).
+        self.pids: set[int] = set()
+
+    async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
+        key = (shell, tuple(sorted(env.items())))
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
+            if key not in self._cache:
+                self._cache[key] = await self._make(shell, env)
+            return self._cache[key]
+
+    async def _make(self, shell: str, env: Mapping[str, str]) -> Path | None:
+        if os.path.basename(shell) != "bash":
+            # The capture script is bash; other shells run without a snapshot.
+            return None
+        self._count += 1
+        path = self._dir / f"snapshot-{self._count}.sh"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        tracker = self._containment.tracker(f"snapshot{self._count}")
+        run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tracker.tag}
+        process = child.spawn(
+            [shell, "-l", "-c", capture_script(shell)], tracker=tracker, env=run_env
+        )
+        self.pids.add(process.pid)
+        timed_out = False
+        try:
+            with anyio.move_on_after(self._deadline) as deadline:
+                await child.wait(process)
+                tracker.leader_exited()
+            timed_out = deadline.cancelled_caught
+        finally:
+            with anyio.CancelScope(shield=True):
+                # Whatever the rc started (agents, daemons) goes with it.
+                leader = None if process.returncode is not None else process.pid
+                await tracker.kill(leader, 0.0)
+                await child.wait(process)
+                tracker.release()
+                self.pids.discard(process.pid)
+        if timed_out or not is_complete(path):
+            if timed_out:
+                reason = messages.SNAPSHOT_TIMED_OUT.format(
+                    seconds=messages.format_seconds(self._deadline)
+                )
+            else:
+                reason = messages.SNAPSHOT_EXITED.format(status=process.returncode)
+            _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
+            path.unlink(missing_ok=True)
+            return None
+        return path

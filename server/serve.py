@@ -1,0 +1,104 @@
+"""The process: stdio, signals, the watchdog, containment, and who owns which task group.
+
+`serve` runs one connection over the process's stdin and stdout until the
+input ends, `exit`, a signal, or stdout breaks. Whatever ends it, a bug
+included, every shell and everything they started is killed before it
+returns; if the process dies too hard for that (SIGKILL), the watchdog
+kills them.
+
+Task groups, outermost first: the signal watcher's; the runtime's (shells
+and housekeeping, see runtime.Runtime.open); the connection's (the writer,
+then the requests, then the reader, see connection.Connection.serve).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from server import log
+from server.connection import Connection
+from server.runtime import procs
+from server.runtime.cgroups import CgroupRoot
+from server.runtime.containment import Containment
+from server.runtime.runtime import Options, Runtime
+from server.runtime.watchdog import Watchdog
+from server.services.api import Services
+from server.surfaces import native, resources, tools
+from server.wire import stdio
+from server.wire.dispatch import Dispatcher
+
+# Shutdown must finish within a few seconds even with TERM-ignoring children.
+SHUTDOWN_GRACE_SECONDS = 1.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+_log = log.get("serve")
+
+
+def dispatcher() -> Dispatcher:
+    """Every surface's methods, in one table; a name registered twice fails here."""
+    return Dispatcher(native.methods, tools.methods, resources.methods)
+
+
+async def serve(options: Options) -> int:
+    fds = stdio.take_over_stdio()
+    procs.become_subreaper()
+    runtime_dir = Path(tempfile.mkdtemp(prefix="bashrpc-"))
+    cgroup_root = CgroupRoot.create() if options.settings.kill.cgroups else None
+    watchdog = Watchdog.start(
+        None if cgroup_root is None else cgroup_root.path, runtime_dir, f"{os.getpid()}."
+    )
+    containment = Containment(cgroup_root, None if cgroup_root else watchdog.report)
+    containment.spare.add(watchdog.pid)
+    try:
+        async with (
+            anyio.create_task_group() as signals,
+            Runtime.open(options, runtime_dir, containment, reap_orphans=True) as runtime,
+        ):
+            connection = Connection(
+                Services(runtime), dispatcher(), stdio.transport(fds), options.settings
+            )
+            signals.start_soon(_watch_signals, connection.stop)
+            await connection.serve()
+            signals.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await containment.kill_everything()
+            # Whatever escaped every shell is still below us, thanks to the subreaper.
+            await _kill_descendants(containment.spare, SHUTDOWN_GRACE_SECONDS)
+            procs.reap_orphans(containment.spare)
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+        stdio.restore_stdio(fds)
+        watchdog.close()
+    return 0
+
+
+async def _watch_signals(stop: anyio.Event) -> None:
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            _log.info("received %s; shutting down", signal.Signals(signum).name)
+            stop.set()
+            return
+
+
+async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
+    """SIGTERM everything below the server but `spare`, then SIGKILL what is left."""
+
+    def current() -> set[int]:
+        return procs.descendants(procs.direct_children() - spare, procs.snapshot())
+
+    pids = current()
+    if not pids:
+        return
+    procs.signal_all(pids, signal.SIGTERM)
+    with anyio.move_on_after(grace_seconds):
+        while current():
+            await anyio.sleep(procs.KILL_POLL_SECONDS)
+    while survivors := current():
+        procs.signal_all(survivors, signal.SIGKILL)
+        await anyio.sleep(procs.KILL_POLL_SECONDS)

@@ -1,0 +1,28 @@
+"""What the surfaces may ask of the runtime, in one place."""
+
+from __future__ import annotations
+
+from server.output.artifacts import ArtifactStore
+from server.runtime.runtime import Runtime
+from server.services.commands import CommandService
+from server.services.sessions import SessionService
+from server.settings import Settings
+
+
+class Services:
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self.commands = CommandService(runtime)
+        self.sessions = SessionService(runtime, self.commands)
+        self.artifacts: ArtifactStore = runtime.artifacts
+        self.settings: Settings = runtime.settings
+        self.workspace = runtime.workspace
+
+    def home(self, session_id: str) -> str | None:
+        """The HOME a session's commands see, for `~` in paths."""
+        return self._runtime.session(session_id).home
+
+    async def wind_down(self) -> None:
+        """Abort every command, then kill every process (idempotent)."""
+        self.commands.abort()
+        await self._runtime.wind_down()

@@ -1,0 +1,200 @@
+"""The command service: one way to run a command, under both surfaces.
+
+`run(spec, listener)` is all that `bash` and `tools/call` call. It checks
+the spec, picks the PTY or the pipes, owns the sink and its artifact, keeps
+the running command findable for abort and cancel, streams what it prints
+to the listener, and ends both paths with the same finishing step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from protocol import messages
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+from server import errors
+from server.output.crfold import CarriageReturnFolder
+from server.output.sink import OutputSink
+from server.runtime import env as envmod
+from server.runtime import runners
+from server.runtime.fifo import Backpressure
+from server.runtime.pty import PtyRun, clamp_size
+from server.runtime.runners import Execution, RunResult, Terminal
+from server.runtime.runtime import Runtime
+from server.services.outcome import Outcome
+
+__all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
+
+
+def clamp_timeout(seconds: float) -> float:
+    return min(max(seconds, MIN_TIMEOUT_SECONDS), MAX_TIMEOUT_SECONDS)
+
+
+def terminal(cols: int | None, rows: int | None) -> Terminal:
+    """A PTY size within limits; a missing side takes the default."""
+    return Terminal(*clamp_size(cols, rows))
+
+
+class Listener(Protocol):
+    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
+
+    def on_text(self, clean: bytes) -> None: ...
+
+    def on_raw(self, raw: bytes) -> None: ...
+
+    @property
+    def backpressure(self) -> Backpressure | None: ...
+
+
+class Flight(Protocol):
+    """The request a command runs for; a cancel of it aborts the command."""
+
+    def attach(self, abort: Callable[[], bool]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    command: str
+    session_id: str
+    # None: where the session's shell is.
+    cwd: str | None
+    timeout: float | None
+    # Bytes of output kept in memory (the rest goes to an artifact).
+    max_bytes: int
+    request_id: Any = None
+    # For this command only, over the session's environment.
+    env: dict[str, str] = field(default_factory=dict)
+    # A PTY of this size; None runs on pipes.
+    terminal: Terminal | None = None
+    # Where the spec's fields sit in the request, for error messages.
+    field_prefix: str = ""
+
+
+class _Pipeline:
+    """Bytes from a runner to the sink and the listener; on a PTY, raw bytes
+    are passed on as they are and carriage returns are folded first."""
+
+    def __init__(self, sink: OutputSink, listener: Listener, terminal: bool) -> None:
+        self.sink = sink
+        self._listener = listener
+        self._folder = CarriageReturnFolder() if terminal else None
+
+    def feed(self, data: bytes) -> None:
+        if self._folder is not None:
+            self._listener.on_raw(data)
+            data = self._folder.feed(data)
+        self._text(self.sink.feed(data))
+
+    def feed_text(self, data: bytes) -> None:
+        """A message of the server's own, as text only (never as terminal bytes)."""
+        self._text(self.sink.feed(data))
+
+    def _text(self, clean: bytes) -> None:
+        if clean:
+            self._listener.on_text(clean)
+
+    def finish(self) -> None:
+        if self._folder is not None:
+            self._text(self.sink.feed(self._folder.finish()))
+        self._text(self.sink.finish())
+
+
+class CommandService:
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._executions: set[Execution] = set()
+
+    async def run(
+        self, spec: CommandSpec, listener: Listener, flight: Flight | None = None
+    ) -> Outcome:
+        _reject_nul(spec)
+        runtime = self._runtime
+        session = runtime.session(spec.session_id)
+        pipeline = _Pipeline(
+            OutputSink(spec.max_bytes, runtime.artifacts.create),
+            listener,
+            spec.terminal is not None,
+        )
+        execution = Execution(spec.request_id, session.id)
+        self._executions.add(execution)
+        if flight is not None:
+            flight.attach(execution.abort)
+        env = envmod.without_guards(spec.env)
+        try:
+            if spec.terminal is None:
+                run = await runners.on_pipes(
+                    runtime.pool,
+                    session,
+                    spec.command,
+                    cwd=spec.cwd,
+                    env=env,
+                    timeout=spec.timeout,
+                    feed=pipeline.feed,
+                    backpressure=listener.backpressure,
+                    execution=execution,
+                )
+            else:
+                run = await runners.on_pty(
+                    runtime.pool,
+                    session,
+                    spec.command,
+                    cwd=spec.cwd,
+                    env=env,
+                    timeout=spec.timeout,
+                    terminal=spec.terminal,
+                    feed=pipeline.feed,
+                    execution=execution,
+                )
+        finally:
+            self._executions.discard(execution)
+        return _finish(pipeline, run, spec.timeout)
+
+    def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
+        """Abort running commands matching both filters (an absent filter matches all)."""
+        aborted = False
+        for execution in list(self._executions):
+            if request_id is not None and execution.request_id != request_id:
+                continue
+            if session_id is not None and execution.session_id != session_id:
+                continue
+            aborted = execution.abort() or aborted
+        return aborted
+
+    def pty(self, request_id: Any) -> PtyRun:
+        """The PTY of a running command, for input, resize and screen."""
+        for execution in self._executions:
+            running = execution.pty is not None and not execution.finished
+            if running and execution.request_id == request_id:
+                assert execution.pty is not None
+                return execution.pty
+        raise errors.NoSuchPty(request_id)
+
+
+def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outcome:
+    """The one finishing step of both runners."""
+    if run.start_error is not None:
+        pipeline.feed_text(messages.PTY_ERROR.format(reason=run.start_error).encode())
+    pipeline.finish()
+    spill = pipeline.sink.spill
+    return Outcome(
+        summary=pipeline.sink.summary(),
+        exit_code=run.exit_code,
+        cancelled=run.killed,
+        timed_out=run.timed_out,
+        timeout=timeout,
+        working_dir=run.cwd,
+        artifact_id=None if spill is None else spill.close(),
+        artifact_truncated=spill is not None and spill.cut,
+    )
+
+
+def _reject_nul(spec: CommandSpec) -> None:
+    """NUL cannot reach bash (it ends C strings), so it is refused up front."""
+    values = {"command": spec.command, "cwd": spec.cwd}
+    values.update({f"env.{name}": value for name, value in spec.env.items()})
+    for name, value in values.items():
+        if value is not None and "\0" in value:
+            field_name = f"{spec.field_prefix}{name}"
+            raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=field_name))

@@ -1,0 +1,29 @@
+"""What a finished command leaves: its output summary, how it ended, where (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol import messages
+from server.output.sink import SinkSummary
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    summary: SinkSummary
+    exit_code: int | None
+    cancelled: bool
+    timed_out: bool
+    timeout: float | None
+    working_dir: str | None
+    artifact_id: int | None
+    # The artifact stopped at a size cap.
+    artifact_truncated: bool = False
+
+    @property
+    def notice(self) -> str | None:
+        if self.timed_out and self.timeout is not None:
+            return messages.timed_out_notice(self.timeout)
+        if self.cancelled:
+            return messages.NOTICE_CANCELLED
+        return None

@@ -1,0 +1,76 @@
+"""Sessions as the host sees them: open, close, list."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from protocol import messages, paths
+from server import errors
+from server.runtime.runtime import Runtime
+from server.runtime.sessions import resolve_path
+from server.services.commands import CommandService
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    id: str
+    busy: bool
+    # None until the session's shell has started (or after it died).
+    pid: int | None
+    cwd: str
+    background_jobs: int
+
+
+class SessionService:
+    def __init__(self, runtime: Runtime, commands: CommandService) -> None:
+        self._runtime = runtime
+        self._commands = commands
+
+    def open(
+        self, session_id: str | None, cwd: str | None, env: dict[str, str] | None
+    ) -> tuple[str, str]:
+        """(id, cwd) of a new session, or of the existing one of that id, unchanged."""
+        runtime = self._runtime
+        for name, value in [("cwd", cwd), *(((f"env.{k}", v) for k, v in (env or {}).items()))]:
+            if value is not None and "\0" in value:
+                raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=name))
+        session_id = session_id or runtime.sessions.new_id()
+        session = runtime.sessions.get(session_id)
+        if session is None:
+            directory = runtime.workspace
+            if cwd is not None:
+                directory = _existing_dir(directory, cwd)
+            session = runtime.new_session(session_id, directory, env)
+        return session.id, session.cwd
+
+    async def close(self, session_id: str) -> bool:
+        """Abort the session's commands and kill its shell and all it started."""
+        session = self._runtime.sessions.pop(session_id)
+        if session is None:
+            return False
+        self._commands.abort(session_id=session.id)
+        await self._runtime.close_session(session)
+        return True
+
+    def list(self) -> list[SessionView]:
+        scan = self._runtime.pool.scan()
+        return [
+            SessionView(
+                id=s.id,
+                busy=s.busy,
+                pid=None if s.shell is None else s.shell.pid,
+                cwd=s.cwd,
+                background_jobs=s.background_jobs(scan),
+            )
+            for s in self._runtime.sessions.all()
+        ]
+
+
+def _existing_dir(base: str, path: str) -> str:
+    resolved = resolve_path(base, path, os.environ.get("HOME"))
+    if not os.path.isdir(resolved):
+        raise errors.InvalidArgument(
+            messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved))
+        )
+    return resolved

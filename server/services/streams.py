@@ -1,0 +1,85 @@
+"""Listeners that turn a running command's output into notifications.
+
+A listener feeds streams: text streams get the sanitized output, raw
+streams the terminal's own bytes. Streams flush on a throttle, in tasks of
+a group the listener owns; `streaming()` opens that group and, however the
+command ends, flushes what is pending before the result goes out, so every
+notification of a request precedes its response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+import anyio
+import anyio.abc
+
+from server.output.chunks import ChunkStream, RawStream
+from server.runtime.fifo import Backpressure
+
+EmitChunk = Callable[[int, str, int], Awaitable[None]]
+EmitRaw = Callable[[str], Awaitable[None]]
+
+
+class Stream(Protocol):
+    def push(self, data: bytes) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class StreamListener:
+    def __init__(
+        self,
+        text: Sequence[Stream] = (),
+        raw: Sequence[Stream] = (),
+        backpressure: Backpressure | None = None,
+    ) -> None:
+        self._text = tuple(text)
+        self._raw = tuple(raw)
+        self._backpressure = backpressure
+
+    @property
+    def backpressure(self) -> Backpressure | None:
+        return self._backpressure
+
+    def on_text(self, clean: bytes) -> None:
+        for stream in self._text:
+            stream.push(clean)
+
+    def on_raw(self, raw: bytes) -> None:
+        for stream in self._raw:
+            stream.push(raw)
+
+    async def close(self) -> None:
+        for stream in (*self._text, *self._raw):
+            await stream.close()
+
+
+@asynccontextmanager
+async def streaming(
+    make: Callable[[anyio.abc.TaskGroup], StreamListener],
+) -> AsyncIterator[StreamListener]:
+    """A listener whose streams are flushed and finished when the block ends."""
+    async with anyio.create_task_group() as tg:
+        listener = make(tg)
+        try:
+            yield listener
+        finally:
+            with anyio.CancelScope(shield=True):
+                await listener.close()
+
+
+def command_streams(
+    emit_chunk: EmitChunk, emit_raw: EmitRaw, *, terminal: bool
+) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+    """The host's `bash`: `bash/chunk` text on pipes, `pty/output` bytes on a PTY."""
+
+    def make(tg: anyio.abc.TaskGroup) -> StreamListener:
+        if terminal:
+            return StreamListener(raw=[RawStream(emit_raw, tg)])
+        chunks = ChunkStream(emit_chunk, tg)
+        return StreamListener(text=[chunks], backpressure=chunks)
+
+    return make

@@ -1,0 +1,195 @@
+"""The host's own surface: `bash`, `abort_bash`, sessions, artifacts, PTY control, lifecycle.
+
+Commands here run exactly as given: no normalization, no interception.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from protocol import paths
+from protocol.methods import (
+    DEFAULT_SESSION_ID,
+    AbortBashParams,
+    AbortBashResult,
+    ArtifactReadParams,
+    ArtifactReadResult,
+    BashChunk,
+    BashParams,
+    BashResult,
+    Cursor,
+    ExitParams,
+    PtyInputParams,
+    PtyInputResult,
+    PtyOutput,
+    PtyResizeParams,
+    PtyResizeResult,
+    PtyScreen,
+    PtyScreenParams,
+    PtySize,
+    SessionCloseParams,
+    SessionCloseResult,
+    SessionInfo,
+    SessionListParams,
+    SessionListResult,
+    SessionOpenParams,
+    SessionOpenResult,
+    ShutdownParams,
+)
+from server import errors
+from server.connection import RequestContext
+from server.services.commands import CommandSpec, Outcome, clamp_timeout, terminal
+from server.services.keys import encode_keys
+from server.services.streams import command_streams, streaming
+from server.wire.registry import Registry
+
+methods = Registry()
+
+
+@methods.method("bash")
+async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
+    pty = None
+    if params.pty:
+        size = params.pty if isinstance(params.pty, PtySize) else PtySize()
+        pty = terminal(size.cols, size.rows)
+    spec = CommandSpec(
+        command=params.command,
+        session_id=params.session_id,
+        cwd=params.cwd,
+        timeout=None if params.timeout is None else clamp_timeout(params.timeout),
+        max_bytes=ctx.connection.settings.output.max_bytes,
+        request_id=ctx.id,
+        env=params.env or {},
+        terminal=pty,
+    )
+
+    async def emit_chunk(seq: int, text: str, skipped: int) -> None:
+        chunk = BashChunk(
+            request_id=ctx.id, session_id=params.session_id, seq=seq, text=text, skipped=skipped
+        )
+        await ctx.notify("bash/chunk", chunk)
+
+    async def emit_raw(data: str) -> None:
+        await ctx.notify("pty/output", PtyOutput(request_id=ctx.id, data=data))
+
+    async with streaming(command_streams(emit_chunk, emit_raw, terminal=pty is not None)) as out:
+        outcome = await ctx.services.commands.run(spec, out, ctx.flight)
+    return bash_result(outcome)
+
+
+def bash_result(outcome: Outcome) -> BashResult:
+    s = outcome.summary
+    text = s.text if outcome.notice is None else f"{outcome.notice}\n{s.text}"
+    working_dir, working_dir_base64 = (None, None)
+    if outcome.working_dir is not None:
+        working_dir, working_dir_base64 = paths.to_wire(outcome.working_dir)
+    return BashResult(
+        output=text,
+        exit_code=outcome.exit_code,
+        cancelled=outcome.cancelled,
+        timed_out=outcome.timed_out,
+        truncated=s.truncated,
+        total_lines=s.total_lines,
+        total_bytes=s.total_bytes,
+        output_lines=s.output_lines,
+        output_bytes=s.output_bytes,
+        working_dir=working_dir,
+        working_dir_base64=working_dir_base64,
+        artifact_id=outcome.artifact_id,
+        artifact_truncated=outcome.artifact_truncated,
+    )
+
+
+@methods.method("abort_bash")
+def abort_bash(ctx: RequestContext, params: AbortBashParams) -> AbortBashResult:
+    if params.request_id is not None and params.session_id is None:
+        # Any request of this connection in flight under that id: a command, or a PTY write.
+        return AbortBashResult(aborted=ctx.connection.cancel(params.request_id))
+    aborted = ctx.services.commands.abort(
+        request_id=params.request_id, session_id=params.session_id or DEFAULT_SESSION_ID
+    )
+    return AbortBashResult(aborted=aborted)
+
+
+@methods.method("session/open")
+def session_open(ctx: RequestContext, params: SessionOpenParams) -> SessionOpenResult:
+    session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env)
+    text, exact = paths.to_wire(cwd)
+    return SessionOpenResult(session_id=session_id, cwd=text, cwd_base64=exact)
+
+
+@methods.method("session/close")
+async def session_close(ctx: RequestContext, params: SessionCloseParams) -> SessionCloseResult:
+    return SessionCloseResult(closed=await ctx.services.sessions.close(params.session_id))
+
+
+@methods.method("session/list")
+def session_list(ctx: RequestContext, params: SessionListParams) -> SessionListResult:
+    infos = []
+    for view in ctx.services.sessions.list():
+        cwd, cwd_base64 = paths.to_wire(view.cwd)
+        infos.append(
+            SessionInfo(
+                session_id=view.id,
+                state="busy" if view.busy else "idle",
+                pid=view.pid,
+                cwd=cwd,
+                cwd_base64=cwd_base64,
+                background_jobs=view.background_jobs,
+            )
+        )
+    return SessionListResult(sessions=infos)
+
+
+@methods.method("artifact/read")
+def artifact_read(ctx: RequestContext, params: ArtifactReadParams) -> ArtifactReadResult:
+    chunk = ctx.services.artifacts.read(params.id, params.offset, params.limit)
+    return ArtifactReadResult(
+        id=params.id,
+        text=chunk.data.decode("utf-8", "replace"),
+        offset=chunk.offset,
+        next_offset=chunk.next_offset,
+        total_bytes=chunk.total_bytes,
+    )
+
+
+@methods.method("pty/input")
+async def pty_input(ctx: RequestContext, params: PtyInputParams) -> PtyInputResult:
+    pty = ctx.services.commands.pty(params.request_id)
+    data = (params.data or "").encode() + encode_keys(
+        params.keys or [], app_cursor=pty.screen.app_cursor
+    )
+    try:
+        await pty.write(data)
+    except (OSError, anyio.ClosedResourceError):
+        # The program closed its terminal between the lookup and the write.
+        raise errors.NoSuchPty(params.request_id) from None
+    return PtyInputResult(bytes_written=len(data))
+
+
+@methods.method("pty/resize")
+def pty_resize(ctx: RequestContext, params: PtyResizeParams) -> PtyResizeResult:
+    size = terminal(params.cols, params.rows)
+    ctx.services.commands.pty(params.request_id).resize(size.cols, size.rows)
+    return PtyResizeResult(cols=size.cols, rows=size.rows)
+
+
+@methods.method("pty/screen")
+async def pty_screen(ctx: RequestContext, params: PtyScreenParams) -> PtyScreen:
+    snap = await ctx.services.commands.pty(params.request_id).snapshot()
+    return PtyScreen(
+        cols=snap.cols,
+        rows=snap.rows,
+        lines=snap.lines,
+        cursor=Cursor(x=snap.cursor_x, y=snap.cursor_y),
+    )
+
+
+@methods.method("shutdown")
+async def shutdown(ctx: RequestContext, params: ShutdownParams) -> None:
+    await ctx.connection.wind_down()
+
+
+@methods.method("exit")
+def exit_(ctx: RequestContext, params: ExitParams) -> None:
+    ctx.connection.stop.set()

@@ -1,0 +1,82 @@
+"""The one place where errors become JSON-RPC error objects.
+
+Domain code raises the plain exceptions of `server.errors`; this table gives
+each its code, its message (from `protocol.messages`) and its data. Anything
+not in the table is a bug: -32603, one line on the wire, the traceback on
+stderr.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from protocol import messages
+from protocol.envelope import ErrorObject
+from protocol.errors import ArtifactNotFoundData, ErrorCode, NoSuchPtyData, TooManyShellsData
+from protocol.mcp import CancelledOutput
+from server import errors, log
+
+_log = log.get("errors")
+
+
+def _invalid(exc: errors.InvalidArgument) -> ErrorObject:
+    return ErrorObject(ErrorCode.INVALID_PARAMS, exc.message or messages.INVALID_PARAMS, exc.detail)
+
+
+def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
+    return ErrorObject(
+        ErrorCode.ARTIFACT_NOT_FOUND,
+        messages.artifact_not_found(exc.artifact_id, exc.available),
+        ArtifactNotFoundData(available=exc.available, uri=exc.uri),
+    )
+
+
+def _cancelled(exc: errors.RequestCancelled) -> ErrorObject:
+    data = None if exc.output is None else CancelledOutput(output=exc.output)
+    return ErrorObject(ErrorCode.REQUEST_CANCELLED, messages.REQUEST_CANCELLED, data)
+
+
+_TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
+    errors.InvalidArgument: _invalid,
+    errors.TooManyShells: lambda exc: ErrorObject(
+        ErrorCode.TOO_MANY_SHELLS, messages.TOO_MANY_SHELLS, TooManyShellsData(exc.live)
+    ),
+    errors.ArtifactNotFound: _artifact,
+    errors.NoSuchPty: lambda exc: ErrorObject(
+        ErrorCode.NO_SUCH_PTY,
+        messages.NO_SUCH_PTY.format(request_id=exc.request_id),
+        NoSuchPtyData(exc.request_id),
+    ),
+    errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
+    errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
+    errors.RequestCancelled: _cancelled,
+    # Params that do not decode into their Struct: the text names the field.
+    msgspec.ValidationError: lambda exc: ErrorObject(
+        ErrorCode.INVALID_PARAMS, messages.INVALID_PARAMS, str(exc)
+    ),
+    msgspec.DecodeError: lambda exc: ErrorObject(
+        ErrorCode.INVALID_PARAMS, messages.INVALID_PARAMS, str(exc)
+    ),
+}
+
+
+def error_object(exc: BaseException, method: str) -> ErrorObject:
+    """The wire error for an exception a request ended with."""
+    for kind in type(exc).__mro__:
+        mapper = _TABLE.get(kind)
+        if mapper is not None:
+            return mapper(exc)
+    _log.error("method %s failed:\n%s", method, "".join(traceback.format_exception(exc)))
+    summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return ErrorObject(ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, summary)
+
+
+def sole(exc: BaseException) -> BaseException:
+    """What a task group raised, unwrapped when it holds one exception."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,0 +1,85 @@
+"""Typed method registration: a decorator that rejects duplicate names.
+
+A handler is a module-level function `(ctx, params) -> result`. It is either
+a plain `def`, which runs on the reader and cannot await, or an `async def`,
+which always runs as a task of its own; nothing else decides where a method
+runs. The params type comes from the protocol's tables, and the handler's
+annotation must name that same type, so a handler cannot drift from the
+published schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+
+from protocol import mcp, methods
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Every method and client notification the protocol defines, with its params type.
+PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
+    **{name: params for name, (params, _result) in methods.METHODS.items()},
+    **{name: params for name, (params, _result) in mcp.METHODS.items()},
+    **methods.NOTIFICATIONS_FROM_CLIENT,
+    **mcp.NOTIFICATIONS_FROM_CLIENT,
+}
+
+
+class RegistrationError(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    name: str
+    params: type[msgspec.Struct]
+    handler: Callable[..., Any]
+    is_async: bool
+    decode: Callable[[bytes], Any]
+
+
+class Registry:
+    """The methods of one surface."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, Method] = {}
+
+    def method(self, name: str) -> Callable[[F], F]:
+        def register(handler: F) -> F:
+            if name in self.methods:
+                raise RegistrationError(f"method {name!r} is registered twice")
+            if name not in PARAMS_TYPES:
+                raise RegistrationError(f"method {name!r} is not in the protocol's tables")
+            params = PARAMS_TYPES[name]
+            annotated = typing.get_type_hints(handler).get("params")
+            if annotated is not params:
+                raise RegistrationError(
+                    f"{handler.__qualname__} takes {annotated!r}; {name!r} sends {params.__name__}"
+                )
+            self.methods[name] = Method(
+                name=name,
+                params=params,
+                handler=handler,
+                is_async=inspect.iscoroutinefunction(handler),
+                decode=msgspec.json.Decoder(params).decode,
+            )
+            return handler
+
+        return register
+
+
+def merge(*registries: Registry) -> dict[str, Method]:
+    """One table from several surfaces; a name in two of them is an error."""
+    table: dict[str, Method] = {}
+    for registry in registries:
+        for name, method in registry.methods.items():
+            if name in table:
+                raise RegistrationError(f"method {name!r} is registered by two surfaces")
+            table[name] = method
+    return table

@@ -1,0 +1,32 @@
+"""The seam between a connection and its bytes.
+
+A connection reads from a byte receive stream and writes to a byte send
+stream; it does not know what is behind them. `stdio.py` supplies streams
+over the process's file descriptors; `memory_pair()` supplies two ends of
+an in-memory pipe, which is how tests talk to a real server in-process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio
+from anyio.abc import AnyByteReceiveStream, AnyByteSendStream
+
+# Unread bytes an in-memory end holds before its writer waits, as a pipe would.
+MEMORY_PIPE_CHUNKS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Transport:
+    receive: AnyByteReceiveStream
+    send: AnyByteSendStream
+
+
+def memory_pair() -> tuple[Transport, Transport]:
+    """(server end, client end) of an in-memory, bounded, bidirectional pipe."""
+    to_server_send, to_server_receive = anyio.create_memory_object_stream[bytes](MEMORY_PIPE_CHUNKS)
+    to_client_send, to_client_receive = anyio.create_memory_object_stream[bytes](MEMORY_PIPE_CHUNKS)
+    return Transport(to_server_receive, to_client_send), Transport(
+        to_client_receive, to_server_send
+    )
