@@ -77,6 +77,12 @@ class RequestContext:
     def services(self) -> Any:
         return self.connection.services
 
+    @property
+    def tasks(self) -> anyio.abc.TaskGroup:
+        """Where a request's helpers run (stream flushes): the requests group."""
+        assert self.connection.requests is not None
+        return self.connection.requests
+
     async def notify(self, method: str, params: msgspec.Struct) -> None:
         await self.connection.notify(method, params)
 
@@ -95,7 +101,7 @@ class Connection:
         self.shutting_down = False
         self._transport = transport
         self._outbox = Outbox(transport.send)
-        self._requests: anyio.abc.TaskGroup | None = None
+        self.requests: anyio.abc.TaskGroup | None = None
         self._flights: dict[RequestId | None, list[InFlight]] = {}
         self._in_flight = 0
         self._idle = anyio.Event()
@@ -108,7 +114,7 @@ class Connection:
         async with anyio.create_task_group() as writer:
             writer.start_soon(self._outbox.run)
             async with anyio.create_task_group() as requests:
-                self._requests = requests
+                self.requests = requests
                 async with anyio.create_task_group() as reader:
                     reader.start_soon(self._read, reader.cancel_scope)
                     reader.start_soon(_cancel_when, self.stop, reader.cancel_scope)
@@ -170,8 +176,8 @@ class Connection:
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)
         if isinstance(prepared, Task):
-            assert self._requests is not None
-            self._requests.start_soon(self._run, prepared, None)
+            assert self.requests is not None
+            self.requests.start_soon(self._run, prepared, None)
         elif prepared is not None:
             await self._send(prepared)
 
@@ -186,8 +192,8 @@ class Connection:
             elif prepared is not None:
                 replies.append(prepared)
         if tasks:
-            assert self._requests is not None
-            self._requests.start_soon(self._finish_batch, replies, tasks)
+            assert self.requests is not None
+            self.requests.start_soon(self._finish_batch, replies, tasks)
         elif replies:
             await self._outbox.put(encode_batch(replies))
 

@@ -93,6 +93,8 @@ class Settings(_Section, frozen=True):
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
+    # Run on uvloop when it is installed; false runs on asyncio's own loop.
+    uvloop: bool = True
 
     def __post_init__(self) -> None:
         for name, value in self.env.items():

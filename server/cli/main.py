@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -80,4 +81,5 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     options = Options(
         settings=settings, workspace=workspace, shell=shell, artifacts_dir=artifacts_dir
     )
-    return anyio.run(serve, options)
+    use_uvloop = settings.uvloop and importlib.util.find_spec("uvloop") is not None
+    return anyio.run(serve, options, backend_options={"use_uvloop": use_uvloop})

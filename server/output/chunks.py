@@ -53,7 +53,8 @@ class ChunkStream:
         self._seq = 0
         # Set while the client takes nothing: then text is skipped, not waited for.
         self._stalled = False
-        self._progress = anyio.Event()
+        # Made when the producer first waits for room: most commands never do.
+        self._progress: anyio.Event | None = None
         self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
@@ -76,6 +77,8 @@ class ChunkStream:
         """Until the client has taken the backlog, or has stalled (then skip)."""
         while self.backlogged:
             sent = self._seq
+            if self._progress is None:
+                self._progress = anyio.Event()
             with anyio.move_on_after(self._stall_seconds):
                 await self._progress.wait()
             if self._seq == sent:
@@ -101,8 +104,9 @@ class ChunkStream:
             await self._emit(self._seq, text, skipped)
             self._seq += 1
             self._stalled = False
-            self._progress.set()
-            self._progress = anyio.Event()
+            if self._progress is not None:
+                self._progress.set()
+                self._progress = None
 
     async def close(self) -> None:
         """Send what is pending and wait until it is queued."""

@@ -55,6 +55,7 @@ _DROP = re.compile(
 )
 _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
+_UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
 class _State(enum.Enum):
@@ -80,7 +81,8 @@ class Sanitizer:
     """
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        # Made on the first byte that is not printable ASCII: most commands never need one.
+        self._decoder: codecs.IncrementalDecoder | None = None
         self._decoder_empty = True
         self._state = _State.GROUND
 
@@ -91,12 +93,16 @@ class Sanitizer:
                 return data
             if data.isascii():
                 return self._run(data.decode("ascii")).encode()
+        if self._decoder is None:
+            self._decoder = _UTF8("replace")
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
         return self._run(text).encode()
 
     def finish(self) -> bytes:
         """Flush a cut-off character; an unfinished sequence is dropped."""
+        if self._decoder is None:
+            return b""
         text = self._decoder.decode(b"", final=True)
         self._decoder_empty = True
         out = self._run(text).encode() if text else b""

@@ -13,6 +13,11 @@ import anyio
 
 DRAIN_IDLE_SECONDS = 0.25
 DRAIN_MAX_SECONDS = 2.0
+# After a command whose shell reports background jobs: they may still be
+# writing; what they print in one burst right away is kept.
+JOBS_QUIET_SECONDS = 0.02
+# No jobs, yet something holds the FIFO (a subshell's `&`, a daemon).
+HELD_QUIET_SECONDS = DRAIN_IDLE_SECONDS
 # Output still arriving after a kill is collected for at most this long.
 POST_KILL_SECONDS = 0.3
 

@@ -17,7 +17,7 @@ import anyio
 
 from server.runtime import drain, procs
 from server.runtime import env as envmod
-from server.runtime.fifo import Backpressure
+from server.runtime.channels import Backpressure
 from server.runtime.pool import ShellPool
 from server.runtime.pty import PtyRun
 from server.runtime.sessions import Session, expand_home, resolve_path
@@ -47,6 +47,16 @@ class Execution:
         self.aborted = True
         self.scope.cancel()
         return True
+
+    def arm(self, timeout: float | None) -> anyio.CancelScope:
+        """The scope a runner runs in: cancelled by an abort, or at the deadline."""
+        if timeout is not None:
+            self.scope.deadline = anyio.current_time() + timeout
+        return self.scope
+
+    @property
+    def timed_out(self) -> bool:
+        return self.scope.cancelled_caught and not self.aborted
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +96,7 @@ async def on_pipes(
     if not one_shot:
         session.busy = True
     try:
-        with execution.scope, anyio.move_on_after(timeout) as deadline:
+        with execution.arm(timeout):
             for attempt in range(2):
                 shell = await _acquire(pool, session, one_shot)
                 try:
@@ -112,7 +122,7 @@ async def on_pipes(
         session.cwd = completion.cwd
     return RunResult(
         exit_code=None if completion is None else completion.exit_code,
-        timed_out=deadline.cancelled_caught,
+        timed_out=execution.timed_out,
         cwd=completion.cwd if completion is not None and completion.cwd else session.cwd,
     )
 
@@ -202,7 +212,7 @@ async def _drive(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run.pump)
-            with execution.scope, anyio.move_on_after(timeout) as deadline:
+            with execution.arm(timeout):
                 exit_code = await run.wait()
                 await drain.until_quiet(run.eof, lambda: run.last_data)
             execution.finished = True
@@ -215,4 +225,4 @@ async def _drive(
                 await run.wait()
     finally:
         pool.child_pids.discard(pid)
-    return exit_code, deadline.cancelled_caught
+    return exit_code, execution.timed_out

@@ -28,18 +28,16 @@ import anyio.lowlevel
 
 from server import fdio, log
 from server.runtime import child, drain, procs
+from server.runtime.channels import Backpressure, Fifos, OutputPipe, StatusChannel
 from server.runtime.containment import Tracker
-from server.runtime.fifo import Backpressure, Fifos, OutputPipe
 from server.runtime.procs import Scan
 from server.runtime.shellproto import (
     SNAPSHOT_ENV,
-    RecordReader,
     StatusRecord,
     bootstrap,
-    command_payload,
+    command_fields,
+    driver_line,
 )
-
-STATUS_READ_BYTES = 4096
 
 _log = log.get("shell")
 
@@ -96,16 +94,15 @@ class Shell:
         self._process: subprocess.Popen[bytes] | None = None
         self._control = -1
         self._status = -1
-        self._records = RecordReader()
-        self._queued: list[StatusRecord] = []
+        self._fields = -1
+        self._channel: StatusChannel | None = None
         # Shell text that restores the user's traps, from the last record.
         self._restore = ""
+        self._last_job: int | None = None
         self._status_fd_in_shell = -1
         self._current: OutputPipe | None = None
         self._record: StatusRecord | None = None
         self._record_ready = anyio.Event()
-        self._interrupt: anyio.CancelScope | None = None
-        self._status_eof = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = anyio.Event()
         self._exited = anyio.Event()
@@ -120,20 +117,26 @@ class Shell:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                self._fifos = Fifos(self._dir, self.name, tg)
+                self._fifos = Fifos(self._dir, self.name)
                 await self._spawn()
                 task_status.started()
                 await self._closed.wait()
                 tg.cancel_scope.cancel()
         finally:
             self.dead = True
+            if self._channel is not None:
+                self._channel.stop()
+            if self._current is not None:
+                self._current.stop()
             if self._fifos is not None:
                 self._fifos.close()
             for fd in (self._control, self._status):
                 if fd >= 0:
                     anyio.notify_closing(fd)
                     os.close(fd)
-            self._control = self._status = -1
+            if self._fields >= 0:
+                os.close(self._fields)
+            self._control = self._status = self._fields = -1
 
     async def _spawn(self) -> None:
         control_r, control_w = os.pipe()
@@ -160,22 +163,18 @@ class Shell:
         self._status_fd_in_shell = status_w
         assert self._tg is not None
         self._tg.start_soon(self._watch_exit)
-        self._tg.start_soon(self._read_statuses)
-        await self._send(bootstrap(status_w, self.config.snapshot is not None))
+        self._channel = StatusChannel(status_r, self._on_record)
+        fields_path = self._dir / f"{self.name}.in"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
+        self._fields = os.open(fields_path, flags, 0o600)
+        await self._send(bootstrap(status_w, str(fields_path), self.config.snapshot is not None))
 
-    async def _read_statuses(self) -> None:
-        """The shell's one reader of status records. Each record ends the running
-        command: it interrupts the command's output reading and wakes `run`."""
-        while True:
-            record = await self._read_status()
-            self._record = record
-            if record is None:
-                self._status_eof = True
-            self._record_ready.set()
-            if self._interrupt is not None:
-                self._interrupt.cancel()
-            if record is None:
-                return
+    def _on_record(self, record: StatusRecord | None) -> None:
+        """A record ends the running command: wake `run`, which was forwarding output."""
+        self._record = record
+        self._record_ready.set()
+        if self._current is not None:
+            self._current.poke()
 
     async def _watch_exit(self) -> None:
         """The one waiter on the shell's exit (a second would lose the status)."""
@@ -191,15 +190,6 @@ class Shell:
         except BrokenPipeError:
             raise ShellDied from None
 
-    async def _read_status(self) -> StatusRecord | None:
-        """The next status record; None when the shell is gone."""
-        while not self._queued:
-            data = await fdio.read(self._status, STATUS_READ_BYTES)
-            if not data:
-                return None
-            self._queued = self._records.feed(data)
-        return self._queued.pop(0)
-
     async def run(
         self,
         command: str,
@@ -214,41 +204,38 @@ class Shell:
             raise ShellDied
         if self.config.prefix:
             command = f"{self.config.prefix} {command}"
-        if self._status_eof:
+        if self._channel is None or self._channel.ended:
             raise ShellDied
         fifo = self._fifos.take()
         hold = fifo.hold()
-        pipe = OutputPipe(fifo.fd, on_output, backpressure)
+        pipe = OutputPipe(fifo, on_output, backpressure)
         self._current = pipe
         self._record = None
         ready = self._record_ready = anyio.Event()
+        completion: Completion | None = None
         try:
-            payload = command_payload(
-                self._status_fd_in_shell,
-                output=str(fifo.path),
-                cwd=cwd,
-                prefix=self._restore,
-                command=command,
-                env=env,
+            fields = command_fields(
+                output=str(fifo.path), cwd=cwd, prefix=self._restore, command=command, env=env
             )
-            await self._send(payload)
-            # Forward output until the status record interrupts; our own writer
-            # (hold) keeps the FIFO from ending first.
-            with anyio.CancelScope() as interrupt:
-                self._interrupt = interrupt
-                if ready.is_set():
-                    interrupt.cancel()
-                await pipe.pump()
-            self._interrupt = None
-            await ready.wait()
+            os.pwrite(self._fields, fields, 0)
+            await self._send(driver_line(self._status_fd_in_shell, list(env)))
+            # Output is forwarded (by callback) until the status record; our own
+            # writer (hold) keeps the FIFO from ending first.
+            await pipe.until(ready)
             os.close(hold)
             hold = -1
-            return await self._complete(pipe, self._record)
+            completion = await self._complete(pipe, self._record)
+            return completion
         finally:
-            self._interrupt = None
             if hold >= 0:
                 os.close(hold)
-            self._fifos.settle(pipe, fifo)
+            if completion is not None:
+                self._current = None
+                self._fifos.settle(pipe)
+            else:
+                # Cut short: the pipe stays current, forwarding what the dying
+                # command still writes, until `collect_after_kill`.
+                pipe.release()
 
     async def _complete(self, pipe: OutputPipe, record: StatusRecord | None) -> Completion:
         """After the status record, or the shell's end: drain, then report."""
@@ -256,13 +243,17 @@ class Shell:
             # The shell is gone or was replaced (`exec`): its exit status is the
             # command's. Cancellable: `exec sleep 60` must still be abortable.
             await self._wait_exit()
-            await pipe.drain()
-            pipe.detach()
+            await pipe.drain(drain.HELD_QUIET_SECONDS)
             return Completion(self.returncode, None, shell_died=True)
         self.cwd = record.pwd
         self._restore = record.restore_prefix()
-        await pipe.drain()
-        pipe.detach()
+        # A command that started background jobs: keep what they print at
+        # once. Without, only something that left the job table (a subshell's
+        # `&`, a daemon) can still hold the FIFO.
+        started_jobs = record.last_job != self._last_job
+        self._last_job = record.last_job
+        quiet = drain.JOBS_QUIET_SECONDS if started_jobs else drain.HELD_QUIET_SECONDS
+        await pipe.drain(quiet)
         return Completion(record.status, record.pwd, shell_died=False)
 
     async def _wait_exit(self) -> None:
@@ -275,9 +266,11 @@ class Shell:
         pipe = self._current
         if pipe is None:
             return
+        self._current = None
         with anyio.move_on_after(drain.POST_KILL_SECONDS):
             await pipe.eof.wait()
-        pipe.detach()
+        if self._fifos is not None:
+            self._fifos.settle(pipe)
 
     def tree(self, scan: Scan | None = None) -> set[int]:
         """Live processes this shell started, itself included, escapees too."""

@@ -1,10 +1,14 @@
 """What a persistent shell is sent and what it reports back (pure).
 
+Everything here must work under the user's `set -u`: every expansion of a
+variable that may be unset has a default.
+
 The shell reads a driver line, then the command's fields NUL-terminated, so
 no byte of a command is ever parsed by the server. It `eval`s the command
 with its output in a FIFO, then writes a status record to the status pipe:
-``status\\0pwd\\0flags\\0traps\\0`` (the exit status, the working directory,
-`$-`, and `trap -p` of the debugging traps).
+``traps\\0status\\0pwd\\0flags\\0lastjob\\0``: `trap -p` of the debugging
+traps (empty most of the time, and then the record is a single write), the
+exit status, the working directory, `$-` and `$!`.
 
 The user's DEBUG, ERR and RETURN traps and `set -x` must never show the
 driver's own steps. So the record's last act is to suspend them, and the
@@ -27,74 +31,91 @@ SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
 # Replays the user's rc snapshot; its own output and errors are not the command's.
 SOURCE_SNAPSHOT = f'\\command source "${SNAPSHOT_ENV}" >/dev/null 2>&1 </dev/null'
 SUSPENDED_TRAPS = ("DEBUG", "ERR", "RETURN")
-RECORD_FIELDS = 4
+RECORD_FIELDS = 5
+# The output FIFO, the cwd and the command; the per-command variables follow.
+FIXED_FIELDS = 3
 # The one simple command that runs the user's text; ERR skips its failure.
-_EVAL = '\\command eval "$__bashrpc_pre$__bashrpc_cmd"'
+_EVAL = '\\command eval "$__bashrpc_cmd"'
 # The ERR trap as restored: the user's code lives in a variable.
 ERR_WRAPPER = '__bashrpc_skip_err || \\command eval "$__bashrpc_err"'
 
 
-def bootstrap(status_fd: int, snapshot: bool) -> bytes:
-    """Defines the driver's functions; sent once, before the first command."""
+def bootstrap(status_fd: int, fields_path: str, snapshot: bool) -> bytes:
+    """Defines the driver; sent once, before the first command.
+
+    bash reads a pipe one byte per system call, so what crosses the control
+    pipe per command is as short as can be: the alias `__bashrpc_go`, whose
+    text bash expands in memory and runs at the top level (as the user's
+    `eval` must run, and as reading and clearing traps must). The command's
+    fields travel in a file, read with one `mapfile`. The driver line puts
+    the alias and alias expansion back after every command, so a user's
+    `unalias -a` costs nothing.
+    """
     source = f"{SOURCE_SNAPSHOT}\n" if snapshot else ""
     return (
         f"""
 set +o history 2>/dev/null
-shopt -s expand_aliases
-{source}__bashrpc_recv() {{
-  IFS= \\command read -r -d '' __bashrpc_out || return 1
-  IFS= \\command read -r -d '' __bashrpc_cwd || return 1
-  IFS= \\command read -r -d '' __bashrpc_pre || return 1
-  IFS= \\command read -r -d '' __bashrpc_cmd || return 1
-  __bashrpc_env=()
-  local __bashrpc_i __bashrpc_v
-  for ((__bashrpc_i = 0; __bashrpc_i < $1; __bashrpc_i++)); do
-    IFS= \\command read -r -d '' __bashrpc_v || return 1
-    __bashrpc_env+=("$__bashrpc_v")
-  done
+{source}__bashrpc_in={shlex.quote(fields_path)}
+__bashrpc_line={shlex.quote(_line(status_fd, []))}
+__bashrpc_recv() {{
+  \\builtin mapfile -d '' -n "$1" -t __bashrpc_f < "$__bashrpc_in" || return 1
+  __bashrpc_out=${{__bashrpc_f[0]}} __bashrpc_cwd=${{__bashrpc_f[1]}}
+  __bashrpc_cmd=${{__bashrpc_f[2]}}
+  __bashrpc_env=("${{__bashrpc_f[@]:3}}")
 }}
-__bashrpc_cd() {{ [[ -z $__bashrpc_cwd ]] || \\command cd -- "$__bashrpc_cwd"; }}
+__bashrpc_cd() {{
+  [[ -z $__bashrpc_cwd || $__bashrpc_cwd == "$PWD" ]] || \\command cd -- "$__bashrpc_cwd"
+}}
 __bashrpc_done() {{
-  \\command printf '%s\\0%s\\0%s\\0' "$1" "$PWD" "$-" >&{status_fd}
+  \\command printf '\\0%s\\0%s\\0%s\\0%s\\0' "$1" "$PWD" "$-" "${{!-}}" >&{status_fd}
   \\builtin set +x
 }}
-__bashrpc_end() {{ \\command printf '\\0' >&{status_fd}; }}
 __bashrpc_skip_err() {{
   local __bashrpc_s=$?
   [[ $BASH_COMMAND == *'{_EVAL}' ]] && return 0
   return "$__bashrpc_s"
 }}
+shopt -s expand_aliases
+\\builtin alias __bashrpc_go="$__bashrpc_line"
 """
     ).encode()
 
 
-def driver_line(status_fd: int, env_names: list[str]) -> bytes:
-    """The shell line that runs one command. Only validated names are spliced in."""
+def _line(status_fd: int, env_names: list[str]) -> str:
     assigns = "".join(f'{name}="${{__bashrpc_env[{i}]}}" ' for i, name in enumerate(env_names))
     traps = " ".join(SUSPENDED_TRAPS)
     # Traps are read and cleared at the top level: a function would see none,
     # and what it cleared would come back when it returned.
     return (
-        f"__bashrpc_recv {len(env_names)} && "
+        f"__bashrpc_recv {FIXED_FIELDS + len(env_names)} && "
         f"{{ __bashrpc_cd && {assigns}{_EVAL}; }} "
-        f'</dev/null >"$__bashrpc_out" 2>&1 {status_fd}>&-; __bashrpc_done $?; '
-        f"\\builtin trap -p {traps} >&{status_fd}; \\builtin trap - {traps}; __bashrpc_end\n"
-    ).encode()
+        f'</dev/null >"$__bashrpc_out" 2>&1 {status_fd}>&-; __bashrpc_status=$?; '
+        f"\\builtin trap -p {traps} >&{status_fd}; \\builtin trap - {traps}; "
+        # Put the alias back only if the user's command took it away.
+        "[[ $BASHOPTS == *expand_aliases* && ${BASH_ALIASES[__bashrpc_go]-} ]] || "
+        '{ \\builtin shopt -s expand_aliases; \\builtin alias __bashrpc_go="$__bashrpc_line"; }; '
+        '__bashrpc_done "$__bashrpc_status"'
+    )
 
 
-def command_payload(
-    status_fd: int,
-    *,
-    output: str,
-    cwd: str | None,
-    prefix: str,
-    command: str,
-    env: Mapping[str, str],
+def driver_line(status_fd: int, env_names: list[str]) -> bytes:
+    """What runs one command: the alias, or, with per-command variables (whose
+    validated names are spliced in), the whole line."""
+    if not env_names:
+        return b"__bashrpc_go\n"
+    return (_line(status_fd, env_names) + "\n").encode()
+
+
+def command_fields(
+    *, output: str, cwd: str | None, prefix: str, command: str, env: Mapping[str, str]
 ) -> bytes:
-    names = list(env)
-    fields = [os.fsencode(output), os.fsencode(cwd or ""), os.fsencode(prefix), command.encode()]
-    fields += [env[n].encode() for n in names]
-    return driver_line(status_fd, names) + b"".join(f + b"\0" for f in fields)
+    """The fields file: the FIFO, the cwd, the command (after the restore prefix), env values.
+
+    It is rewritten in place, never truncated (that cost more than the rest
+    of a command on ext4): the driver reads exactly as many fields as it wrote."""
+    fields = [os.fsencode(output), os.fsencode(cwd or ""), os.fsencode(prefix) + command.encode()]
+    fields += [value.encode() for value in env.values()]
+    return b"".join(f + b"\0" for f in fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +125,14 @@ class StatusRecord:
     pwd: str
     flags: str
     traps: str
+    # `$!`: the pid of the newest background job. When a command changes it,
+    # that command started jobs, and they may hold its output open.
+    last_job: int | None = None
 
     def restore_prefix(self) -> str:
         """Shell text that puts the suspended traps and `set -x` back."""
+        if not self.traps and "x" not in self.flags:
+            return ""
         lines = []
         for signal, code in parse_traps(self.traps).items():
             if signal == "ERR":
@@ -142,7 +168,7 @@ class RecordReader:
             fields = self._buf.split(b"\0", RECORD_FIELDS)
             if len(fields) <= RECORD_FIELDS:
                 return records
-            status, pwd, flags, traps, rest = fields
+            traps, status, pwd, flags, last_job, rest = fields
             self._buf = bytearray(rest)
             records.append(
                 StatusRecord(
@@ -150,5 +176,6 @@ class RecordReader:
                     pwd=os.fsdecode(bytes(pwd)),
                     flags=flags.decode("ascii", "replace"),
                     traps=traps.decode("utf-8", "surrogateescape"),
+                    last_job=int(last_job) if last_job else None,
                 )
             )

@@ -19,7 +19,7 @@ from server.output.crfold import CarriageReturnFolder
 from server.output.sink import OutputSink
 from server.runtime import env as envmod
 from server.runtime import runners
-from server.runtime.fifo import Backpressure
+from server.runtime.channels import Backpressure
 from server.runtime.pty import PtyRun, clamp_size
 from server.runtime.runners import Execution, RunResult, Terminal
 from server.runtime.runtime import Runtime

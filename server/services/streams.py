@@ -2,9 +2,10 @@
 
 A listener feeds streams: text streams get the sanitized output, raw
 streams the terminal's own bytes. Streams flush on a throttle, in tasks of
-a group the listener owns; `streaming()` opens that group and, however the
-command ends, flushes what is pending before the result goes out, so every
-notification of a request precedes its response.
+a group that outlives the request (the connection's requests group), so a
+command that prints nothing costs no task at all; `streaming()` flushes what
+is pending when the block ends, however it ends, so every notification of a
+request precedes its response.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import anyio
 import anyio.abc
 
 from server.output.chunks import ChunkStream, RawStream
-from server.runtime.fifo import Backpressure
+from server.runtime.channels import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[str], Awaitable[None]]
@@ -59,16 +60,15 @@ class StreamListener:
 
 @asynccontextmanager
 async def streaming(
-    make: Callable[[anyio.abc.TaskGroup], StreamListener],
+    make: Callable[[anyio.abc.TaskGroup], StreamListener], owner: anyio.abc.TaskGroup
 ) -> AsyncIterator[StreamListener]:
-    """A listener whose streams are flushed and finished when the block ends."""
-    async with anyio.create_task_group() as tg:
-        listener = make(tg)
-        try:
-            yield listener
-        finally:
-            with anyio.CancelScope(shield=True):
-                await listener.close()
+    """A listener whose streams, flushing in `owner`, are finished when the block ends."""
+    listener = make(owner)
+    try:
+        yield listener
+    finally:
+        with anyio.CancelScope(shield=True):
+            await listener.close()
 
 
 def command_streams(

@@ -72,7 +72,8 @@ async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
     async def emit_raw(data: str) -> None:
         await ctx.notify("pty/output", PtyOutput(request_id=ctx.id, data=data))
 
-    async with streaming(command_streams(emit_chunk, emit_raw, terminal=pty is not None)) as out:
+    streams = command_streams(emit_chunk, emit_raw, terminal=pty is not None)
+    async with streaming(streams, ctx.tasks) as out:
         outcome = await ctx.services.commands.run(spec, out, ctx.flight)
     return bash_result(outcome)
 

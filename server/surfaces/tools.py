@@ -115,6 +115,6 @@ async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolRe
         settings=connection.settings,
         terminal=plan.spec.terminal is not None,
     )
-    async with streaming(listener) as out:
+    async with streaming(listener, ctx.tasks) as out:
         outcome = await services.commands.run(plan.spec, out, ctx.flight)
     return toolcall.finish(outcome, plan)

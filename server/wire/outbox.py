@@ -9,6 +9,7 @@ its size, so no message can be starved.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import anyio
 from anyio.abc import AnyByteSendStream
@@ -26,6 +27,10 @@ _log = log.get("outbox")
 class Outbox:
     def __init__(self, stream: AnyByteSendStream) -> None:
         self._stream = stream
+        # A stream that can take bytes without waiting lets an idle outbox
+        # write a line at once, with no hop through the writer task.
+        self._try_send: Callable[[bytes], int] | None = getattr(stream, "try_send", None)
+        self._writing = False
         self._lines: deque[bytes] = deque()
         self._queued = 0
         self._ready = anyio.Event()
@@ -42,6 +47,15 @@ class Outbox:
             await self._space.wait()
         if self.broken.is_set() or self._closed:
             return
+        if self._try_send is not None and not self._lines and not self._writing:
+            try:
+                written = self._try_send(line)
+            except anyio.BrokenResourceError as exc:
+                self._gone(exc)
+                return
+            if written == len(line):
+                return
+            line = line[written:]
         self._lines.append(line)
         self._queued += len(line)
         self._ready.set()
@@ -64,7 +78,9 @@ class Outbox:
                         batch.append(line)
                         size += len(line)
                     if not self.broken.is_set():
+                        self._writing = True
                         await self._write(batch[0] if len(batch) == 1 else b"".join(batch))
+                        self._writing = False
                     self._queued -= size
                     self._space.set()
                 if self._closed:
@@ -77,6 +93,9 @@ class Outbox:
         try:
             await self._stream.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            _log.warning(messages.STDOUT_GONE.format(reason=exc or "closed"))
-            self.broken.set()
-            self._space.set()
+            self._gone(exc)
+
+    def _gone(self, exc: Exception) -> None:
+        _log.warning(messages.STDOUT_GONE.format(reason=exc or "closed"))
+        self.broken.set()
+        self._space.set()

@@ -12,6 +12,7 @@ import fcntl
 import os
 import stat
 import sys
+from collections import deque
 from dataclasses import dataclass
 
 import anyio
@@ -22,6 +23,8 @@ from server import fdio
 from server.wire.transport import Transport
 
 READ_CHUNK_BYTES = 256 * 1024
+# Chunks read ahead of the connection before reading stops for a while.
+BUFFERED_CHUNKS = 4
 # A bigger stdout pipe means fewer writes and wakeups for a fast client.
 PIPE_BUFFER_BYTES = 1024 * 1024
 _F_SETPIPE_SZ = 1031
@@ -59,7 +62,8 @@ def restore_stdio(fds: ProtocolFds) -> None:
 
 
 class FdReceiveStream(anyio.abc.ByteReceiveStream):
-    """Reads an fd on readiness; a regular file (`bashrpc < requests.jsonl`)
+    """Reads an fd from a loop callback, so a steady stream of requests costs no
+    readiness registration per read. A regular file (`bashrpc < requests.jsonl`)
     cannot be polled, so it is read directly, yielding between big reads."""
 
     def __init__(self, fd: int) -> None:
@@ -67,24 +71,54 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
         self._pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
         if self._pollable:
             os.set_blocking(fd, False)
+        self._chunks: deque[bytes] = deque()
+        self._eof = False
+        self._ready: anyio.Event | None = None
+        self._watch: fdio.Watch | None = None
 
-    async def receive(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
+    def _readable(self) -> None:
         try:
-            if self._pollable:
-                data = await fdio.read(self._fd, max_bytes)
-            else:
-                data = os.read(self._fd, max_bytes)
-                await anyio.lowlevel.checkpoint()
+            data = os.read(self._fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
         except OSError as exc:
             if exc.errno not in (errno.EIO, errno.EBADF):
                 raise
             data = b""
-        if not data:
+        if data:
+            self._chunks.append(data)
+        else:
+            self._eof = True
+        assert self._watch is not None
+        if self._eof or len(self._chunks) >= BUFFERED_CHUNKS:
+            # Unread input stays in the pipe: the client waits, as on any full pipe.
+            self._watch.stop()
+        if self._ready is not None:
+            self._ready.set()
+
+    async def receive(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
+        if not self._pollable:
+            data = os.read(self._fd, max_bytes)
+            await anyio.lowlevel.checkpoint()
+            if not data:
+                raise anyio.EndOfStream
+            return data
+        if self._watch is None:
+            self._watch = fdio.Watch(self._fd, self._readable)
+        while not self._chunks and not self._eof:
+            self._ready = anyio.Event()
+            await self._ready.wait()
+            self._ready = None
+        if not self._chunks:
             raise anyio.EndOfStream
+        data = self._chunks.popleft()
+        if not self._eof:
+            self._watch.start()
         return data
 
     async def aclose(self) -> None:
-        pass
+        if self._watch is not None:
+            self._watch.stop()
 
 
 class FdSendStream(anyio.abc.ByteSendStream):
@@ -101,6 +135,15 @@ class FdSendStream(anyio.abc.ByteSendStream):
     async def send(self, item: bytes) -> None:
         try:
             await fdio.write_all(self._fd, item)
+        except OSError as exc:
+            raise anyio.BrokenResourceError(exc.strerror) from exc
+
+    def try_send(self, item: bytes) -> int:
+        """As much as the pipe takes now, without waiting; how much that was."""
+        try:
+            return os.write(self._fd, item)
+        except BlockingIOError:
+            return 0
         except OSError as exc:
             raise anyio.BrokenResourceError(exc.strerror) from exc
 

@@ -304,6 +304,18 @@ def test_tilde_means_home_on_pipes_and_ptys_alike(server: InProcessServer) -> No
         assert server.bash("pwd", cwd="~/sub", pty=pty).output == f"{home}/sub\n", pty
 
 
+def test_the_driver_works_under_the_users_set_u(server: InProcessServer) -> None:
+    server.bash("set -u")
+    for _ in range(2):
+        result = server.bash("echo still")
+        assert result.output == "still\n" and result.exit_code == 0
+    assert server.bash("sleep 0.01 & wait; echo jobs").output == "jobs\n"
+    assert server.bash('echo "$undefined_variable"').exit_code != 0
+    # Taking the driver's alias away, even under set -u, costs nothing.
+    server.bash("unalias -a; shopt -u expand_aliases")
+    assert server.bash("echo back").output == "back\n"
+
+
 def test_user_traps_never_see_the_driver(server: InProcessServer) -> None:
     server.bash("trap 'echo DEBUG: $BASH_COMMAND' DEBUG")
     assert server.bash("echo hi").output == "DEBUG: echo hi\nhi\n"

@@ -8,24 +8,26 @@ from server.runtime.shellproto import (
     ERR_WRAPPER,
     RecordReader,
     StatusRecord,
-    command_payload,
+    command_fields,
     driver_line,
     parse_traps,
 )
 
 
-def record_bytes(status: int, pwd: bytes, flags: str, traps: str) -> bytes:
-    return b"%d\0%s\0%s\0%s\0" % (status, pwd, flags.encode(), traps.encode())
+def record_bytes(status: int, pwd: bytes, flags: str, traps: str, last_job: str = "") -> bytes:
+    return traps.encode() + b"\0%d\0%s\0%s\0%s\0" % (status, pwd, flags.encode(), last_job.encode())
 
 
 def test_records_survive_every_split() -> None:
     data = record_bytes(0, b"/tmp", "hB", "") + record_bytes(
-        3, b"/d\xff", "hxB", "trap -- 'x' ERR\n"
+        3, b"/d\xff", "hxB", "trap -- 'x' ERR\n", last_job="42"
     )
     for cut in range(len(data) + 1):
         reader = RecordReader()
         records = reader.feed(data[:cut]) + reader.feed(data[cut:])
         assert [r.status for r in records] == [0, 3]
+        assert records[0].last_job is None and records[1].last_job == 42
+        assert records[1].traps == "trap -- 'x' ERR\n"
         assert records[1].pwd.encode("utf-8", "surrogateescape") == b"/d\xff"
 
 
@@ -57,7 +59,12 @@ def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
 def test_only_validated_names_reach_the_driver_line() -> None:
     line = driver_line(5, ["A", "B_2"])
     assert b'A="${__bashrpc_env[0]}" B_2="${__bashrpc_env[1]}"' in line
-    payload = command_payload(
-        5, output="/o", cwd=None, prefix="", command="echo $x", env={"A": "1"}
+    # Everything else travels in the fields file; the line stays short.
+    assert len(driver_line(5, [])) < 128
+
+
+def test_fields_carry_the_command_after_its_restore_prefix() -> None:
+    fields = command_fields(
+        output="/o", cwd=None, prefix="set -x\n", command="echo $x", env={"A": "1"}
     )
-    assert payload.endswith(b"/o\0\0\0echo $x\x001\0")
+    assert fields == b"/o\0\0set -x\necho $x\0001\0"
