@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from protocol import messages
-from server.output.chunks import MAX_PENDING_BYTES
+from server.output.chunks import CLIENT_STALL_SECONDS, MAX_PENDING_BYTES
 from tests.inprocess import InProcessServer
 
 SEQ_COUNT = 2_000_000
@@ -43,5 +43,6 @@ def test_a_client_that_keeps_up_loses_nothing(server: InProcessServer) -> None:
 def test_the_skip_threshold_is_the_documented_one() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert MAX_PENDING_BYTES == 1024 * 1024
-    assert "past 1 MiB pending" in readme
+    assert CLIENT_STALL_SECONDS == 2.0
+    assert "more than 1 MiB\nis pending **and** the client has taken nothing for 2 s" in readme
     assert "client read slowly" in messages.NOTICE_CHUNKS_SKIPPED
