@@ -86,6 +86,9 @@ class HostOptions(Strict):
     # Present when the host can render a terminal.
     ui: UiSize | None = None
     settings: ConnectionSettings | None = None
+    # Notifications outside MCP that the host asks for (`tool/update`): a plain
+    # MCP client would reject them, so they are sent only on request.
+    notifications: list[str] = msgspec.field(default_factory=list)
     opt_out_notifications: list[str] = msgspec.field(default_factory=list)
 
 
@@ -132,27 +135,38 @@ class EmptyResult(Open):
 # -- tools -------------------------------------------------------------------
 
 
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+# What a model reads about each argument: written for the model, not for us.
+_COMMAND_HELP = (
+    "The bash command to run, as you would type it in a terminal. It gets no input:"
+    " a command that waits for a keypress or a password fails instead of hanging."
+)
+_TIMEOUT_HELP = (
+    "Seconds to let the command run before it is stopped (from 1 to 3600)."
+    " Raise it for long builds or test suites."
+)
+_CWD_HELP = "Directory to run in, relative to the workspace root. Default: the workspace root."
+_HEAD_HELP = (
+    "Return only the first N lines of the output (applied before tail)."
+    " Prefer this to piping into head: the command's exit code is kept."
+)
+_TAIL_HELP = (
+    "Return only the last N lines of the output."
+    " Prefer this to piping into tail: the command's exit code is kept."
+)
+
+
 class BashToolArguments(Strict):
     """What a model may pass to the bash tool (its inputSchema is generated from this)."""
 
-    command: Annotated[str, msgspec.Meta(description="The bash command to run.")]
+    command: Annotated[str, msgspec.Meta(description=_COMMAND_HELP)]
     # None: the configured default (tool.defaultTimeout), which tools/list advertises.
-    timeout: (
-        Annotated[float, msgspec.Meta(description="Seconds before the command is killed (1-3600).")]
-        | None
-    ) = None
-    cwd: (
-        Annotated[str, msgspec.Meta(description="Working directory, relative to the workspace.")]
-        | None
-    ) = None
-    head: (
-        Annotated[int, msgspec.Meta(ge=0, description="Return only the first N lines of output.")]
-        | None
-    ) = None
-    tail: (
-        Annotated[int, msgspec.Meta(ge=0, description="Return only the last N lines of output.")]
-        | None
-    ) = None
+    # Descriptions sit on the whole optional type, where clients show them.
+    timeout: Annotated[float | None, msgspec.Meta(description=_TIMEOUT_HELP)] = None
+    cwd: Annotated[str | None, msgspec.Meta(description=_CWD_HELP)] = None
+    head: Annotated[_Count | None, msgspec.Meta(description=_HEAD_HELP)] = None
+    tail: Annotated[_Count | None, msgspec.Meta(description=_TAIL_HELP)] = None
 
 
 class Tool(Open, omit_defaults=True):
@@ -215,10 +229,16 @@ class ToolDetails(Open, omit_defaults=True):
 
 
 class BashStructured(Open):
+    """The whole result, for clients that show structured content instead of text."""
+
+    # The same text as the result's text content.
+    output: str
     exit_code: int | None
     cancelled: bool
     timed_out: bool
     truncation: Truncation | None
+    # Where the full output is, when the text shows only part of it.
+    artifact_uri: str | None = None
 
 
 class CallToolResult(Open, omit_defaults=True):

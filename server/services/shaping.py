@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from protocol import messages
 from protocol.mcp import (
+    ARTIFACT_URI_TEMPLATE,
     BashStructured,
     CallToolResult,
     DetailsMeta,
@@ -103,6 +104,12 @@ def _ending(outcome: Outcome) -> tuple[str, bool]:
     return "", False
 
 
+def _artifact_uri(truncation: Truncation | None) -> str | None:
+    if truncation is None or truncation.artifact_id is None:
+        return None
+    return ARTIFACT_URI_TEMPLATE.format(id=truncation.artifact_id)
+
+
 def shape(outcome: Outcome, shaping: Shaping) -> CallToolResult:
     kept = _keep(outcome, shaping)
     body = (kept.text or messages.NO_OUTPUT) + kept.notice
@@ -121,10 +128,12 @@ def shape(outcome: Outcome, shaping: Shaping) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(text=body)],
         structured_content=BashStructured(
+            output=body,
             exit_code=outcome.exit_code,
             cancelled=outcome.cancelled,
             timed_out=outcome.timed_out,
             truncation=truncation,
+            artifact_uri=_artifact_uri(truncation),
         ),
         is_error=is_error,
         details=details,

@@ -172,7 +172,7 @@ def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(text=text)],
         structured_content=BashStructured(
-            exit_code=None, cancelled=False, timed_out=False, truncation=None
+            output=text, exit_code=None, cancelled=False, timed_out=False, truncation=None
         ),
         is_error=True,
         details=details,
@@ -257,7 +257,7 @@ def updates(
         tool_updates = ToolUpdates(
             notify,
             request_id,
-            snapshots="tool/update" not in opted_out,
+            snapshots="tool/update" in host.notifications and "tool/update" not in opted_out,
             progress_token=None if "notifications/progress" in opted_out else progress_token,
             max_bytes=settings.output.max_bytes,
             owner=tg,

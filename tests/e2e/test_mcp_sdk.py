@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,10 +58,12 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                 ok = await session.call_tool("bash", {"command": "echo hello from bash"})
                 assert not ok.is_error and text(ok) == "hello from bash\n"
                 assert ok.structured_content == {
+                    "output": "hello from bash\n",
                     "exitCode": 0,
                     "cancelled": False,
                     "timedOut": False,
                     "truncation": None,
+                    "artifactUri": None,
                 }
 
                 failed = await session.call_tool("bash", {"command": "echo nope; exit 3"})
@@ -113,3 +117,41 @@ def owned_pids_of_children() -> list[int]:
         for pid in live_pids()
         if (stat := proc_stat(pid)) is not None and stat[1] == me and "server" in cmdline(pid)
     ]
+
+
+MCP1_REQUIREMENT = "mcp>=1.20,<2"
+CLIENT_SCRIPT = Path(__file__).parent / "clients" / "mcp_streaming_call.py"
+
+
+def mcp1_python() -> Path:
+    """A venv with the 1.x SDK, built from the package index once and reused."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    venv = cache / "bashrpc-tests" / "mcp1"
+    python = venv / "bin" / "python"
+    ready = venv / "ready"
+    if not ready.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", MCP1_REQUIREMENT],
+            check=True,
+            stdin=subprocess.DEVNULL,
+        )
+        ready.touch()
+    return python
+
+
+@pytest.mark.slow
+def test_mcp_1x_client_logs_no_validation_error(tmp_path: Path) -> None:
+    """Non-MCP notifications make the 1.x SDK log a validation error per notification."""
+    done = subprocess.run(
+        [str(mcp1_python()), str(CLIENT_SCRIPT), sys.executable, str(tmp_path / "artifacts")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS * 2,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["text"] == "".join(f"line-{i}\n" for i in range(1, 11))
+    assert report["log"] == []

@@ -120,6 +120,21 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
     assert schema["type"] == "object" and schema["required"] == ["command"]
     assert set(schema["properties"]) == {"command", "timeout", "cwd", "head", "tail"}
     assert schema["properties"]["timeout"]["default"] == 300
+    assert "Seconds" in schema["properties"]["timeout"]["description"]
+    assert "3600" in schema["properties"]["timeout"]["description"]
+    assert "first N lines" in schema["properties"]["head"]["description"]
+    assert "last N lines" in schema["properties"]["tail"]["description"]
+    # Structured content is the whole result, the output text included.
+    assert tool.output_schema is not None
+    assert set(tool.output_schema["properties"]) == {
+        "output",
+        "exitCode",
+        "cancelled",
+        "timedOut",
+        "truncation",
+        "artifactUri",
+    }
+    assert "output" in tool.output_schema["required"]
 
 
 def test_success_and_structured_content(server: InProcessServer) -> None:
@@ -127,7 +142,7 @@ def test_success_and_structured_content(server: InProcessServer) -> None:
     assert text_of(result) == "hello\n"
     assert result.is_error is False
     assert structured(result) == BashStructured(
-        exit_code=0, cancelled=False, timed_out=False, truncation=None
+        output="hello\n", exit_code=0, cancelled=False, timed_out=False, truncation=None
     )
 
 
@@ -274,6 +289,8 @@ def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> No
     truncation = result.details.meta.truncation
     assert result.is_error and truncation == structured(result).truncation
     artifact = truncation.artifact_id
+    assert structured(result).artifact_uri == f"artifact://{artifact}"
+    assert structured(result).output == text
     assert truncation.direction == "tail" and truncation.truncated_by == "lines"
     assert truncation.total_lines == 200000 and truncation.output_lines == 2000
     assert truncation.shown_range == ShownRange(start=198001, end=200000)
@@ -327,6 +344,7 @@ def test_resources_list_templates_and_errors(server: InProcessServer) -> None:
 
 
 def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
+    initialize(server, notifications=["tool/update"])
     for method, key in (("notifications/cancelled", "requestId"), ("$/cancelRequest", "id")):
         ident = server.request(
             "tools/call", {"name": "bash", "arguments": {"command": "echo begun; exec sleep 60"}}
@@ -350,6 +368,7 @@ def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServe
 
 
 def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> None:
+    initialize(server, notifications=["tool/update"])
     ident = server.request(
         "tools/call",
         {
@@ -382,11 +401,34 @@ def test_progress_only_with_a_token(server: InProcessServer) -> None:
     assert all(p.message.startswith("line-") and len(p.message) <= 200 for p in progress)
 
 
+STREAMING_COMMAND = "for i in 1 2 3; do echo $i; sleep 0.1; done"
+
+
+def test_only_standard_notifications_unless_the_host_opts_in(server: InProcessServer) -> None:
+    initialize(server)
+    call_tool(server, command=STREAMING_COMMAND, meta={"progressToken": 1})
+    assert not server.notifications("tool/update")
+    assert server.notifications("notifications/progress")
+
+
+def test_tool_update_opt_in_under_experimental(server: InProcessServer) -> None:
+    params: dict[str, Any] = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"experimental": {"bashrpc": {"notifications": ["tool/update"]}}},
+        "clientInfo": {"name": "test", "version": "0"},
+    }
+    server.typed(InitializeResult, "initialize", params)
+    call_tool(server, command=STREAMING_COMMAND)
+    assert server.notifications("tool/update")
+
+
 def test_opt_out_of_notifications(server: InProcessServer) -> None:
-    initialize(server, optOutNotifications=["tool/update", "notifications/progress"])
-    call_tool(
-        server, command="for i in 1 2 3; do echo $i; sleep 0.1; done", meta={"progressToken": 1}
+    initialize(
+        server,
+        notifications=["tool/update"],
+        optOutNotifications=["tool/update", "notifications/progress"],
     )
+    call_tool(server, command=STREAMING_COMMAND, meta={"progressToken": 1})
     assert not server.notifications("tool/update")
     assert not server.notifications("notifications/progress")
 
