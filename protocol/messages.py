@@ -30,7 +30,7 @@ NO_ARTIFACTS = "none"
 
 # Notices written into command output.
 NOTICE_CANCELLED = "[Command cancelled]"
-NOTICE_TIMED_OUT = "[Command timed out after {seconds} seconds]"
+NOTICE_TIMED_OUT = "[Command timed out after {seconds} {unit}]"
 NOTICE_CHUNKS_SKIPPED = (
     "\n[... {count} bytes of streamed output skipped because the client read"
     " slowly; the result and the artifact are complete ...]\n"
@@ -44,7 +44,8 @@ def format_seconds(seconds: float) -> str:
 
 
 def timed_out_notice(seconds: float) -> str:
-    return NOTICE_TIMED_OUT.format(seconds=format_seconds(seconds))
+    unit = "second" if seconds == 1 else "seconds"
+    return NOTICE_TIMED_OUT.format(seconds=format_seconds(seconds), unit=unit)
 
 
 def artifact_not_found(artifact_id: int, available: list[int]) -> str:
@@ -88,8 +89,8 @@ CWD_NOT_A_DIRECTORY = "Working directory is not a directory: {path}"
 NO_OUTPUT = "(no output)"
 TRUNCATION_NOTICE = "\n\n[Showing lines {start}-{end} of {total} ({limit} limit).{full}]"
 TRUNCATION_FULL = " Full: artifact://{id}"
-EXITED_WITH_CODE = "\n\nCommand exited with code {code}"
-MISSING_EXIT_STATUS = "\n\nCommand failed: missing exit status"
+EXITED_WITH_CODE = "Command exited with code {code}"
+MISSING_EXIT_STATUS = "Command failed: missing exit status"
 TIMEOUT_CLAMPED = "\n\n[Timeout {requested}s is outside 1-3600s; using {applied}s]"
 UNKNOWN_TOOL = "Unknown tool: {name}"
 ARTIFACT_URI_NO_ID = "artifact:// URL requires a numeric ID"
@@ -103,7 +104,8 @@ the workspace root unless `cwd` is given.
 - Use `head`/`tail` to limit output instead of piping into `| head` or `| tail`: \
 the command's real exit status is kept and the full output stays available.
 - stderr is already merged into the output; do not add `2>&1`.
-- Long output keeps its last {limit}; the rest is saved and named as artifact://N.
+- Long output keeps its last {lines} lines, and of those at most the last {limit}; \
+the whole output is saved and named as artifact://N.
 - Commands time out after `timeout` seconds (default {timeout}, at most 3600). stdin is \
 empty, so commands never wait for input; pagers and editors are disabled."""
 

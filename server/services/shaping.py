@@ -93,6 +93,11 @@ def _keep(outcome: Outcome, shaping: Shaping) -> _Kept:
     return _Kept(text, truncation, notice)
 
 
+def _paragraph(text: str, more: str) -> str:
+    """`more` after one blank line, whether or not `text` ended its last line."""
+    return text + ("\n" if text.endswith("\n") else "\n\n") + more
+
+
 def _ending(outcome: Outcome) -> tuple[str, bool]:
     """What the text ends with about how the command ended; and whether that is an error."""
     if outcome.timed_out:
@@ -114,7 +119,8 @@ def shape(outcome: Outcome, shaping: Shaping) -> CallToolResult:
     kept = _keep(outcome, shaping)
     body = (kept.text or messages.NO_OUTPUT) + kept.notice
     ending, is_error = _ending(outcome)
-    body += ending
+    if ending:
+        body = _paragraph(body, ending)
     if outcome.timed_out:
         body = f"{outcome.notice}\n{body}"
     if shaping.clamp is not None:

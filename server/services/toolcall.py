@@ -40,7 +40,7 @@ from server.services.commands import CommandSpec, clamp_timeout, terminal
 from server.services.interceptor import DEFAULT_RULES, CompiledRule, compile_rules, intercept
 from server.services.normalize import normalize
 from server.services.outcome import Outcome
-from server.services.shaping import Shaping, shape
+from server.services.shaping import DEFAULT_MAX_LINES, Shaping, shape
 from server.services.streams import EmitRaw, StreamListener
 from server.settings import Settings
 
@@ -65,6 +65,7 @@ def tool_definition(settings: Settings) -> Tool:
     return Tool(
         name=BASH_TOOL,
         description=messages.BASH_TOOL_DESCRIPTION.format(
+            lines=DEFAULT_MAX_LINES,
             limit=f"{settings.output.max_bytes // 1024}KB",
             timeout=messages.format_seconds(settings.tool.default_timeout),
         ),

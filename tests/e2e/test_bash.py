@@ -149,6 +149,7 @@ def test_timeout_returns_partial_output(server: InProcessServer) -> None:
     assert time.monotonic() - started < HANG_SECONDS
     assert result.timed_out and result.cancelled and result.exit_code is None
     assert result.output == messages.timed_out_notice(1) + "\npartial\n"
+    assert result.output.startswith("[Command timed out after 1 second]\n")
     assert server.bash("echo ok").output == "ok\n"
 
 

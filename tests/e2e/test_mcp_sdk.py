@@ -68,7 +68,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
 
                 failed = await session.call_tool("bash", {"command": "echo nope; exit 3"})
                 assert failed.is_error
-                assert text(failed) == "nope\n" + messages.EXITED_WITH_CODE.format(code=3)
+                assert text(failed) == "nope\n\n" + messages.EXITED_WITH_CODE.format(code=3)
 
                 timed = await session.call_tool("bash", {"command": "sleep 30", "timeout": 1})
                 assert timed.is_error and text(timed).startswith(messages.timed_out_notice(1))

@@ -115,6 +115,7 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
     assert [t.name for t in tools] == ["bash"]
     tool = tools[0]
     assert "cwd" in tool.description and "head" in tool.description
+    assert "last 2000 lines, and of those at most the last 50KB" in tool.description
     assert "stderr" in tool.description
     schema = tool.input_schema
     assert schema["type"] == "object" and schema["required"] == ["command"]
@@ -151,7 +152,7 @@ def test_normalize_lifts_a_trailing_head_or_tail(server: InProcessServer) -> Non
     assert text_of(call_tool(server, command="seq 1 100 | tail -2  ")) == "99\n100\n"
     # The real exit status survives, which a pipe into head would hide.
     result = call_tool(server, command="(seq 1 5; exit 4) | head -2")
-    assert result.is_error and text_of(result) == "1\n2\n\n\nCommand exited with code 4"
+    assert result.is_error and text_of(result) == "1\n2\n\nCommand exited with code 4"
     # Explicit arguments win, and head applies before tail.
     assert text_of(call_tool(server, command="seq 1 100 | head -5", head=2)) == "1\n2\n"
     assert text_of(call_tool(server, command="seq 1 100", head=10, tail=3)) == "8\n9\n10\n"
@@ -168,7 +169,7 @@ def test_empty_output_says_so(server: InProcessServer) -> None:
 def test_non_zero_exit_is_a_tool_error(server: InProcessServer) -> None:
     result = call_tool(server, command="echo failing; exit 3")
     assert result.is_error is True
-    assert text_of(result) == "failing\n" + messages.EXITED_WITH_CODE.format(code=3)
+    assert text_of(result) == "failing\n\nCommand exited with code 3"
     assert structured(result).exit_code == 3
 
 
@@ -301,7 +302,9 @@ def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> No
         limit="2000 lines",
         full=messages.TRUNCATION_FULL.format(id=artifact),
     )
-    assert text.endswith("199999\n200000\n" + notice + messages.EXITED_WITH_CODE.format(code=2))
+    assert text.endswith(
+        "199999\n200000\n" + notice + "\n\n" + messages.EXITED_WITH_CODE.format(code=2)
+    )
     expected = subprocess.run(["seq", "1", "200000"], capture_output=True).stdout.decode()
     read = server.typed(ResourcesReadResult, "resources/read", {"uri": f"artifact://{artifact}"})
     assert read.contents == [

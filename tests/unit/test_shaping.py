@@ -47,7 +47,7 @@ def test_success() -> None:
 
 def test_missing_exit_status() -> None:
     result = shape(outcome("x\n", exit_code=None), SHAPING)
-    assert result.is_error and body(result) == "x\n" + messages.MISSING_EXIT_STATUS
+    assert result.is_error and body(result) == "x\n\nCommand failed: missing exit status"
 
 
 def test_empty_output() -> None:
@@ -74,7 +74,7 @@ def test_truncated_range_follows_head_and_tail() -> None:
     notice = messages.TRUNCATION_NOTICE.format(
         start=941, end=950, total=1000, limit="50KB", full=" Full: artifact://7"
     )
-    assert body(result) == shown + notice + messages.EXITED_WITH_CODE.format(code=1)
+    assert body(result) == shown + notice + "\n\n" + messages.EXITED_WITH_CODE.format(code=1)
     assert result.details is not None and result.details.meta is not None
 
 
@@ -93,7 +93,7 @@ def test_clamp_notice_is_last() -> None:
         Shaping(head=None, tail=None, max_bytes=51200, clamp=(0.5, 1.0)),
     )
     assert body(result) == (
-        "a\n"
+        "a\n\n"
         + messages.EXITED_WITH_CODE.format(code=2)
         + messages.TIMEOUT_CLAMPED.format(requested="0.5", applied="1")
     )
