@@ -16,6 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.client import BenchServer, rss_kib
+from server.services.interceptor import DEFAULT_RULES, intercept
+
+# A kilobyte of what models send: lists, pipelines, quoting, redirections, a heredoc;
+# nothing in it is blocked, so every simple command is judged.
+INTERCEPT_SAMPLE = (
+    (
+        "cd web && FOO=1 npm run build 2>&1 | tee build.log | sort | uniq -c > counts.txt; "
+        "git status --short && git diff --stat -- 'src/a -> b.ts' \"<p>\" || true\n"
+        "python -m pytest -q tests/unit -k 'not slow' 2>/dev/null | tail -n 20 &\n"
+        'for f in src/*.py; do wc -l "$f"; done; x=$(git rev-parse HEAD)\n'
+        "printf '%s\\n' one two |\n  sort -r > /dev/null\n"
+    )
+    * 4
+)[:1024]
+INTERCEPT_TOOLS = ("read", "grep", "find", "edit", "write")
 
 MB = 1_000_000
 
@@ -35,6 +50,7 @@ class Sizes:
     idle_seconds: float = 5.0
     swerex_calls: int = 100
     swerex_warmup: int = 10
+    intercept_calls: int = 2000
 
 
 QUICK = Sizes(
@@ -51,6 +67,7 @@ QUICK = Sizes(
     idle_seconds=0.5,
     swerex_calls=5,
     swerex_warmup=1,
+    intercept_calls=20,
 )
 
 
@@ -341,6 +358,27 @@ class Bench:
             rate.values.append(server.notifications / elapsed)
         return [seconds, count, rate]
 
+    # 8. The interceptor's parse ---------------------------------------------------
+
+    def interceptor(self) -> list[Row]:
+        """Parsing and judging happen on every tool call, before the command runs."""
+        n = self.sizes.intercept_calls
+        row = Row(
+            "interceptor",
+            f"parse + judge {len(INTERCEPT_SAMPLE)} B of commands",
+            "ms",
+            target="< 1",
+            check=lambda v: v < 1,
+        )
+        if intercept(INTERCEPT_SAMPLE, DEFAULT_RULES, INTERCEPT_TOOLS) is not None:
+            raise AssertionError("the sample must pass, so that every command is judged")
+        for _ in range(self.sizes.repeat):
+            started = time.perf_counter()
+            for _ in range(n):
+                intercept(INTERCEPT_SAMPLE, DEFAULT_RULES, INTERCEPT_TOOLS)
+            row.values.append((time.perf_counter() - started) / n * 1000)
+        return [row]
+
 
 CASES = {
     "latency": lambda b: b.latency() + b.swerex(),
@@ -349,6 +387,7 @@ CASES = {
     "first-chunk": Bench.first_chunk,
     "concurrency": Bench.concurrency,
     "small-writes": Bench.small_writes,
+    "interceptor": Bench.interceptor,
 }
 
 

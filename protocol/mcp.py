@@ -214,9 +214,18 @@ class Truncation(Open, omit_defaults=True):
     artifact_truncated: bool = False
 
 
+class Recovery(Open, omit_defaults=True):
+    """What to call instead, with the arguments read off the blocked command."""
+
+    tool: str
+    pattern: str | None = None
+    path: str | None = None
+
+
 class Blocked(Open):
     suggested_tool: str
     rule: str
+    recovery: Recovery
 
 
 class DetailsMeta(Open):

@@ -54,7 +54,7 @@ def artifact_not_found(artifact_id: int, available: list[int]) -> str:
 
 
 # The tool-call surface.
-BLOCKED = "Blocked: {message}\n\nOriginal command: {command}"
+BLOCKED = "Blocked: {message}\n\nOriginal command: {command}\n\nStructured recovery: {recovery}"
 INTERCEPT_READ = (
     "Use the `read` tool instead of cat/head/tail/less/more. It shows line numbers,"
     " pages through large files and never floods the context."

@@ -37,7 +37,7 @@ from server.output.chunks import RawStream
 from server.output.throttle import Throttle
 from server.runtime.sessions import resolve_path
 from server.services.commands import CommandSpec, clamp_timeout, terminal
-from server.services.interceptor import DEFAULT_RULES, CompiledRule, compile_rules, intercept
+from server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
 from server.services.normalize import normalize
 from server.services.outcome import Outcome
 from server.services.shaping import DEFAULT_MAX_LINES, Shaping, shape
@@ -53,7 +53,7 @@ NO_PTY_ENV_VARS = ("BASHRPC_NO_PTY", "PI_NO_PTY")
 
 _log = log.get("toolcall")
 _decode_arguments = msgspec.json.Decoder(BashToolArguments).decode
-_compiled: dict[tuple[InterceptorRule, ...], tuple[CompiledRule, ...]] = {}
+_compiled: dict[tuple[InterceptorRule, ...], tuple[Rule, ...]] = {}
 
 Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
@@ -125,9 +125,10 @@ def plan(
         clamp=None if timeout == requested else (requested, timeout),
     )
     if settings.interceptor.enabled:
-        block = intercept(norm.command, _rules(settings), host.tool_names)
+        block = intercept(norm.command, _rules(settings), host.tool_names, cwd=args.cwd)
         if block is not None:
-            details = ToolDetails(blocked=Blocked(suggested_tool=block.tool, rule=block.rule))
+            blocked = Blocked(suggested_tool=block.tool, rule=block.rule, recovery=block.recovery)
+            details = ToolDetails(blocked=blocked)
             return Plan(None, tool_error(block.text(norm.command), details), shaping)
     cwd = workspace
     if args.cwd is not None:
@@ -160,13 +161,15 @@ def _cwd_problem(cwd: str) -> str | None:
     return None
 
 
-def _rules(settings: Settings) -> tuple[CompiledRule, ...]:
-    """Compiled once per distinct rule set, so a broken rule is reported once."""
+def _rules(settings: Settings) -> tuple[Rule, ...]:
+    """Configured rules replace the defaults; each set is compiled once, so a broken
+    rule is reported once."""
     configured = settings.interceptor.rules
-    key = DEFAULT_RULES if configured is None else configured
-    if key not in _compiled:
-        _compiled[key] = compile_rules(key, _log.warning)
-    return _compiled[key]
+    if configured is None:
+        return DEFAULT_RULES
+    if configured not in _compiled:
+        _compiled[configured] = compile_rules(configured, _log.warning)
+    return _compiled[configured]
 
 
 def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:

@@ -33,6 +33,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "first chunk",
         "concurrency",
         "small writes",
+        "interceptor",
     }
     measured = [row for row in data["rows"] if row["values"]]
     assert all(row["median"] > 0 or row["unit"] == "KiB" for row in measured)

@@ -20,6 +20,7 @@ from protocol.mcp import (
     CancelledOutput,
     InitializeResult,
     ProgressParams,
+    Recovery,
     ResourcesListResult,
     ResourcesReadResult,
     ResourceTemplatesListResult,
@@ -185,9 +186,11 @@ def test_interceptor_blocks_when_enabled_and_the_tool_exists(server: InProcessSe
     result = call_tool(server, command="  grep -rn TODO .  ")
     assert result.is_error is True
     assert text_of(result) == (
-        f"Blocked: {messages.INTERCEPT_GREP}\n\nOriginal command: grep -rn TODO ."
+        f"Blocked: {messages.INTERCEPT_GREP}\n\nOriginal command: grep -rn TODO .\n\n"
+        'Structured recovery: {"tool":"grep","pattern":"TODO","path":"."}'
     )
-    assert blocked(result) == Blocked(suggested_tool="grep", rule="grep")
+    recovery = Recovery(tool="grep", path=".", pattern="TODO")
+    assert blocked(result) == Blocked(suggested_tool="grep", rule="grep", recovery=recovery)
     assert structured(result).exit_code is None
     assert text_of(call_tool(server, command="ls | grep -c .")).strip().isdigit()
 
@@ -215,7 +218,8 @@ def test_custom_rules_replace_the_defaults(server: InProcessServer) -> None:
         settings={"interceptor": {"enabled": True, "rules": rules}},
     )
     result = call_tool(server, command="make all")
-    assert blocked(result) == Blocked(suggested_tool="build", rule="make")
+    recovery = Recovery(tool="build")
+    assert blocked(result) == Blocked(suggested_tool="build", rule="make", recovery=recovery)
     # The defaults were replaced, so grep (a default rule's target) runs.
     assert text_of(call_tool(server, command="echo x | grep -c x")) == "1\n"
     assert server.stderr().count("([broken") == 1

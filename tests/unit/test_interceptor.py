@@ -1,11 +1,11 @@
 import pytest
 
 from protocol import messages
-from protocol.mcp import InterceptorRule
+from protocol.mcp import InterceptorRule, Recovery
 from server.services.interceptor import DEFAULT_RULES, compile_rules, intercept
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write"]
-RULES = compile_rules(DEFAULT_RULES, warn=lambda m: pytest.fail(m))
+RULES = DEFAULT_RULES
 
 
 def blocked_tool(command: str, tools: list[str] = ALL_TOOLS) -> str | None:
@@ -42,6 +42,16 @@ def blocked_tool(command: str, tools: list[str] = ALL_TOOLS) -> str | None:
         ("printf 'x' >> notes.md", "write"),
         ("cat <<'EOF' > out.txt\nbody\nEOF", "write"),
         ("cat > out.txt <<EOF\nbody\nEOF", "write"),
+        ("echo hi >| out.txt", "write"),
+        ("echo hi &> out.txt", "write"),
+        ("cat <<< 'x' > out.txt", "write"),
+        ("npm test && cat package.json", "read"),
+        ("A=1 B=2 rg foo", "grep"),
+        ("<&3 grep x file", "grep"),
+        ("cat <<EOF | grep x > f\nbody\nEOF\nless f", "read"),
+        ("for f in *.py; do cat $f; done", "read"),
+        ("if true; then find . -type f; fi", "find"),
+        ("command sed -i s/a/b/ f", "edit"),
     ],
 )
 def test_default_rules(command: str, tool: str) -> None:
@@ -66,6 +76,15 @@ def test_default_rules(command: str, tool: str) -> None:
         "echo oops >&2",
         "make 2>&1",
         "git commit -m 'cat file'",
+        "printf 'x\\n' |\n grep x",
+        "printf 'x\\n' | # only x\n grep x",
+        "echo '->' \"<p>\"",
+        "echo hi > /dev/tty",
+        "echo hi 2> err.log",
+        "x=$(cat VERSION)",
+        "diff <(cat a) b",
+        "perl -Mstrict -e 1",
+        "echo 'cat file' | sh -c 'read x'",
     ],
 )
 def test_commands_that_pass(command: str) -> None:
@@ -81,7 +100,10 @@ def test_rules_whose_tool_is_missing_do_not_block() -> None:
 def test_block_text_and_rule_name() -> None:
     block = intercept("rg foo", RULES, ALL_TOOLS)
     assert block is not None and block.rule == "grep"
-    assert block.text("rg foo") == f"Blocked: {messages.INTERCEPT_GREP}\n\nOriginal command: rg foo"
+    assert block.text("rg foo") == (
+        f"Blocked: {messages.INTERCEPT_GREP}\n\nOriginal command: rg foo\n\n"
+        'Structured recovery: {"tool":"grep","pattern":"foo"}'
+    )
     assert block.message.startswith("Use the `grep` tool instead of")
 
 
@@ -97,8 +119,9 @@ def test_invalid_regex_is_skipped_and_reported_once() -> None:
     )
     assert len(rules) == 1 and len(warnings) == 2
     assert "([unclosed" in warnings[0]
-    block = intercept("make all", rules, ["build"])
+    block = intercept("npm test && make all", rules, ["build"])
     assert block is not None and block.rule == r"^make\b" and block.message == "Use build."
+    assert block.recovery == Recovery(tool="build")
 
 
 def test_custom_rule_flags_and_first_match_wins() -> None:
@@ -113,3 +136,21 @@ def test_custom_rule_flags_and_first_match_wins() -> None:
     assert block is not None and block.rule == "one"
     block = intercept("docker ps", rules, ["b"])
     assert block is not None and block.rule == "two"
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd", "path"),
+    [
+        ("cat a.txt", None, "a.txt"),
+        ("cat a.txt", "sub", "sub/a.txt"),
+        ("cd pkg && cd lib && cat a.txt", None, "pkg/lib/a.txt"),
+        ("cd pkg && cat ../a.txt", "sub", "sub/a.txt"),
+        ("cd $HOME && cat a.txt", None, "a.txt"),
+        ("cd pkg && cat /etc/hosts", None, "/etc/hosts"),
+        ("(cd pkg) && cat a.txt", None, "a.txt"),
+        ("cat a.txt", "~/x", "a.txt"),
+    ],
+)
+def test_recovery_paths_follow_literal_cds(command: str, cwd: str | None, path: str) -> None:
+    block = intercept(command, RULES, ALL_TOOLS, cwd=cwd)
+    assert block is not None and block.recovery == Recovery(tool="read", path=path)
