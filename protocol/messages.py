@@ -27,6 +27,9 @@ NESTING_TOO_DEEP = "JSON nesting is too deep"
 BATCH_MEMBER_NOT_OBJECT = "batch member must be an object"
 ARTIFACT_NOT_FOUND = "Artifact {id} not found. Available: {available}"
 NO_ARTIFACTS = "none"
+MORE_ARTIFACTS = "{listed} and {more} older"
+# The error names the newest ids only: a workspace may hold thousands.
+NOT_FOUND_LISTED_IDS = 20
 
 # Notices written into command output.
 NOTICE_CANCELLED = "[Command cancelled]"
@@ -49,7 +52,11 @@ def timed_out_notice(seconds: float) -> str:
 
 
 def artifact_not_found(artifact_id: int, available: list[int]) -> str:
-    listed = ", ".join(str(i) for i in available) or NO_ARTIFACTS
+    """Newest first, at most `NOT_FOUND_LISTED_IDS` of them."""
+    newest = sorted(available, reverse=True)
+    listed = ", ".join(str(i) for i in newest[:NOT_FOUND_LISTED_IDS]) or NO_ARTIFACTS
+    if len(newest) > NOT_FOUND_LISTED_IDS:
+        listed = MORE_ARTIFACTS.format(listed=listed, more=len(newest) - NOT_FOUND_LISTED_IDS)
     return ARTIFACT_NOT_FOUND.format(id=artifact_id, available=listed)
 
 

@@ -22,6 +22,7 @@ import msgspec
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from server.connection import Connection
+from server.output.artifactroot import workspace_key
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
 from server.runtime.runtime import Options, Runtime
@@ -50,13 +51,15 @@ class InProcessServer(RpcClient):
     def __init__(self, *, tmp: Path, settings: str = "", workspace: Path | None = None) -> None:
         super().__init__()
         self.tmp = tmp
-        self.artifacts_dir = tmp / "artifacts"
+        self.artifacts_root = tmp / "artifacts"
+        # This server's workspace's own directory under the root.
+        self.artifacts_dir = self.artifacts_root / workspace_key(workspace or tmp)
         config = msgspec.toml.decode(settings.encode(), type=Settings)
         self.options = Options(
             settings=config,
             workspace=workspace or tmp,
             shell=shutil.which("bash") or "/bin/bash",
-            artifacts_dir=self.artifacts_dir,
+            artifacts_dir=self.artifacts_root,
         )
         self._log = _Capture()
         logging.getLogger("bashrpc").addHandler(self._log)

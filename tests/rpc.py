@@ -29,6 +29,7 @@ from protocol.methods import (
     SessionInfo,
     SessionListResult,
 )
+from server.output.artifactroot import workspace_key
 
 T = TypeVar("T")
 
@@ -251,10 +252,13 @@ class ServerProcess(RpcClient):
     ) -> None:
         super().__init__()
         self.tmp = tmp
-        self.artifacts_dir = tmp / "artifacts"
+        self.artifacts_root = tmp / "artifacts"
+        workspace = args[args.index("--cwd") + 1] if "--cwd" in args else cwd or tmp
+        # This server's workspace's own directory under the root.
+        self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
         argv = [sys.executable, "-m", "server", *args]
         if artifacts and "--artifacts-dir" not in args:
-            argv += ["--artifacts-dir", str(self.artifacts_dir)]
+            argv += ["--artifacts-dir", str(self.artifacts_root)]
         self.stderr_path = tmp / f"stderr-{id(self)}.log"
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(

@@ -15,7 +15,7 @@ from protocol import __version__, messages
 from server import log
 from server.cli.exec import run_exec
 from server.cli.options import add_server_options
-from server.output.artifacts import default_dir
+from server.output.artifactroot import default_root
 from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
 
 EXIT_USAGE = 2
@@ -70,7 +70,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if not workspace.is_dir():
         return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
     artifacts_dir = args.artifacts_dir or (
-        Path(settings.artifacts.dir).expanduser() if settings.artifacts.dir else default_dir()
+        Path(settings.artifacts.dir).expanduser() if settings.artifacts.dir else default_root()
     )
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio

@@ -1,22 +1,26 @@
 """Numbered artifact files holding the full output of long commands.
 
-Files are ``<id>.bash.log`` (0600) in one private directory (0700). Ids are
-allocated with O_EXCL so that several servers may share a directory. Reads
-open by number with O_NOFOLLOW, so no id, and no symlink planted in the
-directory, can reach a file elsewhere.
+Files are ``<id>.bash.log`` (0600) in a private directory (0700) of the
+workspace's own, under one root shared by every server of the machine: a
+connection lists and reads only its workspace's artifacts, and ids count
+per workspace. Ids are allocated with O_EXCL so that several servers may
+share a workspace. Reads open by number with O_NOFOLLOW, so no id, and no
+symlink planted in the directory, can reach a file elsewhere.
 
 The size caps hold while a command writes, not just when it ends: before
 each write the store makes room by deleting the oldest finished artifacts,
 and an artifact that would still pass the total cap, or its own, is cut
 right there and written no further (the result says so; the in-memory tail
-is complete as always). A runaway `yes` cannot fill the disk.
+is complete as always). The total cap spans the whole root, so the oldest
+artifacts go first whichever workspace they belong to. A runaway `yes`
+cannot fill the disk.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
+
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,20 +28,15 @@ from pathlib import Path
 from protocol import messages
 from server import log
 from server.errors import ArtifactNotFound
-from server.output import utf8
+from server.output import artifactroot, utf8
 
 DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
-SUFFIX = ".bash.log"
-_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
+SUFFIX = artifactroot.SUFFIX
+_NAME = artifactroot.ARTIFACT_NAME
 # Writes smaller than this are gathered into one.
 _WRITE_BUFFER_BYTES = 256 * 1024
 
 _log = log.get("artifacts")
-
-
-def default_dir() -> Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "bashrpc" / "artifacts"
 
 
 class ArtifactWriter:
@@ -123,17 +122,19 @@ class ArtifactChunk:
 class ArtifactStore:
     def __init__(
         self,
-        directory: Path,
+        root: Path,
+        workspace: Path | str,
         max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
         max_bytes: int | None = None,
     ):
-        self.directory = directory
+        self.root = root
+        self.directory = root / artifactroot.workspace_key(workspace)
         self.max_total_bytes = max_total_bytes
         # The cap of one artifact; None: only the total cap applies.
         self.max_bytes = max_bytes
         self._next_id: int | None = None
         self._usable: bool | None = None
-        # Bytes in the directory as this store knows them; rescanned when over.
+        # Bytes under the root as this store knows them; rescanned when over.
         self._total = 0
         self._writing: set[int] = set()
 
@@ -141,10 +142,11 @@ class ArtifactStore:
         """Create the directory on first use, so a server that never spills never touches disk."""
         if self._usable is None:
             try:
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                os.chmod(self.directory, 0o700)
+                for directory in (self.root, self.directory):
+                    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    os.chmod(directory, 0o700)
                 self._next_id = max(self.ids(), default=0) + 1
-                self._total = sum(size for _, size in self.sizes())
+                self._total = sum(entry.size for entry in artifactroot.scan(self.root))
                 self._usable = True
             except OSError as exc:
                 _log.warning(
@@ -189,7 +191,9 @@ class ArtifactStore:
         return None
 
     def remove(self, artifact_id: int) -> None:
-        path = self.path(artifact_id)
+        self._unlink(self.path(artifact_id))
+
+    def _unlink(self, path: Path) -> None:
         try:
             size = os.stat(path, follow_symlinks=False).st_size
             os.unlink(path)
@@ -250,19 +254,20 @@ class ArtifactStore:
 
     def make_room(self, writer: ArtifactWriter, wanted: int) -> int:
         """How many of `wanted` bytes the writer may add, after deleting the
-        oldest finished artifacts if the directory would pass its cap."""
+        oldest finished artifacts under the root if it would pass its cap."""
         allowed = wanted
         if self.max_bytes is not None:
             allowed = min(allowed, self.max_bytes - writer.size)
         if self._total + allowed > self.max_total_bytes:
-            # Another server may share the directory: start from what is there.
-            sizes = self.sizes()
-            self._total = sum(size for _, size in sizes)
-            for artifact_id, _size in sizes:
+            # Other servers share the root: start from what is there.
+            entries = sorted(artifactroot.scan(self.root), key=lambda e: e.age_order)
+            self._total = sum(entry.size for entry in entries)
+            mine = {self.path(i) for i in self._writing}
+            for entry in entries:
                 if self._total + allowed <= self.max_total_bytes:
                     break
-                if artifact_id not in self._writing:
-                    self.remove(artifact_id)
+                if entry.path not in mine:
+                    self._unlink(entry.path)
             allowed = min(allowed, self.max_total_bytes - self._total)
         return max(0, allowed)
 

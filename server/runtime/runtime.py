@@ -65,7 +65,10 @@ class Runtime:
             snapshots = SnapshotStore(runtime_dir, containment, settings.bash.snapshot_timeout)
         self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, snapshots, containment)
         self.artifacts = ArtifactStore(
-            options.artifacts_dir, settings.artifacts.max_total_bytes, settings.artifacts.max_bytes
+            options.artifacts_dir,
+            options.workspace,
+            settings.artifacts.max_total_bytes,
+            settings.artifacts.max_bytes,
         )
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from server.output.artifactroot import workspace_key
 from tests.rpc import ServerProcess, owned_processes, wait_until
 
 
@@ -129,7 +130,10 @@ def test_config_values_take_effect(spawn, tmp_path: Path) -> None:
     result = server.bash("echo $FROM_CONFIG; env | grep -c LANG_TEST; seq 1 2000")
     assert result.output.endswith("2000\n") and result.truncated
     assert result.output_bytes <= 2048
-    assert (tmp_path / "cfg-artifacts" / f"{result.artifact_id}.bash.log").is_file()
+    spilled = (
+        tmp_path / "cfg-artifacts" / workspace_key(tmp_path) / f"{result.artifact_id}.bash.log"
+    )
+    assert spilled.is_file()
 
 
 def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:

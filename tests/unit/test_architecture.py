@@ -48,6 +48,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.settings",
         "server.cli",
         "server.output.artifacts",
+        "server.output.artifactroot",
         "server.serve",
         "server.runtime.runtime",
     ),

@@ -5,7 +5,10 @@ from pathlib import Path
 import pytest
 
 from server.errors import ArtifactNotFound
+from server.output.artifactroot import workspace_key
 from server.output.artifacts import ArtifactStore
+
+WORKSPACE = "/work/project"
 
 
 def make(store: ArtifactStore, data: bytes) -> int:
@@ -18,16 +21,18 @@ def make(store: ArtifactStore, data: bytes) -> int:
 
 
 def test_ids_are_sequential_and_modes_private(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path / "a")
+    store = ArtifactStore(tmp_path / "a", WORKSPACE)
     assert [make(store, b"x"), make(store, b"y")] == [1, 2]
     assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o700
+    assert store.directory == tmp_path / "a" / workspace_key(WORKSPACE)
+    assert stat.S_IMODE(os.stat(store.directory).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(store.path(1)).st_mode) == 0o600
     # A new store continues after the highest id on disk.
-    assert make(ArtifactStore(tmp_path / "a"), b"z") == 3
+    assert make(ArtifactStore(tmp_path / "a", WORKSPACE), b"z") == 3
 
 
 def test_reads_page_through_on_character_boundaries(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path)
+    store = ArtifactStore(tmp_path, WORKSPACE)
     text = "a€b𝄞c" * 50
     artifact_id = make(store, text.encode())
     pieces, offset = [], 0
@@ -42,21 +47,21 @@ def test_reads_page_through_on_character_boundaries(tmp_path: Path) -> None:
 
 
 def test_read_from_mid_character_moves_to_next_boundary(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path)
+    store = ArtifactStore(tmp_path, WORKSPACE)
     artifact_id = make(store, "€x".encode())
     chunk = store.read(artifact_id, 1, 100)
     assert chunk.data == b"x" and chunk.offset == 3 and chunk.next_offset is None
 
 
 def test_limit_smaller_than_a_character_still_progresses(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path)
+    store = ArtifactStore(tmp_path, WORKSPACE)
     artifact_id = make(store, "€€".encode())
     chunk = store.read(artifact_id, 0, 1)
     assert chunk.data == "€".encode() and chunk.next_offset == 3
 
 
 def test_unknown_id_lists_available(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path)
+    store = ArtifactStore(tmp_path, WORKSPACE)
     make(store, b"x")
     with pytest.raises(ArtifactNotFound) as info:
         store.read(99, 0, 10)
@@ -64,7 +69,7 @@ def test_unknown_id_lists_available(tmp_path: Path) -> None:
 
 
 def test_planted_symlink_is_not_followed(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path / "a")
+    store = ArtifactStore(tmp_path / "a", WORKSPACE)
     make(store, b"x")
     secret = tmp_path / "secret"
     secret.write_text("top secret")
@@ -74,7 +79,7 @@ def test_planted_symlink_is_not_followed(tmp_path: Path) -> None:
 
 
 def test_retention_deletes_oldest_first(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path, max_total_bytes=250)
+    store = ArtifactStore(tmp_path, WORKSPACE, max_total_bytes=250)
     for _ in range(5):
         make(store, b"x" * 100)
     assert store.ids() == [4, 5]
@@ -83,7 +88,7 @@ def test_retention_deletes_oldest_first(tmp_path: Path) -> None:
 def test_unwritable_directory_gives_no_artifact(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    store = ArtifactStore(blocker / "sub")
+    store = ArtifactStore(blocker / "sub", WORKSPACE)
     assert store.create() is None
 
 
@@ -92,7 +97,7 @@ def dir_total(store: ArtifactStore) -> int:
 
 
 def test_the_total_cap_holds_while_writing(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path, max_total_bytes=1000)
+    store = ArtifactStore(tmp_path, WORKSPACE, max_total_bytes=1000)
     old = make(store, b"o" * 600)
     writer = store.create()
     assert writer is not None
@@ -107,7 +112,7 @@ def test_the_total_cap_holds_while_writing(tmp_path: Path) -> None:
 
 
 def test_an_artifact_still_being_written_is_never_deleted(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path, max_total_bytes=1000)
+    store = ArtifactStore(tmp_path, WORKSPACE, max_total_bytes=1000)
     first = store.create()
     second = store.create()
     assert first is not None and second is not None
@@ -118,7 +123,7 @@ def test_an_artifact_still_being_written_is_never_deleted(tmp_path: Path) -> Non
 
 
 def test_the_per_artifact_cap(tmp_path: Path) -> None:
-    store = ArtifactStore(tmp_path, max_bytes=100)
+    store = ArtifactStore(tmp_path, WORKSPACE, max_bytes=100)
     writer = store.create()
     assert writer is not None
     writer.write(b"z" * 150)
@@ -128,3 +133,33 @@ def test_the_per_artifact_cap(tmp_path: Path) -> None:
     assert whole is not None
     whole.write(b"z" * 100)
     assert whole.close() == whole.id and not whole.cut
+
+
+def test_workspace_keys_are_readable_stable_and_distinct() -> None:
+    key = workspace_key("/home/me/my project")
+    assert key.startswith("my_project-") and key == workspace_key("/home/me/my project/")
+    assert workspace_key("/a/app") != workspace_key("/b/app")
+    assert workspace_key("/").startswith("root-")
+    assert workspace_key("/x/..").startswith("root-")
+
+
+def test_workspaces_sharing_a_root_see_only_their_own(tmp_path: Path) -> None:
+    mine = ArtifactStore(tmp_path, "/work/mine")
+    theirs = ArtifactStore(tmp_path, "/work/theirs")
+    assert make(mine, b"m") == 1 and make(theirs, b"t") == 1 and make(theirs, b"u") == 2
+    assert mine.ids() == [1] and theirs.ids() == [1, 2]
+    assert mine.read(1, 0, 10).data == b"m"
+    with pytest.raises(ArtifactNotFound) as info:
+        mine.read(2, 0, 10)
+    assert info.value.available == [1]
+
+
+def test_the_total_cap_spans_every_workspace_and_old_flat_files(tmp_path: Path) -> None:
+    (tmp_path / "7.bash.log").write_bytes(b"f" * 100)  # left by a flat-directory version
+    theirs = ArtifactStore(tmp_path, "/work/theirs", max_total_bytes=250)
+    old = make(theirs, b"t" * 100)
+    mine = ArtifactStore(tmp_path, "/work/mine", max_total_bytes=250)
+    make(mine, b"m" * 100)
+    assert not (tmp_path / "7.bash.log").exists()
+    make(mine, b"n" * 100)
+    assert not theirs.path(old).exists() and mine.ids() == [1, 2]

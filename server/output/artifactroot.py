@@ -1,0 +1,77 @@
+"""The root every server's artifacts live under, one directory per workspace.
+
+Names and a scan only; the store (`artifacts.py`) writes, reads and evicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+SUFFIX = ".bash.log"
+ARTIFACT_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
+# A workspace directory is named `<base name>-<hash of the path>`: readable, and unique.
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_KEY_NAME_CHARS = 40
+_KEY_HASH_CHARS = 16
+
+
+def default_root() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "bashrpc" / "artifacts"
+
+
+def workspace_key(workspace: Path | str) -> str:
+    """The name of a workspace's directory under the root; the same for every server."""
+    path = os.path.abspath(os.fspath(workspace))
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
+    name = _KEY_UNSAFE.sub("_", os.path.basename(path))[:_KEY_NAME_CHARS].strip("._") or "root"
+    return f"{name}-{digest[:_KEY_HASH_CHARS]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    path: Path
+    size: int
+    mtime_ns: int
+    artifact_id: int
+
+    @property
+    def age_order(self) -> tuple[int, int]:
+        """Oldest first; the id breaks ties of the file system's coarse clock."""
+        return (self.mtime_ns, self.artifact_id)
+
+
+def scan(root: Path) -> list[Entry]:
+    """Every artifact under the root: each workspace's, and any left at the top
+    by a version that kept one flat directory."""
+    try:
+        with os.scandir(root) as entries:
+            directories = [
+                root,
+                *(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)),
+            ]
+    except OSError:
+        return []
+    out = []
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            match = ARTIFACT_NAME.match(name)
+            if match is None:
+                continue
+            path = directory / name
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append(Entry(path, st.st_size, st.st_mtime_ns, int(match.group(1))))
+    return out

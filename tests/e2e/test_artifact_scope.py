@@ -1,0 +1,56 @@
+"""Artifacts belong to a workspace: two servers sharing one state directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from protocol.mcp import ResourcesListResult, ResourcesReadResult, TextResourceContents
+from protocol.methods import ArtifactReadResult
+from tests.inprocess import InProcessServer
+
+# Output past this spills into an artifact; small, so the test writes little.
+SPILLING = "[output]\nmaxBytes = 1024\n"
+
+
+def spill(server: InProcessServer, label: str) -> int:
+    result = server.bash(f"echo {label}; seq 1 2000")
+    assert result.artifact_id is not None
+    return result.artifact_id
+
+
+def read_text(server: InProcessServer, artifact_id: int) -> str:
+    return server.typed(ArtifactReadResult, "artifact/read", {"id": artifact_id}).text
+
+
+def test_two_workspaces_sharing_a_state_dir_see_only_their_own(spawn, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = spawn(SPILLING, workspace=tmp_path / "a")
+    b = spawn(SPILLING, workspace=tmp_path / "b")
+    assert a.artifacts_root == b.artifacts_root
+    assert [spill(a, "from-a"), spill(a, "again-a"), spill(b, "from-b")] == [1, 2, 1]
+    # The same id means each workspace's own artifact.
+    assert read_text(a, 1).startswith("from-a\n") and read_text(b, 1).startswith("from-b\n")
+    error = b.error("artifact/read", {"id": 2})
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    assert error.message == messages.artifact_not_found(2, [1])
+    for server, expected in ((a, ["artifact://2", "artifact://1"]), (b, ["artifact://1"])):
+        server.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        listed = server.typed(ResourcesListResult, "resources/list").resources
+        assert sorted(r.uri for r in listed) == sorted(expected)
+    error = b.error("resources/read", {"uri": "artifact://2"})
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    contents = b.typed(ResourcesReadResult, "resources/read", {"uri": "artifact://1"}).contents
+    assert isinstance(contents[0], TextResourceContents)
+    assert contents[0].text.startswith("from-b\n")
+
+
+def test_not_found_names_the_twenty_newest_ids(server: InProcessServer) -> None:
+    server.artifacts_dir.mkdir(parents=True)
+    for artifact_id in range(1, 26):
+        (server.artifacts_dir / f"{artifact_id}.bash.log").write_text("x")
+    error = server.error("artifact/read", {"id": 99})
+    newest = ", ".join(str(i) for i in range(25, 5, -1))
+    assert error.message == f"Artifact 99 not found. Available: {newest} and 5 older"
