@@ -203,12 +203,13 @@ class ShownRange(Open):
 
 class Truncation(Open, omit_defaults=True):
     direction: Literal["tail"]
-    truncated_by: Literal["bytes", "lines"]
     total_lines: int
     total_bytes: int
     output_lines: int
     output_bytes: int
     shown_range: ShownRange
+    # The cap that cut; absent when the call's own head/tail chose the lines.
+    truncated_by: Literal["bytes", "lines"] | None = None
     artifact_id: int | None = None
     # The artifact stopped at a size cap (`artifacts.maxBytes` or `maxTotalBytes`).
     artifact_truncated: bool = False

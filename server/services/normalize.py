@@ -45,27 +45,3 @@ def normalize(command: str, head: int | None = None, tail: int | None = None) ->
             else:
                 tail = count if tail is None else tail
     return Normalized(command, head, tail)
-
-
-def apply_head_tail(text: str, head: int | None, tail: int | None) -> tuple[str, int, int]:
-    """Keep the first `head` lines, then the last `tail` of those.
-
-    Returns the text and the 0-based index range [first, last) of the kept
-    lines within the input's lines, split on "\\n".
-    """
-    if not text:
-        return text, 0, 0
-    lines = text.split("\n")
-    trailing_newline = text.endswith("\n")
-    if trailing_newline:
-        lines.pop()
-    first, last = 0, len(lines)
-    if head is not None:
-        last = min(last, head)
-    if tail is not None:
-        first = max(first, last - tail)
-    kept = lines[first:last]
-    out = "\n".join(kept)
-    if kept and (trailing_newline or last < len(lines)):
-        out += "\n"
-    return out, first, last

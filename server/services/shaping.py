@@ -1,9 +1,10 @@
 """Shaping a finished command into an MCP tool result (pure).
 
-The order is fixed: the timeout notice, then the output (line cap, then head,
-then tail; "(no output)" when empty), the truncation notice, the exit status
-and finally the timeout-clamp notice. A truncated result names its artifact
-on success and on failure alike, so a failing build's log is never lost.
+The order is fixed: the timeout notice, then the output (head and tail over
+the whole output, then the caps, see `selection`; "(no output)" when empty),
+the truncation notice, the exit status and finally the timeout-clamp notice.
+A truncated result names its artifact on success and on failure alike, so a
+failing build's log is never lost.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from protocol.mcp import (
     Truncation,
 )
 from server.output.sink import count_lines
-from server.services.normalize import apply_head_tail
 from server.services.outcome import Outcome
+from server.services.selection import Cap, select
 
 DEFAULT_MAX_LINES = 2000
 
@@ -38,10 +39,11 @@ class Shaping:
     clamp: tuple[float, float] | None = None
 
 
-def _limit_label(truncated_by: str, shaping: Shaping) -> str:
-    if truncated_by == "lines":
-        return f"{shaping.max_lines} lines"
-    return f"{shaping.max_bytes // 1024}KB"
+def _limit_label(cut_by: Cap | None, shaping: Shaping) -> str:
+    if cut_by is None:
+        return ""
+    limit = f"{shaping.max_lines} lines" if cut_by == "lines" else f"{shaping.max_bytes // 1024}KB"
+    return messages.TRUNCATION_LIMIT.format(limit=limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,30 +55,21 @@ class _Kept:
     notice: str
 
 
-def _keep(outcome: Outcome, shaping: Shaping) -> _Kept:
-    """The line cap, then head, then tail; the truncation record and notice."""
+def _keep(outcome: Outcome, shaping: Shaping, prefix: str | None) -> _Kept:
+    """The selected lines; a truncation record and notice when a cap cut them,
+    or when head/tail left lines out of an output kept whole in an artifact."""
     s = outcome.summary
-    text = s.text
-    truncated_by: str | None = "bytes" if s.truncated else None
-    kept_lines = count_lines(text)
-    if kept_lines > shaping.max_lines:
-        text, _, _ = apply_head_tail(text, None, shaping.max_lines)
-        kept_lines = shaping.max_lines
-        truncated_by = "lines"
-    # Line numbers (1-based) of the kept text within the whole output.
-    first_line = s.total_lines - kept_lines + 1
-    text, first, last = apply_head_tail(text, shaping.head, shaping.tail)
-    if truncated_by is None:
-        return _Kept(text, None, "")
-    start, end = first_line + first, first_line + last - 1
+    shown = select(s, shaping.head, shaping.tail, shaping.max_lines, prefix)
+    if shown.cut_by is None and (outcome.artifact_id is None or not s.truncated):
+        return _Kept(shown.text, None, "")
     truncation = Truncation(
         direction="tail",
-        truncated_by="lines" if truncated_by == "lines" else "bytes",
+        truncated_by=shown.cut_by,
         total_lines=s.total_lines,
         total_bytes=s.total_bytes,
-        output_lines=count_lines(text),
-        output_bytes=len(text.encode()),
-        shown_range=ShownRange(start=start, end=end),
+        output_lines=count_lines(shown.text),
+        output_bytes=len(shown.text.encode()),
+        shown_range=ShownRange(start=shown.start, end=shown.end),
         artifact_id=outcome.artifact_id,
         artifact_truncated=outcome.artifact_truncated,
     )
@@ -84,13 +77,13 @@ def _keep(outcome: Outcome, shaping: Shaping) -> _Kept:
     if outcome.artifact_id is not None:
         full = messages.TRUNCATION_FULL.format(id=outcome.artifact_id)
     notice = messages.TRUNCATION_NOTICE.format(
-        start=start,
-        end=end,
+        start=shown.start,
+        end=shown.end,
         total=s.total_lines,
-        limit=_limit_label(truncated_by, shaping),
+        limit=_limit_label(shown.cut_by, shaping),
         full=full,
     )
-    return _Kept(text, truncation, notice)
+    return _Kept(shown.text, truncation, notice)
 
 
 def _paragraph(text: str, more: str) -> str:
@@ -115,8 +108,9 @@ def _artifact_uri(truncation: Truncation | None) -> str | None:
     return ARTIFACT_URI_TEMPLATE.format(id=truncation.artifact_id)
 
 
-def shape(outcome: Outcome, shaping: Shaping) -> CallToolResult:
-    kept = _keep(outcome, shaping)
+def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> CallToolResult:
+    """`prefix`: the artifact's first bytes, for a `head` reaching before the kept tail."""
+    kept = _keep(outcome, shaping, prefix)
     body = (kept.text or messages.NO_OUTPUT) + kept.notice
     ending, is_error = _ending(outcome)
     if ending:

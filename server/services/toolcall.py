@@ -33,6 +33,7 @@ from protocol.mcp import (
 )
 from protocol.schema import inline_schema
 from server import errors, log
+from server.output.artifacts import ArtifactStore
 from server.output.chunks import RawStream
 from server.output.throttle import Throttle
 from server.runtime.sessions import resolve_path
@@ -183,11 +184,24 @@ def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:
     )
 
 
-def finish(outcome: Outcome, plan: Plan) -> CallToolResult:
+def finish(outcome: Outcome, plan: Plan, artifacts: ArtifactStore) -> CallToolResult:
     """Step 8; a cancelled call answers -32800 with the output so far."""
     if outcome.cancelled and not outcome.timed_out:
         raise errors.RequestCancelled(outcome.summary.text)
-    return shape(outcome, plan.shaping)
+    return shape(outcome, plan.shaping, _head_prefix(outcome, plan.shaping, artifacts))
+
+
+def _head_prefix(outcome: Outcome, shaping: Shaping, artifacts: ArtifactStore) -> str | None:
+    """The artifact's first bytes, when `head` may want lines the summary no longer holds.
+
+    As many bytes as a result may show: a selection past them is cut by that cap anyway."""
+    if shaping.head is None or not outcome.summary.truncated or outcome.artifact_id is None:
+        return None
+    try:
+        chunk = artifacts.read(outcome.artifact_id, 0, shaping.max_bytes)
+    except (errors.ArtifactNotFound, OSError):
+        return None
+    return chunk.data.decode("utf-8", "replace")
 
 
 class ToolUpdates:

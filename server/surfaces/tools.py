@@ -117,4 +117,4 @@ async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolRe
     )
     async with streaming(listener, ctx.tasks) as out:
         outcome = await services.commands.run(plan.spec, out, ctx.flight)
-    return toolcall.finish(outcome, plan)
+    return toolcall.finish(outcome, plan, services.artifacts)

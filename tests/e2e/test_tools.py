@@ -149,14 +149,14 @@ def test_success_and_structured_content(server: InProcessServer) -> None:
 
 
 def test_normalize_lifts_a_trailing_head_or_tail(server: InProcessServer) -> None:
-    assert text_of(call_tool(server, command="seq 1 100 | head -n 3")) == "1\n2\n3\n"
+    assert text_of(call_tool(server, command="seq 1 100 | head -n 3")) == "1\n2\n3"
     assert text_of(call_tool(server, command="seq 1 100 | tail -2  ")) == "99\n100\n"
     # The real exit status survives, which a pipe into head would hide.
     result = call_tool(server, command="(seq 1 5; exit 4) | head -2")
     assert result.is_error and text_of(result) == "1\n2\n\nCommand exited with code 4"
     # Explicit arguments win, and head applies before tail.
-    assert text_of(call_tool(server, command="seq 1 100 | head -5", head=2)) == "1\n2\n"
-    assert text_of(call_tool(server, command="seq 1 100", head=10, tail=3)) == "8\n9\n10\n"
+    assert text_of(call_tool(server, command="seq 1 100 | head -5", head=2)) == "1\n2"
+    assert text_of(call_tool(server, command="seq 1 100", head=10, tail=3)) == "8\n9\n10"
     # Non-forms run as written.
     assert text_of(call_tool(server, command="seq 1 3 | head")) == "1\n2\n3\n"
     assert text_of(call_tool(server, command="echo abcdef | head -c 3")) == "abc"
@@ -303,7 +303,7 @@ def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> No
         start=198001,
         end=200000,
         total=200000,
-        limit="2000 lines",
+        limit=messages.TRUNCATION_LIMIT.format(limit="2000 lines"),
         full=messages.TRUNCATION_FULL.format(id=artifact),
     )
     assert text.endswith(
@@ -479,3 +479,28 @@ def test_tool_description_follows_the_settings(spawn) -> None:
     server = spawn("[output]\nmaxBytes = 20480\n[tool]\ndefaultTimeout = 60\n")
     description = tool_list(server).tools[0].description
     assert "last 20KB" in description and "default 60," in description
+
+
+def test_lifted_head_and_tail_name_only_a_cap_that_cut(server: InProcessServer) -> None:
+    five = "printf 'line1\\nline2\\nline3\\nline4\\nline5\\n'"
+    assert text_of(call_tool(server, command=f"{five} | head -n 2")) == "line1\nline2"
+    # 3000 lines pass the 2000-line cap, but the tail of 5 was the user's choice.
+    assert text_of(call_tool(server, command="seq 1 3000 | tail -n 5")) == (
+        "2996\n2997\n2998\n2999\n3000\n"
+    )
+    for command, shown, start, end in [
+        ("seq 1 200000 | tail -5", "199996\n199997\n199998\n199999\n200000\n", 199996, 200000),
+        # The head lies before the kept tail: it is read back from the artifact.
+        ("seq 1 200000 | head -n 3", "1\n2\n3", 1, 3),
+    ]:
+        result = call_tool(server, command=command)
+        truncation = structured(result).truncation
+        assert truncation is not None and truncation.truncated_by is None
+        notice = messages.TRUNCATION_NOTICE.format(
+            start=start,
+            end=end,
+            total=200000,
+            limit="",
+            full=messages.TRUNCATION_FULL.format(id=truncation.artifact_id),
+        )
+        assert text_of(result) == shown + notice

@@ -1,6 +1,6 @@
 import pytest
 
-from server.services.normalize import Normalized, apply_head_tail, normalize
+from server.services.normalize import Normalized, normalize
 
 
 @pytest.mark.parametrize(
@@ -53,15 +53,3 @@ def test_explicit_arguments_win() -> None:
 
 def test_only_one_trailing_pipe_is_extracted() -> None:
     assert normalize("ls | head -5 | tail -2") == Normalized("ls | head -5", None, 2)
-
-
-def test_head_then_tail() -> None:
-    text = "".join(f"{i}\n" for i in range(1, 11))
-    assert apply_head_tail(text, 5, None) == ("1\n2\n3\n4\n5\n", 0, 5)
-    assert apply_head_tail(text, None, 3) == ("8\n9\n10\n", 7, 10)
-    # head first: the first 6 lines, then the last 2 of those.
-    assert apply_head_tail(text, 6, 2) == ("5\n6\n", 4, 6)
-    assert apply_head_tail(text, None, None) == (text, 0, 10)
-    assert apply_head_tail("a\nb", None, 1) == ("b", 1, 2)
-    assert apply_head_tail("a\nb", 1, None) == ("a\n", 0, 1)
-    assert apply_head_tail("", 3, 3) == ("", 0, 0)

@@ -60,22 +60,50 @@ def test_timeout_notice_comes_first_and_is_an_error() -> None:
     assert body(result) == messages.timed_out_notice(5) + "\npart\n"
 
 
-def test_truncated_range_follows_head_and_tail() -> None:
+def test_head_reaching_before_the_kept_tail_reads_the_prefix() -> None:
     kept = "".join(f"{i}\n" for i in range(901, 1001))  # the last 100 of 1000 lines
+    prefix = "".join(f"{i}\n" for i in range(1, 200)) + "20"  # cut mid-line
     result = shape(
         outcome(kept, truncated=True, total_lines=1000, artifact_id=7, exit_code=1),
         Shaping(head=50, tail=10, max_bytes=51200),
+        prefix,
     )
     t = result.structured_content.truncation
-    assert t is not None and t.truncated_by == "bytes" and t.artifact_id == 7
-    assert (t.shown_range.start, t.shown_range.end) == (941, 950)
+    # Head and tail chose lines 41-50; no cap cut them, so none is named.
+    assert t is not None and t.truncated_by is None and t.artifact_id == 7
+    assert (t.shown_range.start, t.shown_range.end) == (41, 50)
     assert t.output_lines == 10
-    shown = "".join(f"{i}\n" for i in range(941, 951))
+    shown = "\n".join(str(i) for i in range(41, 51))
     notice = messages.TRUNCATION_NOTICE.format(
-        start=941, end=950, total=1000, limit="50KB", full=" Full: artifact://7"
+        start=41, end=50, total=1000, limit="", full=" Full: artifact://7"
     )
     assert body(result) == shown + notice + "\n\n" + messages.EXITED_WITH_CODE.format(code=1)
     assert result.details is not None and result.details.meta is not None
+
+
+def test_head_without_the_prefix_shows_the_newest_lines_and_names_the_cap() -> None:
+    kept = "".join(f"{i}\n" for i in range(901, 1001))
+    result = shape(
+        outcome(kept, truncated=True, total_lines=1000, artifact_id=7),
+        Shaping(head=50, tail=10, max_bytes=51200),
+    )
+    t = result.structured_content.truncation
+    assert t is not None and t.truncated_by == "bytes"
+    assert (t.shown_range.start, t.shown_range.end) == (991, 1000)
+    assert body(result).endswith(
+        "[Showing lines 991-1000 of 1000 (50KB limit). Full: artifact://7]"
+    )
+
+
+def test_a_lifted_tail_within_the_caps_names_no_limit() -> None:
+    text = "".join(f"{i}\n" for i in range(1, 3001))
+    result = shape(outcome(text), Shaping(head=None, tail=5, max_bytes=51200, max_lines=2000))
+    # The whole output was held and no artifact was made: the user's tail, no notice.
+    assert body(result) == "2996\n2997\n2998\n2999\n3000\n"
+    assert result.structured_content.truncation is None
+    spilled = outcome(text[-100:], truncated=True, total_lines=3000, artifact_id=3)
+    result = shape(spilled, Shaping(head=None, tail=5, max_bytes=100))
+    assert body(result).endswith("3000\n\n\n[Showing lines 2996-3000 of 3000. Full: artifact://3]")
 
 
 def test_line_cap_and_no_artifact() -> None:
