@@ -137,10 +137,32 @@ CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
 CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
 CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
+CLI_ARTIFACT_UNREADABLE = "artifact {id}: {reason}"
 CONFIG_ERROR = "config {path}: {reason}"
 CONFIG_NOT_FOUND = "file not found"
 ENV_VALUE_NOT_STRING = "`env.{name}` must be a string"
 ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
+EXEC_DESCRIPTION = """\
+Run one shell command through a bashrpc server started for it, as an agent's
+host would: the output streams to stdout as it comes (ANSI sequences and
+control characters stripped, byte for byte otherwise), then one summary line
+goes to stderr. Ctrl-C aborts the command (its whole process tree) and still
+prints the summary. Each run has its own server, so nothing is kept between
+runs but the artifact holding a long output."""
+EXEC_EPILOG = """\
+exit status:
+  the command's own   it ran to the end (0-255)
+  124                 --timeout passed; the command was killed
+  130                 interrupted with Ctrl-C; the command was killed
+  1                   the server failed or gave no status
+
+--timeout is in seconds, clamped to [{min:g}, {max:g}]; without it the command
+runs until it ends or is interrupted. A summary naming artifact://N can be
+printed again with `bashrpc artifact N`."""
+ARTIFACT_DESCRIPTION = """\
+Print artifact N, the full output of a long command, to stdout. Artifacts
+belong to a workspace: the current directory unless --workspace says
+otherwise, as for the server that made it."""
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_OUTPUT_INCOMPLETE = (

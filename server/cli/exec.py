@@ -4,6 +4,11 @@ It starts a server as its child, sends one `bash` request, prints the streamed
 chunks as they come, then a one-line summary on stderr, and exits with the
 command's exit code (124 on timeout, 130 when cancelled, as shells do).
 
+The server runs in a process group of its own, so a Ctrl-C at the terminal
+reaches this client only: it asks the server to abort, which kills the
+command's tree and answers with the output so far, and the summary follows
+as for any other ending. A second Ctrl-C stops waiting.
+
 The output printed is the command's whole (sanitized) output, byte for byte:
 if the stream ever skipped text because this client's own stdout was slow,
 the rest is read from the artifact once the command ends.
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import shlex
 import subprocess
 import sys
 import time
@@ -24,22 +30,26 @@ from protocol import messages
 from protocol.envelope import Request, ServerMessage, encode
 from protocol.methods import (
     ARTIFACT_READ_MAX_LIMIT,
+    AbortBashParams,
     ArtifactReadParams,
     ArtifactReadResult,
     BashChunk,
     BashParams,
     BashResult,
 )
-from server.cli.options import server_argv
+from server.cli.options import reprint_options, server_argv
 
 EXIT_TIMED_OUT = 124
 EXIT_CANCELLED = 130
 EXIT_NO_STATUS = 1
+# How long the server may take to exit once its stdin is closed.
+CHILD_EXIT_SECONDS = 10
 _decode_message = msgspec.json.Decoder(ServerMessage).decode
 _decode_chunk = msgspec.json.Decoder(BashChunk).decode
 
 
-def summary_line(result: BashResult, seconds: float) -> str:
+def summary_line(result: BashResult, seconds: float, reprint: list[str] | None = None) -> str:
+    """`reprint`: the command line that prints the artifact again."""
     parts = [f"exit {result.exit_code if result.exit_code is not None else '-'}"]
     if result.timed_out:
         parts.append("timed out")
@@ -50,9 +60,15 @@ def summary_line(result: BashResult, seconds: float) -> str:
         kept = f"kept last {result.output_bytes} bytes"
         if result.artifact_id is not None:
             kept += f", full output: artifact://{result.artifact_id}"
+            if reprint:
+                kept += f" ({shlex.join(reprint)})"
         parts.append(kept)
     parts.append(f"{seconds:.2f}s")
     return "[bashrpc] " + " · ".join(parts)
+
+
+def interrupted_line(seconds: float) -> str:
+    return f"[bashrpc] exit - · cancelled · stopped waiting for the output · {seconds:.2f}s"
 
 
 def exit_status(result: BashResult) -> int:
@@ -148,32 +164,30 @@ def fill_gap(connection: Connection, printer: Printer, result: BashResult) -> No
 
 
 def run_exec(args: argparse.Namespace) -> int:
-    params = BashParams(command=args.command, timeout=args.timeout)
-    if args.session:
-        params = msgspec.structs.replace(params, session_id=args.session)
     started = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "server", *server_argv(args)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        # Out of the terminal's foreground group: Ctrl-C is this client's to handle.
+        process_group=0,
     )
     connection = Connection(child)
     printer = Printer(sys.stdout.buffer)
     try:
-        raw = connection.wait(connection.send("bash", params), printer.on_notification)
-        result = msgspec.json.decode(raw, type=BashResult)
-        if printer.gap:
-            fill_gap(connection, printer, result)
+        result = _run(connection, printer, BashParams(command=args.command, timeout=args.timeout))
     except ServerError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_NO_STATUS
     except KeyboardInterrupt:
+        # The second Ctrl-C: stop waiting; the server's tree is ended below.
+        print(interrupted_line(time.monotonic() - started), file=sys.stderr)
         return EXIT_CANCELLED
     finally:
         connection.close()
         try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+            child.wait(timeout=CHILD_EXIT_SECONDS)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
             child.kill()
             child.wait()
     if (
@@ -182,5 +196,20 @@ def run_exec(args: argparse.Namespace) -> int:
         and (result.cancelled or result.timed_out)
     ):
         printer.out.write(b"\n")
-    print(summary_line(result, time.monotonic() - started), file=sys.stderr)
+        printer.out.flush()
+    reprint = ["bashrpc", "artifact", str(result.artifact_id), *reprint_options(args)]
+    print(summary_line(result, time.monotonic() - started, reprint), file=sys.stderr)
     return exit_status(result)
+
+
+def _run(connection: Connection, printer: Printer, params: BashParams) -> BashResult:
+    ident = connection.send("bash", params)
+    try:
+        raw = connection.wait(ident, printer.on_notification)
+    except KeyboardInterrupt:
+        connection.send("abort_bash", AbortBashParams(request_id=ident))
+        raw = connection.wait(ident, printer.on_notification)
+    result = msgspec.json.decode(raw, type=BashResult)
+    if printer.gap:
+        fill_gap(connection, printer, result)
+    return result

@@ -12,7 +12,9 @@ from pathlib import Path
 import msgspec
 
 from protocol import __version__, messages
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server import log
+from server.cli.artifact import print_artifact
 from server.cli.exec import run_exec
 from server.cli.options import add_server_options
 from server.output.artifactroot import default_root
@@ -30,14 +32,45 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command_name")
     serve = sub.add_parser("serve", help="serve JSON-RPC on stdin/stdout (the default)")
     add_server_options(serve, suppress=True)
-    run = sub.add_parser("exec", help="run one command through a server and stream its output")
-    add_server_options(run, suppress=True)
-    run.add_argument("command", help="the shell command")
-    run.add_argument(
-        "--timeout", type=float, default=None, help="seconds before the command is killed"
+    run = sub.add_parser(
+        "exec",
+        help="run one command through a server and stream its output",
+        description=messages.EXEC_DESCRIPTION,
+        epilog=messages.EXEC_EPILOG.format(min=MIN_TIMEOUT_SECONDS, max=MAX_TIMEOUT_SECONDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("--session", default=None, help="session id")
+    add_server_options(run, suppress=True)
+    run.add_argument("command", help="the shell command, run by bash as given")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"kill the command after this long (clamped to {MIN_TIMEOUT_SECONDS:g}-"
+        f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
+    )
+    show = sub.add_parser(
+        "artifact",
+        help="print an artifact (a long command's full output) to stdout",
+        description=messages.ARTIFACT_DESCRIPTION,
+    )
+    show.add_argument("id", type=int, help="the N of artifact://N")
+    show.add_argument(
+        "--workspace", type=Path, default=None, help="the server's workspace (default: current)"
+    )
+    show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
+    show.add_argument(
+        "--artifacts-dir", type=Path, default=argparse.SUPPRESS, help="where full outputs are kept"
+    )
     return parser
+
+
+def _artifacts_root(args: argparse.Namespace, settings: Settings) -> Path:
+    if args.artifacts_dir is not None:
+        return Path(args.artifacts_dir)
+    if settings.artifacts.dir:
+        return Path(settings.artifacts.dir).expanduser()
+    return default_root()
 
 
 def _fail(message: str) -> int:
@@ -54,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = load(args.config)
     except SettingsError as exc:
         return _fail(str(exc))
+    if args.command_name == "artifact":
+        return print_artifact(args.id, _artifacts_root(args, settings), args.workspace)
     if args.max_line_bytes is not None:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
@@ -69,9 +104,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     workspace = (args.cwd or Path.cwd()).resolve()
     if not workspace.is_dir():
         return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
-    artifacts_dir = args.artifacts_dir or (
-        Path(settings.artifacts.dir).expanduser() if settings.artifacts.dir else default_root()
-    )
+    artifacts_dir = _artifacts_root(args, settings)
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio
 

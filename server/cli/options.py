@@ -38,3 +38,15 @@ def server_argv(args: argparse.Namespace) -> list[str]:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
     argv += ["--log-level", args.log_level]
     return argv
+
+
+def reprint_options(args: argparse.Namespace) -> list[str]:
+    """The options `bashrpc artifact` needs to find what this invocation's server wrote."""
+    argv: list[str] = []
+    for flag, option in (("config", "--config"), ("artifacts_dir", "--artifacts-dir")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            argv += [option, str(value)]
+    if getattr(args, "cwd", None) is not None:
+        argv += ["--workspace", str(Path(args.cwd).resolve())]
+    return argv

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -141,37 +140,6 @@ def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
     (tmp_path / "config" / "bashrpc" / "config.toml").write_text("[env]\nDEFAULTED = 'from-xdg'\n")
     server = spawn()
     assert server.bash("echo $DEFAULTED").output == "from-xdg\n"
-
-
-def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "exec", "echo first; sleep 1; echo second; exit 3"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    started = time.monotonic()
-    assert proc.stdout.readline() == b"first\n"
-    assert time.monotonic() - started < 1.0 + 5  # arrived before the command ended
-    assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 3
-    assert proc.stdout.read() == b"second\n"
-    summary = proc.stderr.read().decode()
-    assert "exit 3" in summary and "2 lines" in summary
-
-
-def test_console_script_runs(tmp_path: Path) -> None:
-    exe = Path(sys.executable).with_name("bashrpc")
-    if not exe.exists():
-        pytest.skip("console script not installed next to this interpreter")
-    proc = subprocess.run(
-        [str(exe), "exec", "echo via-script"],
-        capture_output=True,
-        timeout=EXIT_BOUND_SECONDS,
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
-    )
-    assert proc.returncode == 0 and proc.stdout == b"via-script\n"
 
 
 def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:

@@ -1,0 +1,38 @@
+"""`bashrpc artifact N`: print an artifact, read straight from disk.
+
+No server is needed: artifacts are plain files under the root, in the
+workspace's directory, and the store reads them as a server would.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from protocol import messages
+from server.errors import ArtifactNotFound
+from server.output.artifacts import ArtifactStore
+
+EXIT_NOT_FOUND = 1
+_PAGE_BYTES = 1 << 20
+
+
+def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
+    store = ArtifactStore(root, (workspace or Path.cwd()).resolve())
+    out = sys.stdout.buffer
+    offset: int | None = 0
+    try:
+        while offset is not None:
+            chunk = store.read(artifact_id, offset, _PAGE_BYTES)
+            out.write(chunk.data)
+            offset = chunk.next_offset
+    except ArtifactNotFound as exc:
+        message = messages.artifact_not_found(artifact_id, exc.available)
+        print(messages.CLI_ERROR.format(message=message), file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except OSError as exc:
+        reason = messages.CLI_ARTIFACT_UNREADABLE.format(id=artifact_id, reason=exc)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return EXIT_NOT_FOUND
+    out.flush()
+    return 0

@@ -1,0 +1,109 @@
+"""The command line a person uses: `exec` (help, Ctrl-C, the summary) and `artifact`."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from protocol import messages
+
+EXIT_BOUND_SECONDS = 10.0
+SERVER = [sys.executable, "-m", "server"]
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
+    env = environment(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "exec", "echo first; sleep 1; echo second; exit 3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    started = time.monotonic()
+    assert proc.stdout.readline() == b"first\n"
+    assert time.monotonic() - started < 1.0 + 5  # arrived before the command ended
+    assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 3
+    assert proc.stdout.read() == b"second\n"
+    summary = proc.stderr.read().decode()
+    assert "exit 3" in summary and "2 lines" in summary
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("bashrpc")
+    if not exe.exists():
+        pytest.skip("console script not installed next to this interpreter")
+    proc = subprocess.run(
+        [str(exe), "exec", "echo via-script"],
+        capture_output=True,
+        timeout=EXIT_BOUND_SECONDS,
+        env=environment(tmp_path),
+    )
+    assert proc.returncode == 0 and proc.stdout == b"via-script\n"
+
+
+def test_exec_help_names_the_exit_codes_and_the_timeout_clamp() -> None:
+    proc = subprocess.run([*SERVER, "exec", "--help"], capture_output=True, text=True, check=True)
+    assert messages.EXEC_EPILOG.format(min=1, max=3600) in proc.stdout
+    assert "124" in proc.stdout and "130" in proc.stdout and "clamped to [1, 3600]" in proc.stdout
+    # A session would die with the server each run starts, so there is none.
+    refused = subprocess.run([*SERVER, "exec", "--session", "s", "true"], capture_output=True)
+    assert refused.returncode == 2 and b"--session" in refused.stderr
+
+
+def test_ctrl_c_aborts_the_command_and_prints_the_summary(tmp_path: Path) -> None:
+    # Its own session, so the SIGINT goes to its group as a terminal's Ctrl-C would.
+    proc = subprocess.Popen(
+        [*SERVER, "exec", "echo started; printf partial; exec sleep 60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(tmp_path),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(8) == b"started\n"
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 130
+    assert proc.stdout.read() == b"partial\n"
+    summary = proc.stderr.read().decode()
+    assert re.fullmatch(r"\[bashrpc\] exit - · cancelled · 2 lines, 15 bytes · [\d.]+s\n", summary)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 60" not in ps.splitlines()
+
+
+def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = environment(tmp_path)
+    proc = subprocess.run(
+        [*SERVER, "exec", "--cwd", str(workspace), "seq 1 100000"],
+        capture_output=True,
+        env=env,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    expected = subprocess.run(["seq", "1", "100000"], capture_output=True).stdout
+    assert proc.returncode == 0 and proc.stdout == expected
+    found = re.search(r"artifact://1 \((bashrpc artifact 1 [^)]*)\)", proc.stderr.decode())
+    assert found is not None
+    argv = shlex.split(found.group(1))
+    assert argv == ["bashrpc", "artifact", "1", "--workspace", str(workspace)]
+    # Run from elsewhere: the workspace option finds it.
+    shown = subprocess.run([*SERVER, *argv[1:]], capture_output=True, env=env, cwd="/")
+    assert shown.returncode == 0 and shown.stdout == expected
+    # Without it, the current directory is the workspace, which has no artifacts.
+    missing = subprocess.run([*SERVER, "artifact", "1"], capture_output=True, env=env, cwd="/")
+    assert missing.returncode == 1
+    message = messages.artifact_not_found(1, [])
+    assert missing.stderr.decode() == messages.CLI_ERROR.format(message=message) + "\n"
