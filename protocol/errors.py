@@ -29,7 +29,7 @@ class TooManyShellsData(msgspec.Struct, rename="camel"):
 
 
 class ArtifactNotFoundData(msgspec.Struct, rename="camel", omit_defaults=True):
-    # The newest ids there are, at most MAX_LISTED_ARTIFACTS of them.
+    # The newest ids there are, newest first, at most 20 of them.
     available: list[int]
     # The resource URI asked for, on resources/read.
     uri: str | None = None

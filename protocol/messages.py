@@ -51,12 +51,15 @@ def timed_out_notice(seconds: float) -> str:
     return NOTICE_TIMED_OUT.format(seconds=format_seconds(seconds), unit=unit)
 
 
+def newest_ids(available: list[int]) -> list[int]:
+    """The ids a not-found error names: newest first, at most `NOT_FOUND_LISTED_IDS`."""
+    return sorted(available, reverse=True)[:NOT_FOUND_LISTED_IDS]
+
+
 def artifact_not_found(artifact_id: int, available: list[int]) -> str:
-    """Newest first, at most `NOT_FOUND_LISTED_IDS` of them."""
-    newest = sorted(available, reverse=True)
-    listed = ", ".join(str(i) for i in newest[:NOT_FOUND_LISTED_IDS]) or NO_ARTIFACTS
-    if len(newest) > NOT_FOUND_LISTED_IDS:
-        listed = MORE_ARTIFACTS.format(listed=listed, more=len(newest) - NOT_FOUND_LISTED_IDS)
+    listed = ", ".join(str(i) for i in newest_ids(available)) or NO_ARTIFACTS
+    if len(available) > NOT_FOUND_LISTED_IDS:
+        listed = MORE_ARTIFACTS.format(listed=listed, more=len(available) - NOT_FOUND_LISTED_IDS)
     return ARTIFACT_NOT_FOUND.format(id=artifact_id, available=listed)
 
 

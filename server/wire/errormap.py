@@ -31,7 +31,7 @@ def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
     return ErrorObject(
         ErrorCode.ARTIFACT_NOT_FOUND,
         messages.artifact_not_found(exc.artifact_id, exc.available),
-        ArtifactNotFoundData(available=exc.available, uri=exc.uri),
+        ArtifactNotFoundData(available=messages.newest_ids(exc.available), uri=exc.uri),
     )
 
 

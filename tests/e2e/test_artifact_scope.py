@@ -54,3 +54,4 @@ def test_not_found_names_the_twenty_newest_ids(server: InProcessServer) -> None:
     error = server.error("artifact/read", {"id": 99})
     newest = ", ".join(str(i) for i in range(25, 5, -1))
     assert error.message == f"Artifact 99 not found. Available: {newest} and 5 older"
+    assert error.data == {"available": list(range(25, 5, -1))}
