@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.client import BenchServer, rss_kib
+from server.runtime.sandbox import probe as sandbox_probe
 from server.services.interceptor import DEFAULT_RULES, intercept
 
 # A kilobyte of what models send: lists, pipelines, quoting, redirections, a heredoc;
@@ -51,6 +52,7 @@ class Sizes:
     swerex_calls: int = 100
     swerex_warmup: int = 10
     intercept_calls: int = 2000
+    sandbox_sessions: int = 10
 
 
 QUICK = Sizes(
@@ -68,6 +70,7 @@ QUICK = Sizes(
     swerex_calls=5,
     swerex_warmup=1,
     intercept_calls=20,
+    sandbox_sessions=2,
 )
 
 
@@ -121,8 +124,8 @@ class Bench:
         self.workdir = workdir
         self.artifacts = workdir / "artifacts"
 
-    def server(self, home: Path | None = None) -> BenchServer:
-        return BenchServer(self.artifacts, home=home)
+    def server(self, home: Path | None = None, *args: str) -> BenchServer:
+        return BenchServer(self.artifacts, *args, home=home)
 
     # 1. Latency ------------------------------------------------------------
 
@@ -379,6 +382,49 @@ class Bench:
             row.values.append((time.perf_counter() - started) / n * 1000)
         return [row]
 
+    # 9. The sandbox's cost ------------------------------------------------------
+
+    def sandbox(self) -> list[Row]:
+        """The shell persists, so a sandbox should cost at its start, not per command."""
+        s = self.sizes
+        _, problem = sandbox_probe()
+        if problem is not None:
+            return [Row("sandbox", "sandbox cost", "ms", note=f"skipped: {problem}")]
+        rows = {}
+        for mode in ("off", "workspace-write"):
+            latency = Row("sandbox", f"bash `true` p50, sandbox {mode}", "ms")
+            start = Row("sandbox", f"new session's first `true`, sandbox {mode}", "ms")
+            rows[mode] = (latency, start)
+            for _ in range(s.repeat):
+                server = self.server(None, "--sandbox", mode)
+                try:
+                    server.call("bash", {"command": "true"})
+                    for _ in range(s.warmup_calls):
+                        server.call("bash", {"command": "true"})
+                    samples = time_calls(server, "bash", {"command": "true"}, s.latency_calls)
+                    latency.values.append(percentile(samples, 0.5) * 1e3)
+                    firsts = [
+                        time_calls(server, "bash", {"command": "true", "sessionId": f"n{i}"}, 1)[0]
+                        for i in range(s.sandbox_sessions)
+                    ]
+                    start.values.append(statistics.median(firsts) * 1e3)
+                finally:
+                    server.close()
+        per_command = Row(
+            "sandbox",
+            "per-command cost of the sandbox (p50 difference)",
+            "ms",
+            target="≤ 0.1",
+            check=lambda v: v <= 0.1,
+        )
+        per_command.values = [
+            sandboxed - plain
+            for sandboxed, plain in zip(
+                rows["workspace-write"][0].values, rows["off"][0].values, strict=True
+            )
+        ]
+        return [*rows["off"], *rows["workspace-write"], per_command]
+
 
 CASES = {
     "latency": lambda b: b.latency() + b.swerex(),
@@ -388,6 +434,7 @@ CASES = {
     "concurrency": Bench.concurrency,
     "small-writes": Bench.small_writes,
     "interceptor": Bench.interceptor,
+    "sandbox": Bench.sandbox,
 }
 
 

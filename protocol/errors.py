@@ -17,6 +17,7 @@ class ErrorCode(IntEnum):
     SERVER_BUSY = -32003
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
+    SANDBOX_UNAVAILABLE = -32006
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, RequestId
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, RequestId, SandboxMode
 
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
@@ -61,6 +61,11 @@ class BashOverrides(Strict):
 TimeoutSeconds = Annotated[float, msgspec.Meta(ge=MIN_TIMEOUT_SECONDS, le=MAX_TIMEOUT_SECONDS)]
 
 
+class SandboxOverrides(Strict):
+    # Only as strict as the configured mode, or stricter.
+    mode: SandboxMode | msgspec.UnsetType = msgspec.UNSET
+
+
 class ToolOverrides(Strict):
     default_timeout: TimeoutSeconds | msgspec.UnsetType = msgspec.UNSET
 
@@ -69,6 +74,7 @@ class ConnectionSettings(Strict):
     interceptor: InterceptorOverrides | msgspec.UnsetType = msgspec.UNSET
     bash: BashOverrides | msgspec.UnsetType = msgspec.UNSET
     tool: ToolOverrides | msgspec.UnsetType = msgspec.UNSET
+    sandbox: SandboxOverrides | msgspec.UnsetType = msgspec.UNSET
 
 
 # -- initialize --------------------------------------------------------------
@@ -249,6 +255,8 @@ class BashStructured(Open):
     truncation: Truncation | None
     # Where the full output is, when the text shows only part of it.
     artifact_uri: str | None = None
+    # The command failed writing outside the sandbox's writable roots.
+    sandbox_denied: bool = False
 
 
 class CallToolResult(Open, omit_defaults=True):

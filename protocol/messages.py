@@ -158,6 +158,7 @@ exit status:
   124                 --timeout passed; the command was killed
   130                 interrupted with Ctrl-C; the command was killed
   1                   the server failed or gave no status
+  2                   a bad command line, or --sandbox where no sandbox can be made
 
 --timeout is in seconds, clamped to [{min:g}, {max:g}]; without it the command
 runs until it ends or is interrupted. A summary naming artifact://N can be
@@ -172,3 +173,17 @@ EXEC_OUTPUT_INCOMPLETE = (
     "bashrpc: part of the output was skipped while this terminal read slowly,"
     " and the artifact does not hold all of it"
 )
+
+# The sandbox.
+SANDBOX_UNAVAILABLE = "sandbox unavailable: {reason}"
+SANDBOX_NO_BWRAP = "bwrap is not installed (Debian and Ubuntu: apt install bubblewrap)"
+SANDBOX_BWRAP_FAILED = "bwrap could not create the sandbox: {detail}"
+SANDBOX_LOOSER = (
+    "sandbox mode {requested!r} is looser than {configured!r}; a request may only tighten it"
+    " (off < full < workspace-write < read-only)"
+)
+SANDBOX_DENIED = (
+    "[The sandbox ({mode}) denied writing {path}; writable: {writable}."
+    " Ask the user to run it, or to widen the sandbox.]"
+)
+SANDBOX_PRIVATE_TMP = "/tmp (private to this shell)"

@@ -15,6 +15,8 @@ RequestId = str | int
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, msgspec.Meta(pattern=ENV_NAME_PATTERN)]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+# What a session's shell may touch; see the README's Sandbox section.
+SandboxMode = Literal["off", "full", "workspace-write", "read-only"]
 DEFAULT_SESSION_ID = "default"
 
 MIN_TIMEOUT_SECONDS = 1.0
@@ -71,6 +73,8 @@ class BashResult(Result, omit_defaults=True):
     artifact_truncated: bool = False
     # ...and the exact bytes in base64, present only when the text is not exact.
     working_dir_base64: str | None = None
+    # The command failed writing outside the sandbox's writable roots (the output says so).
+    sandbox_denied: bool = False
 
 
 class AbortBashParams(Params):
@@ -89,6 +93,8 @@ class SessionOpenParams(Params):
     session_id: SessionId | None = None
     cwd: str | None = None
     env: dict[EnvName, str] | None = None
+    # Only as strict as the connection's mode, or stricter.
+    sandbox: SandboxMode | None = None
 
 
 class SessionOpenResult(Result, omit_defaults=True):

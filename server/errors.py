@@ -38,6 +38,14 @@ class ArtifactNotFound(BashrpcError):
         self.uri = uri
 
 
+class SandboxUnavailable(BashrpcError):
+    """A sandboxed shell was asked for and bwrap cannot make one; never run unsandboxed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class NoSuchPty(BashrpcError):
     def __init__(self, request_id: Any) -> None:
         super().__init__(request_id)

@@ -20,7 +20,8 @@ from protocol.mcp import (
     InterceptorRule,
     TimeoutSeconds,
 )
-from protocol.methods import EnvName
+from protocol.methods import EnvName, SandboxMode
+from server.errors import InvalidArgument
 from server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from server.output.sink import DEFAULT_MAX_BYTES
 
@@ -75,6 +76,17 @@ class SessionSettings(_Section, frozen=True):
     max_shells: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_SHELLS
 
 
+class SandboxSettings(_Section, frozen=True):
+    mode: SandboxMode = "off"
+    # Sandboxed modes only: false gives the shell a network namespace with loopback alone.
+    network: bool = False
+    # Writable in `workspace-write`, besides the workspace.
+    writable_roots: tuple[str, ...] = ()
+    # Read-only inside the writable roots, besides `.git/hooks` and `.git/config`;
+    # relative paths are taken in each root.
+    protected_paths: tuple[str, ...] = ()
+
+
 class ToolSettings(_Section, frozen=True):
     default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
 
@@ -92,6 +104,7 @@ class Settings(_Section, frozen=True):
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
+    sandbox: SandboxSettings = SandboxSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
     # Run on uvloop when it is installed; false runs on asyncio's own loop.
     uvloop: bool = True
@@ -165,4 +178,24 @@ def with_overrides(settings: Settings, overrides: ConnectionSettings) -> Setting
     ):
         tool = replace(settings.tool, default_timeout=overrides.tool.default_timeout)
         settings = replace(settings, tool=tool)
+    if not isinstance(overrides.sandbox, msgspec.UnsetType) and not isinstance(
+        overrides.sandbox.mode, msgspec.UnsetType
+    ):
+        mode = tightened(settings.sandbox.mode, overrides.sandbox.mode)
+        settings = replace(settings, sandbox=replace(settings.sandbox, mode=mode))
     return settings
+
+
+# Each mode allows less than the one before it.
+SANDBOX_STRICTNESS: tuple[SandboxMode, ...] = ("off", "full", "workspace-write", "read-only")
+
+
+def tightened(configured: SandboxMode, requested: SandboxMode | None) -> SandboxMode:
+    """The requested mode when it is at least as strict as the configured one."""
+    if requested is None:
+        return configured
+    if SANDBOX_STRICTNESS.index(requested) < SANDBOX_STRICTNESS.index(configured):
+        raise InvalidArgument(
+            messages.SANDBOX_LOOSER.format(requested=requested, configured=configured)
+        )
+    return requested

@@ -27,7 +27,8 @@ from typing import IO, Any
 import msgspec
 
 from protocol import messages
-from protocol.envelope import Request, ServerMessage, encode
+from protocol.envelope import ErrorObject, Request, ServerMessage, encode
+from protocol.errors import ErrorCode
 from protocol.methods import (
     ARTIFACT_READ_MAX_LIMIT,
     AbortBashParams,
@@ -42,6 +43,8 @@ from server.cli.options import reprint_options, server_argv
 EXIT_TIMED_OUT = 124
 EXIT_CANCELLED = 130
 EXIT_NO_STATUS = 1
+# As for bad command lines: the run cannot happen as asked (no sandbox here).
+EXIT_USAGE = 2
 # How long the server may take to exit once its stdin is closed.
 CHILD_EXIT_SECONDS = 10
 _decode_message = msgspec.json.Decoder(ServerMessage).decode
@@ -82,7 +85,9 @@ def exit_status(result: BashResult) -> int:
 
 
 class ServerError(Exception):
-    pass
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text)
+        self.code = code
 
 
 class Connection:
@@ -108,15 +113,19 @@ class Connection:
                     on_notification(message)
             elif message.id == ident:
                 if message.error is not None:
-                    error = message.error
-                    raise ServerError(
-                        messages.EXEC_SERVER_ERROR.format(message=error.message, data=error.data)
-                    )
+                    raise _server_error(message.error)
                 return message.result
-        raise ServerError(messages.EXEC_NO_ANSWER)
+        raise ServerError(messages.EXEC_NO_ANSWER, ErrorCode.INTERNAL_ERROR)
 
     def close(self) -> None:
         self._in.close()
+
+
+def _server_error(error: ErrorObject) -> ServerError:
+    if error.code == ErrorCode.SANDBOX_UNAVAILABLE:
+        return ServerError(messages.CLI_ERROR.format(message=error.message), error.code)
+    text = messages.EXEC_SERVER_ERROR.format(message=error.message, data=error.data)
+    return ServerError(text, error.code)
 
 
 class Printer:
@@ -178,7 +187,7 @@ def run_exec(args: argparse.Namespace) -> int:
         result = _run(connection, printer, BashParams(command=args.command, timeout=args.timeout))
     except ServerError as exc:
         print(str(exc), file=sys.stderr)
-        return EXIT_NO_STATUS
+        return EXIT_USAGE if exc.code == ErrorCode.SANDBOX_UNAVAILABLE else EXIT_NO_STATUS
     except KeyboardInterrupt:
         # The second Ctrl-C: stop waiting; the server's tree is ended below.
         print(interrupted_line(time.monotonic() - started), file=sys.stderr)

@@ -18,6 +18,7 @@ from server.cli.artifact import print_artifact
 from server.cli.exec import run_exec
 from server.cli.options import add_server_options
 from server.output.artifactroot import default_root
+from server.runtime import env as envmod
 from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
 
 EXIT_USAGE = 2
@@ -65,6 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _drop_excluded_environment(settings: Settings) -> None:
+    """Start again without the variables `env.exclude` keeps from commands.
+
+    A command can read its parent's environment in /proc/$PPID/environ, and the
+    server is that parent: the variables must be gone from the server itself,
+    and a process's initial environment only changes with exec. Once at most:
+    the second start has nothing to drop."""
+    kept = envmod.excluding(os.environ, settings.env_exclude)
+    if len(kept) == len(os.environ):
+        return
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], kept)
+
+
 def _artifacts_root(args: argparse.Namespace, settings: Settings) -> Path:
     if args.artifacts_dir is not None:
         return Path(args.artifacts_dir)
@@ -87,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = load(args.config)
     except SettingsError as exc:
         return _fail(str(exc))
+    if args.sandbox is not None:
+        sandbox = msgspec.structs.replace(settings.sandbox, mode=args.sandbox)
+        settings = msgspec.structs.replace(settings, sandbox=sandbox)
     if args.command_name == "artifact":
         return print_artifact(args.id, _artifacts_root(args, settings), args.workspace)
     if args.max_line_bytes is not None:
@@ -97,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    _drop_excluded_environment(settings)
     shell = settings.shell or shutil.which("bash") or "/bin/bash"
     shell = shutil.which(shell) or shell
     if not os.path.isabs(shell) or not os.access(shell, os.X_OK):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes")
+FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox")
+SANDBOX_MODES = ("off", "full", "workspace-write", "read-only")
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -20,6 +21,12 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     )
     parser.add_argument(
         "--max-line-bytes", type=int, default=default, help="largest accepted request line"
+    )
+    parser.add_argument(
+        "--sandbox",
+        default=default,
+        choices=SANDBOX_MODES,
+        help="run shells in this bubblewrap sandbox (overrides the settings' sandbox.mode)",
     )
     parser.add_argument(
         "--log-level",

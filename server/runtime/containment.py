@@ -14,8 +14,9 @@ Every shell, PTY command and rc capture gets a Tracker. A tracker answers
 
 Killing always stops the shell first, so an aborted command cannot run one
 more statement: the whole group is frozen (or every member SIGSTOPped),
-the shell is SIGKILLed, the rest get SIGTERM and are resumed to act on it,
-and whatever is still alive after the grace period gets SIGKILL.
+the shell is SIGKILLed (a sandboxed one by its namespace's init) and awaited,
+the rest get SIGTERM and are resumed to act on it, and whatever is still
+alive after the grace period gets SIGKILL.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
 KILL_POLL_SECONDS = procs.KILL_POLL_SECONDS
+# A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
+# namespace. This only bounds a leader stuck in the kernel.
+LEADER_DEATH_SECONDS = 1.0
 
 Reporter = Callable[[int, int], None]
 
@@ -84,6 +88,11 @@ class Tracker(ABC):
                 return
             if leader is not None and leader in stopped:
                 procs.signal_all([leader], signal.SIGKILL)
+                # The rest stay stopped until the leader is dead: a sandbox's init
+                # takes its namespace with it, and nothing there may run a line more.
+                with anyio.move_on_after(LEADER_DEATH_SECONDS):
+                    while procs.alive([leader]):
+                        await anyio.sleep(KILL_POLL_SECONDS)
             rest = stopped - {leader}
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)

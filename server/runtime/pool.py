@@ -25,7 +25,8 @@ from server.errors import TooManyShells
 from server.runtime.containment import Containment
 from server.runtime.procs import Scan
 from server.runtime.sessions import Session, SessionRegistry
-from server.runtime.shell import Shell, ShellConfig
+from server.runtime.shell import Shell
+from server.runtime.shelltypes import ShellConfig
 from server.runtime.snapshot import SnapshotStore
 from server.settings import DEFAULT_IDLE_SECONDS, DEFAULT_KILL_GRACE_SECONDS, DEFAULT_MAX_SHELLS
 

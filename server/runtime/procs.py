@@ -79,6 +79,34 @@ def read_stat(pid: int) -> ProcInfo | None:
         return None
 
 
+def chain(pid: int, length: int) -> list[int]:
+    """`pid` and its first-born descendants, `length` processes at most: a wrapper and
+    what it runs. The eldest child is taken, so an orphan adopted later is not."""
+    found = [pid]
+    while len(found) < length:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            break
+        born = {c: info.start for c in children if (info := read_stat(c)) is not None}
+        if not born:
+            break
+        pid = min(born, key=lambda c: (born[c], c))
+        found.append(pid)
+    return found
+
+
+# bwrap, then its init: pid 1 of the namespace, whose death kills all in it.
+SANDBOX_INIT_DEPTH = 2
+
+
+def sandbox_init(bwrap_pid: int) -> int:
+    """The process to kill first in a sandbox: its namespace's init, or bwrap itself
+    while the init is not there yet (or no more)."""
+    return chain(bwrap_pid, SANDBOX_INIT_DEPTH)[-1]
+
+
 def snapshot() -> ProcTable:
     """Every process on the machine, in one pass over /proc."""
     table: ProcTable = {}

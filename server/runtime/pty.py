@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from server import fdio, log
-from server.runtime import child
+from server.runtime import child, procs
 from server.runtime.containment import Tracker
 from server.runtime.screen import Snapshot, TerminalScreen
 
@@ -54,8 +54,11 @@ class PtyRun:
         rows: int,
         on_output: Callable[[bytes], None],
         tracker: Tracker,
+        sandboxed: bool = False,
     ) -> None:
         self._argv = argv
+        # Run by bwrap: killing its namespace's init kills the program's whole tree.
+        self.sandboxed = sandboxed
         self.tracker = tracker
         self._cwd = cwd
         self._env = dict(env)
@@ -148,6 +151,8 @@ class PtyRun:
         """Kill the program first, then whatever it left running."""
         if self._process is not None:
             leader = None if self.returncode is not None else self._process.pid
+            if leader is not None and self.sandboxed:
+                leader = procs.sandbox_init(leader)
             await self.tracker.kill(leader, grace_seconds)
 
     def close(self) -> None:

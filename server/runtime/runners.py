@@ -15,14 +15,15 @@ from dataclasses import dataclass
 
 import anyio
 
-from server.runtime import drain, procs
+from server.runtime import drain, procs, sandbox
 from server.runtime import env as envmod
 from server.runtime.channels import Backpressure
 from server.runtime.pool import ShellPool
 from server.runtime.pty import PtyRun
 from server.runtime.sessions import Session, expand_home, resolve_path
-from server.runtime.shell import Completion, Shell, ShellDied
+from server.runtime.shell import Shell
 from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
+from server.runtime.shelltypes import Completion, ShellDied
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
@@ -170,21 +171,30 @@ async def on_pty(
             command = f"{session.config.prefix} {command}"
         workdir = resolve_path(session.cwd, cwd, session.home) if cwd else session.cwd
         full_env = envmod.for_terminal(session.env, env)
-        tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
-        full_env[procs.OWNER_ENV] = tracker.tag
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
             # On its own line, so the command is parsed after the snapshot's aliases exist.
             full_env[SNAPSHOT_ENV] = config.snapshot
             command = f"{SOURCE_SNAPSHOT}\n{command}"
-        run = PtyRun(
+        # Before the tracker: a sandbox that cannot start fails with nothing made.
+        argv = await sandbox.wrap(
             [session.config.shell, "-c", command],
+            session.config.sandbox,
+            cwd=workdir,
+            read_only_files=[config.snapshot] if config.snapshot else [],
+            new_session=False,
+        )
+        tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
+        full_env[procs.OWNER_ENV] = tracker.tag
+        run = PtyRun(
+            argv,
             cwd=workdir,
             env=full_env,
             cols=terminal.cols,
             rows=terminal.rows,
             on_output=feed,
             tracker=tracker,
+            sandboxed=session.config.sandbox is not None,
         )
         try:
             run.start()

@@ -15,14 +15,15 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from protocol.methods import SandboxMode
 from server import log
 from server.output.artifacts import ArtifactStore
 from server.runtime import env as envmod
-from server.runtime import procs
+from server.runtime import procs, sandbox
 from server.runtime.containment import Containment
 from server.runtime.pool import PoolLimits, ShellPool
 from server.runtime.sessions import Session, SessionRegistry
-from server.runtime.shell import ShellConfig
+from server.runtime.shelltypes import ShellConfig
 from server.runtime.snapshot import SnapshotStore
 from server.settings import Settings
 
@@ -97,23 +98,40 @@ class Runtime:
     def workspace(self) -> str:
         return str(self.options.workspace)
 
-    def new_session(self, session_id: str, cwd: str, env: dict[str, str] | None) -> Session:
+    def sandbox_policy(self, mode: SandboxMode) -> sandbox.Policy | None:
+        configured = self.settings.sandbox
+        return sandbox.policy(
+            mode,
+            network=configured.network,
+            workspace=self.workspace,
+            writable_roots=configured.writable_roots,
+            protected_paths=configured.protected_paths,
+        )
+
+    def new_session(
+        self,
+        session_id: str,
+        cwd: str,
+        env: dict[str, str] | None,
+        sandbox_mode: SandboxMode = "off",
+    ) -> Session:
         session_env = envmod.without_guards(env)
         config = ShellConfig(
             shell=self.options.shell,
             prefix=self.settings.prefix,
             snapshot=None,
             env=tuple(sorted(session_env.items())),
+            sandbox=self.sandbox_policy(sandbox_mode),
         )
         inherited = envmod.excluding(os.environ, self.settings.env_exclude)
         full_env = envmod.build(inherited, self.settings.env_vars, session_env)
         return self.sessions.add(Session(session_id, config, full_env, cwd))
 
-    def session(self, session_id: str) -> Session:
-        """The named session, created in the workspace on first use."""
+    def session(self, session_id: str, sandbox_mode: SandboxMode = "off") -> Session:
+        """The named session, created in the workspace on first use (in that sandbox)."""
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.new_session(session_id, self.workspace, None)
+            session = self.new_session(session_id, self.workspace, None, sandbox_mode)
         return session
 
     async def close_session(self, session: Session) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from server.runtime.procs import Scan
-from server.runtime.shell import Shell, ShellConfig
+from server.runtime.shell import Shell
+from server.runtime.shelltypes import ShellConfig
 
 
 def expand_home(path: str, home: str | None) -> str:
@@ -49,7 +50,7 @@ class Session:
         """Processes the idle shell started that are still running."""
         if self.shell is None or self.busy or self.shell.dead:
             return 0
-        return len(self.shell.tree(scan) - {self.shell.pid})
+        return len(self.shell.jobs(scan))
 
 
 class SessionRegistry:

@@ -17,9 +17,9 @@ How a command's end is found without reading its output:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -27,7 +27,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from server import fdio, log
-from server.runtime import child, drain, procs
+from server.runtime import child, drain, procs, sandbox
 from server.runtime.channels import Backpressure, Fifos, OutputPipe, StatusChannel
 from server.runtime.containment import Tracker
 from server.runtime.procs import Scan
@@ -38,30 +38,11 @@ from server.runtime.shellproto import (
     command_fields,
     driver_line,
 )
+from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 
 _log = log.get("shell")
-
-
-class ShellDied(Exception):
-    """The shell was gone before it accepted the command."""
-
-
-@dataclass(frozen=True, slots=True)
-class ShellConfig:
-    """Everything that makes two shells interchangeable."""
-
-    shell: str
-    prefix: str | None
-    snapshot: str | None
-    env: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    # None when the shell was killed (abort, timeout) or died without a status.
-    exit_code: int | None
-    cwd: str | None
-    shell_died: bool
+# bwrap, its init (pid 1 of the namespace), then bash.
+SANDBOX_CHAIN = 3
 
 
 class Shell:
@@ -89,8 +70,11 @@ class Shell:
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
             self._env[SNAPSHOT_ENV] = config.snapshot
-        self._dir = runtime_dir
+        # The shell's own directory (FIFOs, command file): all a sandbox must let it write.
+        self._dir = runtime_dir / name
         self._fifos: Fifos | None = None
+        # The pids of the shell's process chain (bwrap's two, then bash), once known.
+        self._chain: set[int] | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._control = -1
         self._status = -1
@@ -137,13 +121,22 @@ class Shell:
             if self._fields >= 0:
                 os.close(self._fields)
             self._control = self._status = self._fields = -1
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
+        argv = await sandbox.wrap(
+            [self.config.shell, "--noprofile", "--norc"],
+            self.config.sandbox,
+            cwd=self.cwd,
+            private_dir=str(self._dir),
+            read_only_files=[self.config.snapshot] if self.config.snapshot else [],
+        )
+        self._dir.mkdir(mode=0o700)
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
             self._process = child.spawn(
-                [self.config.shell, "--noprofile", "--norc"],
+                argv,
                 tracker=self.tracker,
                 stdin=control_r,
                 cwd=self.cwd,
@@ -276,11 +269,28 @@ class Shell:
         """Live processes this shell started, itself included, escapees too."""
         return self.tracker.members(scan)
 
+    def jobs(self, scan: Scan | None = None) -> set[int]:
+        """What the shell started that still runs: its tree less the shell itself
+        (and, in a sandbox, bwrap and its init)."""
+        if self._process is None:
+            return set()
+        chain = self._chain
+        if chain is None:
+            length = SANDBOX_CHAIN if self.config.sandbox else 1
+            chain = set(procs.chain(self._process.pid, length))
+            if len(chain) == length:
+                self._chain = chain
+        return self.tree(scan) - chain
+
     async def close(self, grace_seconds: float) -> None:
         """Kill the shell first, then everything it started; then end ``serve``."""
         with anyio.CancelScope(shield=True):
             if self._process is not None:
                 leader = None if self.dead else self._process.pid
+                if leader is not None and self.config.sandbox is not None:
+                    # Its death takes the whole namespace down at once, so a command
+                    # that traps TERM runs not one more statement.
+                    leader = procs.sandbox_init(leader)
                 await self.tracker.kill(leader, grace_seconds)
                 await self._wait_exit()
                 await self.collect_after_kill()

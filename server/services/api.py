@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from protocol.methods import SandboxMode
 from server.output.artifacts import ArtifactStore
 from server.runtime.runtime import Runtime
 from server.services.commands import CommandService
@@ -18,9 +19,10 @@ class Services:
         self.settings: Settings = runtime.settings
         self.workspace = runtime.workspace
 
-    def home(self, session_id: str) -> str | None:
-        """The HOME a session's commands see, for `~` in paths."""
-        return self._runtime.session(session_id).home
+    def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
+        """The HOME a session's commands see, for `~` in paths (creating the session
+        as its first command would)."""
+        return self._runtime.session(session_id, sandbox_mode).home
 
     async def wind_down(self) -> None:
         """Abort every command, then kill every process (idempotent)."""

@@ -9,11 +9,11 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from protocol import messages
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from server import errors
 from server.output.crfold import CarriageReturnFolder
 from server.output.sink import OutputSink
@@ -23,6 +23,8 @@ from server.runtime.channels import Backpressure
 from server.runtime.pty import PtyRun, clamp_size
 from server.runtime.runners import Execution, RunResult, Terminal
 from server.runtime.runtime import Runtime
+from server.runtime.sessions import resolve_path
+from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
@@ -70,6 +72,8 @@ class CommandSpec:
     terminal: Terminal | None = None
     # Where the spec's fields sit in the request, for error messages.
     field_prefix: str = ""
+    # The sandbox of the session's shell, when this command creates the session.
+    sandbox: SandboxMode = "off"
 
 
 class _Pipeline:
@@ -111,7 +115,7 @@ class CommandService:
     ) -> Outcome:
         _reject_nul(spec)
         runtime = self._runtime
-        session = runtime.session(spec.session_id)
+        session = runtime.session(spec.session_id, spec.sandbox)
         pipeline = _Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
@@ -122,6 +126,8 @@ class CommandService:
         if flight is not None:
             flight.attach(execution.abort)
         env = envmod.without_guards(spec.env)
+        # Where relative paths in the output are taken from.
+        start = resolve_path(session.cwd, spec.cwd, session.home) if spec.cwd else session.cwd
         try:
             if spec.terminal is None:
                 run = await runners.on_pipes(
@@ -149,7 +155,12 @@ class CommandService:
                 )
         finally:
             self._executions.discard(execution)
-        return _finish(pipeline, run, spec.timeout)
+        outcome = _finish(pipeline, run, spec.timeout)
+        policy = session.config.sandbox
+        denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
+        if denied is not None and policy is not None:
+            outcome = replace(outcome, sandbox_denied=denial_notice(denied, policy))
+        return outcome
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all)."""

@@ -19,6 +19,8 @@ class Outcome:
     artifact_id: int | None
     # The artifact stopped at a size cap.
     artifact_truncated: bool = False
+    # One line saying the sandbox refused a write the command needed; None: it did not.
+    sandbox_denied: str | None = None
 
     @property
     def notice(self) -> str | None:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from protocol import messages, paths
+from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import resolve_path
@@ -28,7 +29,11 @@ class SessionService:
         self._commands = commands
 
     def open(
-        self, session_id: str | None, cwd: str | None, env: dict[str, str] | None
+        self,
+        session_id: str | None,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        sandbox_mode: SandboxMode = "off",
     ) -> tuple[str, str]:
         """(id, cwd) of a new session, or of the existing one of that id, unchanged."""
         runtime = self._runtime
@@ -41,7 +46,7 @@ class SessionService:
             directory = runtime.workspace
             if cwd is not None:
                 directory = _existing_dir(directory, cwd)
-            session = runtime.new_session(session_id, directory, env)
+            session = runtime.new_session(session_id, directory, env, sandbox_mode)
         return session.id, session.cwd
 
     async def close(self, session_id: str) -> bool:

@@ -112,6 +112,8 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
     """`prefix`: the artifact's first bytes, for a `head` reaching before the kept tail."""
     kept = _keep(outcome, shaping, prefix)
     body = (kept.text or messages.NO_OUTPUT) + kept.notice
+    if outcome.sandbox_denied is not None:
+        body = _paragraph(body, outcome.sandbox_denied)
     ending, is_error = _ending(outcome)
     if ending:
         body = _paragraph(body, ending)
@@ -134,6 +136,7 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             timed_out=outcome.timed_out,
             truncation=truncation,
             artifact_uri=_artifact_uri(truncation),
+            sandbox_denied=outcome.sandbox_denied is not None,
         ),
         is_error=is_error,
         details=details,

@@ -150,6 +150,7 @@ def plan(
         request_id=request_id,
         terminal=pty,
         field_prefix="arguments.",
+        sandbox=settings.sandbox.mode,
     )
     return Plan(spec, None, shaping)
 

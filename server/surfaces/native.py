@@ -41,6 +41,7 @@ from server.connection import RequestContext
 from server.services.commands import CommandSpec, Outcome, clamp_timeout, terminal
 from server.services.keys import encode_keys
 from server.services.streams import command_streams, streaming
+from server.settings import tightened
 from server.wire.registry import Registry
 
 methods = Registry()
@@ -61,6 +62,7 @@ async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
         request_id=ctx.id,
         env=params.env or {},
         terminal=pty,
+        sandbox=ctx.connection.settings.sandbox.mode,
     )
 
     async def emit_chunk(seq: int, text: str, skipped: int) -> None:
@@ -81,6 +83,8 @@ async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
 def bash_result(outcome: Outcome) -> BashResult:
     s = outcome.summary
     text = s.text if outcome.notice is None else f"{outcome.notice}\n{s.text}"
+    if outcome.sandbox_denied is not None:
+        text += ("" if not text or text.endswith("\n") else "\n") + outcome.sandbox_denied + "\n"
     working_dir, working_dir_base64 = (None, None)
     if outcome.working_dir is not None:
         working_dir, working_dir_base64 = paths.to_wire(outcome.working_dir)
@@ -98,6 +102,7 @@ def bash_result(outcome: Outcome) -> BashResult:
         working_dir_base64=working_dir_base64,
         artifact_id=outcome.artifact_id,
         artifact_truncated=outcome.artifact_truncated,
+        sandbox_denied=outcome.sandbox_denied is not None,
     )
 
 
@@ -114,7 +119,8 @@ def abort_bash(ctx: RequestContext, params: AbortBashParams) -> AbortBashResult:
 
 @methods.method("session/open")
 def session_open(ctx: RequestContext, params: SessionOpenParams) -> SessionOpenResult:
-    session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env)
+    mode = tightened(ctx.connection.settings.sandbox.mode, params.sandbox)
+    session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env, mode)
     text, exact = paths.to_wire(cwd)
     return SessionOpenResult(session_id=session_id, cwd=text, cwd_base64=exact)
 

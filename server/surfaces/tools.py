@@ -97,7 +97,7 @@ async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolRe
         host=connection.host,
         environ=os.environ,
         workspace=services.workspace,
-        home=services.home(toolcall.TOOL_SESSION_ID),
+        home=services.home(toolcall.TOOL_SESSION_ID, connection.settings.sandbox.mode),
     )
     if plan.spec is None:
         assert plan.early is not None

@@ -46,6 +46,9 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         ErrorCode.TOO_MANY_SHELLS, messages.TOO_MANY_SHELLS, TooManyShellsData(exc.live)
     ),
     errors.ArtifactNotFound: _artifact,
+    errors.SandboxUnavailable: lambda exc: ErrorObject(
+        ErrorCode.SANDBOX_UNAVAILABLE, exc.message, None
+    ),
     errors.NoSuchPty: lambda exc: ErrorObject(
         ErrorCode.NO_SUCH_PTY,
         messages.NO_SUCH_PTY.format(request_id=exc.request_id),

@@ -34,8 +34,11 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "concurrency",
         "small writes",
         "interceptor",
+        "sandbox",
     }
     measured = [row for row in data["rows"] if row["values"]]
-    assert all(row["median"] > 0 or row["unit"] == "KiB" for row in measured)
+    # A difference of two medians may come out below zero on a noisy machine.
+    positive = [row for row in measured if "difference" not in row["metric"]]
+    assert all(row["median"] > 0 or row["unit"] == "KiB" for row in positive)
     swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
     assert swerex["values"] or "skipped" in swerex["note"]

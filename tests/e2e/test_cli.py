@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from protocol import messages
+from protocol.errors import ErrorCode
 
 EXIT_BOUND_SECONDS = 10.0
 SERVER = [sys.executable, "-m", "server"]
@@ -107,3 +108,22 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     assert missing.returncode == 1
     message = messages.artifact_not_found(1, [])
     assert missing.stderr.decode() == messages.CLI_ERROR.format(message=message) + "\n"
+
+
+def test_no_sandbox_is_an_error_never_an_unsandboxed_shell(spawn_process, tmp_path: Path) -> None:
+    """Without bwrap on PATH: -32006 for the command, and `exec --sandbox` exits 2."""
+    reason = messages.SANDBOX_UNAVAILABLE.format(reason=messages.SANDBOX_NO_BWRAP)
+    server = spawn_process("--sandbox", "read-only", env={"PATH": "/nonexistent"})
+    error = server.error("bash", {"command": "touch ran"})
+    assert error.code == ErrorCode.SANDBOX_UNAVAILABLE and error.message == reason
+    assert not (tmp_path / "ran").exists()
+    proc = subprocess.run(
+        [*SERVER, "exec", "--sandbox", "read-only", "touch ran"],
+        capture_output=True,
+        env={**environment(tmp_path), "PATH": "/nonexistent"},
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == messages.CLI_ERROR.format(message=reason) + "\n"
+    assert not (tmp_path / "ran").exists()

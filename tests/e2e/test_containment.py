@@ -17,22 +17,30 @@ from pathlib import Path
 import pytest
 
 from tests.rpc import ServerProcess, marked_processes, wait_until
+from tests.sandboxing import skip_without_sandbox
 
 # The kill grace is 2 s; the bound only catches a hang.
 GONE_SECONDS = 5.0
 # Without cgroups, what a shell started is recorded once a second.
 RECORDED_SECONDS = 1.5
-MODES = {"cgroup": "", "ancestry": "[kill]\ncgroups = false\n"}
+MODES = {
+    "cgroup": "",
+    "ancestry": "[kill]\ncgroups = false\n",
+    # Each shell in a PID namespace of its own, which dies with bwrap's init.
+    "sandbox": '[sandbox]\nmode = "workspace-write"\n',
+}
 
 
 @pytest.fixture(params=sorted(MODES))
 def mode(request: pytest.FixtureRequest) -> str:
+    if request.param == "sandbox":
+        skip_without_sandbox()
     return str(request.param)
 
 
 @pytest.fixture
 def server(spawn_process, tmp_path: Path, mode: str) -> ServerProcess:
-    """A server process tracking shells by cgroup, and one tracking them by ancestry."""
+    """A server process tracking shells by cgroup, one by ancestry, one sandboxing them."""
     cfg = tmp_path / "containment.toml"
     cfg.write_text(MODES[mode])
     started: ServerProcess = spawn_process("--config", str(cfg), new_session=True)
@@ -153,6 +161,8 @@ PARALLEL = 25
 
 
 @pytest.mark.slow
+# The sandbox's kill is its namespace's, checked above; the load is for the trackers.
+@pytest.mark.parametrize("mode", ["cgroup", "ancestry"], indirect=True)
 def test_two_hundred_timeouts_and_aborts_on_busy_cores(server: ServerProcess, mode: str) -> None:
     burners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"])

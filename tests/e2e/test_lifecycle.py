@@ -142,6 +142,18 @@ def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
     assert server.bash("echo $DEFAULTED").output == "from-xdg\n"
 
 
+def test_excluded_variables_are_gone_from_the_servers_own_environment(
+    spawn_process, tmp_path: Path
+) -> None:
+    """A command can read its parent's initial environment: the server starts again
+    without the excluded variables, so /proc/$PPID/environ does not hold them."""
+    cfg = tmp_path / "env.toml"
+    cfg.write_text("[env]\nexclude = ['*TOKEN*']\n")
+    server = spawn_process("--config", str(cfg), env={"BASHRPC_TEST_TOKEN": "ghp"})
+    out = server.bash(f"[ $PPID = {server.pid} ] && tr '\\0' '\\n' < /proc/$PPID/environ")
+    assert "BASHRPC_TEST_TOKEN" not in out.output and "PATH=" in out.output
+
+
 def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:
     cfg = tmp_path / "grace.toml"
     cfg.write_text("[kill]\ngraceSeconds = 0.3\n")

@@ -64,6 +64,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                     "timedOut": False,
                     "truncation": None,
                     "artifactUri": None,
+                    "sandboxDenied": False,
                 }
 
                 failed = await session.call_tool("bash", {"command": "echo nope; exit 3"})

@@ -135,6 +135,7 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
         "timedOut",
         "truncation",
         "artifactUri",
+        "sandboxDenied",
     }
     assert "output" in tool.output_schema["required"]
 

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from protocol.methods import BashChunk, BashResult
+from server.output.artifactroot import workspace_key
 from tests.inprocess import InProcessServer
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 
@@ -54,6 +55,7 @@ def test_client_that_stops_reading_for_ten_seconds(tmp_path: Path) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
     )
     assert proc.stdin is not None and proc.stdout is not None
     commands = {i: f"seq {i} 2000000" for i in range(1, 5)}
@@ -87,5 +89,5 @@ def test_client_that_stops_reading_for_ten_seconds(tmp_path: Path) -> None:
         expected = subprocess.run(command.split(), capture_output=True, check=True).stdout
         result = msgspec.convert(results[ident], BashResult)
         assert result.exit_code == 0 and result.total_bytes == len(expected)
-        artifact = tmp_path / "a" / f"{result.artifact_id}.bash.log"
+        artifact = tmp_path / "a" / workspace_key(tmp_path) / f"{result.artifact_id}.bash.log"
         assert hashlib.sha256(artifact.read_bytes()).digest() == hashlib.sha256(expected).digest()

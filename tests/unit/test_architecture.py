@@ -49,6 +49,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.cli",
         "server.output.artifacts",
         "server.output.artifactroot",
+        "server.runtime.env",
         "server.serve",
         "server.runtime.runtime",
     ),

@@ -1,0 +1,193 @@
+"""The bubblewrap sandbox a shell runs in: its policy, its command line, whether it works.
+
+Every sandboxed shell (mode other than `off`) gets a PID namespace of its own
+with bwrap's init as pid 1: when that init dies, the kernel kills everything
+in the namespace, `setsid env -i` escapees included. bwrap dies with the
+server (PR_SET_PDEATHSIG, set by `child.spawn`) and the init with bwrap
+(`--die-with-parent`), so a SIGKILLed server leaves nothing behind.
+
+Filesystem, by mode: `full` sees the host's as it is; `read-only` and
+`workspace-write` see it read-only with a private /tmp, the latter with the
+workspace and `writableRoots` bound writable again, then `.git/hooks`,
+`.git/config` and `protectedPaths` bound read-only inside them. Without
+`network`, they get a network namespace with loopback alone.
+
+The shell's own directory of the server's runtime directory (its FIFOs and
+command file) is bound in writable, and the rc snapshot read-only, so the
+persistent-shell protocol works unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from protocol import messages
+from protocol.methods import SandboxMode
+from server.errors import SandboxUnavailable
+
+# Always read-only inside a writable root: what would run code outside the sandbox.
+PROTECTED_IN_ROOTS = (".git/hooks", ".git/config")
+# How long the probe sandbox may take to start and exit.
+PROBE_SECONDS = 10.0
+_NO_LIMIT_MODES = ("off", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    mode: SandboxMode
+    network: bool
+    # Absolute, normalized: the workspace first. Writable in `workspace-write` only,
+    # visible (over the private /tmp) in `read-only`.
+    writable_roots: tuple[str, ...]
+    # Absolute paths, or relative ones taken in each writable root.
+    protected_paths: tuple[str, ...]
+
+    @property
+    def confined(self) -> bool:
+        """Whether the filesystem (and, without `network`, the network) is limited."""
+        return self.mode not in _NO_LIMIT_MODES
+
+    @property
+    def writable(self) -> tuple[str, ...]:
+        return self.writable_roots if self.mode == "workspace-write" else ()
+
+    def allows_write(self, path: str) -> bool:
+        """Whether a command may write `path` (absolute, normalized) under this policy."""
+        if not self.confined:
+            return True
+        if path == "/tmp" or path.startswith("/tmp/"):
+            return True
+        roots = self.writable
+        if not any(_within(path, root) for root in roots):
+            return False
+        return not any(_within(path, p) for p in self._protected(roots))
+
+    def _protected(self, roots: Sequence[str]) -> list[str]:
+        out = []
+        for path in (*PROTECTED_IN_ROOTS, *self.protected_paths):
+            if os.path.isabs(path):
+                out.append(os.path.normpath(path))
+            else:
+                out.extend(os.path.normpath(os.path.join(root, path)) for root in roots)
+        return out
+
+    def argv(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str,
+        bwrap: str,
+        private_dir: str | None = None,
+        read_only_files: Sequence[str] = (),
+        new_session: bool = True,
+    ) -> list[str]:
+        """bwrap's command line running `command` in `cwd` under this policy.
+
+        `new_session` is off for PTYs, whose terminal must stay the controlling
+        one; the TIOCSTI injection it guards against needs the user's terminal."""
+        args = [bwrap, "--die-with-parent", "--unshare-pid"]
+        if new_session:
+            args.append("--new-session")
+        if self.confined:
+            args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+            if not self.network:
+                args.append("--unshare-net")
+            # The roots are bound again over the private /tmp, read-only where not writable,
+            # so a workspace there stays visible.
+            bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+            for root in self.writable_roots:
+                args += [bind, root, root]
+            for path in self._protected(self.writable):
+                args += ["--ro-bind-try", path, path]
+        else:
+            args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+        if private_dir is not None:
+            args += ["--bind", private_dir, private_dir]
+        for path in read_only_files:
+            args += ["--ro-bind", path, path]
+        return [*args, "--chdir", cwd, "--", *command]
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def policy(
+    mode: SandboxMode,
+    *,
+    network: bool,
+    workspace: str,
+    writable_roots: Sequence[str],
+    protected_paths: Sequence[str],
+) -> Policy | None:
+    """The policy of a mode; None for `off`."""
+    if mode == "off":
+        return None
+    roots = [workspace, *(os.path.expanduser(r) for r in writable_roots)]
+    resolved = tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
+    return Policy(mode, network, resolved, tuple(protected_paths))
+
+
+async def wrap(
+    argv: list[str],
+    policy: Policy | None,
+    *,
+    cwd: str,
+    private_dir: str | None = None,
+    read_only_files: Sequence[str] = (),
+    new_session: bool = True,
+) -> list[str]:
+    """`argv` as it runs under `policy`: unchanged without one, else through bwrap
+    (which raises SandboxUnavailable where no sandbox can be made)."""
+    if policy is None:
+        return argv
+    return policy.argv(
+        argv,
+        cwd=cwd,
+        bwrap=await bwrap_path(),
+        private_dir=private_dir,
+        read_only_files=read_only_files,
+        new_session=new_session,
+    )
+
+
+async def bwrap_path() -> str:
+    """bwrap, once checked to start a sandbox here; raises SandboxUnavailable otherwise."""
+    path, problem = await anyio.to_thread.run_sync(probe)
+    if problem is not None:
+        raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=problem))
+    assert path is not None
+    return path
+
+
+@functools.cache
+def probe() -> tuple[str | None, str | None]:
+    """(bwrap's path, None) when a sandbox starts here, else (None, why); tried once.
+
+    The probe asks for every namespace a shell may use, so a machine that allows
+    only some fails here, not on a user's command."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None, messages.SANDBOX_NO_BWRAP
+    argv = Policy("read-only", False, (), ()).argv(["true"], cwd="/", bwrap=path)
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=PROBE_SECONDS,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, messages.SANDBOX_BWRAP_FAILED.format(detail=exc)
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+        return None, messages.SANDBOX_BWRAP_FAILED.format(detail=detail)
+    return path, None

@@ -1,0 +1,162 @@
+"""The bubblewrap sandbox, with real bwrap: what each mode lets a command write and
+reach, that a request can only tighten it, and what a refused write tells the model."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from protocol.mcp import BashStructured, CallToolResult
+from tests.e2e.test_tools import call_tool, initialize, text_of
+from tests.inprocess import InProcessServer
+from tests.sandboxing import skip_without_sandbox
+
+EXIT_BOUND_SECONDS = 20.0
+
+
+@pytest.fixture(autouse=True)
+def _needs_sandbox() -> None:
+    skip_without_sandbox()
+
+
+def sandboxed(spawn, mode: str, extra: str = "", workspace: Path | None = None) -> InProcessServer:
+    server: InProcessServer = spawn(f'[sandbox]\nmode = "{mode}"\n{extra}', workspace=workspace)
+    return server
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP port listening on the host's loopback, outside any sandbox."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def connect(port: int, host: str = "127.0.0.1") -> str:
+    """A command that connects and prints `connected`, or the error's name."""
+    code = (
+        "import socket,sys\n"
+        f"try: socket.create_connection(({host!r}, {port}), 2); print('connected')\n"
+        "except OSError as e: print(type(e).__name__)"
+    )
+    return f'{sys.executable} -c "{code}"'
+
+
+def test_workspace_write_allows_the_workspace_and_refuses_the_rest(spawn, tmp_path) -> None:
+    server = sandboxed(spawn, "workspace-write")
+    assert server.bash("echo made > inside.txt && cat inside.txt").output == "made\n"
+    assert (tmp_path / "inside.txt").read_text() == "made\n"
+    result = server.bash("touch /etc/bashrpc-test")
+    assert result.exit_code == 1 and result.sandbox_denied
+    notice = messages.SANDBOX_DENIED.format(
+        mode="workspace-write",
+        path="/etc/bashrpc-test",
+        writable=f"{tmp_path}, {messages.SANDBOX_PRIVATE_TMP}",
+    )
+    assert result.output == (
+        "touch: cannot touch '/etc/bashrpc-test': Read-only file system\n" + notice + "\n"
+    )
+    # /tmp is the shell's own: writable, and not the host's.
+    assert server.bash("echo t > /tmp/bashrpc-private && cat /tmp/bashrpc-private").output == "t\n"
+    assert not Path("/tmp/bashrpc-private").exists()
+
+
+def test_git_hooks_and_config_stay_read_only(spawn, tmp_path: Path) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "secret.env").write_text("x")
+    server = sandboxed(spawn, "workspace-write", "protectedPaths = ['secret.env']\n")
+    for command in (
+        "echo evil > .git/hooks/pre-commit",
+        "echo evil >> .git/config",
+        "echo evil >> secret.env",
+    ):
+        result = server.bash(command)
+        assert result.exit_code == 1 and result.sandbox_denied, command
+    assert server.bash("echo ok > .git/HEAD && cat .git/HEAD").output == "ok\n"
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+    assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
+
+
+def test_read_only_allows_only_its_private_tmp(spawn, tmp_path: Path) -> None:
+    (tmp_path / "seen.txt").write_text("visible\n")
+    server = sandboxed(spawn, "read-only")
+    assert server.bash("cat seen.txt").output == "visible\n"
+    result = server.bash("echo x > new.txt")
+    assert result.exit_code == 1 and result.sandbox_denied
+    assert not (tmp_path / "new.txt").exists()
+    assert server.bash("echo t > /tmp/t && cat /tmp/t").output == "t\n"
+
+
+def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(spawn, listener) -> None:
+    server = sandboxed(spawn, "workspace-write")
+    assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
+    # TEST-NET-1: no route at all in a namespace with loopback alone.
+    assert server.bash(connect(80, "192.0.2.1")).output == "OSError\n"
+    shared = sandboxed(spawn, "workspace-write", "network = true\n")
+    assert shared.bash(connect(listener)).output == "connected\n"
+
+
+def test_full_mode_limits_no_path_but_has_its_own_pids(spawn, tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    server = sandboxed(spawn, "full")
+    assert server.bash(f"echo w > {outside} && cat {outside}").output == "w\n"
+    outside.unlink()
+    # bwrap's init is pid 1, the shell pid 2: the host's processes are not there.
+    assert server.bash("echo $$; cat /proc/1/comm").output == "2\nbwrap\n"
+
+
+def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path) -> None:
+    server = sandboxed(spawn, "workspace-write")
+    looser = messages.SANDBOX_LOOSER.format(requested="full", configured="workspace-write")
+    error = server.error("session/open", {"sessionId": "s", "sandbox": "full"})
+    assert error.code == ErrorCode.INVALID_PARAMS and error.data == looser
+    server.result("session/open", {"sessionId": "strict", "sandbox": "read-only"})
+    assert server.bash("echo x > f", sessionId="strict").sandbox_denied
+    assert server.bash("echo x > f").exit_code == 0
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    options = {"initializationOptions": {"settings": {"sandbox": {"mode": "off"}}}}
+    error = server.error("initialize", {**params, **options})
+    assert error.code == ErrorCode.INVALID_PARAMS
+    tightened = {"initializationOptions": {"settings": {"sandbox": {"mode": "read-only"}}}}
+    server.result("initialize", {**params, **tightened})
+    result: CallToolResult = call_tool(server, command="echo x > g")
+    assert result.is_error and text_of(result).endswith("Command exited with code 1")
+    structured = result.structured_content
+    assert isinstance(structured, BashStructured) and structured.sandbox_denied
+    assert "[The sandbox (read-only) denied writing" in text_of(result)
+    assert not (tmp_path / "g").exists()
+
+
+def test_an_unsandboxed_connection_can_ask_for_a_sandbox(server: InProcessServer) -> None:
+    initialize(server, settings={"sandbox": {"mode": "workspace-write"}})
+    assert call_tool(server, command="touch /etc/nope").structured_content.sandbox_denied  # type: ignore[union-attr]
+
+
+def test_the_rc_snapshot_and_ptys_work_inside(spawn, tmp_path: Path) -> None:
+    (tmp_path / "home" / ".bashrc").write_text("alias greet='echo hello from rc'\n")
+    server = sandboxed(spawn, "workspace-write")
+    assert server.bash("greet").output == "hello from rc\n"
+    # bwrap's own /dev shows the terminal as /dev/console; it is a terminal all the same.
+    result = server.bash("tty -s && echo terminal; touch /etc/x 2>&1; greet", pty=True)
+    lines = result.output.splitlines()
+    assert lines[0] == "terminal" and "Read-only file system" in lines[1]
+    assert lines[2] == "hello from rc"
+
+
+def test_the_servers_environment_is_out_of_reach(spawn_process, tmp_path: Path) -> None:
+    """In a sandbox, /proc is the namespace's: $PPID is bwrap's init, not the server."""
+    cfg = tmp_path / "env.toml"
+    cfg.write_text("[env]\nexclude = ['*TOKEN*']\n")
+    server = spawn_process(
+        "--config", str(cfg), "--sandbox", "workspace-write", env={"BASHRPC_TEST_TOKEN": "ghp"}
+    )
+    out = server.bash("echo $PPID; tr '\\0' '\\n' < /proc/$PPID/environ | grep -c TOKEN").output
+    assert out == "1\n0\n"

@@ -1,0 +1,120 @@
+import pytest
+
+from protocol import messages
+from server.errors import InvalidArgument
+from server.runtime.sandbox import Policy, policy
+from server.services.denials import denial_notice, denied_path
+from server.settings import tightened
+
+WORKSPACE = "/work/app"
+
+
+def make(mode: str, **kw: object) -> Policy:
+    made = policy(
+        mode,  # type: ignore[arg-type]
+        network=bool(kw.get("network", False)),
+        workspace=WORKSPACE,
+        writable_roots=kw.get("roots", ()),  # type: ignore[arg-type]
+        protected_paths=kw.get("protected", ()),  # type: ignore[arg-type]
+    )
+    assert made is not None
+    return made
+
+
+def pairs(argv: list[str], option: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == option]
+
+
+def test_off_has_no_policy() -> None:
+    assert (
+        policy("off", network=False, workspace="/", writable_roots=(), protected_paths=()) is None
+    )
+
+
+def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
+    argv = make("workspace-write", roots=["/work/cache"], protected=["secrets"]).argv(
+        ["bash"], cwd=WORKSPACE, bwrap="bwrap", private_dir="/run/s1"
+    )
+    assert argv[:4] == ["bwrap", "--die-with-parent", "--unshare-pid", "--new-session"]
+    assert argv[-4:] == ["--chdir", WORKSPACE, "--", "bash"]
+    assert "--unshare-net" in argv and pairs(argv, "--ro-bind")[0] == "/"
+    assert pairs(argv, "--bind") == [WORKSPACE, "/work/cache", "/run/s1"]
+    protected = pairs(argv, "--ro-bind-try")
+    assert f"{WORKSPACE}/.git/hooks" in protected and "/work/cache/secrets" in protected
+    # Order matters: the private /tmp first, the roots over it, the protected over them.
+    assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/.git/hooks")
+
+
+def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None:
+    argv = make("read-only").argv(["bash"], cwd=WORKSPACE, bwrap="bwrap")
+    assert pairs(argv, "--bind") == [] and WORKSPACE in pairs(argv, "--ro-bind")
+    full = make("full").argv(["bash"], cwd="/", bwrap="bwrap", new_session=False)
+    assert pairs(full, "--bind") == ["/"] and "--unshare-net" not in full
+    assert "--new-session" not in full and "--unshare-pid" in full
+    networked = make("workspace-write", network=True).argv(["bash"], cwd="/", bwrap="bwrap")
+    assert "--unshare-net" not in networked
+
+
+@pytest.mark.parametrize(
+    ("mode", "path", "allowed"),
+    [
+        ("workspace-write", "/work/app/src/a.py", True),
+        ("workspace-write", "/work/app", True),
+        ("workspace-write", "/work/application", False),
+        ("workspace-write", "/work/app/.git/hooks/pre-commit", False),
+        ("workspace-write", "/work/app/.git/config", False),
+        ("workspace-write", "/work/app/.git/HEAD", True),
+        ("workspace-write", "/tmp/x", True),
+        ("workspace-write", "/etc/passwd", False),
+        ("read-only", "/work/app/a", False),
+        ("read-only", "/tmp/a", True),
+        ("full", "/etc/passwd", True),
+    ],
+)
+def test_allows_write(mode: str, path: str, allowed: bool) -> None:
+    assert make(mode).allows_write(path) is allowed
+
+
+def test_a_request_only_tightens() -> None:
+    assert tightened("off", None) == "off"
+    assert tightened("off", "read-only") == "read-only"
+    assert tightened("workspace-write", "workspace-write") == "workspace-write"
+    with pytest.raises(InvalidArgument) as info:
+        tightened("read-only", "workspace-write")
+    assert info.value.detail == messages.SANDBOX_LOOSER.format(
+        requested="workspace-write", configured="read-only"
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "path"),
+    [
+        ("touch: cannot touch '/etc/x': Read-only file system\n", "/etc/x"),
+        ("bash: /usr/local/bin/tool: Read-only file system\n", "/usr/local/bin/tool"),
+        ("mkdir: cannot create directory ‘/opt/y’: Read-only file system\n", "/opt/y"),
+        ("OSError: [Errno 30] Read-only file system: '/var/lib/z'\n", "/var/lib/z"),
+        (
+            "npm ERR! EROFS: read-only file system, open '/usr/lib/node_modules/q'\n",
+            "/usr/lib/node_modules/q",
+        ),
+        (
+            "PermissionError: [Errno 13] Permission denied: '.git/hooks/pre-push'\n",
+            "/work/app/.git/hooks/pre-push",
+        ),
+        ("touch: cannot touch 'mine.txt': Permission denied\n", None),
+        ("everything is fine at /etc/x\n", None),
+    ],
+)
+def test_denied_path(output: str, path: str | None) -> None:
+    assert denied_path(output, 1, make("workspace-write"), WORKSPACE) == path
+
+
+def test_only_failed_commands_in_confined_modes_are_read() -> None:
+    line = "touch: cannot touch '/etc/x': Read-only file system\n"
+    assert denied_path(line, 0, make("workspace-write"), WORKSPACE) is None
+    assert denied_path(line, 1, make("full"), WORKSPACE) is None
+    assert denied_path(line, 1, None, WORKSPACE) is None
+    notice = denial_notice("/etc/x", make("read-only"))
+    assert notice == messages.SANDBOX_DENIED.format(
+        mode="read-only", path="/etc/x", writable=messages.SANDBOX_PRIVATE_TMP
+    )
