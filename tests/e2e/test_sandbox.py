@@ -3,6 +3,7 @@ reach, that a request can only tighten it, and what a refused write tells the mo
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -46,7 +47,9 @@ def connect(port: int, host: str = "127.0.0.1") -> str:
         f"try: socket.create_connection(({host!r}, {port}), 2); print('connected')\n"
         "except OSError as e: print(type(e).__name__)"
     )
-    return f'{sys.executable} -c "{code}"'
+    # The interpreter itself, not a venv's link to it: a venv under /tmp is hidden
+    # by the sandbox's private /tmp.
+    return f'{os.path.realpath(sys.executable)} -c "{code}"'
 
 
 def test_workspace_write_allows_the_workspace_and_refuses_the_rest(spawn, tmp_path) -> None:
