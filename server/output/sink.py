@@ -90,7 +90,6 @@ class OutputSink:
         self.total_bytes += len(data)
         self._newlines += data.count(b"\n")
         self._ends_with_newline = data.endswith(b"\n")
-        self._tail += data
         if self._spill is not None:
             self._spill.write(data)
         elif not self.truncated and self.total_bytes > self._max:
@@ -98,8 +97,14 @@ class OutputSink:
             if self._open_spill is not None:
                 self._spill = self._open_spill()
                 if self._spill is not None:
-                    # Nothing was dropped yet, so the tail is the whole stream.
+                    # Nothing was dropped yet, so the tail and this are the whole stream.
                     self._spill.write(bytes(self._tail))
+                    self._spill.write(data)
+        if len(data) >= self._max:
+            # Only the newest `max` bytes can be kept: copy no more than those.
+            self._tail = bytearray(memoryview(data)[-self._max :])
+            return
+        self._tail += data
         if len(self._tail) > self._max * _COMPACT_FACTOR:
             del self._tail[: len(self._tail) - self._max]
 

@@ -88,6 +88,7 @@ class Runtime:
         async with anyio.create_task_group() as shells:
             runtime = cls(options, runtime_dir, containment, shells, reap_orphans=reap_orphans)
             shells.start_soon(runtime.housekeeping)
+            shells.start_soon(runtime.prepare_snapshot)
             try:
                 yield runtime
             finally:
@@ -123,9 +124,18 @@ class Runtime:
             env=tuple(sorted(session_env.items())),
             sandbox=self.sandbox_policy(sandbox_mode),
         )
-        inherited = envmod.excluding(os.environ, self.settings.env_exclude)
-        full_env = envmod.build(inherited, self.settings.env_vars, session_env)
+        full_env = self._shell_env(session_env)
         return self.sessions.add(Session(session_id, config, full_env, cwd))
+
+    def _shell_env(self, session_env: dict[str, str]) -> dict[str, str]:
+        inherited = envmod.excluding(os.environ, self.settings.env_exclude)
+        return envmod.build(inherited, self.settings.env_vars, session_env)
+
+    async def prepare_snapshot(self) -> None:
+        """Capture the user's rc from startup, for the shells of sessions with no
+        environment of their own, so the first command rarely waits on ~/.bashrc."""
+        if self.pool.snapshots is not None:
+            await self.pool.snapshots.get(self.options.shell, self._shell_env({}))
 
     def session(self, session_id: str, sandbox_mode: SandboxMode = "off") -> Session:
         """The named session, created in the workspace on first use (in that sandbox)."""

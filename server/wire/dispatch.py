@@ -8,23 +8,19 @@ msgspec's typed decoding, it answers a batch with one bad member with a
 single error, and it binds params by Python signature without checking
 types. So the envelope is parsed and batches are split in
 `protocol.envelope`, params are decoded once by msgspec into the method's
-Struct, and each method is looked up once per name in a plain dict.
+Struct, and each method is looked up once per name in a plain dict. Its
+package is imported without its jsonschema (see `rpclib`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from jsonrpcserver.codes import ERROR_METHOD_NOT_FOUND
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.methods import Methods
-from jsonrpcserver.request import Request
-from jsonrpcserver.result import Error, Success
-
 from protocol import messages
 from protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
 from server.wire.errormap import error_object, sole
 from server.wire.registry import Method, Registry, merge
+from server.wire.rpclib import ERROR_METHOD_NOT_FOUND, Error, Methods, Request, Success, to_response
 
 Reply = ErrorResponse | SuccessResponse
 _EMPTY_PARAMS = b"{}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import anyio
 import msgspec
@@ -140,3 +142,11 @@ def test_a_handler_must_take_the_protocols_params_type() -> None:
 
         @registry.method("made/up")
         def unknown(ctx: object, params: EmptyParams) -> None: ...
+
+
+def test_the_server_never_imports_jsonschema() -> None:
+    """jsonrpcserver's package __init__ compiles a jsonschema validator (~110 ms of
+    startup) the server never uses; `rpclib` imports the parts it does use without it."""
+    code = "import sys, server.serve; print('jsonschema' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "False\n"
