@@ -44,15 +44,22 @@ _COMPLETE_SEQUENCE = (
     "(?:[\x07\x18\x1a\x9c]|\x1b\\\\)"
     "|\x1b(?:[\x20-\x2f]+[\x30-\x7e]|[\x30-\x4f\x51-\x57\x59\x5a\x5c\x60-\x7e])"
 )
-# From the ground state: the next complete sequence (group 1) or special character.
-_GROUND_STOP = re.compile(f"({_COMPLETE_SEQUENCE})|{_SPECIAL}")
+# Controls the ground state drops and stays in: every special character but ESC
+# and the 8-bit introducers of CSI and string sequences.
+_PLAIN_CONTROLS = "[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
+_PLAIN_CONTROL = re.compile(_PLAIN_CONTROLS)
+# From the ground state: the next character that may leave it. Plain controls
+# are dropped from all ground text in one pass at the end, so binary output costs
+# a step per ESC, not per control byte.
+_GROUND_STOP = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+_COMPLETE = re.compile(_COMPLETE_SEQUENCE)
 _HAS_SPECIAL = re.compile(_SPECIAL)
 # The same complete sequences, or a control that leaves the ground state as it
 # is. When removing all of them leaves no ESC and no 8-bit introducer, one
 # substitution did exactly what the state machine would have done.
-_DROP = re.compile(
-    _COMPLETE_SEQUENCE + "|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
-)
+_DROP = re.compile(_COMPLETE_SEQUENCE + "|" + _PLAIN_CONTROLS)
+# Characters per ESC below which the one-substitution pass is not tried.
+_ESCAPES_FOR_MACHINE = 1024
 _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
 _UTF8 = codecs.getincrementaldecoder("utf-8")
@@ -113,22 +120,29 @@ class Sanitizer:
         if self._state is _State.GROUND:
             if _HAS_SPECIAL.search(text) is None:
                 return text
-            cleaned = _DROP.sub("", text)
-            if _LEFTOVER.search(cleaned) is None:
-                return cleaned
+            # Text with an escape every few hundred characters (binary output, mostly)
+            # would leave one for the machine anyway: spare it the wasted pass.
+            if text.count(ESC) * _ESCAPES_FOR_MACHINE < len(text):
+                cleaned = _DROP.sub("", text)
+                if _LEFTOVER.search(cleaned) is None:
+                    return cleaned
         out: list[str] = []
         i, end = 0, len(text)
         while i < end:
             state = self._state
             if state is _State.GROUND:
-                match = _GROUND_STOP.search(text, i)
-                if match is None:
+                stop = _GROUND_STOP.search(text, i)
+                if stop is None:
                     out.append(text[i:])
                     break
-                out.append(text[i : match.start()])
-                i = match.end()
-                if match.group(1) is None:
-                    self._state = _ground_transition(text[match.start()])
+                start = stop.start()
+                out.append(text[i:start])
+                whole = _COMPLETE.match(text, start)
+                if whole is not None:
+                    i = whole.end()
+                else:
+                    i = start + 1
+                    self._state = _ground_transition(text[start])
             elif state is _State.CSI:
                 i = _CSI_BODY.match(text, i).end()  # type: ignore[union-attr]
                 if i < end:
@@ -155,7 +169,8 @@ class Sanitizer:
                     self._state = _State.ESCAPE
             else:
                 i = self._escape(text, i)
-        return "".join(out)
+        # Only ground text and LFs were kept: its plain controls go in one pass.
+        return _PLAIN_CONTROL.sub("", "".join(out))
 
     def _escape(self, text: str, i: int) -> int:
         """One character after ESC, or after ESC and intermediates."""
