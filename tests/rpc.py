@@ -93,6 +93,10 @@ def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float
     return bool(predicate())
 
 
+# How the server begins a `bash/chunk` notification line.
+_CHUNK_PREFIX = b'{"jsonrpc":"2.0","method":"bash/chunk"'
+
+
 class RpcClient:
     """The client side of one connection; subclasses call `_received` per line."""
 
@@ -104,6 +108,10 @@ class RpcClient:
         self.raw_lines: list[bytes] = []
         # Lines that were not JSON: always a bug, checked at teardown.
         self.garbage: list[bytes] = []
+        # False: streamed chunks are counted, not kept (a test of gigabytes of output
+        # would otherwise hold them all, twice).
+        self.keep_chunks = True
+        self.chunks_dropped = 0
 
     # -- plumbing (subclasses) ----------------------------------------------
 
@@ -111,6 +119,9 @@ class RpcClient:
         raise NotImplementedError
 
     def _received(self, line: bytes) -> None:
+        if not self.keep_chunks and line.startswith(_CHUNK_PREFIX):
+            self.chunks_dropped += 1
+            return
         self.raw_lines.append(line)
         try:
             self._queue.put(json.loads(line))

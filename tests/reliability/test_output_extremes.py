@@ -24,9 +24,11 @@ CONTROL_CHARS = {chr(c) for c in range(32) if chr(c) not in "\t\n"} | {"\x7f", "
 def measured(server: ServerProcess, command: str, **params: object) -> tuple[BashResult, int]:
     """The result of a command and how much the server's RSS grew while it ran."""
     server.bash("true")  # the shell is up: measure the command, not the start
+    server.keep_chunks = False
     baseline = rss_bytes(server.pid)
     with PeakRss(server.pid) as rss:
         result = server.bash(command, wait=600, **params)
+    server.keep_chunks = True
     return result, rss.peak - baseline
 
 
