@@ -80,10 +80,18 @@ def without_guards(values: Mapping[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in values.items() if k not in GUARDS}
 
 
+# Set by a terminal's shell for its own size; read by tput, ncurses, Python...
+TERMINAL_SIZE_VARS = ("COLUMNS", "LINES")
+
+
 def for_terminal(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    """A PTY's environment: a terminal is really there, so say so and allow colour."""
+    """A PTY's environment: a terminal is really there, so say so and allow colour.
+
+    The server's own COLUMNS and LINES describe some other terminal; programs
+    prefer them to the PTY's size, so they go and the PTY answers instead."""
     env = dict(base)
     env.update(without_guards(extra))
     env["TERM"] = TERMINAL_TERM
-    env.pop("NO_COLOR", None)
+    for name in ("NO_COLOR", *TERMINAL_SIZE_VARS):
+        env.pop(name, None)
     return env

@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
+from tests.rpc import marked_processes, wait_until
 
 EXIT_BOUND_SECONDS = 10.0
 SERVER = [sys.executable, "-m", "server"]
@@ -66,8 +68,9 @@ def test_exec_help_names_the_exit_codes_and_the_timeout_clamp() -> None:
 
 def test_ctrl_c_aborts_the_command_and_prints_the_summary(tmp_path: Path) -> None:
     # Its own session, so the SIGINT goes to its group as a terminal's Ctrl-C would.
+    marker = f"bashrpc-ctrl-c-{uuid.uuid4().hex}"
     proc = subprocess.Popen(
-        [*SERVER, "exec", "echo started; printf partial; exec sleep 60"],
+        [*SERVER, "exec", f"echo started; printf partial; exec -a {marker} sleep 60"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environment(tmp_path),
@@ -80,8 +83,7 @@ def test_ctrl_c_aborts_the_command_and_prints_the_summary(tmp_path: Path) -> Non
     assert proc.stdout.read() == b"partial\n"
     summary = proc.stderr.read().decode()
     assert re.fullmatch(r"\[bashrpc\] exit - · cancelled · 2 lines, 15 bytes · [\d.]+s\n", summary)
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "sleep 60" not in ps.splitlines()
+    assert wait_until(lambda: marked_processes(marker) == [], timeout=EXIT_BOUND_SECONDS)
 
 
 def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) -> None:

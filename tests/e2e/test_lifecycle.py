@@ -51,7 +51,7 @@ def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
     time.sleep(0.2)
     started = time.monotonic()
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
-    assert time.monotonic() - started < 3.5
+    assert time.monotonic() - started < 10  # shutdown's 1 s grace, not the 60 s sleep
     assert_all_gone(server.pid)
     # The aborted command was still answered before the exit.
     assert server.bash_result(running, timeout=1).cancelled
@@ -163,7 +163,8 @@ def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:
     started = time.monotonic()
     server.result("abort_bash", {"requestId": ident})
     assert server.bash_result(ident).cancelled
-    assert time.monotonic() - started < 0.3 + 0.5 + 0.5
+    # Below the default 2 s grace: the configured 0.3 s was used.
+    assert time.monotonic() - started < 1.9
     assert not [c for c in server.owned_commands() if "sleep 60" in c]
 
 

@@ -89,6 +89,14 @@ def test_resize_reaches_the_program(server: InProcessServer) -> None:
     assert "winch" in output
 
 
+def test_the_pty_size_wins_over_the_servers_columns_and_lines(spawn) -> None:
+    server = spawn(env={"COLUMNS": "80", "LINES": "24"})
+    output = server.bash("tput cols; tput lines; stty size", pty={"cols": 100, "rows": 30}).output
+    assert output == "100\n30\n30 100\n"
+    # On pipes, nothing is a terminal: the caller's values stay.
+    assert server.bash("echo $COLUMNS").output == "80\n"
+
+
 def test_resize_is_clamped(server: InProcessServer) -> None:
     ident = server.request(
         "bash", {"command": "echo ready; read -r _; stty size", "pty": {"cols": 5}}

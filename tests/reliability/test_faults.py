@@ -60,7 +60,8 @@ def test_term_ignoring_grandchild_holding_the_pipe(server: ServerProcess) -> Non
     started = time.monotonic()
     result = server.bash(command, timeout=2)
     elapsed = time.monotonic() - started
-    assert result.timed_out and elapsed < 2 + GRACE_SECONDS + 1
+    # Well before the 60 s the command would take; generous for a loaded machine.
+    assert result.timed_out and elapsed < 2 + GRACE_SECONDS + 10
     assert_all_gone(server.pid)
     assert server.bash("echo fine").output == "fine\n"
 

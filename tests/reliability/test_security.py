@@ -91,8 +91,8 @@ def test_no_shell_syntax_through_request_fields(server: InProcessServer) -> None
     payload = f"$(touch {tmp}/from-X) `touch {tmp}/from-Y`; touch {tmp}/from-Z"
     out = server.bash('printf "%s" "$VALUE"', env={"VALUE": payload}).output
     assert out == payload
-    # A cwd is data for `cd`, not shell text.
-    odd_dir = tmp / payload.replace("/", "_")
+    # A cwd is data for `cd`, not shell text (relative touches: they would land in tmp).
+    odd_dir = tmp / "$(touch from-X) `touch from-Y`; touch from-Z"
     odd_dir.mkdir()
     assert server.bash("pwd", cwd=odd_dir.name).output == f"{odd_dir}\n"
     server.bash("pwd", cwd=f"$(touch {tmp}/from-cwd)")
