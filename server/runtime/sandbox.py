@@ -104,6 +104,9 @@ class Policy:
             bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
             for root in self.writable_roots:
                 args += [bind, root, root]
+            if not any(_within(cwd, root) for root in self.writable_roots):
+                # A session the host opened elsewhere: there to read, not to write.
+                args += ["--ro-bind-try", cwd, cwd]
             for path in self._protected(self.writable):
                 args += ["--ro-bind-try", path, path]
         else:

@@ -98,6 +98,16 @@ def test_read_only_allows_only_its_private_tmp(spawn, tmp_path: Path) -> None:
     assert server.bash("echo t > /tmp/t && cat /tmp/t").output == "t\n"
 
 
+def test_a_session_opened_outside_the_workspace_is_there_read_only(spawn, tmp_path: Path) -> None:
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("kept\n")
+    server = sandboxed(spawn, "workspace-write")
+    server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
+    assert server.bash("pwd; cat notes.txt", sessionId="o").output == f"{elsewhere}\nkept\n"
+    assert server.bash("echo x > new.txt", sessionId="o").sandbox_denied
+
+
 def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(spawn, listener) -> None:
     server = sandboxed(spawn, "workspace-write")
     assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
