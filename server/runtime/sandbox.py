@@ -101,7 +101,8 @@ class Policy:
                 args.append("--unshare-net")
             # The roots are bound again over the private /tmp, read-only where not writable,
             # so a workspace there stays visible.
-            bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+            # `-try`: a configured root that does not exist is skipped, not fatal.
+            bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
             for root in self.writable_roots:
                 args += [bind, root, root]
             if not any(_within(cwd, root) for root in self.writable_roots):
@@ -133,7 +134,9 @@ def policy(
     """The policy of a mode; None for `off`."""
     if mode == "off":
         return None
-    roots = [workspace, *(os.path.expanduser(r) for r in writable_roots)]
+    # Configured roots that do not exist (yet) are left out, here and in the notice.
+    extra = [os.path.expanduser(r) for r in writable_roots]
+    roots = [workspace, *(r for r in extra if os.path.isdir(r))]
     resolved = tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
     return Policy(mode, network, resolved, tuple(protected_paths))
 

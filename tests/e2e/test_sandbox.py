@@ -53,7 +53,8 @@ def connect(port: int, host: str = "127.0.0.1") -> str:
 
 
 def test_workspace_write_allows_the_workspace_and_refuses_the_rest(spawn, tmp_path) -> None:
-    server = sandboxed(spawn, "workspace-write")
+    # A configured root that does not exist is skipped, not fatal.
+    server = sandboxed(spawn, "workspace-write", "writableRoots = ['/nonexistent/root']\n")
     assert server.bash("echo made > inside.txt && cat inside.txt").output == "made\n"
     assert (tmp_path / "inside.txt").read_text() == "made\n"
     result = server.bash("touch /etc/bashrpc-test")

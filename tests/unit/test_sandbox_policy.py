@@ -32,22 +32,23 @@ def test_off_has_no_policy() -> None:
 
 
 def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
-    argv = make("workspace-write", roots=["/work/cache"], protected=["secrets"]).argv(
-        ["bash"], cwd=WORKSPACE, bwrap="bwrap", private_dir="/run/s1"
-    )
+    argv = make(
+        "workspace-write", roots=["/usr/share", "/no/such/root"], protected=["secrets"]
+    ).argv(["bash"], cwd=WORKSPACE, bwrap="bwrap", private_dir="/run/s1")
     assert argv[:4] == ["bwrap", "--die-with-parent", "--unshare-pid", "--new-session"]
     assert argv[-4:] == ["--chdir", WORKSPACE, "--", "bash"]
     assert "--unshare-net" in argv and pairs(argv, "--ro-bind")[0] == "/"
-    assert pairs(argv, "--bind") == [WORKSPACE, "/work/cache", "/run/s1"]
+    assert pairs(argv, "--bind-try") == [WORKSPACE, "/usr/share"]
+    assert pairs(argv, "--bind") == ["/run/s1"]
     protected = pairs(argv, "--ro-bind-try")
-    assert f"{WORKSPACE}/.git/hooks" in protected and "/work/cache/secrets" in protected
+    assert f"{WORKSPACE}/.git/hooks" in protected and "/usr/share/secrets" in protected
     # Order matters: the private /tmp first, the roots over it, the protected over them.
     assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/.git/hooks")
 
 
 def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None:
     argv = make("read-only").argv(["bash"], cwd=WORKSPACE, bwrap="bwrap")
-    assert pairs(argv, "--bind") == [] and WORKSPACE in pairs(argv, "--ro-bind")
+    assert pairs(argv, "--bind") == [] and WORKSPACE in pairs(argv, "--ro-bind-try")
     full = make("full").argv(["bash"], cwd="/", bwrap="bwrap", new_session=False)
     assert pairs(full, "--bind") == ["/"] and "--unshare-net" not in full
     assert "--new-session" not in full and "--unshare-pid" in full
