@@ -53,6 +53,8 @@ class Sizes:
     swerex_warmup: int = 10
     intercept_calls: int = 2000
     sandbox_sessions: int = 10
+    peer_calls: int = 200
+    peer_zero_bytes: str = "100M"
 
 
 QUICK = Sizes(
@@ -71,6 +73,8 @@ QUICK = Sizes(
     swerex_warmup=1,
     intercept_calls=20,
     sandbox_sessions=2,
+    peer_calls=5,
+    peer_zero_bytes="1M",
 )
 
 

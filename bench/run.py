@@ -7,10 +7,13 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from bench import peers
 from bench.cases import CASES, QUICK, Row, Sizes, run_cases
+from bench.plot import plot
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -76,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, help="repetitions per case (default 3)")
     parser.add_argument("--only", nargs="+", choices=sorted(CASES), help="run only these cases")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also measure pi and omp side by side (installed from npm into a cache)",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
     if args.repeat:
@@ -84,7 +92,21 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_cases(names, sizes)
     print(table(rows))
     args.out.mkdir(parents=True, exist_ok=True)
+    data = to_json(rows, sizes)
     name = "quick.json" if args.quick else "latest.json"
-    (args.out / name).write_text(json.dumps(to_json(rows, sizes), indent=2) + "\n")
+    if args.peers:
+        data["peers"] = run_peers(sizes, (args.out / name).with_suffix(".png"))
+    (args.out / name).write_text(json.dumps(data, indent=2) + "\n")
     print(f"\nsaved {args.out / name}", file=sys.stderr)
     return 0
+
+
+def run_peers(sizes: Sizes, picture: Path) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="bashrpc-peers-") as tmp:
+        systems, results, notes = peers.compare(Path(tmp), sizes.peer_calls, sizes.peer_zero_bytes)
+    print("\n" + peers.table(systems, results))
+    skipped = plot(systems, results, picture)
+    notes += [skipped] if skipped else []
+    for note in notes:
+        print(f"- {note}")
+    return {"systems": systems, "results": results, "notes": notes}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +44,43 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
     assert all(row["median"] > 0 or row["unit"] == "KiB" for row in positive)
     swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
     assert swerex["values"] or "skipped" in swerex["note"]
+
+
+@pytest.mark.slow
+def test_peers_are_skipped_with_a_note_when_npm_is_missing(tmp_path: Path) -> None:
+    """bashrpc is still measured; each peer says why it was not."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("bash", "head", "tr", "wc", "sleep", "true", "env"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    env = {**os.environ, "PATH": str(tools), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--only",
+            "interceptor",
+            "--peers",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| metric | bashrpc |" in proc.stdout
+    peers = json.loads((tmp_path / "quick.json").read_text())["peers"]
+    assert peers["systems"] == ["bashrpc"]
+    assert peers["results"]["bashrpc"]["`true` p50 ms"] > 0
+    # Then a note on the plot, where matplotlib (an optional extra) is missing.
+    assert peers["notes"][:2] == [
+        "pi skipped: node and npm are not installed (apt install nodejs npm)",
+        "omp skipped: node and npm are not installed (apt install nodejs npm)",
+    ]

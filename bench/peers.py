@@ -1,0 +1,208 @@
+"""Peers measured in the same run as bashrpc: pi and omp (oh-my-pi), over their
+JSONL RPC mode (`{"id", "type": "bash", "command"}` in, a `response` with the
+same id out).
+
+`python -m bench --peers` installs them from npm into a cache folder (node and
+npm from the system's packages, bun from npm for omp), once; a peer that
+cannot be installed or started is skipped with a note saying why. Neither
+makes a model call for `bash`; omp refuses to start without some API key, so
+it is given a placeholder one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.client import BenchServer
+
+# Versions measured; newer ones may change the protocol.
+PI_PACKAGE = "@earendil-works/pi-coding-agent"
+OMP_PACKAGE = "@oh-my-pi/pi-coding-agent@18.2.3"
+BUN_PACKAGE = "bun"
+INSTALL_SECONDS = 600
+ANSWER_SECONDS = 60
+# omp will not start without a model key; bash never uses it.
+PLACEHOLDER_KEY = {"ANTHROPIC_API_KEY": "unused-by-bash"}
+
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    package: str
+    binary: str
+
+
+PEERS = (Peer("pi", PI_PACKAGE, "pi"), Peer("omp", OMP_PACKAGE, "omp"))
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bashrpc-bench" / "peers"
+
+
+def install(peer: Peer, cache: Path) -> tuple[Path | None, str]:
+    """The peer's executable, or None and why not."""
+    folder = cache / peer.name
+    executable = folder / "node_modules" / ".bin" / peer.binary
+    if executable.exists():
+        return executable, ""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        return None, "node and npm are not installed (apt install nodejs npm)"
+    folder.mkdir(parents=True, exist_ok=True)
+    packages = [peer.package] + ([BUN_PACKAGE] if peer.name == "omp" else [])
+    try:
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent", *packages],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+            timeout=INSTALL_SECONDS,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"npm install {' '.join(packages)} failed: {str(exc)[:200]}"
+    if not executable.exists():
+        return None, f"{peer.package} installed no `{peer.binary}`"
+    return executable, ""
+
+
+class JsonlPeer:
+    """One peer process in RPC mode; `bash` requests one at a time."""
+
+    def __init__(self, executable: Path, home: Path, workdir: Path) -> None:
+        env = {
+            **os.environ,
+            **PLACEHOLDER_KEY,
+            "HOME": str(home),
+            # bun, installed beside omp, on PATH.
+            "PATH": f"{executable.parent}:{os.environ.get('PATH', '')}",
+        }
+        self.proc = subprocess.Popen(
+            [str(executable), "--mode", "rpc", "--no-session"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=workdir,
+            # Its own group, so closing it ends what its commands left running too.
+            start_new_session=True,
+        )
+        self._ids = 0
+
+    def bash(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._ids += 1
+        ident = str(self._ids)
+        request = {"id": ident, "type": "bash", "command": command}
+        self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise EOFError("the peer exited")
+            message = json.loads(line)
+            if message.get("type") == "response" and message.get("id") == ident:
+                if not message.get("success", False):
+                    raise RuntimeError(str(message.get("error")))
+                data: dict[str, Any] = message.get("data") or {}
+                return data
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+class BashrpcPeer:
+    """bashrpc behind the same interface, for the same-run comparison."""
+
+    def __init__(self, artifacts: Path, home: Path) -> None:
+        self.server = BenchServer(artifacts, home=home)
+
+    def bash(self, command: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.server.result("bash", {"command": command})
+        return result
+
+    def close(self) -> None:
+        self.server.close()
+
+
+Start = Callable[[], "JsonlPeer | BashrpcPeer"]
+
+
+def timed(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def measure(start: Start, calls: int, zero_bytes: str) -> dict[str, float]:
+    """The same figures for every system."""
+    figures: dict[str, float] = {}
+    started = time.perf_counter()
+    system = start()
+    try:
+        system.bash("true")
+        figures["startup ms"] = (time.perf_counter() - started) * 1e3
+        for label, command in (("`true`", "true"), ("`/bin/true`", "/bin/true")):
+            samples = [timed(lambda c=command: system.bash(c)) for _ in range(calls)]
+            figures[f"{label} p50 ms"] = percentile(samples, 0.5) * 1e3
+            figures[f"{label} p99 ms"] = percentile(samples, 0.99) * 1e3
+        figures["`sleep 30 & echo bg` ms"] = timed(lambda: system.bash("sleep 30 & echo bg")) * 1e3
+        command = f"head -c {zero_bytes} /dev/zero | tr '\\0' a | wc -c"
+        output = system.bash(command)
+        total = int(str(output.get("output", "0")).split()[0] or 0)
+        elapsed = timed(lambda: system.bash(f"head -c {zero_bytes} /dev/zero | tr '\\0' a"))
+        figures["zeros through, MB/s"] = total / elapsed / 1e6
+    finally:
+        system.close()
+    return figures
+
+
+def compare(
+    workdir: Path, calls: int, zero_bytes: str
+) -> tuple[list[str], dict[str, dict[str, float]], list[str]]:
+    """(systems, figures by system, notes) for bashrpc and every peer that runs here."""
+    home = workdir / "peer-home"
+    home.mkdir(exist_ok=True)
+    results = {
+        "bashrpc": measure(lambda: BashrpcPeer(workdir / "artifacts", home), calls, zero_bytes)
+    }
+    notes = []
+    for peer in PEERS:
+        executable, why = install(peer, cache_dir())
+        if executable is None:
+            notes.append(f"{peer.name} skipped: {why}")
+            continue
+        try:
+            results[peer.name] = measure(
+                lambda e=executable: JsonlPeer(e, home, workdir), calls, zero_bytes
+            )
+        except (OSError, EOFError, RuntimeError, ValueError) as exc:
+            notes.append(f"{peer.name} skipped: it did not answer ({exc})")
+    return list(results), results, notes
+
+
+def table(systems: list[str], results: dict[str, dict[str, float]]) -> str:
+    metrics = list(results["bashrpc"])
+    lines = ["| metric | " + " | ".join(systems) + " |", "| --- |" + " --- |" * len(systems)]
+    for metric in metrics:
+        cells = [f"{results[s][metric]:.3g}" if metric in results[s] else "-" for s in systems]
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
