@@ -77,10 +77,11 @@ def test_ctrl_c_aborts_the_command_and_prints_the_summary(tmp_path: Path) -> Non
         start_new_session=True,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.read(8) == b"started\n"
+    # Both printed before the interrupt: the summary then counts them exactly.
+    assert proc.stdout.read(15) == b"started\npartial"
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 130
-    assert proc.stdout.read() == b"partial\n"
+    assert proc.stdout.read() == b"\n"  # the line the output left open is ended
     summary = proc.stderr.read().decode()
     assert re.fullmatch(r"\[bashrpc\] exit - · cancelled · 2 lines, 15 bytes · [\d.]+s\n", summary)
     assert wait_until(lambda: marked_processes(marker) == [], timeout=EXIT_BOUND_SECONDS)
