@@ -34,6 +34,8 @@ from server.errors import SandboxUnavailable
 
 # Always read-only inside a writable root: what would run code outside the sandbox.
 PROTECTED_IN_ROOTS = (".git/hooks", ".git/config")
+# A tmpfs of each confined shell's own, over the host's.
+PRIVATE_TMP = "/tmp"
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0
 _NO_LIMIT_MODES = ("off", "full")
@@ -58,16 +60,18 @@ class Policy:
     def writable(self) -> tuple[str, ...]:
         return self.writable_roots if self.mode == "workspace-write" else ()
 
-    def allows_write(self, path: str) -> bool:
-        """Whether a command may write `path` (absolute, normalized) under this policy."""
+    def allows_write(self, path: str, shown: Sequence[str] = ()) -> bool:
+        """Whether a command may write `path` (absolute, normalized) under this policy;
+        `shown`: directories bound read-only besides (a session's, outside the roots)."""
         if not self.confined:
             return True
-        if path == "/tmp" or path.startswith("/tmp/"):
-            return True
-        roots = self.writable
-        if not any(_within(path, root) for root in roots):
+        if any(_within(path, root) for root in self.writable_roots):
+            # Bound over the private /tmp, if that is where a root is.
+            roots = self.writable
+            return bool(roots) and not any(_within(path, p) for p in self._protected(roots))
+        if any(_within(path, directory) for directory in shown):
             return False
-        return not any(_within(path, p) for p in self._protected(roots))
+        return _within(path, PRIVATE_TMP)
 
     def _protected(self, roots: Sequence[str]) -> list[str]:
         out = []
@@ -96,7 +100,8 @@ class Policy:
         if new_session:
             args.append("--new-session")
         if self.confined:
-            args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+            args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            args += ["--tmpfs", PRIVATE_TMP]
             if not self.network:
                 args.append("--unshare-net")
             # The roots are bound again over the private /tmp, read-only where not writable,

@@ -15,9 +15,14 @@ import re
 from protocol import messages
 from server.runtime.sandbox import Policy
 
-_MARKERS = re.compile(r"read-only file system|permission denied|\bEROFS\b|\bEACCES\b", re.I)
-# Paths as tools print them: quoted (ASCII or typographic quotes), or bare and absolute.
-_PATHS = re.compile(r"""'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’|(?<![\w.])(/[^\s:'",]+)""")
+_REASONS = "read-only file system|permission denied|EROFS|EACCES"
+# A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.
+_QUOTED = r"""'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’"""
+# `touch: cannot touch 'x': Read-only file system`, `bash: x: Permission denied`:
+# the path right before the reason (not the program's name at the start).
+_BEFORE = re.compile(rf"(?:{_QUOTED}|([^\s:'\"‘’]+)): (?:{_REASONS})", re.I)
+# `OSError: [Errno 30] Read-only file system: '/x'`, `EROFS: ..., open '/x'`: after it.
+_AFTER = re.compile(rf"(?:{_REASONS})(?::|,\s*\w+)\s*(?:{_QUOTED})", re.I)
 
 
 def denied_path(output: str, exit_code: int | None, policy: Policy | None, cwd: str) -> str | None:
@@ -26,12 +31,14 @@ def denied_path(output: str, exit_code: int | None, policy: Policy | None, cwd: 
         return None
     found = None
     for line in output.splitlines():
-        if not _MARKERS.search(line):
-            continue
-        for match in _PATHS.finditer(line):
+        for match in (*_BEFORE.finditer(line), *_AFTER.finditer(line)):
             text = next(group for group in match.groups() if group is not None)
+            if text.isupper():
+                continue  # an error code (`EROFS: read-only file system`), not a path
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(text)))
-            if not policy.allows_write(path):
+            # The command's directory, when outside the roots, is the session's, bound
+            # read-only (see `Policy.argv`).
+            if not policy.allows_write(path, shown=(cwd,)):
                 found = path
     return found
 

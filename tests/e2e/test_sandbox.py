@@ -77,13 +77,14 @@ def test_git_hooks_and_config_stay_read_only(spawn, tmp_path: Path) -> None:
     (tmp_path / ".git" / "config").write_text("[core]\n")
     (tmp_path / "secret.env").write_text("x")
     server = sandboxed(spawn, "workspace-write", "protectedPaths = ['secret.env']\n")
-    for command in (
-        "echo evil > .git/hooks/pre-commit",
-        "echo evil >> .git/config",
-        "echo evil >> secret.env",
+    for command, target in (
+        ("echo evil > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("echo evil >> .git/config", ".git/config"),
+        ("echo evil >> secret.env", "secret.env"),
     ):
         result = server.bash(command)
         assert result.exit_code == 1 and result.sandbox_denied, command
+        assert f"denied writing {tmp_path / target};" in result.output
     assert server.bash("echo ok > .git/HEAD && cat .git/HEAD").output == "ok\n"
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"

@@ -103,6 +103,12 @@ def test_a_request_only_tightens() -> None:
             "/work/app/.git/hooks/pre-push",
         ),
         ("touch: cannot touch 'mine.txt': Permission denied\n", None),
+        # The program's name is not the path: the one before the reason is.
+        (
+            "/usr/bin/bash: line 26: .git/hooks/pre-commit: Read-only file system\n",
+            "/work/app/.git/hooks/pre-commit",
+        ),
+        ("/usr/bin/bash: line 3: notes.txt: Read-only file system\n", None),
         ("everything is fine at /etc/x\n", None),
     ],
 )
@@ -119,3 +125,21 @@ def test_only_failed_commands_in_confined_modes_are_read() -> None:
     assert notice == messages.SANDBOX_DENIED.format(
         mode="read-only", path="/etc/x", writable=messages.SANDBOX_PRIVATE_TMP
     )
+
+
+def test_a_root_under_tmp_is_judged_as_a_root() -> None:
+    made = policy(
+        "workspace-write",
+        network=False,
+        workspace="/tmp/ws",
+        writable_roots=(),
+        protected_paths=(),
+    )
+    assert made is not None
+    assert made.allows_write("/tmp/ws/src/a.py") and made.allows_write("/tmp/elsewhere")
+    assert not made.allows_write("/tmp/ws/.git/hooks/pre-commit")
+    read_only = policy(
+        "read-only", network=False, workspace="/tmp/ws", writable_roots=(), protected_paths=()
+    )
+    assert read_only is not None
+    assert not read_only.allows_write("/tmp/ws/a") and read_only.allows_write("/tmp/scratch")
