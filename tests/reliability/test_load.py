@@ -66,6 +66,12 @@ def test_client_that_stops_reading_for_a_while(tmp_path: Path) -> None:
     assert proc.stdin is not None and proc.stdout is not None
     commands = {i: f"seq {i} 2000000" for i in range(1, 5)}
     try:
+        # A first command answered: the baseline is a running server's, not a starting one's.
+        warm_up = {"jsonrpc": "2.0", "id": 0, "method": "bash", "params": {"command": "true"}}
+        proc.stdin.write(json.dumps(warm_up).encode() + b"\n")
+        proc.stdin.flush()
+        while json.loads(proc.stdout.readline()).get("id") != 0:
+            pass
         for ident, command in commands.items():
             request = {
                 "jsonrpc": "2.0",
