@@ -130,8 +130,7 @@ class _Parts:
     def redirect(self, node: tree_sitter.Node) -> None:
         self.redirects.append(_redirect(node))
         if node.type == "file_redirect":
-            # tree-sitter reads `> f b` as two destinations; bash reads `b` as an argument.
-            self.words.extend(literal(d) for d in node.children_by_field_name("destination")[1:])
+            self.words.extend(_stray_arguments(node))
         if self.words:
             self.spelled.append(_spelling(node))
         if node.type == "heredoc_redirect":
@@ -187,6 +186,22 @@ def _redirect(node: tree_sitter.Node) -> Redirect:
         elif child.is_named and not target and node.type != "heredoc_redirect":
             target = literal(child)
     return Redirect(op, target, fd)
+
+
+def _stray_arguments(node: tree_sitter.Node) -> list[str]:
+    """tree-sitter reads `> f b` as two destinations; bash reads `b` as an argument.
+    Words after a parse error are not taken: in `cat <<EOF > f | grep x` the grammar
+    fails at `|` and would hand `grep x` to `cat`."""
+    words: list[str] = []
+    destinations = 0
+    for index, child in enumerate(node.children):
+        if child.type == "ERROR":
+            break
+        if node.field_name_for_child(index) == "destination":
+            destinations += 1
+            if destinations > 1:
+                words.append(literal(child))
+    return words
 
 
 def _spelling(node: tree_sitter.Node) -> str:

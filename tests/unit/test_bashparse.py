@@ -37,6 +37,14 @@ def test_a_heredoc_keeps_what_follows_its_delimiter() -> None:
     assert cat.redirects == (Redirect("<<", ""), Redirect(">", "out"))
 
 
+def test_words_after_a_parse_error_are_not_arguments() -> None:
+    # The grammar fails at the `|` after `> out` on a heredoc's line.
+    (cat,) = simple_commands("cat <<'EOF' > out | grep x\nbody\nEOF")
+    assert cat.words == ("cat",) and cat.redirects == (Redirect("<<", ""), Redirect(">", "out"))
+    (echo,) = simple_commands("echo a > f b")
+    assert echo.words == ("echo", "a", "b")
+
+
 def test_substitutions_are_not_commands_of_the_line() -> None:
     assert names("x=$(cat f); diff <(sort a) b; echo `date`") == ["diff", "echo"]
 
