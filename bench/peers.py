@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.cases import percentile
 from bench.client import BenchServer
 
 # Versions measured; newer ones may change the protocol.
@@ -145,11 +146,6 @@ def timed(run: Callable[[], object]) -> float:
     started = time.perf_counter()
     run()
     return time.perf_counter() - started
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def measure(start: Start, calls: int, zero_bytes: str) -> dict[str, float]:

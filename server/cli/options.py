@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from server.settings import SANDBOX_STRICTNESS
+
 FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox")
-SANDBOX_MODES = ("off", "full", "workspace-write", "read-only")
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -25,7 +26,7 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     parser.add_argument(
         "--sandbox",
         default=default,
-        choices=SANDBOX_MODES,
+        choices=SANDBOX_STRICTNESS,
         help="run shells in this bubblewrap sandbox (overrides the settings' sandbox.mode)",
     )
     parser.add_argument(

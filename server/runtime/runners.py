@@ -75,19 +75,33 @@ class RunResult:
         return self.exit_code is None and self.start_error is None
 
 
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One command for a runner: what to run, where, for how long, where its bytes go."""
+
+    command: str
+    # Relative to the session's directory; None: that directory.
+    cwd: str | None
+    env: Mapping[str, str]
+    timeout: float | None
+    feed: Callable[[bytes], None]
+    execution: Execution
+
+    def workdir(self, session: Session) -> str:
+        """The directory the command starts in, `~` expanded as the session's shell would."""
+        if self.cwd is None:
+            return session.cwd
+        return resolve_path(session.cwd, self.cwd, session.home)
+
+
 async def on_pipes(
     pool: ShellPool,
     session: Session,
-    command: str,
-    *,
-    cwd: str | None,
-    env: Mapping[str, str],
-    timeout: float | None,
-    feed: Callable[[bytes], None],
-    backpressure: Backpressure | None,
-    execution: Execution,
+    request: RunRequest,
+    backpressure: Backpressure | None = None,
 ) -> RunResult:
     """On the session's shell; on a one-shot shell when that one is busy."""
+    command, cwd, env, execution = request.command, request.cwd, request.env, request.execution
     if cwd is not None:
         # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
         cwd = expand_home(cwd, session.home)
@@ -97,12 +111,12 @@ async def on_pipes(
     if not one_shot:
         session.busy = True
     try:
-        with execution.arm(timeout):
+        with execution.arm(request.timeout):
             for attempt in range(2):
                 shell = await _acquire(pool, session, one_shot)
                 try:
                     completion = await shell.run(
-                        command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
+                        command, cwd=cwd, env=env, on_output=request.feed, backpressure=backpressure
                     )
                     break
                 except ShellDied:
@@ -151,26 +165,18 @@ class Terminal:
 
 
 async def on_pty(
-    pool: ShellPool,
-    session: Session,
-    command: str,
-    *,
-    cwd: str | None,
-    env: Mapping[str, str],
-    timeout: float | None,
-    terminal: Terminal,
-    feed: Callable[[bytes], None],
-    execution: Execution,
+    pool: ShellPool, session: Session, request: RunRequest, terminal: Terminal
 ) -> RunResult:
     """A one-shot `bash -c` on a PTY, under the same limits as shells.
 
     Whatever it leaves running, background jobs included, is killed at the end.
     """
+    command, execution = request.command, request.execution
     async with pool.pty_slot():
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir = resolve_path(session.cwd, cwd, session.home) if cwd else session.cwd
-        full_env = envmod.for_terminal(session.env, env)
+        workdir = request.workdir(session)
+        full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
             # On its own line, so the command is parsed after the snapshot's aliases exist.
@@ -192,7 +198,7 @@ async def on_pty(
             env=full_env,
             cols=terminal.cols,
             rows=terminal.rows,
-            on_output=feed,
+            on_output=request.feed,
             tracker=tracker,
             sandboxed=session.config.sandbox is not None,
         )
@@ -203,7 +209,7 @@ async def on_pty(
             execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=workdir, start_error=str(exc))
         try:
-            exit_code, timed_out = await _drive(pool, run, timeout, execution)
+            exit_code, timed_out = await _drive(pool, run, request.timeout, execution)
         finally:
             execution.finished = True
             run.close()

@@ -23,7 +23,6 @@ from server.runtime.channels import Backpressure
 from server.runtime.pty import PtyRun, clamp_size
 from server.runtime.runners import Execution, RunResult, Terminal
 from server.runtime.runtime import Runtime
-from server.runtime.sessions import resolve_path
 from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
 
@@ -125,34 +124,21 @@ class CommandService:
         self._executions.add(execution)
         if flight is not None:
             flight.attach(execution.abort)
-        env = envmod.without_guards(spec.env)
-        # Where relative paths in the output are taken from.
-        start = resolve_path(session.cwd, spec.cwd, session.home) if spec.cwd else session.cwd
+        request = runners.RunRequest(
+            command=spec.command,
+            cwd=spec.cwd,
+            env=envmod.without_guards(spec.env),
+            timeout=spec.timeout,
+            feed=pipeline.feed,
+            execution=execution,
+        )
+        # Where relative paths in the output are taken from (a command may `cd`).
+        start = request.workdir(session)
         try:
             if spec.terminal is None:
-                run = await runners.on_pipes(
-                    runtime.pool,
-                    session,
-                    spec.command,
-                    cwd=spec.cwd,
-                    env=env,
-                    timeout=spec.timeout,
-                    feed=pipeline.feed,
-                    backpressure=listener.backpressure,
-                    execution=execution,
-                )
+                run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
             else:
-                run = await runners.on_pty(
-                    runtime.pool,
-                    session,
-                    spec.command,
-                    cwd=spec.cwd,
-                    env=env,
-                    timeout=spec.timeout,
-                    terminal=spec.terminal,
-                    feed=pipeline.feed,
-                    execution=execution,
-                )
+                run = await runners.on_pty(runtime.pool, session, request, spec.terminal)
         finally:
             self._executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
