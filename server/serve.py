@@ -90,7 +90,8 @@ async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
     """SIGTERM everything below the server but `spare`, then SIGKILL what is left."""
 
     def current() -> set[int]:
-        return procs.descendants(procs.direct_children() - spare, procs.snapshot())
+        scan = procs.Scan()
+        return scan.descendants(scan.children(os.getpid()) - spare)
 
     pids = current()
     if not pids:

@@ -30,7 +30,7 @@ import anyio
 
 from server.runtime import procs
 from server.runtime.cgroups import Cgroup, CgroupRoot
-from server.runtime.procs import ProcTable, Scan
+from server.runtime.procs import Scan
 
 # Stopping a tree that keeps forking converges in a few rounds; a fork bomb
 # does not, and then the kill proceeds with what was caught.
@@ -153,10 +153,11 @@ class AncestryTracker(Tracker):
 
     def leader_exited(self) -> None:
         scan = Scan()
-        unclaimed = procs.direct_children() - self._owner.accounted()
+        unclaimed = scan.children(os.getpid()) - self._owner.accounted()
         for pid in unclaimed:
-            if pid in scan.table:
-                self._remember(pid, scan.table[pid].start)
+            info = scan.info(pid)
+            if info is not None:
+                self._remember(pid, info.start)
         self.members(scan)
 
     @property
@@ -170,13 +171,22 @@ class AncestryTracker(Tracker):
 
     def members(self, scan: Scan | None = None) -> set[int]:
         scan = Scan() if scan is None else scan
-        table = scan.table
-        roots = {pid for pid, start in self._seen.items() if _same(table, pid, start)}
-        # Orphans that kept their environment are traced by their tag.
-        roots |= {pid for pid, tag in scan.orphan_tags().items() if tag == self.tag}
-        found = procs.descendants(roots, table)
+        # The gone are forgotten, so the record holds what may still be a member.
+        for pid, start in list(self._seen.items()):
+            info = scan.info(pid)
+            if info is None or info.start != start:
+                del self._seen[pid]
+        roots = {pid for pid, start in self._seen.items() if scan.live(pid, start)}
+        # Orphans that kept their environment are traced by their tag. Only the
+        # server's children no tracker answers for can be such orphans (reading
+        # every shell's environment made each kill cost O(shells)).
+        unclaimed = scan.children(os.getpid()) - self._owner.accounted()
+        roots |= {pid for pid in unclaimed if scan.tag(pid) == self.tag}
+        found = scan.descendants(roots)
         for pid in found:
-            self._remember(pid, table[pid].start)
+            info = scan.info(pid)
+            if info is not None:
+                self._remember(pid, info.start)
         return found
 
     async def _stop_all(self, leader: int | None) -> set[int]:
@@ -199,11 +209,6 @@ class AncestryTracker(Tracker):
 
     def release(self) -> None:
         self._owner.forget(self)
-
-
-def _same(table: ProcTable, pid: int, start: int) -> bool:
-    info = table.get(pid)
-    return info is not None and info.start == start and not info.zombie
 
 
 class Containment:

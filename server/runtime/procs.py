@@ -39,9 +39,6 @@ class ProcInfo:
         return self.state in ("Z", "X")
 
 
-ProcTable = dict[int, ProcInfo]
-
-
 def prctl(option: int, arg: int) -> bool:
     """Call prctl(2); also safe in a child between fork and exec."""
     global _libc
@@ -84,12 +81,7 @@ def chain(pid: int, length: int) -> list[int]:
     what it runs. The eldest child is taken, so an orphan adopted later is not."""
     found = [pid]
     while len(found) < length:
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as f:
-                children = [int(c) for c in f.read().split()]
-        except (OSError, ValueError):
-            break
-        born = {c: info.start for c in children if (info := read_stat(c)) is not None}
+        born = {c: info.start for c in direct_children(pid) if (info := read_stat(c)) is not None}
         if not born:
             break
         pid = min(born, key=lambda c: (born[c], c))
@@ -107,46 +99,58 @@ def sandbox_init(bwrap_pid: int) -> int:
     return chain(bwrap_pid, SANDBOX_INIT_DEPTH)[-1]
 
 
-def snapshot() -> ProcTable:
-    """Every process on the machine, in one pass over /proc."""
-    table: ProcTable = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            info = read_stat(int(name))
-            if info is not None:
-                table[int(name)] = info
-    return table
+def all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 class Scan:
-    """One pass over /proc, shared by everyone who asks in the same moment."""
+    """/proc as one moment's view, read only as far as someone asks.
+
+    A tree is walked down the kernel's per-task children lists, so its cost is
+    its size, not the machine's: fifty shells killed at once used to read every
+    /proc entry a few times each. Whatever is read is kept, so many trees
+    asked about together share one view. The children lists may miss a child
+    that forks or exits during the read; callers that must catch everything
+    stop the tree and ask again, which they do anyway to catch new forks.
+    """
 
     def __init__(self) -> None:
-        self.table = snapshot()
-        self._tags: dict[int, str | None] | None = None
+        self._stats: dict[int, ProcInfo | None] = {}
+        self._children: dict[int, set[int]] = {}
+        self._tags: dict[int, str | None] = {}
 
-    def orphan_tags(self) -> dict[int, str | None]:
-        """This process's children with the owner tag each carries, read once."""
-        if self._tags is None:
-            self._tags = {pid: owner_tag(pid) for pid in direct_children() if pid in self.table}
-        return self._tags
+    def info(self, pid: int) -> ProcInfo | None:
+        if pid not in self._stats:
+            self._stats[pid] = read_stat(pid)
+        return self._stats[pid]
 
+    def live(self, pid: int, start: int | None = None) -> bool:
+        """Running (not a zombie), and the same process if its start time is given."""
+        info = self.info(pid)
+        return info is not None and not info.zombie and start in (None, info.start)
 
-def descendants(roots: Iterable[int], table: ProcTable) -> set[int]:
-    """Live processes among `roots` and below them."""
-    children: dict[int, list[int]] = {}
-    for pid, info in table.items():
-        children.setdefault(info.ppid, []).append(pid)
-    found: set[int] = set()
-    stack = [p for p in roots if p in table]
-    while stack:
-        pid = stack.pop()
-        if pid in found:
-            continue
-        found.add(pid)
-        stack.extend(children.get(pid, ()))
-    found.discard(os.getpid())
-    return {p for p in found if not table[p].zombie}
+    def children(self, pid: int) -> set[int]:
+        if pid not in self._children:
+            self._children[pid] = direct_children(pid)
+        return self._children[pid]
+
+    def descendants(self, roots: Iterable[int]) -> set[int]:
+        """Live processes among `roots` and below them, this one excepted."""
+        found: set[int] = set()
+        stack = [p for p in roots if self.info(p) is not None]
+        while stack:
+            pid = stack.pop()
+            if pid in found:
+                continue
+            found.add(pid)
+            stack.extend(c for c in self.children(pid) if self.info(c) is not None)
+        found.discard(os.getpid())
+        return {p for p in found if self.live(p)}
+
+    def tag(self, pid: int) -> str | None:
+        if pid not in self._tags:
+            self._tags[pid] = owner_tag(pid)
+        return self._tags[pid]
 
 
 def direct_children(pid: int | None = None) -> set[int]:

@@ -124,12 +124,10 @@ def _sweep(cgroup: Path | None, reported: dict[int, int], owner_prefix: str) -> 
 
 
 def _leftovers(reported: dict[int, int], owner_prefix: str) -> set[int]:
-    table = procs.snapshot()
-    roots = {
-        pid for pid, start in reported.items() if (info := table.get(pid)) and info.start == start
-    }
+    scan = procs.Scan()
+    roots = {pid for pid, start in reported.items() if scan.live(pid, start)}
     if owner_prefix:
-        for pid in table:
+        for pid in procs.all_pids():
             if pid not in roots and (procs.owner_tag(pid) or "").startswith(owner_prefix):
                 roots.add(pid)
-    return procs.descendants(roots, table)
+    return scan.descendants(roots)
