@@ -47,7 +47,12 @@ _COMPLETE_SEQUENCE = (
 # Controls the ground state drops and stays in: every special character but ESC
 # and the 8-bit introducers of CSI and string sequences.
 _PLAIN_CONTROLS = "[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
-_PLAIN_CONTROL = re.compile(_PLAIN_CONTROLS)
+# The same controls in UTF-8. C0 and DEL are single bytes that are never part of
+# another character; a C1 control is 0xC2 and one continuation byte. Dropping them
+# from the encoded text is one bytes.translate, where a str regex took a step per
+# match (binary output has one every few characters).
+_PLAIN_C0_BYTES = bytes(c for c in range(0x80) if re.fullmatch(_PLAIN_CONTROLS, chr(c)))
+_PLAIN_C1_UTF8 = re.compile(b"\xc2[\x80-\x8f\x91-\x97\x99\x9a\x9c]")
 # From the ground state: the next character that may leave it. Plain controls
 # are dropped from all ground text in one pass at the end, so binary output costs
 # a step per ESC, not per control byte.
@@ -99,12 +104,12 @@ class Sanitizer:
             if not data.translate(None, _PRINTABLE_ASCII):
                 return data
             if data.isascii():
-                return self._run(data.decode("ascii")).encode()
+                return self._run(data.decode("ascii"))
         if self._decoder is None:
             self._decoder = _UTF8("replace")
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
-        return self._run(text).encode()
+        return self._run(text)
 
     def finish(self) -> bytes:
         """Flush a cut-off character; an unfinished sequence is dropped."""
@@ -112,20 +117,20 @@ class Sanitizer:
             return b""
         text = self._decoder.decode(b"", final=True)
         self._decoder_empty = True
-        out = self._run(text).encode() if text else b""
+        out = self._run(text) if text else b""
         self._state = _State.GROUND
         return out
 
-    def _run(self, text: str) -> str:
+    def _run(self, text: str) -> bytes:
         if self._state is _State.GROUND:
             if _HAS_SPECIAL.search(text) is None:
-                return text
+                return text.encode()
             # Text with an escape every few hundred characters (binary output, mostly)
             # would leave one for the machine anyway: spare it the wasted pass.
             if text.count(ESC) * _ESCAPES_FOR_MACHINE < len(text):
                 cleaned = _DROP.sub("", text)
                 if _LEFTOVER.search(cleaned) is None:
-                    return cleaned
+                    return cleaned.encode()
         out: list[str] = []
         i, end = 0, len(text)
         while i < end:
@@ -170,7 +175,7 @@ class Sanitizer:
             else:
                 i = self._escape(text, i)
         # Only ground text and LFs were kept: its plain controls go in one pass.
-        return _PLAIN_CONTROL.sub("", "".join(out))
+        return _without_plain_controls("".join(out).encode())
 
     def _escape(self, text: str, i: int) -> int:
         """One character after ESC, or after ESC and intermediates."""
@@ -191,6 +196,13 @@ class Sanitizer:
             self._state = _State.GROUND
             return i
         return i + 1
+
+
+def _without_plain_controls(data: bytes) -> bytes:
+    data = data.translate(None, _PLAIN_C0_BYTES)
+    if b"\xc2" in data:
+        data = _PLAIN_C1_UTF8.sub(b"", data)
+    return data
 
 
 def _ground_transition(char: str) -> _State:
