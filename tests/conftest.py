@@ -68,3 +68,9 @@ def process(spawn_process: SpawnProcess) -> Iterator[ServerProcess]:
     proc = spawn_process()
     yield proc
     assert proc.garbage == [], "non-protocol lines on stdout"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow cases first: the workers take them on at the start, side by side,
+    instead of one worker finishing a long case while the others sit idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

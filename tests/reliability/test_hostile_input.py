@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from protocol import messages
 from protocol.errors import ErrorCode
 from tests.inprocess import InProcessServer
+from tests.rpc import ServerProcess
 
 # Examples per property; the README's figures count them.
 EXAMPLES = {
@@ -272,8 +273,18 @@ def test_duplicate_in_flight_ids(server: InProcessServer) -> None:
     assert outputs == ["a\n", "b\n"]
 
 
+# A command here takes about a millisecond: the later waves mostly complete.
+MAX_HEAD_START_SECONDS = 0.1
+
+
 @pytest.mark.slow
-def test_aborts_and_cancels_racing_completion(server: InProcessServer) -> None:
+def test_aborts_and_cancels_racing_completion(process: ServerProcess) -> None:
+    """Each wave queues its commands on one shell and aborts them all after a head
+    start that grows from wave to wave: by then some have completed, one is
+    running and the rest wait, so the aborts race every stage. (A process, not
+    in-process: each abort of a running command restarts the shell, and a fork
+    of the test process costs far more than one of the server.)"""
+    server = process
     rounds, wave = 1000, 50  # waves stay well under the in-flight limit
     outcomes = {"completed": 0, "cancelled": 0}
     for start in range(0, rounds, wave):
@@ -281,10 +292,14 @@ def test_aborts_and_cancels_racing_completion(server: InProcessServer) -> None:
         for i, ident in zip(range(start, start + wave), idents, strict=True):
             if i % 2:
                 server.request("bash", {"command": "echo x"}, id=ident)
-                server.request("abort_bash", {"requestId": ident})
             else:
                 arguments = {"command": "echo x"}
                 server.request("tools/call", {"name": "bash", "arguments": arguments}, id=ident)
+        time.sleep(start / rounds * MAX_HEAD_START_SECONDS)
+        for i, ident in zip(range(start, start + wave), idents, strict=True):
+            if i % 2:
+                server.request("abort_bash", {"requestId": ident})
+            else:
                 server.notify("notifications/cancelled", {"requestId": ident})
         for ident in idents:
             reply = server.response(ident, timeout=60)
@@ -298,6 +313,8 @@ def test_aborts_and_cancels_racing_completion(server: InProcessServer) -> None:
                 assert result.get("output") == "x\n" or result["content"][0]["text"] == "x\n"
                 outcomes["completed"] += 1
     assert sum(outcomes.values()) == rounds
+    # Both sides won some races: the aborts did not all land before the start.
+    assert outcomes["completed"] and outcomes["cancelled"], outcomes
     assert server.bash("echo healthy").output == "healthy\n"
     # Only the sessions' idle shells are left: no command outlived its race.
     assert all("--noprofile --norc" in c for c in server.owned_commands())
