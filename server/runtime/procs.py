@@ -99,6 +99,11 @@ def sandbox_init(bwrap_pid: int) -> int:
     return chain(bwrap_pid, SANDBOX_INIT_DEPTH)[-1]
 
 
+# The kernel's per-task children lists need CONFIG_PROC_CHILDREN (every major
+# distribution sets it); without them, trees are found from each process's parent.
+CHILDREN_LISTS = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
 def all_pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
@@ -118,6 +123,7 @@ class Scan:
         self._stats: dict[int, ProcInfo | None] = {}
         self._children: dict[int, set[int]] = {}
         self._tags: dict[int, str | None] = {}
+        self._indexed = False
 
     def info(self, pid: int) -> ProcInfo | None:
         if pid not in self._stats:
@@ -130,9 +136,22 @@ class Scan:
         return info is not None and not info.zombie and start in (None, info.start)
 
     def children(self, pid: int) -> set[int]:
+        if not CHILDREN_LISTS:
+            self._index_by_parent()
+            return self._children.get(pid, set())
         if pid not in self._children:
             self._children[pid] = direct_children(pid)
         return self._children[pid]
+
+    def _index_by_parent(self) -> None:
+        """Every process's parent, in one pass over /proc (no children lists)."""
+        if self._indexed:
+            return
+        self._indexed = True
+        for pid in all_pids():
+            info = self.info(pid)
+            if info is not None:
+                self._children.setdefault(info.ppid, set()).add(pid)
 
     def descendants(self, roots: Iterable[int]) -> set[int]:
         """Live processes among `roots` and below them, this one excepted."""
@@ -156,6 +175,8 @@ class Scan:
 def direct_children(pid: int | None = None) -> set[int]:
     """Children of a process (default: this one), from every thread's list."""
     pid = os.getpid() if pid is None else pid
+    if not CHILDREN_LISTS:
+        return Scan().children(pid)
     out: set[int] = set()
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
