@@ -62,6 +62,10 @@ class Cgroup:
         finally:
             os.close(fd)
 
+    def add(self, pid: int) -> bool:
+        """Move a running process here, from outside it."""
+        return self._write("cgroup.procs", str(pid).encode())
+
     def procs(self) -> set[int]:
         """Live processes in this group and below (zombies have left it)."""
         out: set[int] = set()

@@ -56,6 +56,13 @@ class Tracker(ABC):
     def prepare_child(self) -> None:
         """Runs in the child between fork and exec: only plain syscalls here."""
 
+    # Whether `place` works: a subreaper has to ask for it itself.
+    can_place = False
+
+    def place(self, pid: int) -> bool:
+        """Put a process that already runs in the tracker, from outside it."""
+        return False
+
     def adopt(self, pid: int) -> None:  # noqa: B027 - optional hook
         """The leader's pid, once it is known."""
 
@@ -111,6 +118,11 @@ class CgroupTracker(Tracker):
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
+
+    can_place = True
+
+    def place(self, pid: int) -> bool:
+        return self.group.add(pid)
 
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()

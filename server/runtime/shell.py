@@ -76,9 +76,7 @@ class Shell:
         # The pids of the shell's process chain (bwrap's two, then bash), once known.
         self._chain: set[int] | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._control = -1
-        self._status = -1
-        self._fields = -1
+        self._control = self._status = self._fields = -1
         self._channel: StatusChannel | None = None
         # Shell text that restores the user's traps, from the last record.
         self._restore = ""
@@ -142,6 +140,8 @@ class Shell:
                 cwd=self.cwd,
                 env=self._env,
                 pass_fds=(status_w,),
+                # bwrap starts its namespace at once, and bash runs $BASH_ENV first.
+                waits_for_input=not (self.config.sandbox or "BASH_ENV" in self._env),
             )
         except BaseException:
             for fd in (control_w, status_r):
