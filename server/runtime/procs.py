@@ -55,12 +55,19 @@ def become_subreaper() -> bool:
     return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+def _read_proc(path: str) -> bytes | None:
+    """A file under /proc, or None once what it describes is gone."""
+    try:
+        with open(f"/proc/{path}", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def read_stat(pid: int) -> ProcInfo | None:
     """A process's stat line, or None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
+    raw = _read_proc(f"{pid}/stat")
+    if raw is None:
         return None
     # The command name may hold spaces and parentheses: split after the last ')'.
     fields = raw[raw.rfind(b")") + 2 :].split()
@@ -183,19 +190,13 @@ def direct_children(pid: int | None = None) -> set[int]:
     except OSError:
         return out
     for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                out.update(int(p) for p in f.read().split())
-        except OSError:
-            continue
+        out.update(int(p) for p in (_read_proc(f"{pid}/task/{tid}/children") or b"").split())
     return out
 
 
 def owner_tag(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            environ = f.read()
-    except OSError:
+    environ = _read_proc(f"{pid}/environ")
+    if environ is None:
         return None
     key = OWNER_ENV.encode() + b"="
     for entry in environ.split(b"\0"):
