@@ -21,7 +21,7 @@ GONE_SECONDS = 5.0
 # PDEATHSIG it would outlive us), then reports its pid and whether its tracker
 # holds it, and waits to be killed.
 PARENT = """
-import os, subprocess, sys, time
+import os, sys, time
 from server.runtime import child
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
