@@ -8,7 +8,6 @@ error per bad member, not one for the whole batch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -31,8 +30,7 @@ class _IdOnly(msgspec.Struct):
     id: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """One valid request or notification. ``id`` is UNSET for notifications."""
 
     method: str
@@ -73,8 +71,7 @@ class Notification(msgspec.Struct, kw_only=True):
     params: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected:
+class Rejected(msgspec.Struct, frozen=True):
     """A line or batch member that cannot be dispatched, with its ready reply."""
 
     response: ErrorResponse

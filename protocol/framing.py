@@ -8,13 +8,12 @@ holds more than ``max_line_bytes`` of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Oversized:
+class Oversized(msgspec.Struct, frozen=True):
     """A line that exceeded the limit and was discarded."""
 
     size: int

@@ -17,7 +17,6 @@ then running requests are wound down and answered, then the outbox flushes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -55,8 +54,7 @@ LIFECYCLE_METHODS = frozenset({"shutdown", "exit"})
 _log = log.get("connection")
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(msgspec.Struct, frozen=True):
     """A request admitted to run as a task."""
 
     method: Method
@@ -64,8 +62,7 @@ class Task:
     flight: InFlight
 
 
-@dataclass(slots=True)
-class RequestContext:
+class RequestContext(msgspec.Struct):
     """What a handler gets besides its params."""
 
     connection: Connection

@@ -9,8 +9,9 @@ import hashlib
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 SUFFIX = ".bash.log"
 ARTIFACT_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
@@ -33,8 +34,7 @@ def workspace_key(workspace: Path | str) -> str:
     return f"{name}-{digest[:_KEY_HASH_CHARS]}"
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     path: Path
     size: int
     mtime_ns: int

@@ -21,8 +21,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from protocol import messages
 from server import log
@@ -110,8 +111,7 @@ class ArtifactWriter:
         self._store.finished(self)
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactChunk:
+class ArtifactChunk(msgspec.Struct, frozen=True):
     data: bytes
     offset: int
     next_offset: int | None

@@ -9,8 +9,9 @@ So memory stays bounded while the full text stays recoverable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
+
+import msgspec
 
 from server.output import utf8
 from server.output.sanitize import Sanitizer
@@ -34,8 +35,7 @@ class Spill(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class SinkSummary:
+class SinkSummary(msgspec.Struct, frozen=True):
     text: str
     truncated: bool
     total_bytes: int

@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
 import anyio.abc
+import msgspec
 
 from server import log
 from server.errors import TooManyShells
@@ -36,8 +36,7 @@ _shell_names = itertools.count(1)
 _log = log.get("pool")
 
 
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
+class PoolLimits(msgspec.Struct, frozen=True):
     max_shells: int = DEFAULT_MAX_SHELLS
     idle_seconds: float = DEFAULT_IDLE_SECONDS
     grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS
@@ -92,7 +91,7 @@ class ShellPool:
         if self.snapshots is not None and config.snapshot is None:
             snapshot = await self.snapshots.get(config.shell, env)
             if snapshot is not None:
-                config = replace(config, snapshot=str(snapshot))
+                config = msgspec.structs.replace(config, snapshot=str(snapshot))
         return config
 
     async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:

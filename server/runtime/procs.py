@@ -10,7 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from server import log
 
@@ -25,8 +26,7 @@ _log = log.get("procs")
 _libc: ctypes.CDLL | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ProcInfo:
+class ProcInfo(msgspec.Struct, frozen=True):
     ppid: int
     pgid: int
     sid: int

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 from server.runtime import drain, procs, sandbox
 from server.runtime import env as envmod
@@ -60,8 +60,7 @@ class Execution:
         return self.scope.cancelled_caught and not self.aborted
 
 
-@dataclass(frozen=True, slots=True)
-class RunResult:
+class RunResult(msgspec.Struct, frozen=True):
     # None when the command was killed (abort, timeout) or never started.
     exit_code: int | None
     timed_out: bool
@@ -75,8 +74,7 @@ class RunResult:
         return self.exit_code is None and self.start_error is None
 
 
-@dataclass(frozen=True, slots=True)
-class RunRequest:
+class RunRequest(msgspec.Struct, frozen=True):
     """One command for a runner: what to run, where, for how long, where its bytes go."""
 
     command: str
@@ -158,8 +156,7 @@ async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bo
         session.shell = None
 
 
-@dataclass(frozen=True, slots=True)
-class Terminal:
+class Terminal(msgspec.Struct, frozen=True):
     cols: int
     rows: int
 

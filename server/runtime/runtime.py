@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import anyio.abc
+import msgspec
 
 from protocol.methods import SandboxMode
 from server import log
@@ -33,8 +33,7 @@ _log = log.get("runtime")
 SHUTDOWN_GRACE_SECONDS = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+class Options(msgspec.Struct, frozen=True):
     settings: Settings
     workspace: Path
     shell: str

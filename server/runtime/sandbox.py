@@ -24,9 +24,9 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import anyio.to_thread
+import msgspec
 
 from protocol import messages
 from protocol.methods import SandboxMode
@@ -41,8 +41,7 @@ PROBE_SECONDS = 10.0
 _NO_LIMIT_MODES = ("off", "full")
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(msgspec.Struct, frozen=True):
     mode: SandboxMode
     network: bool
     # Absolute, normalized: the workspace first. Writable in `workspace-write` only,

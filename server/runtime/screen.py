@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import msgspec
 
 REPLAY_BYTES = 256 * 1024
 # DEC private mode set/reset: ESC [ ? Pm h / l. Mode 1 is DECCKM.
@@ -26,8 +26,7 @@ _PRIVATE_MODE = re.compile(rb"\x1b\[\?([0-9;]*)([hl])")
 _MODE_CARRY_BYTES = 32
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True):
     cols: int
     rows: int
     lines: list[str]

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
 # Replays the user's rc snapshot; its own output and errors are not the command's.
@@ -118,8 +119,7 @@ def command_fields(
     return b"".join(f + b"\0" for f in fields)
 
 
-@dataclass(frozen=True, slots=True)
-class StatusRecord:
+class StatusRecord(msgspec.Struct, frozen=True):
     status: int
     # Undecodable bytes are kept as surrogates (os.fsdecode).
     pwd: str

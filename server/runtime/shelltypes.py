@@ -3,7 +3,7 @@ pool and its sessions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from server.runtime.sandbox import Policy
 
@@ -12,8 +12,7 @@ class ShellDied(Exception):
     """The shell was gone before it accepted the command."""
 
 
-@dataclass(frozen=True, slots=True)
-class ShellConfig:
+class ShellConfig(msgspec.Struct, frozen=True):
     """Everything that makes two shells interchangeable."""
 
     shell: str
@@ -24,8 +23,7 @@ class ShellConfig:
     sandbox: Policy | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(msgspec.Struct, frozen=True):
     # None when the shell was killed (abort, timeout) or died without a status.
     exit_code: int | None
     cwd: str | None

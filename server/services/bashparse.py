@@ -13,8 +13,8 @@ another command, which is the shell doing its job.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 
+import msgspec
 import tree_sitter
 import tree_sitter_bash
 
@@ -24,8 +24,7 @@ _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirec
 _HEREDOC_PARTS = frozenset({"heredoc_start", "heredoc_body", "heredoc_end"})
 
 
-@dataclass(frozen=True, slots=True)
-class Redirect:
+class Redirect(msgspec.Struct, frozen=True):
     # The operator as written (`>`, `>>`, `>|`, `&>`, `<&`, `<<`, `<<<`...).
     op: str
     # The destination's literal text; "" for a heredoc.
@@ -34,8 +33,7 @@ class Redirect:
     fd: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SimpleCommand:
+class SimpleCommand(msgspec.Struct, frozen=True):
     # The command name and its arguments, unquoted where the quoting is static.
     words: tuple[str, ...]
     redirects: tuple[Redirect, ...]
@@ -44,7 +42,7 @@ class SimpleCommand:
     # Not first in its pipeline: its input is another command's output.
     piped: bool = False
     # The directories a literal `cd` changed to earlier on the line, in order.
-    cds: tuple[str, ...] = field(default=())
+    cds: tuple[str, ...] = ()
 
 
 @functools.cache

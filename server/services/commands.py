@@ -9,8 +9,9 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+import msgspec
 
 from protocol import messages
 from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
@@ -55,8 +56,7 @@ class Flight(Protocol):
     def attach(self, abort: Callable[[], bool]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
+class CommandSpec(msgspec.Struct, frozen=True):
     command: str
     session_id: str
     # None: where the session's shell is.
@@ -66,7 +66,7 @@ class CommandSpec:
     max_bytes: int
     request_id: Any = None
     # For this command only, over the session's environment.
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     # A PTY of this size; None runs on pipes.
     terminal: Terminal | None = None
     # Where the spec's fields sit in the request, for error messages.
@@ -145,7 +145,7 @@ class CommandService:
         policy = session.config.sandbox
         denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
         if denied is not None and policy is not None:
-            outcome = replace(outcome, sandbox_denied=denial_notice(denied, policy))
+            outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
         return outcome
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:

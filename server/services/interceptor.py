@@ -13,7 +13,6 @@ import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -52,8 +51,7 @@ _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
+class Invocation(msgspec.Struct, frozen=True):
     """A simple command seen as the program it runs: past `sudo` and the like."""
 
     simple: SimpleCommand
@@ -66,8 +64,7 @@ class Invocation:
 Matcher = Callable[[Invocation], Recovery | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     name: str
     tool: str
     message: str
@@ -76,8 +73,7 @@ class Rule:
     programs: frozenset[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     tool: str
     rule: str
     message: str

@@ -9,7 +9,8 @@ which the server applies to the full output instead.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 # One pipe (not `||`, not an escaped `\|`) into head/tail with a line count,
 # anchored at the very end of the command (trailing spaces allowed).
@@ -24,8 +25,7 @@ _TRAILING = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Normalized:
+class Normalized(msgspec.Struct, frozen=True):
     command: str
     head: int | None
     tail: int | None

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from protocol import messages
 from server.output.sink import SinkSummary
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     summary: SinkSummary
     exit_code: int | None
     cancelled: bool

@@ -12,16 +12,16 @@ shown line unless it ended the output (head 2 of `a..e` is `a\\nb`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from server.output.sink import SinkSummary, count_lines
 
 Cap = Literal["bytes", "lines"]
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(msgspec.Struct, frozen=True):
     text: str
     # Line numbers (1-based, inclusive) of the shown lines in the whole output.
     start: int

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+import msgspec
 
 from protocol import messages, paths
 from protocol.methods import SandboxMode
@@ -13,8 +14,7 @@ from server.runtime.sessions import resolve_path
 from server.services.commands import CommandService
 
 
-@dataclass(frozen=True, slots=True)
-class SessionView:
+class SessionView(msgspec.Struct, frozen=True):
     id: str
     busy: bool
     # None until the session's shell has started (or after it died).

@@ -9,7 +9,7 @@ failing build's log is never lost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from protocol import messages
 from protocol.mcp import (
@@ -29,8 +29,7 @@ from server.services.selection import Cap, select
 DEFAULT_MAX_LINES = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Shaping:
+class Shaping(msgspec.Struct, frozen=True):
     head: int | None
     tail: int | None
     max_bytes: int
@@ -46,8 +45,7 @@ def _limit_label(cut_by: Cap | None, shaping: Shaping) -> str:
     return messages.TRUNCATION_LIMIT.format(limit=limit)
 
 
-@dataclass(frozen=True, slots=True)
-class _Kept:
+class _Kept(msgspec.Struct, frozen=True):
     """The output as the result shows it, and what was cut to get there."""
 
     text: str

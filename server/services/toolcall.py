@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio.abc
@@ -94,8 +93,7 @@ def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions)
     return host.ui is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     # What to run; None when the call already ended (blocked, or a bad cwd).
     spec: CommandSpec | None
     early: CallToolResult | None

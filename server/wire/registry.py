@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
@@ -35,8 +34,7 @@ class RegistrationError(Exception):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
+class Method(msgspec.Struct, frozen=True):
     name: str
     params: type[msgspec.Struct]
     handler: Callable[..., Any]

@@ -13,11 +13,11 @@ import os
 import stat
 import sys
 from collections import deque
-from dataclasses import dataclass
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import msgspec
 
 from server import fdio
 from server.wire.transport import Transport
@@ -30,8 +30,7 @@ PIPE_BUFFER_BYTES = 1024 * 1024
 _F_SETPIPE_SZ = 1031
 
 
-@dataclass(frozen=True, slots=True)
-class ProtocolFds:
+class ProtocolFds(msgspec.Struct, frozen=True):
     input: int
     output: int
     restore_blocking: tuple[tuple[int, bool], ...]

@@ -8,17 +8,15 @@ an in-memory pipe, which is how tests talk to a real server in-process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import anyio
+import msgspec
 from anyio.abc import AnyByteReceiveStream, AnyByteSendStream
 
 # Unread bytes an in-memory end holds before its writer waits, as a pipe would.
 MEMORY_PIPE_CHUNKS = 256
 
 
-@dataclass(frozen=True, slots=True)
-class Transport:
+class Transport(msgspec.Struct, frozen=True):
     receive: AnyByteReceiveStream
     send: AnyByteSendStream
 
