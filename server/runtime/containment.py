@@ -165,8 +165,7 @@ class AncestryTracker(Tracker):
 
     def leader_exited(self) -> None:
         scan = Scan()
-        unclaimed = scan.children(os.getpid()) - self._owner.accounted()
-        for pid in unclaimed:
+        for pid in self._owner.unclaimed(scan):
             info = scan.info(pid)
             if info is not None:
                 self._remember(pid, info.start)
@@ -183,17 +182,16 @@ class AncestryTracker(Tracker):
 
     def members(self, scan: Scan | None = None) -> set[int]:
         scan = Scan() if scan is None else scan
-        # The gone are forgotten, so the record holds what may still be a member.
+        roots: set[int] = set()
         for pid, start in list(self._seen.items()):
             info = scan.info(pid)
             if info is None or info.start != start:
+                # Gone: forgotten, so the record holds only what may still be a member.
                 del self._seen[pid]
-        roots = {pid for pid, start in self._seen.items() if scan.live(pid, start)}
-        # Orphans that kept their environment are traced by their tag. Only the
-        # server's children no tracker answers for can be such orphans (reading
-        # every shell's environment made each kill cost O(shells)).
-        unclaimed = scan.children(os.getpid()) - self._owner.accounted()
-        roots |= {pid for pid in unclaimed if scan.tag(pid) == self.tag}
+            elif not info.zombie:
+                roots.add(pid)
+        # Orphans that kept their environment are traced by their tag.
+        roots |= {pid for pid in self._owner.unclaimed(scan) if scan.tag(pid) == self.tag}
         found = scan.descendants(roots)
         for pid in found:
             info = scan.info(pid)
@@ -257,6 +255,12 @@ class Containment:
         for tracker in self._ancestry:
             out |= tracker.seen
         return out
+
+    def unclaimed(self, scan: Scan) -> set[int]:
+        """The server's children nobody answers for: orphans re-parented to it. Only
+        these are asked for their tag (reading every shell's environment on every
+        question made each kill cost O(shells))."""
+        return scan.children(os.getpid()) - self.accounted()
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
