@@ -10,9 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 from collections.abc import Callable
 
 import anyio
+
+
+def pollable(fd: int) -> bool:
+    """Whether epoll takes `fd`. Regular files and some devices (/dev/null) it
+    refuses: they are always ready, so they are read directly instead."""
+    with select.epoll(1) as probe:
+        try:
+            probe.register(fd, select.EPOLLIN)
+        except PermissionError:
+            return False
+    return True
 
 
 async def read(fd: int, size: int) -> bytes:

@@ -165,6 +165,8 @@ class Runtime:
     async def wind_down(self) -> None:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
+            if self.pool.snapshots is not None:
+                self.pool.snapshots.winding_down = True
             self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
             async with anyio.create_task_group() as tg:
                 for shell in list(self.pool.live):

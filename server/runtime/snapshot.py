@@ -183,6 +183,9 @@ class SnapshotStore:
         self._count = 0
         # Generating shells, whose exit status anyio collects (the reaper skips them).
         self.pids: set[int] = set()
+        # Set when the runtime kills everything: a capture cut short then says
+        # nothing about the rc, so it is not reported as the rc's failure.
+        self.winding_down = False
 
     async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
         key = (shell, tuple(sorted(env.items())))
@@ -221,13 +224,16 @@ class SnapshotStore:
                 tracker.release()
                 self.pids.discard(process.pid)
         if timed_out or not is_complete(path):
-            if timed_out:
-                reason = messages.SNAPSHOT_TIMED_OUT.format(
-                    seconds=messages.format_seconds(self._deadline)
-                )
-            else:
-                reason = messages.SNAPSHOT_EXITED.format(status=process.returncode)
-            _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
             path.unlink(missing_ok=True)
+            if not self.winding_down:
+                reason = self._failure(timed_out, process.returncode)
+                _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
             return None
         return path
+
+    def _failure(self, timed_out: bool, status: int | None) -> str:
+        if timed_out:
+            return messages.SNAPSHOT_TIMED_OUT.format(
+                seconds=messages.format_seconds(self._deadline)
+            )
+        return messages.SNAPSHOT_EXITED.format(status=status)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import sys
 from collections import deque
 
@@ -62,12 +61,12 @@ def restore_stdio(fds: ProtocolFds) -> None:
 
 class FdReceiveStream(anyio.abc.ByteReceiveStream):
     """Reads an fd from a loop callback, so a steady stream of requests costs no
-    readiness registration per read. A regular file (`bashrpc < requests.jsonl`)
-    cannot be polled, so it is read directly, yielding between big reads."""
+    readiness registration per read. What epoll refuses (`bashrpc < requests.jsonl`,
+    `< /dev/null`) never blocks, so it is read directly, yielding between reads."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._pollable = not stat.S_ISREG(os.fstat(fd).st_mode)
+        self._pollable = fdio.pollable(fd)
         if self._pollable:
             os.set_blocking(fd, False)
         self._chunks: deque[bytes] = deque()

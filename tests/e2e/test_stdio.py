@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
-from tests.rpc import ServerProcess
+from protocol import messages
+from tests.rpc import ServerProcess, server_environment
+
+# Shutdown promises 3 s; the bound only catches a hang.
+EXIT_BOUND_SECONDS = 10.0
 
 
 def test_children_never_hold_the_protocol_pipes(process: ServerProcess) -> None:
@@ -31,3 +39,44 @@ def test_stdout_carries_only_protocol_lines(process: ServerProcess) -> None:
     process.close()
     assert process.garbage == []
     assert all(isinstance(json.loads(line), (dict, list)) for line in process.raw_lines)
+
+
+def run_server(tmp_path: Path, **stdin: Any) -> subprocess.CompletedProcess[bytes]:
+    """The server to its end, its input given as `subprocess.run`'s `stdin` or `input`."""
+    return subprocess.run(
+        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        capture_output=True,
+        env=server_environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS,
+        **stdin,
+    )
+
+
+def test_requests_from_a_file_are_answered(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    lines = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in (1, 2)]
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with open(requests, "rb") as stdin:
+        done = run_server(tmp_path, stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
+
+
+def test_stdin_that_cannot_be_polled_is_read_to_its_end(tmp_path: Path) -> None:
+    # /dev/null is a character device that epoll refuses: still just an empty input.
+    done = run_server(tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b""
+    assert b"Traceback" not in done.stderr
+
+
+def test_shutdown_during_the_rc_capture_is_not_blamed_on_the_rc(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # The capture is still sourcing this when the input ends.
+    (home / ".bashrc").write_text("sleep 30\n")
+    done = run_server(tmp_path, input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["id"] == 1
+    rc_blamed = messages.SNAPSHOT_FAILED.split("{", 1)[0].encode()
+    assert rc_blamed not in done.stderr, done.stderr
