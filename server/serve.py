@@ -23,7 +23,7 @@ import anyio
 
 from server import log
 from server.connection import Connection
-from server.runtime import procs
+from server.runtime import polling, procs
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
 from server.runtime.runtime import Options, Runtime
@@ -97,9 +97,9 @@ async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
     if not pids:
         return
     procs.signal_all(pids, signal.SIGTERM)
-    with anyio.move_on_after(grace_seconds):
-        while current():
-            await anyio.sleep(procs.KILL_POLL_SECONDS)
-    while survivors := current():
+    await polling.until(lambda: not current(), grace_seconds)
+    for pause in polling.intervals():
+        if not (survivors := current()):
+            break
         procs.signal_all(survivors, signal.SIGKILL)
-        await anyio.sleep(procs.KILL_POLL_SECONDS)
+        await anyio.sleep(pause)

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import anyio
 
-from server.runtime import procs
+from server.runtime import polling, procs
 from server.runtime.cgroups import Cgroup, CgroupRoot
 from server.runtime.procs import Scan
 
@@ -37,7 +37,6 @@ from server.runtime.procs import Scan
 MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
-KILL_POLL_SECONDS = procs.KILL_POLL_SECONDS
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
 LEADER_DEATH_SECONDS = 1.0
@@ -97,18 +96,16 @@ class Tracker(ABC):
                 procs.signal_all([leader], signal.SIGKILL)
                 # The rest stay stopped until the leader is dead: a sandbox's init
                 # takes its namespace with it, and nothing there may run a line more.
-                with anyio.move_on_after(LEADER_DEATH_SECONDS):
-                    while procs.alive([leader]):
-                        await anyio.sleep(KILL_POLL_SECONDS)
+                await polling.until(lambda: not procs.alive([leader]), LEADER_DEATH_SECONDS)
             rest = stopped - {leader}
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
-            with anyio.move_on_after(grace_seconds if rest else 0):
-                while self.members():
-                    await anyio.sleep(KILL_POLL_SECONDS)
-            while self.members():
+            await polling.until(lambda: not self.members(), grace_seconds if rest else 0)
+            for pause in polling.intervals():
+                if not self.members():
+                    break
                 self._force()
-                await anyio.sleep(KILL_POLL_SECONDS)
+                await anyio.sleep(pause)
 
 
 class CgroupTracker(Tracker):
@@ -270,7 +267,9 @@ class Containment:
         if self.root is None:
             return
         with anyio.CancelScope(shield=True):
-            while self.root.populated:
+            for pause in polling.intervals():
+                if not self.root.populated:
+                    break
                 self.root.kill()
-                await anyio.sleep(KILL_POLL_SECONDS)
+                await anyio.sleep(pause)
             self.root.remove()

@@ -20,7 +20,6 @@ PR_SET_CHILD_SUBREAPER = 36
 # Every process started through the server inherits this variable. It is only
 # a hint (a command can clear its environment): ownership never rests on it.
 OWNER_ENV = "BASHRPC_OWNER"
-KILL_POLL_SECONDS = 0.02
 
 _log = log.get("procs")
 _libc: ctypes.CDLL | None = None
