@@ -8,6 +8,7 @@ code on an in-memory transport in this process.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import os
@@ -93,8 +94,19 @@ def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float
     return bool(predicate())
 
 
+# What the reader of a server process's stdout asks for at a time.
+READ_BYTES = 1024 * 1024
 # How the server begins a `bash/chunk` notification line.
 _CHUNK_PREFIX = b'{"jsonrpc":"2.0","method":"bash/chunk"'
+
+
+def _reply_key(ident: Any) -> tuple[type, Any] | None:
+    """How replies are matched: equal ids of the same JSON type (1 is not 1.0 or true)."""
+    try:
+        hash(ident)
+    except TypeError:
+        return None
+    return (type(ident), ident)
 
 
 class RpcClient:
@@ -105,6 +117,9 @@ class RpcClient:
         self._queue: queue.Queue[Any] = queue.Queue()
         self.messages: list[Any] = []
         self._taken: set[int] = set()
+        # Replies not yet taken, by (type of id, id): `response` is a lookup, not a scan
+        # of everything received (the hostile-input properties receive thousands).
+        self._replies: dict[tuple[type, Any], collections.deque[Any]] = {}
         self.raw_lines: list[bytes] = []
         # Lines that were not JSON: always a bug, checked at teardown.
         self.garbage: list[bytes] = []
@@ -159,6 +174,10 @@ class RpcClient:
             self._queue.put(None)
             raise EOFError("the server closed its output")
         self.messages.append(message)
+        if isinstance(message, dict) and "method" not in message:
+            key = _reply_key(message.get("id"))
+            if key is not None:
+                self._replies.setdefault(key, collections.deque()).append(message)
         return message
 
     def wait_for(self, predicate: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
@@ -187,15 +206,21 @@ class RpcClient:
             self.next_message(left)
 
     def response(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
-        def matches(m: Any) -> bool:
-            return (
-                isinstance(m, dict)
-                and "method" not in m
-                and m.get("id") == ident
-                and type(m.get("id")) is type(ident)
-            )
-
-        return self.wait_for(matches, timeout)
+        """The first reply to `ident`, received or still to come, not taken before."""
+        key = _reply_key(ident)
+        assert key is not None, ident
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting = self._replies.get(key)
+            while waiting:
+                message = waiting.popleft()
+                if id(message) not in self._taken:
+                    self._taken.add(id(message))
+                    return message
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("expected message did not arrive")
+            self.next_message(left)
 
     def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return self.response(self.request(method, params), timeout)
@@ -287,10 +312,21 @@ class ServerProcess(RpcClient):
         self._reader.start()
 
     def _read(self) -> None:
+        """Big reads, split here: iterating the pipe's file reads 8 KiB at a time,
+        which for gigabytes of chunk lines was most of a test's own CPU."""
         assert self.proc.stdout is not None
+        part: list[bytes] = []
         try:
-            for line in self.proc.stdout:
-                self._received(line)
+            # read1 (not os.read on the fd): a test may close the file to break the pipe.
+            while data := self.proc.stdout.read1(READ_BYTES):
+                start = 0
+                while (end := data.find(b"\n", start)) >= 0:
+                    part.append(data[start : end + 1])
+                    self._received(b"".join(part))
+                    part.clear()
+                    start = end + 1
+                if start < len(data):
+                    part.append(data[start:])
         except (OSError, ValueError):
             pass  # a test closed our end of stdout on purpose
         self._ended()

@@ -1,4 +1,8 @@
-"""The official MCP Python SDK as the client: bashrpc works as a stdio MCP server as is."""
+"""The official MCP Python SDK as the client: bashrpc works as a stdio MCP server as is.
+
+The SDK is imported by the test that uses it, not by this module: it takes most
+of a second, which every test worker would otherwise pay just to collect.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +11,23 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
-mcp = pytest.importorskip("mcp")
+from protocol import messages
+from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-
-from protocol import messages  # noqa: E402
-from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until  # noqa: E402
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
 
 HANG_SECONDS = 30
 
 
 def params(tmp_path: Path) -> StdioServerParameters:
+    from mcp import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
@@ -38,6 +43,10 @@ def text(result: object) -> str:
 
 
 def test_sdk_session_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
     server_pids: list[int] = []
 
     async def main() -> None:

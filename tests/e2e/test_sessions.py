@@ -164,7 +164,8 @@ def test_pty_commands_see_the_users_shell_too(spawn, tmp_path: Path) -> None:
 
 
 SESSION_LIST_SESSIONS = 60
-SESSION_LIST_CALLS = 20
+SESSION_LIST_CALLS = 5
+SESSION_LIST_ROUNDS = 4
 # One scan of /proc is about 1 ms here; one per session was about 1 ms each.
 SESSION_LIST_CPU_BOUND_SECONDS = 0.015
 
@@ -176,9 +177,13 @@ def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
         server.bash("sleep 300 &" if i % 2 else "true", sessionId=f"s{i}")
     jobs = {name: info.background_jobs for name, info in server.sessions().items()}
     assert all(jobs[f"s{i}"] == i % 2 for i in range(SESSION_LIST_SESSIONS))
-    # In-process, the server's CPU time is this process's.
-    before = time.process_time()
-    for _ in range(SESSION_LIST_CALLS):
-        server.sessions()
-    per_call = (time.process_time() - before) / SESSION_LIST_CALLS
-    assert per_call < SESSION_LIST_CPU_BOUND_SECONDS
+    # In-process, the server's CPU time is this process's. The best of a few rounds:
+    # a collection of this process's garbage or a busy host inflates one round, and
+    # a scan per session would show in every round.
+    rounds = []
+    for _ in range(SESSION_LIST_ROUNDS):
+        before = time.process_time()
+        for _ in range(SESSION_LIST_CALLS):
+            server.sessions()
+        rounds.append((time.process_time() - before) / SESSION_LIST_CALLS)
+    assert min(rounds) < SESSION_LIST_CPU_BOUND_SECONDS, rounds

@@ -21,7 +21,8 @@ from protocol.errors import ErrorCode
 from tests.inprocess import InProcessServer
 from tests.rpc import ServerProcess
 
-# Examples per property; the README's figures count them.
+# Examples per property; the README's figures count them. A property with a
+# thousand examples takes seconds, so those are `slow`: every full run has them.
 EXAMPLES = {
     "random bytes": 1000,
     "random JSON": 1000,
@@ -135,6 +136,7 @@ def exchange(server: InProcessServer, lines: list[bytes], expected_ids: list[Any
     return replies
 
 
+@pytest.mark.slow
 @prop("random bytes")
 @given(st.lists(st.binary(max_size=200), min_size=1, max_size=5))
 def test_random_bytes(server: InProcessServer, chunks: list[bytes]) -> None:
@@ -142,6 +144,7 @@ def test_random_bytes(server: InProcessServer, chunks: list[bytes]) -> None:
     exchange(server, [c.replace(b"\n", b" ") for c in chunks], [])
 
 
+@pytest.mark.slow
 @prop("random JSON")
 @given(json_values)
 def test_random_json(server: InProcessServer, value: Any) -> None:
@@ -156,6 +159,7 @@ def test_random_json(server: InProcessServer, value: Any) -> None:
     exchange(server, [json.dumps(value).encode()], expected)
 
 
+@pytest.mark.slow
 @prop("random params")
 @given(st.sampled_from(SAFE_METHODS), json_values)
 def test_valid_envelopes_with_random_params(
@@ -181,6 +185,7 @@ def test_random_method_names(server: InProcessServer, method: str) -> None:
         assert reply["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
 
 
+@pytest.mark.slow
 @prop("mixed batches")
 @given(
     st.lists(
@@ -208,6 +213,7 @@ def test_batches_of_mixed_members(server: InProcessServer, members: list[Any]) -
     exchange(server, [json.dumps(members).encode()], expected)
 
 
+@pytest.mark.slow
 @prop("ids of every type")
 @given(json_values)
 def test_ids_of_every_json_type(server: InProcessServer, ident: Any) -> None:
