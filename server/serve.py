@@ -23,7 +23,7 @@ import anyio
 
 from server import log
 from server.connection import Connection
-from server.runtime import polling, procs
+from server.runtime import child, polling, procs
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
 from server.runtime.runtime import Options, Runtime
@@ -47,6 +47,8 @@ def dispatcher() -> Dispatcher:
 
 async def serve(options: Options) -> int:
     fds = stdio.take_over_stdio()
+    # Before any thread starts: threads take their signal mask from their creator.
+    child.clear_inherited_signals()
     procs.become_subreaper()
     runtime_dir = Path(tempfile.mkdtemp(prefix="bashrpc-"))
     cgroup_root = CgroupRoot.create() if options.settings.kill.cgroups else None

@@ -36,6 +36,33 @@ EXIT_POLL_SECONDS = 0.02
 LOST_STATUS = 128 + signal.SIGKILL
 # `setpriv ... true` takes a millisecond; this only bounds a broken install.
 PROBE_SECONDS = 5.0
+# Ignored by Python itself at startup; subprocess and the PTY setup restore them.
+PYTHON_IGNORED_SIGNALS = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
+
+
+def _ignored(signum: int, frame: object) -> None:
+    """Stands in for SIG_IGN: the server still shrugs the signal off, and exec
+    resets a caught signal to its default, where it keeps an ignored one ignored."""
+
+
+def clear_inherited_signals() -> None:
+    """Commands start with default signals, whatever the server's parent left it.
+
+    exec keeps ignored signals ignored and the blocked ones blocked, and a
+    non-interactive bash cannot even trap a signal that was ignored when it
+    started. A command would inherit perf's ignored SIGUSR2, or a blocked
+    SIGWINCH that keeps a PTY program from ever seeing a resize. So the server
+    unblocks every signal and turns each inherited ignore into a handler that
+    does nothing. Call it in the main thread before any other thread starts:
+    a thread takes its mask from the one that created it.
+    """
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    for sig in signal.valid_signals() - PYTHON_IGNORED_SIGNALS:
+        try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                signal.signal(sig, _ignored)
+        except (OSError, ValueError):
+            pass  # SIGKILL and SIGSTOP, or a signal Python may not handle
 
 
 def child_setup(tracker: Tracker) -> Callable[[], None]:

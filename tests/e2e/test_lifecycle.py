@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -182,3 +183,20 @@ def test_env_exclude_keeps_secrets_out_of_commands(spawn, tmp_path: Path) -> Non
         [sys.executable, "-m", "server", "--config", str(cfg)], input=b"", capture_output=True
     )
     assert bad.returncode == 2 and b"env.exclude" in bad.stderr
+
+
+def test_commands_get_default_signals_whatever_the_server_inherited(spawn) -> None:
+    def careless_parent() -> None:
+        # What nohup, perf or an editor's launcher may leave a child: an ignored
+        # signal (bash cannot even trap one ignored at entry) and blocked ones.
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH, signal.SIGUSR1})
+
+    server = spawn(preexec_fn=careless_parent)
+    check = "grep -E '^Sig(Blk|Ign)' /proc/self/status"
+    defaults = "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+    assert server.bash(check).output == defaults
+    assert server.bash(check, pty=True).output == defaults
+    # The server itself still shrugs off what its parent asked it to ignore.
+    os.kill(server.pid, signal.SIGUSR2)
+    assert server.bash("echo alive").output == "alive\n"
