@@ -4,6 +4,7 @@ needs one: stdio, signals, stdin EOF, the subreaper, the CLI."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -68,6 +69,18 @@ def process(spawn_process: SpawnProcess) -> Iterator[ServerProcess]:
     proc = spawn_process()
     yield proc
     assert proc.garbage == [], "non-protocol lines on stdout"
+
+
+# Most cases wait (on shells, timeouts, kill graces) more than they compute, so
+# three workers per core keep the cores busy; on 2 cores six beat four by about
+# a tenth. More than that, each worker's start (importing and collecting the
+# suite) costs more than the waiting it hides.
+WORKERS_PER_CORE = 3
+MAX_WORKERS = 12
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return min(MAX_WORKERS, WORKERS_PER_CORE * len(os.sched_getaffinity(0)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.rpc import server_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,6 +23,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         cwd=ROOT,
+        env=server_environment(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("| case | metric |")
@@ -55,7 +57,11 @@ def test_peers_are_skipped_with_a_note_when_npm_is_missing(tmp_path: Path) -> No
         found = shutil.which(tool)
         assert found is not None
         (tools / tool).symlink_to(found)
-    env = {**os.environ, "PATH": str(tools), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {
+        **server_environment(tmp_path),
+        "PATH": str(tools),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
     proc = subprocess.run(
         [
             sys.executable,

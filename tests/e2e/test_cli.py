@@ -16,14 +16,15 @@ import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import marked_processes, wait_until
+from tests.rpc import marked_processes, server_environment, wait_until
 
 EXIT_BOUND_SECONDS = 10.0
 SERVER = [sys.executable, "-m", "server"]
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    """A private HOME (the developer's rc stays out) and state directory."""
+    return {**server_environment(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
 
 
 def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rpc import ServerProcess, marked_processes, wait_until
+from tests.rpc import ServerProcess, cmdline, marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 # The kill grace is 2 s; the bound only catches a hang.
@@ -130,18 +130,30 @@ def test_sigkill_of_the_server_leaves_nothing_running(
 
 
 def test_exec_client_killed_with_its_group_leaves_nothing(tmp_path: Path) -> None:
-    """The repro from the report: `timeout -s KILL 3 bashrpc exec 'exec -a TAG sleep 20'`."""
+    """The repro from the report: `timeout -s KILL 3 bashrpc exec 'exec -a TAG sleep 20'`.
+    As `timeout` does, the client runs in a group of its own, which gets the SIGKILL;
+    here it comes once the command is seen running, not after a fixed 3 s."""
     marker = f"bashrpc-exec-{uuid.uuid4().hex}"
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "HOME": str(tmp_path)}
     command = f"exec -a {marker} sleep 20"
-    proc = subprocess.run(
-        ["timeout", "-s", "KILL", "3", sys.executable, "-m", "server", "exec", command],
+    client = subprocess.Popen(
+        [sys.executable, "-m", "server", "exec", command],
         env=env,
-        capture_output=True,
-        timeout=30,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         cwd=tmp_path,
+        start_new_session=True,
     )
-    assert proc.returncode == -signal.SIGKILL or proc.returncode == 128 + signal.SIGKILL
+    try:
+        # The sleep itself (`exec -a` made the marker its name); the client's own
+        # command line carries the marker too.
+        sleeping = f"{marker} 20"
+        assert wait_until(lambda: sleeping in map(cmdline, marked_processes(marker)), timeout=10)
+        os.killpg(client.pid, signal.SIGKILL)
+        assert client.wait(timeout=GONE_SECONDS) == -signal.SIGKILL
+    finally:
+        client.kill()
+        client.wait()
     assert wait_until(lambda: marked_processes(marker) == [], timeout=KILLED_SERVER_SECONDS)
 
 

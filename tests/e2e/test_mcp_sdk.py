@@ -160,6 +160,8 @@ def test_mcp_1x_client_logs_no_validation_error(tmp_path: Path) -> None:
         timeout=HANG_SECONDS * 2,
         stdin=subprocess.DEVNULL,
         cwd=tmp_path,
+        # The server it starts gets this HOME: the developer's rc stays out.
+        env={**os.environ, "HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

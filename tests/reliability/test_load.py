@@ -27,13 +27,17 @@ def test_sixteen_sessions_two_hundred_commands_each(server: InProcessServer) -> 
     expected: dict[str, tuple[str, str]] = {}
     for round_ in range(COMMANDS_PER_SESSION):
         idents = []
+        requests = []
         for s in range(SESSIONS):
             session = f"load-{s}"
             ident = f"{session}/{round_}"
             command = f'n={round_}; echo "{session} $((n * 2))"'
-            server.request("bash", {"command": command, "sessionId": session}, id=ident)
+            params = {"command": command, "sessionId": session}
+            requests.append({"jsonrpc": "2.0", "id": ident, "method": "bash", "params": params})
             expected[ident] = (session, f"{session} {round_ * 2}\n")
             idents.append(ident)
+        # A round's requests in one write, as a client with a queue of them sends them.
+        server.send_raw(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
         for ident in idents:
             reply = server.response(ident)
             assert "result" in reply, reply
