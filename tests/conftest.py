@@ -83,7 +83,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(MAX_WORKERS, WORKERS_PER_CORE * len(os.sched_getaffinity(0)))
 
 
+# Fixtures that start the real server as a process of its own.
+PROCESS_FIXTURES = frozenset({"process", "spawn_process"})
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Slow cases first: the workers take them on at the start, side by side,
-    instead of one worker finishing a long case while the others sit idle."""
+    """A case that starts a server process is slow. Starting and stopping one
+    takes about 0.3 s and a quarter of a CPU-second (an interpreter, the
+    server's imports, its rc capture); an in-process server takes 15 ms. The
+    modules whose cases start processes by hand are marked as a whole.
+
+    Slow cases go first: the workers take them on at the start, side by side,
+    instead of one worker finishing a long case while the others sit idle.
+    """
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

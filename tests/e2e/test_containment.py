@@ -19,6 +19,9 @@ import pytest
 from tests.rpc import ServerProcess, cmdline, marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox
 
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 # The kill grace is 2 s; the bound only catches a hang.
 GONE_SECONDS = 5.0
 # Without cgroups, what a shell started is recorded once a second.

@@ -14,6 +14,9 @@ import pytest
 from server.output.artifactroot import workspace_key
 from tests.rpc import ServerProcess, owned_processes, wait_until
 
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def server(process: ServerProcess) -> ServerProcess:

@@ -19,6 +19,9 @@ import pytest
 from protocol import messages
 from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until
 
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from mcp import StdioServerParameters
 

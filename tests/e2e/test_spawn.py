@@ -14,6 +14,9 @@ import pytest
 from server.runtime.cgroups import Cgroup
 from tests.rpc import process_gone, wait_until
 
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 GONE_SECONDS = 5.0
 

@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from protocol import messages
 from tests.rpc import ServerProcess, server_environment
+
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 # Shutdown promises 3 s; the bound only catches a hang.
 EXIT_BOUND_SECONDS = 10.0

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from protocol import messages
 from server.output.chunks import CLIENT_STALL_SECONDS, MAX_PENDING_BYTES
 from tests.inprocess import InProcessServer
@@ -15,6 +17,7 @@ from tests.inprocess import InProcessServer
 SEQ_COUNT = 2_000_000
 
 
+@pytest.mark.slow  # the exec CLI: a client process and a server process
 def test_exec_prints_the_whole_output_byte_for_byte(tmp_path: Path) -> None:
     expected = subprocess.run(["seq", "1", str(SEQ_COUNT)], capture_output=True, check=True).stdout
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "HOME": str(tmp_path)}

@@ -21,6 +21,9 @@ from tests.rpc import (
     wait_until,
 )
 
+# Every case here starts processes of its own: slow (see tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 GRACE_SECONDS = 2.0
 
 
