@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from subprocess import Popen
 
 import anyio
 
 from protocol import messages
 from server import log
 from server.runtime import child, procs
-from server.runtime.containment import Containment
+from server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
 SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
@@ -163,6 +164,31 @@ source {rc_file(shell)}
 """
 
 
+# Runs nothing until it reads a line, then becomes the capture. So the capture
+# starts the cheap way (setpriv and vfork, see `child`) and is still in its
+# tracker before the rc runs a line. POSIX mode reads no startup file, not even
+# $BASH_ENV, which a plain non-interactive bash would run before the `read`.
+GATE = 'read -r _ && exec "$@"'
+
+
+def _start_gated(argv: list[str], tracker: Tracker, env: Mapping[str, str]) -> Popen[bytes]:
+    """Start `argv` behind the gate and let it through once it is placed."""
+    gate_in, go = os.pipe()
+    try:
+        process = child.spawn(
+            [argv[0], "--posix", "-c", GATE, "gate", *argv],
+            tracker=tracker,
+            env=env,
+            stdin=gate_in,
+            waits_for_input=True,
+        )
+        os.write(go, b"\n")
+    finally:
+        os.close(gate_in)
+        os.close(go)
+    return process
+
+
 def is_complete(path: Path) -> bool:
     try:
         data = path.read_bytes()
@@ -205,9 +231,7 @@ class SnapshotStore:
         os.close(fd)
         tracker = self._containment.tracker(f"snapshot{self._count}")
         run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tracker.tag}
-        process = child.spawn(
-            [shell, "-l", "-c", capture_script(shell)], tracker=tracker, env=run_env
-        )
+        process = _start_gated([shell, "-l", "-c", capture_script(shell)], tracker, run_env)
         self.pids.add(process.pid)
         timed_out = False
         try:

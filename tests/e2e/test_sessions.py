@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import stat
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from tests.rpc import process_gone, wait_until
+from tests.rpc import marked_processes, process_gone, wait_until
 
 # The rc capture's deadline, shortened here; the bound only catches a hang.
 SNAPSHOT_TIMEOUT = "[bash]\nsnapshotTimeout = 1\n"
@@ -187,3 +188,21 @@ def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
             server.sessions()
         rounds.append((time.process_time() - before) / SESSION_LIST_CALLS)
     assert min(rounds) < SESSION_LIST_CPU_BOUND_SECONDS, rounds
+
+
+@pytest.mark.parametrize("tracking", ["", "[kill]\ncgroups = false\n"], ids=["cgroup", "ancestry"])
+def test_what_the_rc_starts_dies_with_its_capture(
+    spawn_process, tmp_path: Path, tracking: str
+) -> None:
+    """The capture is in its tracker before the rc runs a line, so an agent the rc
+    starts (and detaches) is killed with it, never left running. A process of its
+    own: a detached agent outlives the capture's shell, and only a subreaper
+    server gets it back in ancestry mode."""
+    marker = f"bashrpc-rc-{uuid.uuid4().hex}"
+    agent = f"(setsid bash -c 'exec -a {marker} sleep 300' &)"
+    write_rc(tmp_path, f"{agent}\nalias mark='echo marked'\n")
+    cfg = tmp_path / "tracking.toml"
+    cfg.write_text(tracking)
+    server = spawn_process("--config", str(cfg))
+    assert server.bash("mark").output == "marked\n"  # the capture has finished
+    assert wait_until(lambda: marked_processes(marker) == [], timeout=5)
