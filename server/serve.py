@@ -100,8 +100,6 @@ async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
         return
     procs.signal_all(pids, signal.SIGTERM)
     await polling.until(lambda: not current(), grace_seconds)
-    for pause in polling.intervals():
-        if not (survivors := current()):
-            break
-        procs.signal_all(survivors, signal.SIGKILL)
-        await anyio.sleep(pause)
+    await polling.repeat_until(
+        lambda: procs.signal_all(current(), signal.SIGKILL), lambda: not current()
+    )

@@ -101,11 +101,7 @@ class Tracker(ABC):
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
             await polling.until(lambda: not self.members(), grace_seconds if rest else 0)
-            for pause in polling.intervals():
-                if not self.members():
-                    break
-                self._force()
-                await anyio.sleep(pause)
+            await polling.repeat_until(self._force, lambda: not self.members())
 
 
 class CgroupTracker(Tracker):
@@ -267,9 +263,6 @@ class Containment:
         if self.root is None:
             return
         with anyio.CancelScope(shield=True):
-            for pause in polling.intervals():
-                if not self.root.populated:
-                    break
-                self.root.kill()
-                await anyio.sleep(pause)
-            self.root.remove()
+            root = self.root
+            await polling.repeat_until(root.kill, lambda: not root.populated)
+            root.remove()

@@ -32,3 +32,12 @@ async def until(done: Callable[[], bool], timeout: float = math.inf) -> bool:
                 return True
             await anyio.sleep(pause)
     return done()
+
+
+async def repeat_until(act: Callable[[], object], done: Callable[[], bool]) -> None:
+    """`act()` (a kill, say) until `done()` holds, checked before each round."""
+    for pause in intervals():
+        if done():
+            return
+        act()
+        await anyio.sleep(pause)

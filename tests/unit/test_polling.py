@@ -37,3 +37,15 @@ def test_until_gives_up_after_the_timeout() -> None:
     held, waited = anyio.run(main)
     assert held is False
     assert 0.05 <= waited < 0.5  # the bound only catches a hang
+
+
+def test_repeat_until_acts_only_while_not_done() -> None:
+    acts: list[int] = []
+
+    async def main() -> None:
+        await polling.repeat_until(lambda: acts.append(1), lambda: True)
+        assert acts == []  # done at once: nothing to do
+        await polling.repeat_until(lambda: acts.append(1), lambda: len(acts) >= 3)
+
+    anyio.run(main)
+    assert acts == [1, 1, 1]
