@@ -100,6 +100,6 @@ async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:
         return
     procs.signal_all(pids, signal.SIGTERM)
     await polling.until(lambda: not current(), grace_seconds)
-    await polling.repeat_until(
-        lambda: procs.signal_all(current(), signal.SIGKILL), lambda: not current()
+    await polling.repeat_while(
+        current, lambda survivors: procs.signal_all(survivors, signal.SIGKILL)
     )

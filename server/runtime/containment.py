@@ -80,8 +80,8 @@ class Tracker(ABC):
     def _resume(self, pids: set[int]) -> None: ...
 
     @abstractmethod
-    def _force(self) -> None:
-        """SIGKILL every remaining member."""
+    def _force(self, members: set[int]) -> None:
+        """SIGKILL every remaining member (`members`, as just found)."""
 
     def release(self) -> None:  # noqa: B027 - optional hook
         """Free what the tracker holds (its cgroup) once everything is dead."""
@@ -101,7 +101,7 @@ class Tracker(ABC):
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
             await polling.until(lambda: not self.members(), grace_seconds if rest else 0)
-            await polling.repeat_until(self._force, lambda: not self.members())
+            await polling.repeat_while(self.members, self._force)
 
 
 class CgroupTracker(Tracker):
@@ -130,7 +130,7 @@ class CgroupTracker(Tracker):
     def _resume(self, pids: set[int]) -> None:
         self.group.freeze(False)
 
-    def _force(self) -> None:
+    def _force(self, members: set[int]) -> None:
         self.group.kill()
 
     def release(self) -> None:
@@ -207,8 +207,8 @@ class AncestryTracker(Tracker):
     def _resume(self, pids: set[int]) -> None:
         procs.signal_all(pids, signal.SIGCONT)
 
-    def _force(self) -> None:
-        procs.signal_all(self.members(), signal.SIGKILL)
+    def _force(self, members: set[int]) -> None:
+        procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
         self._owner.forget(self)
@@ -264,5 +264,5 @@ class Containment:
             return
         with anyio.CancelScope(shield=True):
             root = self.root
-            await polling.repeat_until(root.kill, lambda: not root.populated)
+            await polling.repeat_while(lambda: root.populated, lambda _: root.kill())
             root.remove()

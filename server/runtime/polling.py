@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import anyio
 
 FIRST_POLL_SECONDS = 0.001
 POLL_SECONDS = 0.02
+
+T = TypeVar("T")
 
 
 def intervals() -> Iterator[float]:
@@ -34,10 +37,12 @@ async def until(done: Callable[[], bool], timeout: float = math.inf) -> bool:
     return done()
 
 
-async def repeat_until(act: Callable[[], object], done: Callable[[], bool]) -> None:
-    """`act()` (a kill, say) until `done()` holds, checked before each round."""
+async def repeat_while(remaining: Callable[[], T], act: Callable[[T], object]) -> None:
+    """`act` on what `remaining()` returns (the survivors of a kill, say) until it
+    returns nothing. One check a round, and the act gets what that check found."""
     for pause in intervals():
-        if done():
+        left = remaining()
+        if not left:
             return
-        act()
+        act(left)
         await anyio.sleep(pause)

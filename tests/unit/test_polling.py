@@ -39,13 +39,20 @@ def test_until_gives_up_after_the_timeout() -> None:
     assert 0.05 <= waited < 0.5  # the bound only catches a hang
 
 
-def test_repeat_until_acts_only_while_not_done() -> None:
-    acts: list[int] = []
+def test_repeat_while_acts_on_what_each_check_found() -> None:
+    left = [3, 2, 1, 0]
+    checks: list[int] = []
+    acted: list[int] = []
+
+    def remaining() -> int:
+        checks.append(left[0])
+        return left.pop(0)
 
     async def main() -> None:
-        await polling.repeat_until(lambda: acts.append(1), lambda: True)
-        assert acts == []  # done at once: nothing to do
-        await polling.repeat_until(lambda: acts.append(1), lambda: len(acts) >= 3)
+        await polling.repeat_while(lambda: 0, acted.append)
+        assert acted == []  # nothing left at once: nothing to do
+        await polling.repeat_while(remaining, acted.append)
 
     anyio.run(main)
-    assert acts == [1, 1, 1]
+    assert acted == [3, 2, 1]
+    assert checks == [3, 2, 1, 0]  # one check a round
