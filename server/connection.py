@@ -13,6 +13,8 @@ request can stall the reader, and an abort always gets through.
 Task groups, each with one owner: `serve` holds the writer's group around
 the requests group around the reader's group, so the reader stops first,
 then running requests are wound down and answered, then the outbox flushes.
+When the input ended (EOF), the MCP surfaces' requests are wound down silently:
+that client has closed its side (see `Registry`).
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class RequestContext(msgspec.Struct):
     id: RequestId | None
     # None for plain handlers, which run on the reader.
     flight: InFlight | None = None
+    # False for a request of the MCP surfaces: silent once the input ended.
+    answers_after_eof: bool = True
 
     @property
     def services(self) -> Any:
@@ -81,7 +85,8 @@ class RequestContext(msgspec.Struct):
         return self.connection.requests
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
-        await self.connection.notify(method, params)
+        if self.answers_after_eof or not self.connection.input_ended:
+            await self.connection.notify(method, params)
 
 
 class Connection:
@@ -96,6 +101,8 @@ class Connection:
         self.host = HostOptions()
         self.stop = anyio.Event()
         self.shutting_down = False
+        # The client closed our input (EOF), as opposed to `exit` or a signal.
+        self.input_ended = False
         self._transport = transport
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
@@ -149,6 +156,8 @@ class Connection:
                 await self._single(items[0])
             if self.stop.is_set():
                 break
+        else:
+            self.input_ended = True
         scope.cancel()
 
     # -- requests ---------------------------------------------------------
@@ -226,7 +235,7 @@ class Connection:
         method, call, flight = task.method, task.call, task.flight
         reply: Reply
         try:
-            ctx = RequestContext(self, call.reply_id, flight)
+            ctx = RequestContext(self, call.reply_id, flight, method.answers_after_eof)
             with flight.scope:
                 flight.started = True
                 try:
@@ -239,7 +248,7 @@ class Connection:
                 reply = self.dispatcher.failure(call, errors.RequestCancelled())
         finally:
             self._release(flight)
-        if call.is_notification:
+        if call.is_notification or (self.input_ended and not method.answers_after_eof):
             return
         if collect is not None:
             collect.append(reply)

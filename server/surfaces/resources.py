@@ -27,7 +27,8 @@ from server.wire.registry import Registry
 RESOURCE_READ_MAX_BYTES = 8 * 1024 * 1024
 _NUMERIC_ID = re.compile(r"[0-9]{1,18}")
 
-methods = Registry()
+# An MCP client that closed our stdin reads nothing more (see Registry).
+methods = Registry(answers_after_eof=False)
 
 
 def parse_artifact_uri(uri: str) -> int:

@@ -38,7 +38,8 @@ INSTRUCTIONS = (
     " Full outputs of long commands are resources at artifact://N."
 )
 
-methods = Registry()
+# An MCP client that closed our stdin reads nothing more (see Registry).
+methods = Registry(answers_after_eof=False)
 
 
 @methods.method("initialize")

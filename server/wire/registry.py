@@ -6,6 +6,9 @@ which always runs as a task of its own; nothing else decides where a method
 runs. The params type comes from the protocol's tables, and the handler's
 annotation must name that same type, so a handler cannot drift from the
 published schema.
+
+A surface also says whether its requests are still answered once the input
+has ended (see `Registry`).
 """
 
 from __future__ import annotations
@@ -40,13 +43,22 @@ class Method(msgspec.Struct, frozen=True):
     handler: Callable[..., Any]
     is_async: bool
     decode: Callable[[bytes], Any]
+    answers_after_eof: bool
 
 
 class Registry:
-    """The methods of one surface."""
+    """The methods of one surface.
 
-    def __init__(self) -> None:
+    `answers_after_eof`: whether a request this surface runs still gets its
+    reply and notifications after the client has closed the server's input.
+    MCP's stdio shutdown is the client closing its side and waiting for the
+    exit; it reads nothing more (the 1.x SDK client fails on any message
+    then), so the MCP surfaces say False. A host of the native methods may
+    close stdin and read on, so those say True."""
+
+    def __init__(self, *, answers_after_eof: bool = True) -> None:
         self.methods: dict[str, Method] = {}
+        self.answers_after_eof = answers_after_eof
 
     def method(self, name: str) -> Callable[[F], F]:
         def register(handler: F) -> F:
@@ -66,6 +78,7 @@ class Registry:
                 handler=handler,
                 is_async=inspect.iscoroutinefunction(handler),
                 decode=msgspec.json.Decoder(params).decode,
+                answers_after_eof=self.answers_after_eof,
             )
             return handler
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -133,7 +133,9 @@ def owned_pids_of_children() -> list[int]:
 
 
 MCP1_REQUIREMENT = "mcp>=1.20,<2"
-CLIENT_SCRIPT = Path(__file__).parent / "clients" / "mcp_streaming_call.py"
+CLIENTS = Path(__file__).parent / "clients"
+CLIENT_SCRIPT = CLIENTS / "mcp_streaming_call.py"
+ABANDONING_CLIENT_SCRIPT = CLIENTS / "mcp_abandoned_call.py"
 
 
 def mcp1_python() -> Path:
@@ -153,11 +155,10 @@ def mcp1_python() -> Path:
     return python
 
 
-@pytest.mark.slow
-def test_mcp_1x_client_logs_no_validation_error(tmp_path: Path) -> None:
-    """Non-MCP notifications make the 1.x SDK log a validation error per notification."""
+def run_mcp1_client(script: Path, tmp_path: Path) -> Any:
+    """Run a client script under the 1.x SDK against a bashrpc server; its JSON report."""
     done = subprocess.run(
-        [str(mcp1_python()), str(CLIENT_SCRIPT), sys.executable, str(tmp_path / "artifacts")],
+        [str(mcp1_python()), str(script), sys.executable, str(tmp_path / "artifacts")],
         capture_output=True,
         text=True,
         timeout=HANG_SECONDS * 2,
@@ -167,6 +168,21 @@ def test_mcp_1x_client_logs_no_validation_error(tmp_path: Path) -> None:
         env={**os.environ, "HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_mcp_1x_client_logs_no_validation_error(tmp_path: Path) -> None:
+    """Non-MCP notifications make the 1.x SDK log a validation error per notification."""
+    report = run_mcp1_client(CLIENT_SCRIPT, tmp_path)
     assert report["text"] == "".join(f"line-{i}\n" for i in range(1, 11))
     assert report["log"] == []
+
+
+@pytest.mark.slow
+def test_mcp_1x_client_closes_cleanly_after_an_abandoned_call(tmp_path: Path) -> None:
+    """The 1.x client fails (BrokenResourceError) on any message that arrives after it
+    closed its session; closing stdin aborts the abandoned call, which must stay silent."""
+    report = run_mcp1_client(ABANDONING_CLIENT_SCRIPT, tmp_path)
+    assert report["error"] is None
+    assert report["pinged"] is True

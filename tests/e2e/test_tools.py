@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import subprocess
 import time
@@ -373,6 +374,33 @@ def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServe
     server.notify("notifications/cancelled", {"requestId": done})
     server.notify("notifications/cancelled", {"requestId": "never-was"})
     assert text_of(call_tool(server, command="echo healthy")) == "healthy\n"
+
+
+def test_end_of_input_silences_tool_calls_and_answers_bash(server: InProcessServer) -> None:
+    """A client that closed our stdin reads nothing more on the MCP surface (MCP's stdio
+    shutdown); the native `bash` still gets its cancelled result."""
+    initialize(server, notifications=["tool/update"])
+    tool_call = server.request(
+        "tools/call",
+        {
+            "name": "bash",
+            "arguments": {"command": "echo begun; sleep 60"},
+            "_meta": {"progressToken": "abandoned"},
+        },
+    )
+    native = server.request("bash", {"command": "echo begun; sleep 61", "sessionId": "host"})
+    server.wait_for(lambda m: m.get("method") == "notifications/progress")
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    seen = len(server.messages)
+    server.close()
+    assert server.bash_result(native).cancelled
+    with contextlib.suppress(EOFError):
+        while True:
+            server.next_message()
+    after = server.messages[seen:]
+    assert [m for m in after if m.get("id") == tool_call] == []
+    assert [m for m in after if m.get("method") in ("notifications/progress", "tool/update")] == []
+    assert not [c for c in server.owned_commands() if c.startswith("sleep 6")]
 
 
 def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> None:
