@@ -10,6 +10,8 @@ INVALID_REQUEST = "Invalid request"
 MESSAGE_TOO_LARGE = "message too large"
 METHOD_NOT_FOUND = "Method not found"
 INVALID_PARAMS = "Invalid params"
+# -32602 says why in its message too (`protocol.invalidparams`): clients show no `data`.
+INVALID_PARAMS_BECAUSE = "Invalid params: {reason}"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"
 TOO_MANY_SHELLS = "too many live shells"
@@ -25,6 +27,23 @@ ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"
 NESTING_TOO_DEEP = "JSON nesting is too deep"
 BATCH_MEMBER_NOT_OBJECT = "batch member must be an object"
+# The parts of an Invalid params message.
+PARAM_PROBLEM = "{field}: {problem}"
+PARAM_KEY_OF = "{field} (a key)"
+PARAM_MISSING = "required field missing"
+PARAM_UNKNOWN = "unknown field"
+PARAM_EXPECTED = "expected {expected}"
+PARAM_GOT = "{expected}, got {got}"
+PARAM_OR = " or "
+PARAM_TYPE_WORDS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "object": "an object",
+    "array": "an array",
+    "null": "null",
+}
 ARTIFACT_NOT_FOUND = "Artifact {id} not found. Available: {available}"
 NO_ARTIFACTS = "none"
 MORE_ARTIFACTS = "{listed} and {more} older"
@@ -49,6 +68,10 @@ def format_seconds(seconds: float) -> str:
 def timed_out_notice(seconds: float) -> str:
     unit = "second" if seconds == 1 else "seconds"
     return NOTICE_TIMED_OUT.format(seconds=format_seconds(seconds), unit=unit)
+
+
+def invalid_params(reason: str) -> str:
+    return INVALID_PARAMS_BECAUSE.format(reason=reason)
 
 
 def newest_ids(available: list[int]) -> list[int]:

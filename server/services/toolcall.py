@@ -14,7 +14,7 @@ from typing import Any
 import anyio.abc
 import msgspec
 
-from protocol import messages, paths
+from protocol import invalidparams, messages, paths
 from protocol.mcp import (
     BASH_TOOL,
     BashStructured,
@@ -81,7 +81,9 @@ def arguments(params: ToolsCallParams) -> BashToolArguments:
     try:
         return _decode_arguments(params.arguments)
     except msgspec.DecodeError as exc:
-        raise errors.InvalidArgument(f"arguments: {exc}") from None
+        # The message names the argument as the model passed it: `timeout`, not a path.
+        message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
+        raise errors.InvalidArgument(f"arguments: {exc}", message) from None
 
 
 def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions) -> bool:

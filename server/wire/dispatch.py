@@ -45,7 +45,7 @@ class Dispatcher:
         return SuccessResponse(id=response.id, result=response.result)
 
     def failure(self, call: Call, exc: BaseException) -> ErrorResponse:
-        error = error_object(sole(exc), call.method)
+        error = error_object(sole(exc), call.method, call.params)
         return _error(call, Error(error.code, error.message, error.data))
 
     def not_found(self, call: Call) -> ErrorResponse:

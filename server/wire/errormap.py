@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from protocol import messages
+from protocol import invalidparams, messages
 from protocol.envelope import ErrorObject
 from protocol.errors import ArtifactNotFoundData, ErrorCode, NoSuchPtyData, TooManyShellsData
 from protocol.mcp import CancelledOutput
@@ -23,8 +23,16 @@ from server import errors, log
 _log = log.get("errors")
 
 
-def _invalid(exc: errors.InvalidArgument) -> ErrorObject:
-    return ErrorObject(ErrorCode.INVALID_PARAMS, exc.message or messages.INVALID_PARAMS, exc.detail)
+def _invalid(exc: errors.InvalidArgument, _params: bytes | None) -> ErrorObject:
+    message = exc.message or messages.invalid_params(invalidparams.reason(exc.detail))
+    return ErrorObject(ErrorCode.INVALID_PARAMS, message, exc.detail)
+
+
+def _undecodable(exc: msgspec.DecodeError, params: bytes | None) -> ErrorObject:
+    """Params that do not decode into their Struct: `data` is msgspec's text, naming the
+    field; the message says it in words, with the value sent."""
+    message = messages.invalid_params(invalidparams.reason(str(exc), params))
+    return ErrorObject(ErrorCode.INVALID_PARAMS, message, str(exc))
 
 
 def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
@@ -41,7 +49,6 @@ def _cancelled(exc: errors.RequestCancelled) -> ErrorObject:
 
 
 _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
-    errors.InvalidArgument: _invalid,
     errors.TooManyShells: lambda exc: ErrorObject(
         ErrorCode.TOO_MANY_SHELLS, messages.TOO_MANY_SHELLS, TooManyShellsData(exc.live)
     ),
@@ -57,19 +64,20 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
     errors.RequestCancelled: _cancelled,
-    # Params that do not decode into their Struct: the text names the field.
-    msgspec.ValidationError: lambda exc: ErrorObject(
-        ErrorCode.INVALID_PARAMS, messages.INVALID_PARAMS, str(exc)
-    ),
-    msgspec.DecodeError: lambda exc: ErrorObject(
-        ErrorCode.INVALID_PARAMS, messages.INVALID_PARAMS, str(exc)
-    ),
+}
+# Those whose error quotes the request's params.
+_WITH_PARAMS: dict[type[BaseException], Callable[[Any, bytes | None], ErrorObject]] = {
+    errors.InvalidArgument: _invalid,
+    msgspec.DecodeError: _undecodable,
 }
 
 
-def error_object(exc: BaseException, method: str) -> ErrorObject:
-    """The wire error for an exception a request ended with."""
+def error_object(exc: BaseException, method: str, params: bytes | None = None) -> ErrorObject:
+    """The wire error for an exception a request ended with; `params` are its raw params."""
     for kind in type(exc).__mro__:
+        quoting = _WITH_PARAMS.get(kind)
+        if quoting is not None:
+            return quoting(exc, params)
         mapper = _TABLE.get(kind)
         if mapper is not None:
             return mapper(exc)

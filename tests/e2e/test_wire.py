@@ -43,6 +43,34 @@ def test_invalid_params_names_the_field(server: InProcessServer) -> None:
     assert "command" in err["data"]
 
 
+def test_invalid_params_message_says_what_and_where(server: InProcessServer) -> None:
+    """Clients show the message, not `data`: the message names the field and the value."""
+    cases: list[tuple[str, dict[str, object], str]] = [
+        ("bash", {"command": "x", "timeout": "30"}, 'timeout: expected a number or null, got "30"'),
+        ("bash", {"command": 5}, "command: expected a string, got 5"),
+        ("bash", {}, "command: required field missing"),
+        ("bash", {"command": "a\u0000b"}, "command: expected a string without NUL characters"),
+        ("artifact/read", {"id": "7"}, 'id: expected an integer, got "7"'),
+        ("session/open", {"sandbox": "open"}, "sandbox: invalid enum value 'open'"),
+        (
+            "tools/call",
+            {"name": "bash", "arguments": {"command": ["ls"]}},
+            'command: expected a string, got ["ls"]',
+        ),
+        ("tools/call", {"name": "python"}, "unknown tool: python"),
+        (
+            "initialize",
+            {"protocolVersion": "1", "initializationOptions": {"toolNames": "read"}},
+            'initializationOptions.toolNames: expected an array, got "read"',
+        ),
+    ]
+    for method, params, reason in cases:
+        err = error_of(server.call(method, params))
+        assert err["code"] == ErrorCode.INVALID_PARAMS
+        assert err["message"] == messages.invalid_params(reason), (method, params)
+        assert err["data"]
+
+
 def test_env_names_must_be_identifiers(server: InProcessServer) -> None:
     for bad in ["A;B", "1X", "$(touch x)", "A B", ""]:
         err = error_of(server.call("bash", {"command": "true", "env": {bad: "1"}}))
