@@ -20,6 +20,8 @@ MAX_QUOTED_CHARS = 60
 _AT = re.compile(r"(?P<problem>.*?) - at (?P<where>`key` in `\$[^`]*`|`\$[^`]*`)", re.S)
 _EXPECTED = re.compile(r"Expected `(?P<type>[^`]+)`(?P<rest>.*)", re.S)
 _GOT = re.compile(r", got `(?P<got>[^`]+)`")
+# How msgspec's texts, and ours in its style, that say what was wanted begin.
+_EXPECTATION = "Expected "
 _MISSING = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
 _UNKNOWN = re.compile(r"Object contains unknown field `(?P<field>[^`]+)`")
 _STEP = re.compile(r"\.(?P<key>[^.\[]+)|\[(?P<index>[0-9]+)\]|(?P<any>\[\.\.\.\])")
@@ -42,11 +44,18 @@ def reason(detail: str, document: bytes | None = None) -> str:
         if named is not None:
             inner = f"{field}.{named['field']}" if field else named["field"]
             return messages.PARAM_PROBLEM.format(field=inner, problem=text)
+    value = _quoted(document, path)
     expected = _EXPECTED.fullmatch(problem)
     if expected is not None:
-        problem = _expectation(expected["type"], expected["rest"], _quoted(document, path))
-    elif problem[:1].isupper() and not problem[1:2].isupper():
+        return _in_place(field, _expectation(expected["type"], expected["rest"], value))
+    if problem.startswith(_EXPECTATION) and _GOT.search(problem) is None and value is not None:
+        problem = messages.PARAM_GOT.format(expected=problem, got=value)
+    if problem[:1].isupper() and not problem[1:2].isupper():
         problem = problem[0].lower() + problem[1:]
+    return _in_place(field, problem)
+
+
+def _in_place(field: str, problem: str) -> str:
     return messages.PARAM_PROBLEM.format(field=field, problem=problem) if field else problem
 
 

@@ -166,13 +166,22 @@ _TAIL_HELP = (
 class BashToolArguments(Strict):
     """What a model may pass to the bash tool (its inputSchema is generated from this)."""
 
+    # Optional arguments are UNSET when absent, not None, so the schema declares each
+    # as its plain type, left out of `required`: an `anyOf` with null confuses generic
+    # clients' forms. They are decoded leniently (`services.toolcall.arguments`):
+    # numeric strings count as numbers, and null as absent.
     command: Annotated[str, msgspec.Meta(description=_COMMAND_HELP)]
-    # None: the configured default (tool.defaultTimeout), which tools/list advertises.
-    # Descriptions sit on the whole optional type, where clients show them.
-    timeout: Annotated[float | None, msgspec.Meta(description=_TIMEOUT_HELP)] = None
-    cwd: Annotated[str | None, msgspec.Meta(description=_CWD_HELP)] = None
-    head: Annotated[_Count | None, msgspec.Meta(description=_HEAD_HELP)] = None
-    tail: Annotated[_Count | None, msgspec.Meta(description=_TAIL_HELP)] = None
+    # Absent: the configured default (tool.defaultTimeout), which tools/list advertises.
+    timeout: Annotated[float, msgspec.Meta(description=_TIMEOUT_HELP)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    cwd: Annotated[str, msgspec.Meta(description=_CWD_HELP)] | msgspec.UnsetType = msgspec.UNSET
+    head: Annotated[_Count, msgspec.Meta(description=_HEAD_HELP)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    tail: Annotated[_Count, msgspec.Meta(description=_TAIL_HELP)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
 
 
 class Tool(Open, omit_defaults=True):

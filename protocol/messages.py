@@ -22,6 +22,7 @@ REQUEST_CANCELLED = "Request cancelled"
 PARAMS_NOT_OBJECT = "params must be an object"
 PARAMS_NOT_STRUCTURED = "`params` must be an object or an array"
 FIELD_HAS_NUL = "Expected a string without NUL characters - at `$.{field}`"
+NOT_FINITE = "Expected a finite number - at `$.{field}`"
 CWD_NOT_DIRECTORY = "Not a directory: {path}"
 ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"

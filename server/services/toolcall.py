@@ -7,9 +7,10 @@ PTY or pipes (steps 1-6, `plan`); the command service runs it (7) while
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.abc
 import msgspec
@@ -52,9 +53,9 @@ PROGRESS_MESSAGE_MAX_CHARS = 200
 NO_PTY_ENV_VARS = ("BASHRPC_NO_PTY", "PI_NO_PTY")
 
 _log = log.get("toolcall")
-_decode_arguments = msgspec.json.Decoder(BashToolArguments).decode
 _compiled: dict[tuple[InterceptorRule, ...], tuple[Rule, ...]] = {}
 
+T = TypeVar("T")
 Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
 
@@ -75,15 +76,29 @@ def tool_definition(settings: Settings) -> Tool:
 
 
 def arguments(params: ToolsCallParams) -> BashToolArguments:
-    """The call's arguments, checked strictly; an unknown tool is invalid params."""
+    """The call's arguments; an unknown tool or a bad argument is invalid params.
+
+    Checked strictly but for two leniencies of form-based clients: a numeric
+    string counts as a number (`"30"`, `"2.5"`), and null as an argument left out.
+    What is not finite (`"nan"`, `"inf"`) is refused."""
     if params.name != BASH_TOOL:
         raise errors.InvalidArgument(messages.UNKNOWN_TOOL.format(name=params.name))
     try:
-        return _decode_arguments(params.arguments)
+        given = msgspec.json.decode(params.arguments)
+        if isinstance(given, dict):
+            given = {name: value for name, value in given.items() if value is not None}
+        args = msgspec.convert(given, BashToolArguments, strict=False)
+        if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
+            raise msgspec.ValidationError(messages.NOT_FINITE.format(field="timeout"))
     except msgspec.DecodeError as exc:
         # The message names the argument as the model passed it: `timeout`, not a path.
         message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
         raise errors.InvalidArgument(f"arguments: {exc}", message) from None
+    return args
+
+
+def _given(value: T | msgspec.UnsetType) -> T | None:
+    return None if isinstance(value, msgspec.UnsetType) else value
 
 
 def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions) -> bool:
@@ -113,11 +128,12 @@ def plan(
     home: str | None,
 ) -> Plan:
     """Steps 1-6 of a tool call."""
-    for name, value in (("command", args.command), ("cwd", args.cwd)):
+    given_cwd, given_timeout = _given(args.cwd), _given(args.timeout)
+    for name, value in (("command", args.command), ("cwd", given_cwd)):
         if value is not None and "\0" in value:
             raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=f"arguments.{name}"))
-    norm = normalize(args.command, args.head, args.tail)
-    requested = settings.tool.default_timeout if args.timeout is None else args.timeout
+    norm = normalize(args.command, _given(args.head), _given(args.tail))
+    requested = settings.tool.default_timeout if given_timeout is None else given_timeout
     timeout = clamp_timeout(requested)
     shaping = Shaping(
         head=norm.head,
@@ -126,14 +142,14 @@ def plan(
         clamp=None if timeout == requested else (requested, timeout),
     )
     if settings.interceptor.enabled:
-        block = intercept(norm.command, _rules(settings), host.tool_names, cwd=args.cwd)
+        block = intercept(norm.command, _rules(settings), host.tool_names, cwd=given_cwd)
         if block is not None:
             blocked = Blocked(suggested_tool=block.tool, rule=block.rule, recovery=block.recovery)
             details = ToolDetails(blocked=blocked)
             return Plan(None, tool_error(block.text(norm.command), details), shaping)
     cwd = workspace
-    if args.cwd is not None:
-        cwd = resolve_path(workspace, args.cwd, home)
+    if given_cwd is not None:
+        cwd = resolve_path(workspace, given_cwd, home)
         problem = _cwd_problem(cwd)
         if problem is not None:
             return Plan(None, tool_error(problem), shaping)

@@ -23,8 +23,8 @@ from server import errors, log
 _log = log.get("errors")
 
 
-def _invalid(exc: errors.InvalidArgument, _params: bytes | None) -> ErrorObject:
-    message = exc.message or messages.invalid_params(invalidparams.reason(exc.detail))
+def _invalid(exc: errors.InvalidArgument, params: bytes | None) -> ErrorObject:
+    message = exc.message or messages.invalid_params(invalidparams.reason(exc.detail, params))
     return ErrorObject(ErrorCode.INVALID_PARAMS, message, exc.detail)
 
 

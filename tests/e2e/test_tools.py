@@ -282,6 +282,42 @@ def test_timeout_default_clamp_and_notice(server: InProcessServer) -> None:
     assert not big.is_error
 
 
+def test_optional_arguments_are_plain_properties(server: InProcessServer) -> None:
+    """Generic clients build forms from the schema: `anyOf` with null confuses them."""
+    schema = tool_list(server).tools[0].input_schema
+    for name, prop in schema["properties"].items():
+        assert "anyOf" not in prop and "type" in prop, name
+    assert schema["properties"]["timeout"]["type"] == "number"
+    assert schema["properties"]["head"]["type"] == "integer"
+    assert schema["properties"]["cwd"]["type"] == "string"
+
+
+def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessServer) -> None:
+    result = call_tool(server, command="echo partial; sleep 30", timeout="0.2")
+    assert structured(result).timed_out
+    assert text_of(result).endswith(messages.TIMEOUT_CLAMPED.format(requested="0.2", applied="1"))
+    result = call_tool(server, command="seq 1 5", timeout="30", head="2", tail="1")
+    assert text_of(result) == "2" and not result.is_error
+    result = call_tool(server, command="pwd", timeout=None, cwd=None, head=None, tail=None)
+    assert text_of(result) == f"{server.tmp}\n"
+    for value, reason in [
+        ("abc", 'timeout: expected a number, got "abc"'),
+        ("nan", 'timeout: expected a finite number, got "nan"'),
+        ("inf", 'timeout: expected a finite number, got "inf"'),
+        ("-Infinity", 'timeout: expected a finite number, got "-Infinity"'),
+        (True, "timeout: expected a number, got true"),
+    ]:
+        error = server.error(
+            "tools/call", {"name": "bash", "arguments": {"command": "true", "timeout": value}}
+        )
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert error.message == messages.invalid_params(reason)
+    error = server.error(
+        "tools/call", {"name": "bash", "arguments": {"command": "true", "head": "2.5"}}
+    )
+    assert error.message == messages.invalid_params('head: expected an integer, got "2.5"')
+
+
 def test_configured_default_timeout(server: InProcessServer) -> None:
     initialize(server, settings={"tool": {"defaultTimeout": 1}})
     assert tool_list(server).tools[0].input_schema["properties"]["timeout"]["default"] == 1

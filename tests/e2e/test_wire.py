@@ -49,7 +49,11 @@ def test_invalid_params_message_says_what_and_where(server: InProcessServer) -> 
         ("bash", {"command": "x", "timeout": "30"}, 'timeout: expected a number or null, got "30"'),
         ("bash", {"command": 5}, "command: expected a string, got 5"),
         ("bash", {}, "command: required field missing"),
-        ("bash", {"command": "a\u0000b"}, "command: expected a string without NUL characters"),
+        (
+            "bash",
+            {"command": "a\u0000b"},
+            'command: expected a string without NUL characters, got "a\\u0000b"',
+        ),
         ("artifact/read", {"id": "7"}, 'id: expected an integer, got "7"'),
         ("session/open", {"sandbox": "open"}, "sandbox: invalid enum value 'open'"),
         (

@@ -49,6 +49,11 @@ def test_long_values_are_cut() -> None:
     assert said.endswith("…") and len(said) < MAX_QUOTED_CHARS + 60
 
 
+def test_our_own_expectations_quote_the_value_too() -> None:
+    detail = messages.NOT_FINITE.format(field="timeout")
+    assert reason(detail, b'{"timeout": "nan"}') == 'timeout: expected a finite number, got "nan"'
+
+
 def test_without_the_document_the_type_is_named() -> None:
     assert reason("Expected `float`, got `str` - at `$.timeout`") == (
         "timeout: expected a number, got a string"
