@@ -2,6 +2,8 @@
 
 Each rule judges one simple command of the parse (see `bashparse`), so
 `npm test && git commit` is two commands and `'a -> b'` is one quoted word.
+A configured rule also judges the whole command, as written for the input a
+model sent (`^git add f && git commit` spans two simple commands).
 This is guidance for models, not a security boundary: it only recognizes the
 common spellings, and a determined command gets through. A rule blocks only
 when the host's agent actually has the tool it suggests.
@@ -71,6 +73,9 @@ class Rule(msgspec.Struct, frozen=True):
     match: Matcher
     # The programs the rule can match, so others cost one lookup; None: any.
     programs: frozenset[str] | None = None
+    # Whether the whole command matches, judged before its simple commands; None:
+    # the rule judges simple commands only.
+    whole: Callable[[str], bool] | None = None
 
 
 class Block(msgspec.Struct, frozen=True):
@@ -87,7 +92,8 @@ class Block(msgspec.Struct, frozen=True):
 def intercept(
     command: str, rules: Sequence[Rule], tool_names: Iterable[str], cwd: str | None = None
 ) -> Block | None:
-    """The first simple command a rule matches, among rules whose tool the host has.
+    """The first rule that matches the whole command, else the first simple command a
+    rule matches, among rules whose tool the host has.
 
     Paths in the recovery are relative to the workspace: the call's `cwd` and
     literal `cd`s before the command are folded in."""
@@ -95,6 +101,9 @@ def intercept(
     active = [rule for rule in rules if rule.tool in available]
     if not active:
         return None
+    for rule in active:
+        if rule.whole is not None and rule.whole(command):
+            return Block(rule.tool, rule.name, rule.message, Recovery(tool=rule.tool))
     for simple in bashparse.simple_commands(command):
         invocation = _invocation(simple)
         for rule in active:
@@ -119,8 +128,8 @@ def _rebase(hint: Recovery, simple: SimpleCommand, cwd: str | None) -> Recovery:
 def compile_rules(
     rules: Iterable[InterceptorRule], warn: Callable[[str], None]
 ) -> tuple[Rule, ...]:
-    """Configured rules: each regex searches each simple command's text. A broken
-    rule is reported through `warn` and skipped."""
+    """Configured rules: each regex searches the whole command, then each simple
+    command's text. A broken rule is reported through `warn` and skipped."""
     out = []
     for rule in rules:
         try:
@@ -132,8 +141,13 @@ def compile_rules(
             warn(messages.INTERCEPT_BAD_RULE.format(pattern=rule.pattern, reason=exc))
             continue
         match = functools.partial(_search, regex, rule.tool)
-        out.append(Rule(rule.name or rule.pattern, rule.tool, rule.message, match))
+        whole = functools.partial(_found, regex)
+        out.append(Rule(rule.name or rule.pattern, rule.tool, rule.message, match, whole=whole))
     return tuple(out)
+
+
+def _found(regex: re.Pattern[str], command: str) -> bool:
+    return regex.search(command) is not None
 
 
 def _search(regex: re.Pattern[str], tool: str, invocation: Invocation) -> Recovery | None:

@@ -95,3 +95,12 @@ def test_custom_rules_match_each_simple_command(server: InProcessServer) -> None
     assert text_of(call_tool(server, command="echo 'git commit'")) == "git commit\n"
     warning = messages.INTERCEPT_BAD_RULE.format(pattern="(unclosed", reason="")
     assert server.stderr().count(warning.split(":")[0]) == 1
+
+
+def test_custom_rules_match_the_whole_command_too(server: InProcessServer) -> None:
+    rules = [{"pattern": r"^git add file && git commit", "tool": "commit", "message": "m"}]
+    initialize(
+        server, toolNames=["commit"], settings={"interceptor": {"enabled": True, "rules": rules}}
+    )
+    result = call_tool(server, command="git add file && git commit -m message")
+    assert blocked(result).rule == rules[0]["pattern"]

@@ -138,6 +138,25 @@ def test_custom_rule_flags_and_first_match_wins() -> None:
     assert block is not None and block.rule == "two"
 
 
+def test_configured_rules_judge_the_whole_command_and_each_simple_one() -> None:
+    rules = compile_rules(
+        [
+            InterceptorRule(pattern=r"^git add file && git commit", tool="vcs", message="m"),
+            InterceptorRule(pattern=r"^git\s+push\b", tool="vcs", message="m", name="push"),
+        ],
+        warn=lambda m: pytest.fail(m),
+    )
+    # Only the whole command matches the first rule: it spans two simple commands.
+    block = intercept("git add file && git commit -m message", rules, ["vcs"])
+    assert block is not None and block.rule == r"^git add file && git commit"
+    assert block.recovery == Recovery(tool="vcs")
+    # Only a simple command matches the second: the whole starts with `npm`.
+    block = intercept("npm test && git push origin main", rules, ["vcs"])
+    assert block is not None and block.rule == "push"
+    assert intercept("git add other && git commit -m x", rules, ["vcs"]) is None
+    assert intercept("echo 'git push'", rules, ["vcs"]) is None
+
+
 @pytest.mark.parametrize(
     ("command", "cwd", "path"),
     [
