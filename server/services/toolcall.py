@@ -1,21 +1,21 @@
 """The model's bash tool: the steps of a `tools/call`, before and after the command.
 
-In order: normalize, intercept, check the cwd, clamp the timeout, choose
-PTY or pipes (steps 1-6, `plan`); the command service runs it (7) while
-`updates` streams snapshots and progress; `finish` shapes the result (8).
+With the arguments decoded (`toolargs`), in order: normalize, intercept, check
+the cwd, clamp the timeout, choose PTY or pipes (steps 1-6, `plan`); the
+command service runs it (7) while `updates` streams snapshots and progress;
+`finish` shapes the result (8).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio.abc
 import msgspec
 
-from protocol import invalidparams, messages, paths
+from protocol import messages, paths
 from protocol.mcp import (
     BASH_TOOL,
     BashStructured,
@@ -28,7 +28,6 @@ from protocol.mcp import (
     TextContent,
     Tool,
     ToolDetails,
-    ToolsCallParams,
     ToolUpdate,
 )
 from protocol.schema import inline_schema
@@ -43,6 +42,7 @@ from server.services.normalize import normalize
 from server.services.outcome import Outcome
 from server.services.shaping import DEFAULT_MAX_LINES, Shaping, shape
 from server.services.streams import EmitRaw, StreamListener
+from server.services.toolargs import given
 from server.settings import Settings
 
 # Tool calls carry no session: they share this one, whose shell configuration
@@ -55,7 +55,6 @@ NO_PTY_ENV_VARS = ("BASHRPC_NO_PTY", "PI_NO_PTY")
 _log = log.get("toolcall")
 _compiled: dict[tuple[InterceptorRule, ...], tuple[Rule, ...]] = {}
 
-T = TypeVar("T")
 Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
 
@@ -73,32 +72,6 @@ def tool_definition(settings: Settings) -> Tool:
         input_schema=schema,
         output_schema=inline_schema(BashStructured),
     )
-
-
-def arguments(params: ToolsCallParams) -> BashToolArguments:
-    """The call's arguments; an unknown tool or a bad argument is invalid params.
-
-    Checked strictly but for two leniencies of form-based clients: a numeric
-    string counts as a number (`"30"`, `"2.5"`), and null as an argument left out.
-    What is not finite (`"nan"`, `"inf"`) is refused."""
-    if params.name != BASH_TOOL:
-        raise errors.InvalidArgument(messages.UNKNOWN_TOOL.format(name=params.name))
-    try:
-        given = msgspec.json.decode(params.arguments)
-        if isinstance(given, dict):
-            given = {name: value for name, value in given.items() if value is not None}
-        args = msgspec.convert(given, BashToolArguments, strict=False)
-        if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
-            raise msgspec.ValidationError(messages.NOT_FINITE.format(field="timeout"))
-    except msgspec.DecodeError as exc:
-        # The message names the argument as the model passed it: `timeout`, not a path.
-        message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
-        raise errors.InvalidArgument(f"arguments: {exc}", message) from None
-    return args
-
-
-def _given(value: T | msgspec.UnsetType) -> T | None:
-    return None if isinstance(value, msgspec.UnsetType) else value
 
 
 def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions) -> bool:
@@ -128,11 +101,11 @@ def plan(
     home: str | None,
 ) -> Plan:
     """Steps 1-6 of a tool call."""
-    given_cwd, given_timeout = _given(args.cwd), _given(args.timeout)
+    given_cwd, given_timeout = given(args.cwd), given(args.timeout)
     for name, value in (("command", args.command), ("cwd", given_cwd)):
         if value is not None and "\0" in value:
             raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=f"arguments.{name}"))
-    norm = normalize(args.command, _given(args.head), _given(args.tail))
+    norm = normalize(args.command, given(args.head), given(args.tail))
     requested = settings.tool.default_timeout if given_timeout is None else given_timeout
     timeout = clamp_timeout(requested)
     shaping = Shaping(

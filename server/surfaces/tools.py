@@ -27,7 +27,7 @@ from protocol.mcp import (
 )
 from protocol.methods import PtyOutput
 from server.connection import RequestContext
-from server.services import toolcall
+from server.services import toolargs, toolcall
 from server.services.streams import streaming
 from server.settings import with_overrides
 from server.wire.registry import Registry
@@ -92,7 +92,7 @@ def tools_list(ctx: RequestContext, params: EmptyParams) -> ToolsListResult:
 async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
     plan = toolcall.plan(
-        toolcall.arguments(params),
+        toolargs.arguments(params),
         request_id=ctx.id,
         settings=connection.settings,
         host=connection.host,
