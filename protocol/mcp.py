@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, RequestId, SandboxMode
+from protocol.methods import (
+    MAX_TIMEOUT_SECONDS,
+    MIN_TIMEOUT_SECONDS,
+    RequestId,
+    SandboxMode,
+    described,
+)
 
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
@@ -40,94 +46,147 @@ class Strict(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
 class InterceptorRule(
     msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True, frozen=True
 ):
-    pattern: str
-    tool: str
-    message: str
-    # Python `re` flag letters, e.g. "i" or "ms".
-    flags: str | None = None
-    # Reported in details.blocked.rule; the pattern is used when absent.
-    name: str | None = None
+    pattern: Annotated[
+        str, described("A Python regex, searched in the whole command and in each simple one.")
+    ]
+    tool: Annotated[
+        str, described("The tool to suggest; the rule applies only if the host has it.")
+    ]
+    message: Annotated[str, described("Why the command is blocked, shown to the model.")]
+    flags: Annotated[str | None, described('Python `re` flag letters, e.g. "i" or "ms".')] = None
+    name: Annotated[
+        str | None, described("Reported in details.blocked.rule; the pattern when absent.")
+    ] = None
 
 
 class InterceptorOverrides(Strict):
-    enabled: bool | msgspec.UnsetType = msgspec.UNSET
-    rules: list[InterceptorRule] | msgspec.UnsetType = msgspec.UNSET
+    enabled: (
+        Annotated[bool, described("Whether tool calls are intercepted.")] | msgspec.UnsetType
+    ) = msgspec.UNSET
+    rules: (
+        Annotated[list[InterceptorRule], described("Rules that replace the default ones.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class BashOverrides(Strict):
-    virtual_terminal: Literal["on", "off"] | msgspec.UnsetType = msgspec.UNSET
+    virtual_terminal: (
+        Annotated[Literal["on", "off"], described('"on": tool calls may run on a PTY.')]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 TimeoutSeconds = Annotated[float, msgspec.Meta(ge=MIN_TIMEOUT_SECONDS, le=MAX_TIMEOUT_SECONDS)]
 
 
 class SandboxOverrides(Strict):
-    # Only as strict as the configured mode, or stricter.
-    mode: SandboxMode | msgspec.UnsetType = msgspec.UNSET
+    mode: (
+        Annotated[SandboxMode, described("Only as strict as the configured mode, or stricter.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class ToolOverrides(Strict):
-    default_timeout: TimeoutSeconds | msgspec.UnsetType = msgspec.UNSET
+    default_timeout: (
+        Annotated[
+            TimeoutSeconds, described("Seconds a tool call may run when it names no timeout.")
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class ConnectionSettings(Strict):
-    interceptor: InterceptorOverrides | msgspec.UnsetType = msgspec.UNSET
-    bash: BashOverrides | msgspec.UnsetType = msgspec.UNSET
-    tool: ToolOverrides | msgspec.UnsetType = msgspec.UNSET
-    sandbox: SandboxOverrides | msgspec.UnsetType = msgspec.UNSET
+    interceptor: (
+        Annotated[InterceptorOverrides, described("Overrides of the `interceptor` settings.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    bash: Annotated[BashOverrides, described("Overrides of the `bash` settings.")] | (
+        msgspec.UnsetType
+    ) = msgspec.UNSET
+    tool: Annotated[ToolOverrides, described("Overrides of the `tool` settings.")] | (
+        msgspec.UnsetType
+    ) = msgspec.UNSET
+    sandbox: Annotated[SandboxOverrides, described("Overrides of the `sandbox` settings.")] | (
+        msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 # -- initialize --------------------------------------------------------------
 
 
 class UiSize(Strict):
-    cols: int
-    rows: int
+    cols: Annotated[int, described("Terminal columns the host renders.")]
+    rows: Annotated[int, described("Terminal rows the host renders.")]
 
 
 class HostOptions(Strict):
     """What the host tells us about itself, in initializationOptions."""
 
-    tool_names: list[str] = msgspec.field(default_factory=list)
-    # Present when the host can render a terminal.
-    ui: UiSize | None = None
-    settings: ConnectionSettings | None = None
+    tool_names: Annotated[list[str], described("The tools the host's agent has.")] = msgspec.field(
+        default_factory=list
+    )
+    ui: Annotated[
+        UiSize | None, described("The terminal size; present when the host can render one.")
+    ] = None
+    settings: Annotated[
+        ConnectionSettings | None,
+        described("Overrides of the file's settings, for this connection."),
+    ] = None
     # Notifications outside MCP that the host asks for (`tool/update`): a plain
     # MCP client would reject them, so they are sent only on request.
-    notifications: list[str] = msgspec.field(default_factory=list)
-    opt_out_notifications: list[str] = msgspec.field(default_factory=list)
+    notifications: Annotated[
+        list[str], described('Notifications outside MCP the host wants: "tool/update".')
+    ] = msgspec.field(default_factory=list)
+    opt_out_notifications: Annotated[
+        list[str], described('Notifications not to send: "tool/update", "notifications/progress".')
+    ] = msgspec.field(default_factory=list)
 
 
 class Implementation(Open):
-    name: str
-    version: str
+    name: Annotated[str, described("The program's name.")]
+    version: Annotated[str, described("The program's version.")]
 
 
 class Experimental(Open):
-    bashrpc: HostOptions | None = None
+    bashrpc: Annotated[
+        HostOptions | None,
+        described("The same as initializationOptions, for hosts that cannot send those."),
+    ] = None
 
 
 class ClientCapabilities(Open):
-    experimental: Experimental | None = None
+    experimental: Annotated[
+        Experimental | None, described("Non-standard capabilities; bashrpc reads its own.")
+    ] = None
 
 
 class InitializeParams(Open):
-    protocol_version: str
-    capabilities: ClientCapabilities = msgspec.field(default_factory=ClientCapabilities)
-    client_info: Implementation | None = None
-    initialization_options: HostOptions | None = None
+    protocol_version: Annotated[str, described("The MCP revision the client speaks.")]
+    capabilities: Annotated[ClientCapabilities, described("What the client supports.")] = (
+        msgspec.field(default_factory=ClientCapabilities)
+    )
+    client_info: Annotated[Implementation | None, described("The client program.")] = None
+    initialization_options: Annotated[
+        HostOptions | None, described("What the host tells bashrpc about itself.")
+    ] = None
 
 
 class ServerCapabilities(Open):
-    tools: dict[str, Any] = msgspec.field(default_factory=dict)
-    resources: dict[str, Any] = msgspec.field(default_factory=dict)
+    tools: Annotated[dict[str, Any], described("The server has tools.")] = msgspec.field(
+        default_factory=dict
+    )
+    resources: Annotated[dict[str, Any], described("The server has resources.")] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class InitializeResult(Open):
-    protocol_version: str
-    server_info: Implementation
-    capabilities: ServerCapabilities
-    instructions: str
+    protocol_version: Annotated[
+        str, described("The client's revision when supported, else the latest one.")
+    ]
+    server_info: Annotated[Implementation, described("This server.")]
+    capabilities: Annotated[ServerCapabilities, described("What this server offers.")]
+    instructions: Annotated[str, described("How to use this server, for the model.")]
 
 
 class EmptyParams(Open):
@@ -168,7 +227,7 @@ class BashToolArguments(Strict):
 
     # Optional arguments are UNSET when absent, not None, so the schema declares each
     # as its plain type, left out of `required`: an `anyOf` with null confuses generic
-    # clients' forms. They are decoded leniently (`services.toolcall.arguments`):
+    # clients' forms. They are decoded leniently (`server.services.toolargs`):
     # numeric strings count as numbers, and null as absent.
     command: Annotated[str, msgspec.Meta(description=_COMMAND_HELP)]
     # Absent: the configured default (tool.defaultTimeout), which tools/list advertises.
@@ -185,171 +244,203 @@ class BashToolArguments(Strict):
 
 
 class Tool(Open, omit_defaults=True):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None = None
+    name: Annotated[str, described("The tool's name, for tools/call.")]
+    description: Annotated[str, described("What the tool does, for the model.")]
+    input_schema: Annotated[dict[str, Any], described("The JSON Schema of its arguments.")]
+    output_schema: Annotated[
+        dict[str, Any] | None, described("The JSON Schema of its structuredContent.")
+    ] = None
 
 
 class ToolsListResult(Open):
-    tools: list[Tool]
+    tools: Annotated[list[Tool], described("The tools: `bash`.")]
 
 
 class RequestMeta(Open):
-    progress_token: str | int | None = None
+    progress_token: Annotated[
+        str | int | None, described("Send notifications/progress for this call with this token.")
+    ] = None
 
 
 class ToolsCallParams(Open):
-    name: str
+    name: Annotated[str, described("The tool to call: `bash`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
-    arguments: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
-    meta: RequestMeta | None = msgspec.field(default=None, name="_meta")
+    arguments: Annotated[
+        msgspec.Raw, described("The tool's arguments, as its inputSchema says.")
+    ] = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
+    meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
+        default=None, name="_meta"
+    )
 
 
 class TextContent(Open, kw_only=True):
-    type: Literal["text"] = "text"
-    text: str
+    type: Annotated[Literal["text"], described("The kind of content.")] = "text"
+    text: Annotated[str, described("The text.")]
 
 
 class ShownRange(Open):
-    start: int
-    end: int
+    start: Annotated[int, described("The first line shown, from 1.")]
+    end: Annotated[int, described("The last line shown.")]
 
 
 class Truncation(Open, omit_defaults=True):
-    direction: Literal["tail"]
-    total_lines: int
-    total_bytes: int
-    output_lines: int
-    output_bytes: int
-    shown_range: ShownRange
-    # The cap that cut; absent when the call's own head/tail chose the lines.
-    truncated_by: Literal["bytes", "lines"] | None = None
-    artifact_id: int | None = None
-    # The artifact stopped at a size cap (`artifacts.maxBytes` or `maxTotalBytes`).
-    artifact_truncated: bool = False
+    direction: Annotated[Literal["tail"], described("Which end of the output is kept.")]
+    total_lines: Annotated[int, described("Lines of the whole output.")]
+    total_bytes: Annotated[int, described("Bytes of the whole output.")]
+    output_lines: Annotated[int, described("Lines shown.")]
+    output_bytes: Annotated[int, described("Bytes shown.")]
+    shown_range: Annotated[ShownRange, described("The lines shown, of the whole output.")]
+    truncated_by: Annotated[
+        Literal["bytes", "lines"] | None,
+        described("The cap that cut; absent when the call's own head/tail chose the lines."),
+    ] = None
+    artifact_id: Annotated[int | None, described("The artifact holding the whole output.")] = None
+    artifact_truncated: Annotated[
+        bool, described("The artifact stopped at a size cap (artifacts.maxBytes or maxTotalBytes).")
+    ] = False
 
 
 class Recovery(Open, omit_defaults=True):
     """What to call instead, with the arguments read off the blocked command."""
 
-    tool: str
-    pattern: str | None = None
-    path: str | None = None
+    tool: Annotated[str, described("The tool to call instead.")]
+    pattern: Annotated[str | None, described("The pattern to pass it, when there is one.")] = None
+    path: Annotated[
+        str | None, described("The path to pass it, relative to the workspace, when there is one.")
+    ] = None
 
 
 class Blocked(Open):
-    suggested_tool: str
-    rule: str
-    recovery: Recovery
+    suggested_tool: Annotated[str, described("The tool to call instead.")]
+    rule: Annotated[str, described("The rule that blocked the command.")]
+    recovery: Annotated[Recovery, described("The call to make instead.")]
 
 
 class DetailsMeta(Open):
-    truncation: Truncation
+    truncation: Annotated[Truncation, described("How the output was cut.")]
 
 
 class ToolDetails(Open, omit_defaults=True):
-    blocked: Blocked | None = None
-    meta: DetailsMeta | None = None
+    blocked: Annotated[
+        Blocked | None, described("Present when the interceptor blocked the command.")
+    ] = None
+    meta: Annotated[DetailsMeta | None, described("Present when the output was cut.")] = None
 
 
 class BashStructured(Open):
     """The whole result, for clients that show structured content instead of text."""
 
-    # The same text as the result's text content.
-    output: str
-    exit_code: int | None
-    cancelled: bool
-    timed_out: bool
-    truncation: Truncation | None
-    # Where the full output is, when the text shows only part of it.
-    artifact_uri: str | None = None
-    # The command failed writing outside the sandbox's writable roots.
-    sandbox_denied: bool = False
+    output: Annotated[str, described("The same text as the result's text content.")]
+    exit_code: Annotated[
+        int | None, described("The command's exit status; null when there is none.")
+    ]
+    cancelled: Annotated[bool, described("The command was aborted, or timed out.")]
+    timed_out: Annotated[bool, described("The command was stopped at its timeout.")]
+    truncation: Annotated[
+        Truncation | None, described("How the output was cut; null when it was shown whole.")
+    ]
+    artifact_uri: Annotated[
+        str | None, described("Where the full output is, when the text shows only part of it.")
+    ] = None
+    sandbox_denied: Annotated[
+        bool, described("The command failed writing outside the sandbox's writable roots.")
+    ] = False
 
 
 class CallToolResult(Open, omit_defaults=True):
-    content: list[TextContent]
-    structured_content: BashStructured | None = None
-    is_error: bool = False
-    details: ToolDetails | None = None
+    content: Annotated[list[TextContent], described("The result as text, for the model.")]
+    structured_content: Annotated[
+        BashStructured | None, described("The whole result, as structured data.")
+    ] = None
+    is_error: Annotated[bool, described("The command failed, timed out, or was blocked.")] = False
+    details: Annotated[
+        ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
+    ] = None
 
 
 class CancelledOutput(Open):
     """`data` of the -32800 error that answers a cancelled tool call."""
 
-    output: str
+    output: Annotated[str, described("The output until the call was cancelled.")]
 
 
 # -- resources ---------------------------------------------------------------
 
 
+_ARTIFACT_URI = "The artifact's URI, artifact://N."
+_MIME_TYPE = "The media type of its content."
+
+
 class Resource(Open, omit_defaults=True):
-    uri: str
-    name: str
-    mime_type: str = TEXT_MIME_TYPE
-    size: int | None = None
+    uri: Annotated[str, described(_ARTIFACT_URI)]
+    name: Annotated[str, described("A name to show for it.")]
+    mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
+    size: Annotated[int | None, described("Its size in bytes.")] = None
 
 
 class ResourcesListResult(Open):
-    resources: list[Resource]
+    resources: Annotated[list[Resource], described("The artifacts of this workspace.")]
 
 
 class ResourceTemplate(Open):
-    uri_template: str
-    name: str
-    description: str
-    mime_type: str = TEXT_MIME_TYPE
+    uri_template: Annotated[str, described("The URI template: artifact://{id}.")]
+    name: Annotated[str, described("A name to show for it.")]
+    description: Annotated[str, described("What the resources are.")]
+    mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
 
 
 class ResourceTemplatesListResult(Open):
-    resource_templates: list[ResourceTemplate]
+    resource_templates: Annotated[list[ResourceTemplate], described("The templates.")]
 
 
 class ResourcesReadParams(Open):
-    uri: str
+    uri: Annotated[str, described(_ARTIFACT_URI)]
 
 
 class ContentMeta(Open):
-    truncated: bool
-    total_bytes: int
-    next_offset: int | None
+    truncated: Annotated[bool, described("The text holds only the artifact's start.")]
+    total_bytes: Annotated[int, described("The artifact's size in bytes.")]
+    next_offset: Annotated[
+        int | None, described("Where artifact/read continues; null when the text is whole.")
+    ]
 
 
 class TextResourceContents(Open, omit_defaults=True):
-    uri: str
-    mime_type: str
-    text: str
-    meta: ContentMeta | None = msgspec.field(default=None, name="_meta")
+    uri: Annotated[str, described(_ARTIFACT_URI)]
+    mime_type: Annotated[str, described(_MIME_TYPE)]
+    text: Annotated[str, described("The artifact's text (its first 8 MiB).")]
+    meta: Annotated[
+        ContentMeta | None, described("Present when the text is not the whole artifact.")
+    ] = msgspec.field(default=None, name="_meta")
 
 
 class ResourcesReadResult(Open):
-    contents: list[TextResourceContents]
+    contents: Annotated[list[TextResourceContents], described("The artifact's contents.")]
 
 
 # -- notifications -------------------------------------------------------------
 
 
 class CancelledParams(Open):
-    request_id: RequestId
-    reason: str | None = None
+    request_id: Annotated[RequestId, described("The request to cancel.")]
+    reason: Annotated[str | None, described("Why, for the log.")] = None
 
 
 class CancelRequestParams(Open):
-    id: RequestId
+    id: Annotated[RequestId, described("The request to cancel.")]
 
 
 class ToolUpdate(Open):
     """`tool/update`: the current tail of a running tool call, as a snapshot."""
 
-    request_id: RequestId | None
-    content: list[TextContent]
+    request_id: Annotated[RequestId | None, described("The tool call's request id.")]
+    content: Annotated[list[TextContent], described("The newest output, as a snapshot.")]
 
 
 class ProgressParams(Open):
-    progress_token: str | int
-    progress: int
-    message: str
+    progress_token: Annotated[str | int, described("The token the call's _meta gave.")]
+    progress: Annotated[int, described("Bytes of output so far.")]
+    message: Annotated[str, described("The last line of output, cut to 200 characters.")]
 
 
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {

@@ -26,6 +26,11 @@ ARTIFACT_READ_DEFAULT_LIMIT = 64 * 1024
 ARTIFACT_READ_MAX_LIMIT = 1024 * 1024
 
 
+def described(text: str) -> msgspec.Meta:
+    """A field's description in the generated schemas (every field has one)."""
+    return msgspec.Meta(description=text)
+
+
 class Params(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
     """Base of all method params."""
 
@@ -34,82 +39,115 @@ class Result(msgspec.Struct, rename="camel", kw_only=True):
     """Base of all method results."""
 
 
+_REQUEST_ID = "The id of the request that runs the command."
+_SESSION_ID = "The session: its own shell, cwd and environment."
+_CWD_BASE64 = "The exact bytes of `cwd` in base64; present only when they are not valid UTF-8."
+_ENV = "Environment variables to set; names match ^[A-Za-z_][A-Za-z0-9_]*$."
+_COLS = "Terminal columns."
+_ROWS = "Terminal rows."
+
 # -- bash -------------------------------------------------------------------
 
 
 class PtySize(Params):
     """A terminal size; each side is clamped, and a missing one takes the default."""
 
-    cols: int | None = None
-    rows: int | None = None
+    cols: Annotated[int | None, described(_COLS + " Clamped to 20-400; default 120.")] = None
+    rows: Annotated[int | None, described(_ROWS + " Clamped to 5-200; default 40.")] = None
 
 
 class BashParams(Params):
-    command: str
-    session_id: SessionId = DEFAULT_SESSION_ID
-    cwd: str | None = None
+    command: Annotated[str, described("The command, run as given in the session's shell.")]
+    session_id: Annotated[SessionId, described(_SESSION_ID + " Created on first use.")] = (
+        DEFAULT_SESSION_ID
+    )
+    cwd: Annotated[
+        str | None,
+        described("Directory to run in, relative to the session's cwd; the shell stays there."),
+    ] = None
     # Seconds; clamped to [MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS]. None: no deadline.
-    timeout: float | None = None
-    env: dict[EnvName, str] | None = None
-    # Run on a pseudo-terminal (a one-shot `bash -c`): true, or a size.
-    pty: bool | PtySize | None = None
+    timeout: Annotated[
+        float | None, described("Seconds before the command is stopped, clamped to 1-3600.")
+    ] = None
+    env: Annotated[dict[EnvName, str] | None, described(_ENV + " For this command only.")] = None
+    pty: Annotated[
+        bool | PtySize | None,
+        described("Run on a pseudo-terminal, as a one-shot `bash -c`: true, or a size."),
+    ] = None
 
 
 class BashResult(Result, omit_defaults=True):
-    output: str
-    exit_code: int | None
-    cancelled: bool
-    timed_out: bool
-    truncated: bool
-    total_lines: int
-    total_bytes: int
-    output_lines: int
-    output_bytes: int
-    # The shell's directory afterwards: UTF-8 text, U+FFFD for invalid bytes...
-    working_dir: str | None
-    # Present only when the full output was spilled to an artifact.
-    artifact_id: int | None = None
-    # True when the artifact stopped at a size limit (the tail is still whole).
-    artifact_truncated: bool = False
-    # ...and the exact bytes in base64, present only when the text is not exact.
-    working_dir_base64: str | None = None
-    # The command failed writing outside the sandbox's writable roots (the output says so).
-    sandbox_denied: bool = False
+    output: Annotated[
+        str, described("The sanitized output, stdout and stderr merged; its tail when truncated.")
+    ]
+    exit_code: Annotated[
+        int | None,
+        described("The command's exit status; null when there is none (aborted, timed out)."),
+    ]
+    cancelled: Annotated[bool, described("The command was aborted, or timed out.")]
+    timed_out: Annotated[bool, described("The command was stopped at its timeout.")]
+    truncated: Annotated[bool, described("`output` holds only the tail of the output.")]
+    total_lines: Annotated[int, described("Lines of the whole output.")]
+    total_bytes: Annotated[int, described("Bytes of the whole output.")]
+    output_lines: Annotated[int, described("Lines in `output`.")]
+    output_bytes: Annotated[int, described("Bytes in `output`.")]
+    working_dir: Annotated[
+        str | None,
+        described("The shell's directory afterwards, as UTF-8 text (U+FFFD for invalid bytes)."),
+    ]
+    artifact_id: Annotated[
+        int | None, described("The artifact holding the whole output; present only when truncated.")
+    ] = None
+    artifact_truncated: Annotated[bool, described("The artifact stopped at a size limit.")] = False
+    working_dir_base64: Annotated[
+        str | None,
+        described("The exact bytes of `workingDir` in base64; present only when not exact."),
+    ] = None
+    sandbox_denied: Annotated[
+        bool, described("The command failed writing outside the sandbox's writable roots.")
+    ] = False
 
 
 class AbortBashParams(Params):
-    session_id: SessionId | None = None
-    request_id: RequestId | None = None
+    session_id: Annotated[
+        SessionId | None, described("Abort this session's commands (default: the default one).")
+    ] = None
+    request_id: Annotated[RequestId | None, described("Abort the request with this id.")] = None
 
 
 class AbortBashResult(Result):
-    aborted: bool
+    aborted: Annotated[bool, described("Something was running and is aborted.")]
 
 
 # -- sessions ---------------------------------------------------------------
 
 
 class SessionOpenParams(Params):
-    session_id: SessionId | None = None
-    cwd: str | None = None
-    env: dict[EnvName, str] | None = None
-    # Only as strict as the connection's mode, or stricter.
-    sandbox: SandboxMode | None = None
+    session_id: Annotated[SessionId | None, described(_SESSION_ID + " Generated when absent.")] = (
+        None
+    )
+    cwd: Annotated[
+        str | None, described("The shell's starting directory, relative to the workspace.")
+    ] = None
+    env: Annotated[dict[EnvName, str] | None, described(_ENV + " For the session's shell.")] = None
+    sandbox: Annotated[
+        SandboxMode | None,
+        described("The session's sandbox mode: only as strict as the connection's, or stricter."),
+    ] = None
 
 
 class SessionOpenResult(Result, omit_defaults=True):
-    session_id: str
-    cwd: str
-    # The exact bytes of `cwd` in base64, when they are not valid UTF-8.
-    cwd_base64: str | None = None
+    session_id: Annotated[str, described(_SESSION_ID)]
+    cwd: Annotated[str, described("The session's directory, as UTF-8 text.")]
+    cwd_base64: Annotated[str | None, described(_CWD_BASE64)] = None
 
 
 class SessionCloseParams(Params):
-    session_id: SessionId
+    session_id: Annotated[SessionId, described("The session to close.")]
 
 
 class SessionCloseResult(Result):
-    closed: bool
+    closed: Annotated[bool, described("The session existed and is closed.")]
 
 
 class SessionListParams(Params):
@@ -120,81 +158,87 @@ SessionState = Literal["idle", "busy"]
 
 
 class SessionInfo(Result, omit_defaults=True):
-    session_id: str
-    state: SessionState
-    # None until the session's shell has started (or after it died).
-    pid: int | None
-    cwd: str
-    # Processes the idle shell started that still run (0 while busy).
-    background_jobs: int
-    # The exact bytes of `cwd` in base64, when they are not valid UTF-8.
-    cwd_base64: str | None = None
+    session_id: Annotated[str, described(_SESSION_ID)]
+    state: Annotated[SessionState, described("Whether a command is running.")]
+    pid: Annotated[
+        int | None, described("The shell's pid; null until it has started, or after it died.")
+    ]
+    cwd: Annotated[str, described("The session's directory, as UTF-8 text.")]
+    background_jobs: Annotated[
+        int, described("Processes the idle shell started that still run (0 while busy).")
+    ]
+    cwd_base64: Annotated[str | None, described(_CWD_BASE64)] = None
 
 
 class SessionListResult(Result):
-    sessions: list[SessionInfo]
+    sessions: Annotated[list[SessionInfo], described("Every session.")]
 
 
 # -- artifacts --------------------------------------------------------------
 
 
 class ArtifactReadParams(Params):
-    id: Annotated[int, msgspec.Meta(ge=0)]
-    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
-    limit: Annotated[int, msgspec.Meta(ge=1, le=ARTIFACT_READ_MAX_LIMIT)] = (
-        ARTIFACT_READ_DEFAULT_LIMIT
-    )
+    id: Annotated[int, msgspec.Meta(ge=0), described("The artifact's id, N in artifact://N.")]
+    offset: Annotated[int, msgspec.Meta(ge=0), described("The first byte to read.")] = 0
+    limit: Annotated[
+        int,
+        msgspec.Meta(ge=1, le=ARTIFACT_READ_MAX_LIMIT),
+        described("Bytes to read at most; cuts fall on UTF-8 character boundaries."),
+    ] = ARTIFACT_READ_DEFAULT_LIMIT
 
 
 class ArtifactReadResult(Result):
-    id: int
-    text: str
-    offset: int
-    # None once the read reached the end of the artifact.
-    next_offset: int | None
-    total_bytes: int
+    id: Annotated[int, described("The artifact's id.")]
+    text: Annotated[str, described("The bytes read, as text.")]
+    offset: Annotated[int, described("Where the text starts, in bytes.")]
+    next_offset: Annotated[
+        int | None, described("Where the next read starts; null at the end of the artifact.")
+    ]
+    total_bytes: Annotated[int, described("The artifact's size in bytes.")]
 
 
 # -- PTY control --------------------------------------------------------------
 
 
 class PtyInputParams(Params):
-    request_id: RequestId
-    # Written as-is (UTF-8), before `keys`.
-    data: str | None = None
-    # Named keys: enter, tab, up, ctrl+c, alt+x, f5...
-    keys: list[str] | None = None
+    request_id: Annotated[RequestId, described(_REQUEST_ID)]
+    data: Annotated[
+        str | None, described("Text to type, written as-is (UTF-8), before `keys`.")
+    ] = None
+    keys: Annotated[
+        list[str] | None, described("Named keys to press: enter, tab, up, ctrl+c, alt+x, f5...")
+    ] = None
 
 
 class PtyInputResult(Result):
-    bytes_written: int
+    bytes_written: Annotated[int, described("Bytes written to the terminal.")]
 
 
 class PtyResizeParams(Params):
-    request_id: RequestId
-    cols: int
-    rows: int
+    request_id: Annotated[RequestId, described(_REQUEST_ID)]
+    cols: Annotated[int, described(_COLS + " Clamped to 20-400.")]
+    rows: Annotated[int, described(_ROWS + " Clamped to 5-200.")]
 
 
 class PtyResizeResult(Result):
-    cols: int
-    rows: int
+    cols: Annotated[int, described(_COLS + " As applied.")]
+    rows: Annotated[int, described(_ROWS + " As applied.")]
 
 
 class PtyScreenParams(Params):
-    request_id: RequestId
+    request_id: Annotated[RequestId, described(_REQUEST_ID)]
 
 
 class Cursor(Result):
-    x: int
-    y: int
+    x: Annotated[int, described("Column, from 0.")]
+    y: Annotated[int, described("Row, from 0.")]
 
 
 class PtyScreen(Result):
-    cols: int
-    rows: int
-    lines: list[str]
-    cursor: Cursor
+    cols: Annotated[int, described(_COLS)]
+    rows: Annotated[int, described(_ROWS)]
+    lines: Annotated[list[str], described("The rendered viewport, one string per row.")]
+    cursor: Annotated[Cursor, described("Where the cursor is.")]
 
 
 # -- lifecycle --------------------------------------------------------------
@@ -214,21 +258,23 @@ class ExitParams(Params):
 class PtyOutput(Result):
     """Params of ``pty/output``: raw terminal bytes, base64, escape sequences intact."""
 
-    request_id: RequestId | None
-    data: str
+    request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
+    data: Annotated[str, described("Raw terminal bytes, base64.")]
 
 
 class BashChunk(Result, omit_defaults=True):
     """Params of the ``bash/chunk`` notification: sanitized output, in order."""
 
-    # Null only when the request itself had a null id.
-    request_id: RequestId | None
-    session_id: str
-    seq: int
-    text: str
-    # Bytes of output skipped just before this text (a notice in `text` says so
-    # too): the client took nothing for a while. The artifact has them.
-    skipped: int = 0
+    request_id: Annotated[
+        RequestId | None, described(_REQUEST_ID + " Null only when that id was null.")
+    ]
+    session_id: Annotated[str, described(_SESSION_ID)]
+    seq: Annotated[int, described("The chunk's number for its request, from 0.")]
+    text: Annotated[str, described("Sanitized output, in order.")]
+    # The client took nothing for a while; a notice in `text` says so too.
+    skipped: Annotated[
+        int, described("Bytes of output skipped just before this text; the artifact has them.")
+    ] = 0
 
 
 # Method name -> (params type, result type); the schema generator and the

@@ -15,6 +15,10 @@ import msgspec
 from protocol import mcp, methods
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# Every property of every document has a description, these two included.
+PARAMS_DESCRIPTION = "The message's params."
+RESULT_DESCRIPTION = "The method's result."
+NULL_RESULT_DESCRIPTION = "The method answers null."
 
 
 def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
@@ -38,11 +42,11 @@ def _document(
     """Methods without a result (shutdown) answer null."""
     types: list[Any] = [params] if result is None else [params, result]
     refs, defs = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
-    properties: dict[str, Any] = {"params": refs[0]}
+    properties: dict[str, Any] = {"params": {**refs[0], "description": PARAMS_DESCRIPTION}}
     if result is None:
-        properties["result"] = {"type": "null"}
+        properties["result"] = {"type": "null", "description": NULL_RESULT_DESCRIPTION}
     else:
-        properties["result"] = refs[1]
+        properties["result"] = {**refs[1], "description": RESULT_DESCRIPTION}
     return {
         "$schema": SCHEMA_DIALECT,
         "title": title,
