@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocol import messages
 from protocol.invalidparams import MAX_QUOTED_CHARS, reason
@@ -76,3 +78,17 @@ def test_without_the_document_the_type_is_named() -> None:
 )
 def test_texts_in_msgspec_style_or_none(detail: str, said: str) -> None:
     assert reason(detail) == said
+
+
+@given(
+    problem=st.sampled_from(["Expected `int`, got `str`", "Object missing required field `x`", ""]),
+    where=st.text(max_size=30),
+    detail=st.text(max_size=60),
+    document=st.one_of(st.none(), st.binary(max_size=60), st.just(b'{"a": [1, {"b": "c"}]}')),
+)
+def test_any_text_and_document_give_a_reason(
+    problem: str, where: str, detail: str, document: bytes | None
+) -> None:
+    """An error path must not fail itself: whatever the text and params, a reason."""
+    for text in (f"{problem} - at `${where}`", f"{problem} - at `key` in `${where}`", detail):
+        assert isinstance(reason(text, document), str)
