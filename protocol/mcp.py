@@ -2,7 +2,8 @@
 
 MCP clients send fields this server does not use (and newer revisions add
 more), so these params accept unknown fields, unlike the native methods.
-Tool arguments are the exception: the model's call is checked strictly.
+Tool arguments are the exception: the model's call is checked strictly, with
+only the leniencies of `server.services.toolargs` (numeric strings, nulls).
 """
 
 from __future__ import annotations
