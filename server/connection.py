@@ -60,6 +60,8 @@ class Task(msgspec.Struct, frozen=True):
     method: Method
     call: Call
     flight: InFlight
+    # Decoded on the reader: bad params are answered without a task.
+    params: Any
 
 
 class RequestContext(msgspec.Struct):
@@ -166,9 +168,17 @@ class Connection:
                 return None if call.is_notification else self.dispatcher.not_found(call)
             if not method.is_async:
                 return self.dispatcher.answer(method, call, RequestContext(self, call.reply_id))
-            return Task(method, call, self._admit(call))
-        except errors.BashrpcError as exc:
+            params = self.dispatcher.params(method, call)
+            flight = self._admit(call)
+        except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
+        if method.admit is not None:
+            try:
+                method.admit(RequestContext(self, call.reply_id, flight), params)
+            except Exception as exc:
+                self._release(flight)
+                return None if call.is_notification else self.dispatcher.failure(call, exc)
+        return Task(method, call, flight, params)
 
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)
@@ -212,6 +222,8 @@ class Connection:
 
     def _release(self, flight: InFlight) -> None:
         flight.finished = True
+        for release in flight.releases:
+            release()
         same = self._flights.get(flight.id, [])
         same.remove(flight)
         if not same:
@@ -230,7 +242,7 @@ class Connection:
             with flight.scope:
                 flight.started = True
                 try:
-                    result = await method.handler(ctx, self.dispatcher.params(method, call))
+                    result = await method.handler(ctx, task.params)
                 except Exception as exc:
                     reply = self.dispatcher.failure(call, exc)
                 else:
