@@ -343,3 +343,16 @@ def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) 
     assert server.response("typed", timeout=HANG_SECONDS).get("result") == {"bytesWritten": 3}
     reply = server.response("run", timeout=HANG_SECONDS)
     assert "got=hi" in reply["result"]["content"][0]["text"], reply
+
+
+def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessServer) -> None:
+    server.send_raw(
+        lines(
+            call("run", "bash", {"command": "read -r _", "pty": {"cols": 30, "rows": 6}}),
+            call("look", "pty/screen", {"requestId": "run"}),
+        )
+    )
+    look = server.response("look", timeout=HANG_SECONDS)
+    assert (look.get("result") or {}).get("cols") == 30, look
+    server.result("pty/input", {"requestId": "run", "keys": ["enter"]})
+    assert server.bash_result("run", timeout=HANG_SECONDS).exit_code == 0
