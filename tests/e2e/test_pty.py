@@ -356,3 +356,29 @@ def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessSe
     assert (look.get("result") or {}).get("cols") == 30, look
     server.result("pty/input", {"requestId": "run", "keys": ["enter"]})
     assert server.bash_result("run", timeout=HANG_SECONDS).exit_code == 0
+
+
+def test_input_for_a_blocked_tool_call_is_an_error(server: InProcessServer) -> None:
+    # The call ends before any command runs: the input queued for its PTY is answered.
+    server.result(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "initializationOptions": {
+                "toolNames": ["read"],
+                "ui": {"cols": 90, "rows": 20},
+                "settings": {"bash": {"virtualTerminal": "on"}, "interceptor": {"enabled": True}},
+            },
+        },
+    )
+    arguments = {"command": "cat notes.txt"}
+    server.send_raw(
+        lines(
+            call("run", "tools/call", {"name": "bash", "arguments": arguments}),
+            call("typed", "pty/input", {"requestId": "run", "data": "x"}),
+        )
+    )
+    typed = server.response("typed", timeout=HANG_SECONDS)
+    assert typed["error"]["code"] == ErrorCode.NO_SUCH_PTY, typed
+    assert server.response("run")["result"]["isError"]
