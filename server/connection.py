@@ -1,6 +1,7 @@
 """One client connection: its request loop, its requests in flight, its state.
 
-It owns the reader (bytes, frames, calls), the replies (through the outbox),
+It owns the reader (bytes, frames, calls), the replies (through the outbox:
+the reader's own in its control lane, so they never wait behind output),
 the requests in flight by id (so a cancel is a lookup), the busy and
 shutdown checks, and what the host said in `initialize`. It starts no
 process: commands are the business of the services it is given.
@@ -62,6 +63,8 @@ class Task(msgspec.Struct, frozen=True):
     method: Method
     call: Call
     flight: InFlight
+    # Decoded on the reader: bad params are answered without a task.
+    params: Any
 
 
 class RequestContext(msgspec.Struct):
@@ -145,7 +148,7 @@ class Connection:
         framer = LineFramer(self.settings.max_line_bytes)
         async for frame in frames(self._transport.receive, framer):
             if isinstance(frame, Oversized):
-                await self._send(
+                await self._answer(
                     error_response(ErrorCode.INVALID_REQUEST, messages.MESSAGE_TOO_LARGE)
                 )
                 continue
@@ -175,9 +178,17 @@ class Connection:
                 return None if call.is_notification else self.dispatcher.not_found(call)
             if not method.is_async:
                 return self.dispatcher.answer(method, call, RequestContext(self, call.reply_id))
-            return Task(method, call, self._admit(call))
-        except errors.BashrpcError as exc:
+            params = self.dispatcher.params(method, call)
+            flight = self._admit(call)
+        except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
+        if method.admit is not None:
+            try:
+                method.admit(RequestContext(self, call.reply_id, flight), params)
+            except Exception as exc:
+                self._release(flight)
+                return None if call.is_notification else self.dispatcher.failure(call, exc)
+        return Task(method, call, flight, params)
 
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)
@@ -185,7 +196,7 @@ class Connection:
             assert self.requests is not None
             self.requests.start_soon(self._run, prepared, None)
         elif prepared is not None:
-            await self._send(prepared)
+            await self._answer(prepared)
 
     async def _batch(self, items: list[Call | Rejected]) -> None:
         """Each member on its own, and in flight on its own; one array of replies."""
@@ -201,7 +212,7 @@ class Connection:
             assert self.requests is not None
             self.requests.start_soon(self._finish_batch, replies, tasks)
         elif replies:
-            await self._outbox.put(encode_batch(replies))
+            await self._outbox.put_control(encode_batch(replies))
 
     async def _finish_batch(self, replies: list[Reply], tasks: list[Task]) -> None:
         async with anyio.create_task_group() as members:
@@ -221,6 +232,8 @@ class Connection:
 
     def _release(self, flight: InFlight) -> None:
         flight.finished = True
+        for release in flight.releases:
+            release()
         same = self._flights.get(flight.id, [])
         same.remove(flight)
         if not same:
@@ -239,7 +252,7 @@ class Connection:
             with flight.scope:
                 flight.started = True
                 try:
-                    result = await method.handler(ctx, self.dispatcher.params(method, call))
+                    result = await method.handler(ctx, task.params)
                 except Exception as exc:
                     reply = self.dispatcher.failure(call, exc)
                 else:
@@ -267,7 +280,13 @@ class Connection:
             await self._outbox.put(line)
 
     async def _send(self, reply: Reply) -> None:
+        """A task's reply: after the chunks it queued, in the bulk lane."""
         await self._outbox.put(encode_reply(reply))
+
+    async def _answer(self, reply: Reply) -> None:
+        """The reader's own reply: in the control lane, so it never waits behind
+        bulk output and the reader goes on to the next request (an abort)."""
+        await self._outbox.put_control(encode_reply(reply))
 
 
 async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -308,8 +308,18 @@ class ServerProcess(RpcClient):
             # Its own process group, so a test can SIGKILL the group without pytest.
             start_new_session=new_session,
         )
+        # Cleared: the reader stops taking the server's stdout, and its pipe fills.
+        self._reading = threading.Event()
+        self._reading.set()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def pause_reading(self) -> None:
+        """Stop reading stdout (after the read under way), as a client that stalls."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     def _read(self) -> None:
         """Big reads, split here: iterating the pipe's file reads 8 KiB at a time,
@@ -318,7 +328,7 @@ class ServerProcess(RpcClient):
         part: list[bytes] = []
         try:
             # read1 (not os.read on the fd): a test may close the file to break the pipe.
-            while data := self.proc.stdout.read1(READ_BYTES):
+            while self._reading.wait() and (data := self.proc.stdout.read1(READ_BYTES)):
                 start = 0
                 while (end := data.find(b"\n", start)) >= 0:
                     part.append(data[start : end + 1])

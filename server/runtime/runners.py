@@ -20,6 +20,7 @@ from server.runtime import env as envmod
 from server.runtime.channels import Backpressure
 from server.runtime.pool import ShellPool
 from server.runtime.pty import PtyRun
+from server.runtime.ptylane import PtyLane
 from server.runtime.sessions import Session, expand_home, resolve_path
 from server.runtime.shell import Shell
 from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
@@ -32,7 +33,7 @@ _pty_names = itertools.count(1)
 
 
 class Execution:
-    """A running command, as seen by whoever may abort it or type into its PTY."""
+    """A running command, as seen by whoever may abort it."""
 
     def __init__(self, request_id: object, session_id: str) -> None:
         self.request_id = request_id
@@ -40,7 +41,6 @@ class Execution:
         self.scope = anyio.CancelScope()
         self.aborted = False
         self.finished = False
-        self.pty: PtyRun | None = None
 
     def abort(self) -> bool:
         if self.finished or self.aborted:
@@ -162,12 +162,23 @@ class Terminal(msgspec.Struct, frozen=True):
 
 
 async def on_pty(
-    pool: ShellPool, session: Session, request: RunRequest, terminal: Terminal
+    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
 ) -> RunResult:
     """A one-shot `bash -c` on a PTY, under the same limits as shells.
 
+    It starts at the lane's size (a resize may come before the spawn), opens
+    the lane to input once spawned and closes it when the program is gone.
     Whatever it leaves running, background jobs included, is killed at the end.
     """
+    try:
+        return await _on_pty(pool, session, request, lane)
+    finally:
+        lane.close()
+
+
+async def _on_pty(
+    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
+) -> RunResult:
     command, execution = request.command, request.execution
     async with pool.pty_slot():
         if session.config.prefix:
@@ -193,8 +204,8 @@ async def on_pty(
             argv,
             cwd=workdir,
             env=full_env,
-            cols=terminal.cols,
-            rows=terminal.rows,
+            cols=lane.cols,
+            rows=lane.rows,
             on_output=request.feed,
             tracker=tracker,
             sandboxed=session.config.sandbox is not None,
@@ -206,7 +217,7 @@ async def on_pty(
             execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=workdir, start_error=str(exc))
         try:
-            exit_code, timed_out = await _drive(pool, run, request.timeout, execution)
+            exit_code, timed_out = await _drive(pool, run, request.timeout, execution, lane)
         finally:
             execution.finished = True
             run.close()
@@ -215,12 +226,12 @@ async def on_pty(
 
 
 async def _drive(
-    pool: ShellPool, run: PtyRun, timeout: float | None, execution: Execution
+    pool: ShellPool, run: PtyRun, timeout: float | None, execution: Execution, lane: PtyLane
 ) -> tuple[int | None, bool]:
     pid = run.pid
     assert pid is not None
     pool.child_pids.add(pid)
-    execution.pty = run
+    lane.open(run)
     exit_code: int | None = None
     try:
         async with anyio.create_task_group() as tg:
@@ -229,6 +240,7 @@ async def _drive(
                 exit_code = await run.wait()
                 await drain.until_quiet(run.eof, lambda: run.last_data)
             execution.finished = True
+            lane.close()
             await run.kill(pool.grace_seconds)
             with anyio.move_on_after(drain.POST_KILL_SECONDS):
                 await run.eof.wait()

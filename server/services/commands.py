@@ -21,7 +21,8 @@ from server.output.sink import OutputSink
 from server.runtime import env as envmod
 from server.runtime import runners
 from server.runtime.channels import Backpressure
-from server.runtime.pty import PtyRun, clamp_size
+from server.runtime.pty import clamp_size
+from server.runtime.ptylane import PtyLane
 from server.runtime.runners import Execution, RunResult, Terminal
 from server.runtime.runtime import Runtime
 from server.services.denials import denial_notice, denied_path
@@ -108,6 +109,8 @@ class CommandService:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._executions: set[Execution] = set()
+        # PTY requests accepted and not yet over, oldest first.
+        self._lanes: list[PtyLane] = []
 
     async def run(
         self, spec: CommandSpec, listener: Listener, flight: Flight | None = None
@@ -138,7 +141,8 @@ class CommandService:
             if spec.terminal is None:
                 run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
             else:
-                run = await runners.on_pty(runtime.pool, session, request, spec.terminal)
+                lane = self._claim(spec.request_id, spec.terminal)
+                run = await runners.on_pty(runtime.pool, session, request, lane)
         finally:
             self._executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
@@ -159,14 +163,31 @@ class CommandService:
             aborted = execution.abort() or aborted
         return aborted
 
-    def pty(self, request_id: Any) -> PtyRun:
-        """The PTY of a running command, for input, resize and screen."""
-        for execution in self._executions:
-            running = execution.pty is not None and not execution.finished
-            if running and execution.request_id == request_id:
-                assert execution.pty is not None
-                return execution.pty
+    def accept_pty(self, request_id: Any, size: Terminal) -> PtyLane:
+        """A PTY request was accepted: from now on its input and size are taken,
+        and kept until its program runs. The caller closes the lane when the
+        request ends, in case the command never gets to run."""
+        lane = PtyLane(request_id, size.cols, size.rows, self._lanes.remove)
+        self._lanes.append(lane)
+        return lane
+
+    def pty(self, request_id: Any) -> PtyLane:
+        """The lane of a PTY request in progress, for input, resize and screen."""
+        for lane in self._lanes:
+            if lane.request_id == request_id:
+                return lane
         raise errors.NoSuchPty(request_id)
+
+    def _claim(self, request_id: Any, size: Terminal) -> PtyLane:
+        """The lane accepted for this request, or one made now (a caller that
+        accepted none, such as a test driving the service directly)."""
+        for lane in self._lanes:
+            if lane.request_id == request_id and not lane.claimed:
+                break
+        else:
+            lane = self.accept_pty(request_id, size)
+        lane.claimed = True
+        return lane
 
 
 def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outcome:

@@ -36,7 +36,7 @@ from server.output.artifacts import ArtifactStore
 from server.output.chunks import RawStream
 from server.output.throttle import Throttle
 from server.runtime.sessions import resolve_path
-from server.services.commands import CommandSpec, clamp_timeout, terminal
+from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
 from server.services.normalize import normalize
 from server.services.outcome import Outcome
@@ -83,6 +83,16 @@ def wants_pty(settings: Settings, environ: Mapping[str, str], host: HostOptions)
     return host.ui is not None
 
 
+def pty_terminal(
+    settings: Settings, environ: Mapping[str, str], host: HostOptions
+) -> Terminal | None:
+    """The PTY a call runs on, sized to the host's UI; None: pipes."""
+    if not wants_pty(settings, environ, host):
+        return None
+    ui = host.ui
+    return terminal(ui.cols if ui else None, ui.rows if ui else None)
+
+
 class Plan(msgspec.Struct, frozen=True):
     # What to run; None when the call already ended (blocked, or a bad cwd).
     spec: CommandSpec | None
@@ -126,10 +136,6 @@ def plan(
         problem = _cwd_problem(cwd)
         if problem is not None:
             return Plan(None, tool_error(problem), shaping)
-    pty = None
-    if wants_pty(settings, environ, host):
-        ui = host.ui
-        pty = terminal(ui.cols if ui else None, ui.rows if ui else None)
     spec = CommandSpec(
         command=norm.command,
         session_id=TOOL_SESSION_ID,
@@ -137,7 +143,7 @@ def plan(
         timeout=timeout,
         max_bytes=settings.output.max_bytes,
         request_id=request_id,
-        terminal=pty,
+        terminal=pty_terminal(settings, environ, host),
         field_prefix="arguments.",
         sandbox=settings.sandbox.mode,
     )

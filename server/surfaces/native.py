@@ -5,8 +5,6 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
-import anyio
-
 from protocol import paths
 from protocol.methods import (
     DEFAULT_SESSION_ID,
@@ -36,9 +34,8 @@ from protocol.methods import (
     SessionOpenResult,
     ShutdownParams,
 )
-from server import errors
 from server.connection import RequestContext
-from server.services.commands import CommandSpec, Outcome, clamp_timeout, terminal
+from server.services.commands import CommandSpec, Outcome, Terminal, clamp_timeout, terminal
 from server.services.keys import encode_keys
 from server.services.streams import command_streams, streaming
 from server.settings import tightened
@@ -47,12 +44,24 @@ from server.wire.registry import Registry
 methods = Registry()
 
 
-@methods.method("bash")
+def _terminal(params: BashParams) -> Terminal | None:
+    if not params.pty:
+        return None
+    size = params.pty if isinstance(params.pty, PtySize) else PtySize()
+    return terminal(size.cols, size.rows)
+
+
+def _admit_bash(ctx: RequestContext, params: BashParams) -> None:
+    """A PTY takes input and size from now on, before its program is spawned."""
+    pty = _terminal(params)
+    if pty is not None:
+        assert ctx.flight is not None
+        ctx.flight.keep(ctx.services.commands.accept_pty(ctx.id, pty).close)
+
+
+@methods.method("bash", admit=_admit_bash)
 async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
-    pty = None
-    if params.pty:
-        size = params.pty if isinstance(params.pty, PtySize) else PtySize()
-        pty = terminal(size.cols, size.rows)
+    pty = _terminal(params)
     spec = CommandSpec(
         command=params.command,
         session_id=params.session_id,
@@ -160,18 +169,23 @@ def artifact_read(ctx: RequestContext, params: ArtifactReadParams) -> ArtifactRe
     )
 
 
-@methods.method("pty/input")
+def _admit_input(ctx: RequestContext, params: PtyInputParams) -> None:
+    """Bad keys are refused now; the write takes its place in line behind earlier ones."""
+    encode_keys(params.keys or [], app_cursor=False)
+    lane = ctx.services.commands.pty(params.request_id)
+    assert ctx.flight is not None
+    lane.reserve(ctx.flight)
+    ctx.flight.keep(lambda: lane.withdraw(ctx.flight))
+
+
+@methods.method("pty/input", admit=_admit_input)
 async def pty_input(ctx: RequestContext, params: PtyInputParams) -> PtyInputResult:
-    pty = ctx.services.commands.pty(params.request_id)
-    data = (params.data or "").encode() + encode_keys(
-        params.keys or [], app_cursor=pty.screen.app_cursor
-    )
-    try:
-        await pty.write(data)
-    except (OSError, anyio.ClosedResourceError):
-        # The program closed its terminal between the lookup and the write.
-        raise errors.NoSuchPty(params.request_id) from None
-    return PtyInputResult(bytes_written=len(data))
+    lane = ctx.services.commands.pty(params.request_id)
+
+    def encode(app_cursor: bool) -> bytes:
+        return (params.data or "").encode() + encode_keys(params.keys or [], app_cursor=app_cursor)
+
+    return PtyInputResult(bytes_written=await lane.write(ctx.flight, encode))
 
 
 @methods.method("pty/resize")
@@ -183,7 +197,8 @@ def pty_resize(ctx: RequestContext, params: PtyResizeParams) -> PtyResizeResult:
 
 @methods.method("pty/screen")
 async def pty_screen(ctx: RequestContext, params: PtyScreenParams) -> PtyScreen:
-    snap = await ctx.services.commands.pty(params.request_id).snapshot()
+    run = await ctx.services.commands.pty(params.request_id).running()
+    snap = await run.snapshot()
     return PtyScreen(
         cols=snap.cols,
         rows=snap.rows,

@@ -10,6 +10,7 @@ import os
 
 from protocol import __version__
 from protocol.mcp import (
+    BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallToolResult,
@@ -88,7 +89,16 @@ def tools_list(ctx: RequestContext, params: EmptyParams) -> ToolsListResult:
     return ToolsListResult(tools=[toolcall.tool_definition(ctx.connection.settings)])
 
 
-@methods.method("tools/call")
+def _admit_call(ctx: RequestContext, params: ToolsCallParams) -> None:
+    """A call that will run on a PTY takes input and size from now on, as `bash` does."""
+    connection = ctx.connection
+    pty = toolcall.pty_terminal(connection.settings, os.environ, connection.host)
+    if pty is not None and params.name == BASH_TOOL:
+        assert ctx.flight is not None
+        ctx.flight.keep(ctx.services.commands.accept_pty(ctx.id, pty).close)
+
+
+@methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
     plan = toolcall.plan(

@@ -21,12 +21,19 @@ class InFlight:
     started: bool = False
     finished: bool = False
     _abort: Callable[[], bool] | None = None
+    # Run when the request ends, however it ends (see `keep`).
+    releases: list[Callable[[], None]] = field(default_factory=list)
 
     def attach(self, abort: Callable[[], bool]) -> None:
         """A command now runs for this request; a cancel that came first aborts it."""
         self._abort = abort
         if self.cancelled:
             abort()
+
+    def keep(self, release: Callable[[], None]) -> None:
+        """Something held for this request, released when it ends, whether or
+        not its handler got to use it."""
+        self.releases.append(release)
 
     def cancel(self) -> bool:
         if self.finished:

@@ -3,7 +3,12 @@
 A handler is a module-level function `(ctx, params) -> result`. It is either
 a plain `def`, which runs on the reader and cannot await, or an `async def`,
 which always runs as a task of its own; nothing else decides where a method
-runs. The params type comes from the protocol's tables, and the handler's
+runs. An `async def` may also name an `admit` step, a plain function
+`(ctx, params) -> None` run on the reader the moment the request is accepted,
+before any later request is read: what must take effect in the order
+requests arrive (a PTY that input may already be sent to, a write's place in
+line) happens there. It may raise, and the request is then answered at once.
+The params type comes from the protocol's tables, and the handler's
 annotation must name that same type, so a handler cannot drift from the
 published schema.
 
@@ -44,6 +49,7 @@ class Method(msgspec.Struct, frozen=True):
     is_async: bool
     decode: Callable[[bytes], Any]
     answers_after_eof: bool
+    admit: Callable[[Any, Any], None] | None = None
 
 
 class Registry:
@@ -60,7 +66,9 @@ class Registry:
         self.methods: dict[str, Method] = {}
         self.answers_after_eof = answers_after_eof
 
-    def method(self, name: str) -> Callable[[F], F]:
+    def method(
+        self, name: str, admit: Callable[[Any, Any], None] | None = None
+    ) -> Callable[[F], F]:
         def register(handler: F) -> F:
             if name in self.methods:
                 raise RegistrationError(f"method {name!r} is registered twice")
@@ -72,13 +80,17 @@ class Registry:
                 raise RegistrationError(
                     f"{handler.__qualname__} takes {annotated!r}; {name!r} sends {params.__name__}"
                 )
+            is_async = inspect.iscoroutinefunction(handler)
+            if admit is not None and not is_async:
+                raise RegistrationError(f"method {name!r} answers on the reader: no admit step")
             self.methods[name] = Method(
                 name=name,
                 params=params,
                 handler=handler,
-                is_async=inspect.iscoroutinefunction(handler),
+                is_async=is_async,
                 decode=msgspec.json.Decoder(params).decode,
                 answers_after_eof=self.answers_after_eof,
+                admit=admit,
             )
             return handler
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import time
 from typing import Any
 
@@ -239,3 +241,144 @@ def test_tool_path_pty_timeout_reads_like_pipes(server: InProcessServer) -> None
 def test_children_get_default_signal_dispositions(server: InProcessServer) -> None:
     result = server.bash("yes | head -1; grep SigIgn /proc/self/status", pty=True)
     assert result.output == "y\nSigIgn:\t0000000000000000\n"
+
+
+def lines(*messages: dict[str, Any]) -> bytes:
+    """Several requests in one write, as a host that types ahead sends them."""
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def call(ident: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def test_input_and_size_sent_with_the_request_are_applied(server: InProcessServer) -> None:
+    command = "read x; echo got=$x; stty size"
+    server.send_raw(
+        lines(
+            call("run", "bash", {"command": command, "pty": {"cols": 80, "rows": 24}}),
+            call("size", "pty/resize", {"requestId": "run", "cols": 100, "rows": 30}),
+            call("typed", "pty/input", {"requestId": "run", "data": "hello", "keys": ["enter"]}),
+        )
+    )
+    resized = server.response("size", timeout=HANG_SECONDS)
+    assert resized.get("result") == {"cols": 100, "rows": 30}, resized
+    typed = server.response("typed", timeout=HANG_SECONDS)
+    assert typed.get("result") == {"bytesWritten": 6}, typed
+    result = server.bash_result("run", timeout=HANG_SECONDS)
+    assert result.output.endswith("got=hello\n30 100\n"), result.output
+
+
+def test_input_for_a_pty_that_never_starts_is_an_error(server: InProcessServer) -> None:
+    server.send_raw(
+        lines(
+            call("run", "bash", {"command": "true", "pty": True, "cwd": "/no/such/dir"}),
+            call("typed", "pty/input", {"requestId": "run", "data": "x"}),
+        )
+    )
+    typed = server.response("typed", timeout=HANG_SECONDS)
+    assert typed["error"]["code"] == ErrorCode.NO_SUCH_PTY, typed
+    assert server.bash_result("run").output.startswith("PTY error: ")
+
+
+def test_concurrent_input_is_written_whole_and_in_order(server: InProcessServer) -> None:
+    # Writes bigger than the terminal's input queue wait for the program to read.
+    count, size = 16, 16384
+    parts = [f"{n:04d}".encode() * (size // 4) for n in range(count)]
+    command = f"stty raw -echo; echo ready; head -c {count * size} | sha256sum"
+    ident = server.request("bash", {"command": command, "pty": True})
+    wait_for_output(server, ident, b"ready")
+    writes = [
+        call(f"w{n}", "pty/input", {"requestId": ident, "data": part.decode()})
+        for n, part in enumerate(parts)
+    ]
+    server.send_raw(lines(*writes))
+    for n in range(count):
+        reply = server.response(f"w{n}", timeout=HANG_SECONDS)
+        assert reply.get("result") == {"bytesWritten": size}, reply
+    result = server.bash_result(ident, timeout=HANG_SECONDS)
+    assert hashlib.sha256(b"".join(parts)).hexdigest() in result.output, result.output
+
+
+def test_blocked_input_is_answered_when_the_pty_goes(server: InProcessServer) -> None:
+    # The program never reads: its terminal's input queue fills and writes wait.
+    ident = server.request("bash", {"command": "echo ready; sleep 2", "pty": True})
+    wait_for_output(server, ident, b"ready")
+    big = "x" * 65536
+    writes = [f"w{n}" for n in range(8)]
+    server.send_raw(
+        lines(*[call(w, "pty/input", {"requestId": ident, "data": big}) for w in writes])
+    )
+    assert server.bash_result(ident, timeout=HANG_SECONDS).exit_code == 0
+    for w in writes:
+        reply = server.response(w, timeout=HANG_SECONDS)
+        if "error" in reply:
+            assert reply["error"]["code"] == ErrorCode.NO_SUCH_PTY, reply
+        else:
+            assert reply["result"] == {"bytesWritten": len(big)}, reply
+    assert (
+        server.error("pty/input", {"requestId": ident, "data": "x"}).code == ErrorCode.NO_SUCH_PTY
+    )
+
+
+def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) -> None:
+    server.result(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "initializationOptions": {
+                "ui": {"cols": 90, "rows": 20},
+                "settings": {"bash": {"virtualTerminal": "on"}},
+            },
+        },
+    )
+    arguments = {"command": "read x; echo got=$x"}
+    server.send_raw(
+        lines(
+            call("run", "tools/call", {"name": "bash", "arguments": arguments}),
+            call("typed", "pty/input", {"requestId": "run", "data": "hi", "keys": ["enter"]}),
+        )
+    )
+    assert server.response("typed", timeout=HANG_SECONDS).get("result") == {"bytesWritten": 3}
+    reply = server.response("run", timeout=HANG_SECONDS)
+    assert "got=hi" in reply["result"]["content"][0]["text"], reply
+
+
+def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessServer) -> None:
+    server.send_raw(
+        lines(
+            call("run", "bash", {"command": "read -r _", "pty": {"cols": 30, "rows": 6}}),
+            call("look", "pty/screen", {"requestId": "run"}),
+        )
+    )
+    look = server.response("look", timeout=HANG_SECONDS)
+    assert (look.get("result") or {}).get("cols") == 30, look
+    server.result("pty/input", {"requestId": "run", "keys": ["enter"]})
+    assert server.bash_result("run", timeout=HANG_SECONDS).exit_code == 0
+
+
+def test_input_for_a_blocked_tool_call_is_an_error(server: InProcessServer) -> None:
+    # The call ends before any command runs: the input queued for its PTY is answered.
+    server.result(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "initializationOptions": {
+                "toolNames": ["read"],
+                "ui": {"cols": 90, "rows": 20},
+                "settings": {"bash": {"virtualTerminal": "on"}, "interceptor": {"enabled": True}},
+            },
+        },
+    )
+    arguments = {"command": "cat notes.txt"}
+    server.send_raw(
+        lines(
+            call("run", "tools/call", {"name": "bash", "arguments": arguments}),
+            call("typed", "pty/input", {"requestId": "run", "data": "x"}),
+        )
+    )
+    typed = server.response("typed", timeout=HANG_SECONDS)
+    assert typed["error"]["code"] == ErrorCode.NO_SUCH_PTY, typed
+    assert server.response("run")["result"]["isError"]

@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protocol import messages
-from tests.rpc import ServerProcess, server_environment
+from tests.rpc import ServerProcess, marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
 pytestmark = pytest.mark.slow
@@ -85,3 +86,34 @@ def test_shutdown_during_the_rc_capture_is_not_blamed_on_the_rc(tmp_path: Path) 
     assert json.loads(done.stdout)["id"] == 1
     rc_blamed = messages.SNAPSHOT_FAILED.split("{", 1)[0].encode()
     assert rc_blamed not in done.stderr, done.stderr
+
+
+def stopped_writing(pid: int) -> Callable[[], bool]:
+    """A check that holds once the process wrote nothing since the previous check."""
+    last = [-1]
+
+    def check() -> bool:
+        with open(f"/proc/{pid}/io") as f:
+            written = next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+        same, last[0] = written == last[0], written
+        return same
+
+    return check
+
+
+def test_an_abort_gets_through_to_a_client_that_stopped_reading(process: ServerProcess) -> None:
+    """Replies to inline requests never wait behind bulk output: while a flood fills
+    stdout, `session/list` and `abort_bash` are still read, and the abort acts."""
+    flood = process.request("bash", {"command": "yes flood-marker", "sessionId": "flood"})
+    process.wait_for(lambda m: m.get("method") == "bash/chunk", timeout=EXIT_BOUND_SECONDS)
+    (producer,) = marked_processes("flood-marker")
+    process.pause_reading()
+    # Stdout and the server's queue are full once the server stops taking the output.
+    assert wait_until(stopped_writing(producer), timeout=EXIT_BOUND_SECONDS, interval=0.1)
+    listed = process.request("session/list")
+    abort = process.request("abort_bash", {"sessionId": "flood"})
+    assert wait_until(lambda: not marked_processes("flood-marker"), timeout=EXIT_BOUND_SECONDS)
+    process.resume_reading()
+    assert process.response(abort)["result"] == {"aborted": True}
+    assert "sessions" in process.response(listed)["result"]
+    assert process.bash_result(flood).cancelled
