@@ -4,7 +4,8 @@ A session keeps one shell alive between commands. A command that arrives
 while that shell is busy runs at once in a one-shot shell of the same
 configuration, so a slow build never queues a quick `ls`. The session
 outlives its shells: when one dies or is evicted, the next command gets a
-fresh one.
+fresh one, in the session's directory when that shell can enter it (else in
+the workspace, with a notice).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class Session:
     config: ShellConfig
     env: dict[str, str]
     cwd: str
+    # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
+    workspace: str
     shell: Shell | None = None
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)

@@ -184,6 +184,7 @@ def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outco
         working_dir=run.cwd,
         artifact_id=None if spill is None else spill.close(),
         artifact_truncated=spill is not None and spill.cut,
+        cwd_fallback=run.cwd_fallback,
     )
 
 
