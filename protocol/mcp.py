@@ -257,6 +257,8 @@ class BashStructured(Open):
     artifact_uri: str | None = None
     # The command failed writing outside the sandbox's writable roots.
     sandbox_denied: bool = False
+    # The shell's state (variables, functions, exports) was lost since the last result.
+    shell_restarted: bool = False
 
 
 class CallToolResult(Open, omit_defaults=True):

@@ -75,6 +75,9 @@ class BashResult(Result, omit_defaults=True):
     working_dir_base64: str | None = None
     # The command failed writing outside the sandbox's writable roots (the output says so).
     sandbox_denied: bool = False
+    # The session's shell state (variables, functions, exports) was lost: this command's
+    # shell ended, or the one before it did since the last result (the output says so).
+    shell_restarted: bool = False
 
 
 class AbortBashParams(Params):

@@ -69,6 +69,9 @@ class RunResult(msgspec.Struct, frozen=True):
     cwd: str | None
     # Why a PTY program could not start; None when it started.
     start_error: str | None = None
+    # The session's shell state was lost (this command's shell ended, or the one
+    # before it did) and no result has said so yet.
+    shell_restarted: bool = False
     # The directory a new shell could not enter (gone, or not in its sandbox), and
     # the workspace it started in instead.
     cwd_fallback: tuple[str, str] | None = None
@@ -143,6 +146,8 @@ async def on_pipes(
         exit_code=None if completion is None else completion.exit_code,
         timed_out=execution.timed_out,
         cwd=completion.cwd if completion is not None and completion.cwd else session.cwd,
+        # A one-shot shell never held the session's state.
+        shell_restarted=session.shell_lost and not one_shot,
         cwd_fallback=fallback,
     )
 
@@ -156,7 +161,9 @@ async def _acquire(
         return session.shell, None
     if not one_shot and session.shell is not None:
         # Died between commands.
-        await pool.close(session.shell, 0)
+        dead = session.drop_shell()
+        assert dead is not None
+        await pool.close(dead, 0)
     cwd, fallback = start_dir(session)
     shell = await pool.start(session.config, session.env, cwd)
     if not one_shot:
@@ -187,7 +194,7 @@ def _enterable(session: Session, directory: str) -> bool:
 async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bool) -> None:
     await pool.close(shell, pool.grace_seconds)
     if not one_shot and session.shell is shell:
-        session.shell = None
+        session.drop_shell()
 
 
 class Terminal(msgspec.Struct, frozen=True):

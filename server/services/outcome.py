@@ -20,6 +20,9 @@ class Outcome(msgspec.Struct, frozen=True):
     artifact_truncated: bool = False
     # One line saying the sandbox refused a write the command needed; None: it did not.
     sandbox_denied: str | None = None
+    # The session's shell state was lost (this command's shell ended, or an earlier
+    # one did since the last result).
+    shell_restarted: bool = False
     # (directory, workspace): a new shell could not enter the one, so it started in the other.
     cwd_fallback: tuple[str, str] | None = None
 
@@ -33,7 +36,7 @@ class Outcome(msgspec.Struct, frozen=True):
 
     @property
     def shell_notice(self) -> str | None:
-        """The lines about the shell itself: its directory not entered."""
+        """The lines about the shell itself: its state lost, its directory not entered."""
         lines = []
         if self.cwd_fallback is not None:
             gone, workspace = self.cwd_fallback
@@ -42,4 +45,6 @@ class Outcome(msgspec.Struct, frozen=True):
                     cwd=paths.printable(gone), workspace=paths.printable(workspace)
                 )
             )
+        if self.shell_restarted:
+            lines.append(messages.SHELL_RESTARTED)
         return "\n".join(lines) or None

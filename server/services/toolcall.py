@@ -149,6 +149,7 @@ def plan(
         terminal=pty,
         field_prefix="arguments.",
         sandbox=settings.sandbox.mode,
+        result_when_cancelled=False,
     )
     return Plan(spec, None, shaping)
 

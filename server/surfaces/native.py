@@ -105,6 +105,7 @@ def bash_result(outcome: Outcome) -> BashResult:
         artifact_id=outcome.artifact_id,
         artifact_truncated=outcome.artifact_truncated,
         sandbox_denied=outcome.sandbox_denied is not None,
+        shell_restarted=outcome.shell_restarted,
     )
 
 

@@ -44,20 +44,24 @@ def confined(spawn: Callable[..., InProcessServer], extra: str = "") -> InProces
 
 def restart(server: InProcessServer, how: str, probe: str) -> str:
     """Lose the default session's shell `how`, then run `probe` on the shell that
-    replaces it (for `one-shot`: on the one-shot shell); its output."""
+    replaces it (for `one-shot`: on the one-shot shell); its output, less the notice
+    that the shell restarted where that is the first result to say so."""
     if how == "exit":
-        server.bash("exit")
+        assert server.bash("exit").shell_restarted
     elif how == "timeout":
-        server.bash(f"sleep {BUSY_SECONDS}", timeout=1)
+        assert server.bash(f"sleep {BUSY_SECONDS}", timeout=1).shell_restarted
     elif how == "abort":
         ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
         assert server.abort(requestId=ident)
-        server.bash_result(ident)
+        assert server.bash_result(ident).shell_restarted
     elif how == "idle":
         pid = server.sessions()["default"].pid
         assert pid is not None
         assert wait_until(lambda: process_gone(pid), timeout=IDLE_BOUND_SECONDS)
+        after = server.bash(probe)
+        assert after.shell_restarted
+        return after.output.removeprefix(f"{messages.SHELL_RESTARTED}\n")
     elif how == "one-shot":
         ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
@@ -114,9 +118,10 @@ def test_a_session_the_host_opened_elsewhere_survives_a_restart(spawn, tmp_path:
     (elsewhere / "notes.txt").write_text("kept\n")
     server = confined(spawn)
     server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
-    server.bash("exit", sessionId="o")
+    assert server.bash("exit", sessionId="o").shell_restarted
     result = server.bash("pwd; cat notes.txt; touch new 2>/dev/null || echo ro", sessionId="o")
     assert result.output == f"{elsewhere}\nkept\nro\n"
+    assert not result.shell_restarted
 
 
 def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: Path) -> None:
@@ -126,6 +131,6 @@ def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: 
     ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
     assert wait_until(lambda: server.sessions()["default"].state == "busy")
     result = server.bash("pwd")
-    assert result.output == f"{tmp_path}/sub\n"
+    assert result.output == f"{tmp_path}/sub\n" and not result.shell_restarted
     server.abort(requestId=ident)
     server.bash_result(ident)

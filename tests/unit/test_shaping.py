@@ -132,8 +132,12 @@ def test_clamp_notice_is_last() -> None:
 def test_the_shells_notices_follow_the_timeout_notice() -> None:
     restarted = msgspec.structs.replace(
         outcome("part\n", exit_code=None, timed_out=True),
+        shell_restarted=True,
         cwd_fallback=("/tmp/gone", "/work/app"),
     )
     result = shape(restarted, SHAPING)
     fallback = messages.SHELL_CWD_GONE.format(cwd="/tmp/gone", workspace="/work/app")
-    assert body(result) == f"{messages.timed_out_notice(5)}\n{fallback}\npart\n"
+    notices = f"{messages.timed_out_notice(5)}\n{fallback}\n{messages.SHELL_RESTARTED}\n"
+    assert body(result) == notices + "part\n"
+    assert result.structured_content.shell_restarted
+    assert not shape(outcome("ok\n"), SHAPING).structured_content.shell_restarted
