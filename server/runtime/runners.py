@@ -148,7 +148,8 @@ async def on_pipes(
         cwd=completion.cwd if completion is not None and completion.cwd else session.cwd,
         # A one-shot shell never held the session's state.
         shell_restarted=session.shell_lost and not one_shot,
-        cwd_fallback=fallback,
+        # A command that names its own directory does not care where the shell started.
+        cwd_fallback=None if cwd is not None and os.path.isabs(cwd) else fallback,
     )
 
 
@@ -213,8 +214,12 @@ async def on_pty(
     async with pool.pty_slot():
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        base, fallback = start_dir(session)
-        workdir = base if request.cwd is None else resolve_path(base, request.cwd, session.home)
+        fallback = None
+        if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
+            workdir = request.workdir(session)
+        else:
+            base, fallback = start_dir(session)
+            workdir = base if request.cwd is None else resolve_path(base, request.cwd, session.home)
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from protocol import messages
+from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.inprocess import InProcessServer
 from tests.rpc import process_gone, wait_until
 from tests.sandboxing import skip_without_sandbox
@@ -44,7 +45,7 @@ def confined(spawn: Callable[..., InProcessServer], extra: str = "") -> InProces
 
 def restart(server: InProcessServer, how: str, probe: str) -> str:
     """Lose the default session's shell `how`, then run `probe` on the shell that
-    replaces it (for `one-shot`: on the one-shot shell); its output, less the notice
+    replaces it (for `one-shot` and `pty`: on that shell); its output, less the notice
     that the shell restarted where that is the first result to say so."""
     if how == "exit":
         assert server.bash("exit").shell_restarted
@@ -69,6 +70,8 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
         server.abort(requestId=ident)
         server.bash_result(ident)
         return result.output
+    elif how == "pty":
+        return server.bash(probe, pty=True).output
     return server.bash(probe).output
 
 
@@ -95,7 +98,7 @@ def test_cd_root_then_a_restart_keeps_the_sandboxs_dev_and_proc(spawn, how: str)
     assert result.exit_code == 0 and result.output.startswith("again\n")
 
 
-@pytest.mark.parametrize("how", ["exit", "one-shot"])
+@pytest.mark.parametrize("how", ["exit", "one-shot", "pty"])
 def test_a_directory_in_the_old_private_tmp_falls_back_to_the_workspace(
     spawn, tmp_path: Path, how: str
 ) -> None:
@@ -134,3 +137,14 @@ def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: 
     assert result.output == f"{tmp_path}/sub\n" and not result.shell_restarted
     server.abort(requestId=ident)
     server.bash_result(ident)
+
+
+def test_a_command_with_a_cwd_of_its_own_is_not_told_of_a_fallback(spawn, tmp_path: Path) -> None:
+    """Tool calls always name their directory: where the new shell started is moot."""
+    server = confined(spawn)
+    call_tool(server, command="mkdir -p /tmp/mine && cd /tmp/mine")
+    assert structured(call_tool(server, command="exit")).shell_restarted
+    result = call_tool(server, command="pwd")
+    assert text_of(result) == f"{tmp_path}\n"
+    pty = server.bash("pwd", pty=True, cwd=str(tmp_path), sessionId="@tools")
+    assert pty.output == f"{tmp_path}\n"
