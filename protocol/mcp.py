@@ -346,6 +346,12 @@ class BashStructured(Open):
     sandbox_denied: Annotated[
         bool, described("The command failed writing outside the sandbox's writable roots.")
     ] = False
+    shell_restarted: Annotated[
+        bool,
+        described(
+            "The shell's state (variables, functions, exports) was lost since the last result."
+        ),
+    ] = False
 
 
 class CallToolResult(Open, omit_defaults=True):

@@ -59,6 +59,16 @@ NOTICE_CHUNKS_SKIPPED = (
     " slowly; the result and the artifact are complete ...]\n"
 )
 NOTICE_SHELL_START_FAILED = "bashrpc: could not start shell {shell}: {reason}\n"
+# In the first result after a session's shell ended (`shellRestarted: true`).
+SHELL_RESTARTED = (
+    "[Shell restarted: variables, functions, aliases and exports set by earlier commands"
+    " are gone; the session's environment and directory are kept.]"
+)
+# Starts the output when a new shell could not enter the session's directory.
+SHELL_CWD_GONE = (
+    "[{cwd} is not there for a new shell (gone, or in an earlier shell's private /tmp):"
+    " it started in the workspace, {workspace}.]"
+)
 
 
 def format_seconds(seconds: float) -> str:

@@ -106,6 +106,13 @@ class BashResult(Result, omit_defaults=True):
     sandbox_denied: Annotated[
         bool, described("The command failed writing outside the sandbox's writable roots.")
     ] = False
+    shell_restarted: Annotated[
+        bool,
+        described(
+            "The session's shell state (variables, functions, exports) was lost: this "
+            "command's shell ended, or the one before it did since the last result."
+        ),
+    ] = False
 
 
 class AbortBashParams(Params):

@@ -137,10 +137,9 @@ class ShellPool:
         return sorted(idle, key=lambda s: s.last_used)
 
     async def _evict(self, session: Session, why: str) -> None:
-        shell = session.shell
+        shell = session.drop_shell()
         if shell is None:
             return
-        session.shell = None
         _log.info("closing the shell of session %r (%s)", session.id, why)
         await self.close(shell, self.grace_seconds)
 

@@ -10,6 +10,7 @@ the caller's business.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Mapping
 
 import anyio
@@ -68,6 +69,12 @@ class RunResult(msgspec.Struct, frozen=True):
     cwd: str | None
     # Why a PTY program could not start; None when it started.
     start_error: str | None = None
+    # The session's shell state was lost (this command's shell ended, or the one
+    # before it did) and no result has said so yet.
+    shell_restarted: bool = False
+    # The directory a new shell could not enter (gone, or not in its sandbox), and
+    # the workspace it started in instead.
+    cwd_fallback: tuple[str, str] | None = None
 
     @property
     def killed(self) -> bool:
@@ -106,12 +113,14 @@ async def on_pipes(
     one_shot = session.busy
     shell: Shell | None = None
     completion: Completion | None = None
+    fallback: tuple[str, str] | None = None
     if not one_shot:
         session.busy = True
     try:
         with execution.arm(request.timeout):
             for attempt in range(2):
-                shell = await _acquire(pool, session, one_shot)
+                shell, missed = await _acquire(pool, session, one_shot)
+                fallback = missed or fallback
                 try:
                     completion = await shell.run(
                         command, cwd=cwd, env=env, on_output=request.feed, backpressure=backpressure
@@ -137,23 +146,56 @@ async def on_pipes(
         exit_code=None if completion is None else completion.exit_code,
         timed_out=execution.timed_out,
         cwd=completion.cwd if completion is not None and completion.cwd else session.cwd,
+        # A one-shot shell never held the session's state.
+        shell_restarted=session.shell_lost and not one_shot,
+        # A command that names its own directory does not care where the shell started.
+        cwd_fallback=None if cwd is not None and os.path.isabs(cwd) else fallback,
     )
 
 
-async def _acquire(pool: ShellPool, session: Session, one_shot: bool) -> Shell:
-    if one_shot:
-        return await pool.start(session.config, session.env, session.cwd)
-    if session.shell is None or session.shell.dead:
-        if session.shell is not None:
-            await pool.close(session.shell, 0)
-        session.shell = await pool.start(session.config, session.env, session.cwd)
-    return session.shell
+async def _acquire(
+    pool: ShellPool, session: Session, one_shot: bool
+) -> tuple[Shell, tuple[str, str] | None]:
+    """The shell to run on, and (directory, workspace) when a new one could not
+    start in the session's directory."""
+    if not one_shot and session.shell is not None and not session.shell.dead:
+        return session.shell, None
+    if not one_shot and session.shell is not None:
+        # Died between commands.
+        dead = session.drop_shell()
+        assert dead is not None
+        await pool.close(dead, 0)
+    cwd, fallback = start_dir(session)
+    shell = await pool.start(session.config, session.env, cwd)
+    if not one_shot:
+        session.shell = shell
+        session.cwd = cwd
+    return shell, fallback
+
+
+def start_dir(session: Session) -> tuple[str, tuple[str, str] | None]:
+    """Where a new shell of the session starts: the session's directory when that
+    shell can enter it there, else the workspace (and then the pair of both)."""
+    cwd = session.cwd
+    if cwd == session.workspace or _enterable(session, cwd):
+        return cwd, None
+    return session.workspace, (cwd, session.workspace)
+
+
+def _enterable(session: Session, directory: str) -> bool:
+    """Whether `directory` is, inside a new shell's sandbox, the one the host has (or
+    one of the sandbox's own mounts): symlinks are followed on the host, so a link to
+    an earlier shell's private /tmp does not pass."""
+    if not os.path.isdir(directory):
+        return False
+    policy = session.config.sandbox
+    return policy is None or (policy.keeps(directory) and policy.keeps(os.path.realpath(directory)))
 
 
 async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bool) -> None:
     await pool.close(shell, pool.grace_seconds)
     if not one_shot and session.shell is shell:
-        session.shell = None
+        session.drop_shell()
 
 
 class Terminal(msgspec.Struct, frozen=True):
@@ -183,7 +225,12 @@ async def _on_pty(
     async with pool.pty_slot():
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir = request.workdir(session)
+        fallback = None
+        if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
+            workdir = request.workdir(session)
+        else:
+            base, fallback = start_dir(session)
+            workdir = base if request.cwd is None else resolve_path(base, request.cwd, session.home)
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
@@ -215,14 +262,22 @@ async def _on_pty(
         except Exception as exc:  # ptyprocess re-raises the child's error as any type
             tracker.release()
             execution.finished = True
-            return RunResult(exit_code=None, timed_out=False, cwd=workdir, start_error=str(exc))
+            return RunResult(
+                exit_code=None,
+                timed_out=False,
+                cwd=workdir,
+                start_error=str(exc),
+                cwd_fallback=fallback,
+            )
         try:
             exit_code, timed_out = await _drive(pool, run, request.timeout, execution, lane)
         finally:
             execution.finished = True
             run.close()
             session.last_used = anyio.current_time()
-        return RunResult(exit_code=exit_code, timed_out=timed_out, cwd=workdir)
+        return RunResult(
+            exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback
+        )
 
 
 async def _drive(

@@ -98,7 +98,7 @@ class Runtime:
     def workspace(self) -> str:
         return str(self.options.workspace)
 
-    def sandbox_policy(self, mode: SandboxMode) -> sandbox.Policy | None:
+    def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> sandbox.Policy | None:
         configured = self.settings.sandbox
         return sandbox.policy(
             mode,
@@ -106,6 +106,7 @@ class Runtime:
             workspace=self.workspace,
             writable_roots=configured.writable_roots,
             protected_paths=configured.protected_paths,
+            opened_in=opened_in,
         )
 
     def new_session(
@@ -121,10 +122,10 @@ class Runtime:
             prefix=self.settings.prefix,
             snapshot=None,
             env=tuple(sorted(session_env.items())),
-            sandbox=self.sandbox_policy(sandbox_mode),
+            sandbox=self.sandbox_policy(sandbox_mode, cwd),
         )
         full_env = self._shell_env(session_env)
-        return self.sessions.add(Session(session_id, config, full_env, cwd))
+        return self.sessions.add(Session(session_id, config, full_env, cwd, self.workspace))
 
     def _shell_env(self, session_env: dict[str, str]) -> dict[str, str]:
         inherited = envmod.excluding(os.environ, self.settings.env_exclude)

@@ -15,6 +15,12 @@ workspace and `writableRoots` bound writable again, then `.git/hooks`,
 The shell's own directory of the server's runtime directory (its FIFOs and
 command file) is bound in writable, and the rc snapshot read-only, so the
 persistent-shell protocol works unchanged.
+
+A shell's directory is never a bind source: a command may `cd` anywhere, and
+a restarted shell bound there would see the host's /tmp over its private one,
+or the host's / (with its /proc and its nodev /dev) over everything. Only a
+directory the host opened a session in is `shown`, and never one that would
+cover the sandbox's own /tmp, /proc or /dev.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from server.errors import SandboxUnavailable
 PROTECTED_IN_ROOTS = (".git/hooks", ".git/config")
 # A tmpfs of each confined shell's own, over the host's.
 PRIVATE_TMP = "/tmp"
+# What every confined sandbox mounts of its own; `full` has its own /proc alone.
+OWN_MOUNTS = ("/dev", "/proc", PRIVATE_TMP)
+FULL_OWN_MOUNTS = ("/proc",)
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0
 _NO_LIMIT_MODES = ("off", "full")
@@ -49,6 +58,8 @@ class Policy(msgspec.Struct, frozen=True):
     writable_roots: tuple[str, ...]
     # Absolute paths, or relative ones taken in each writable root.
     protected_paths: tuple[str, ...]
+    # Directories the host opened a session in, outside the roots: bound read-only.
+    shown: tuple[str, ...] = ()
 
     @property
     def confined(self) -> bool:
@@ -59,18 +70,29 @@ class Policy(msgspec.Struct, frozen=True):
     def writable(self) -> tuple[str, ...]:
         return self.writable_roots if self.mode == "workspace-write" else ()
 
-    def allows_write(self, path: str, shown: Sequence[str] = ()) -> bool:
-        """Whether a command may write `path` (absolute, normalized) under this policy;
-        `shown`: directories bound read-only besides (a session's, outside the roots)."""
+    def allows_write(self, path: str) -> bool:
+        """Whether a command may write `path` (absolute, normalized) under this policy."""
         if not self.confined:
             return True
         if any(_within(path, root) for root in self.writable_roots):
             # Bound over the private /tmp, if that is where a root is.
             roots = self.writable
             return bool(roots) and not any(_within(path, p) for p in self._protected(roots))
-        if any(_within(path, directory) for directory in shown):
+        if any(_within(path, directory) for directory in self.shown):
             return False
         return _within(path, PRIVATE_TMP)
+
+    def keeps(self, path: str) -> bool:
+        """Whether a new sandbox shows `path` (absolute, normalized) as the host has it,
+        or as one of its own mounts (or above them, like /), there in every sandbox.
+
+        Below its own mounts it does not: what a command left in an earlier
+        shell's private /tmp, or a /proc entry of its namespace, is gone."""
+        if not self.confined:
+            return not _below_own_mounts(path, FULL_OWN_MOUNTS)
+        if any(_within(path, directory) for directory in (*self.writable_roots, *self.shown)):
+            return True
+        return not _below_own_mounts(path, OWN_MOUNTS)
 
     def _protected(self, roots: Sequence[str]) -> list[str]:
         out = []
@@ -103,15 +125,16 @@ class Policy(msgspec.Struct, frozen=True):
             args += ["--tmpfs", PRIVATE_TMP]
             if not self.network:
                 args.append("--unshare-net")
+            for directory in self.shown:
+                # A session the host opened elsewhere: there to read, not to write;
+                # first, so that one above a root leaves the root as it is bound.
+                args += ["--ro-bind-try", directory, directory]
             # The roots are bound again over the private /tmp, read-only where not writable,
             # so a workspace there stays visible.
             # `-try`: a configured root that does not exist is skipped, not fatal.
             bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
             for root in self.writable_roots:
                 args += [bind, root, root]
-            if not any(_within(cwd, root) for root in self.writable_roots):
-                # A session the host opened elsewhere: there to read, not to write.
-                args += ["--ro-bind-try", cwd, cwd]
             for path in self._protected(self.writable):
                 args += ["--ro-bind-try", path, path]
         else:
@@ -127,6 +150,19 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _below_own_mounts(path: str, mounts: Sequence[str]) -> bool:
+    return any(_within(path, mount) and path != mount for mount in mounts)
+
+
+def showable(directory: str) -> bool:
+    """Whether binding `directory` (absolute, normalized) leaves the sandbox's own
+    /tmp, /proc and /dev uncovered: not one of them or above them, nor inside /proc
+    or /dev (inside the private /tmp is fine: the workspace may be there too)."""
+    if any(_within(mount, directory) for mount in OWN_MOUNTS):
+        return False
+    return not any(_within(directory, mount) for mount in OWN_MOUNTS if mount != PRIVATE_TMP)
+
+
 def policy(
     mode: SandboxMode,
     *,
@@ -134,15 +170,20 @@ def policy(
     workspace: str,
     writable_roots: Sequence[str],
     protected_paths: Sequence[str],
+    opened_in: str | None = None,
 ) -> Policy | None:
-    """The policy of a mode; None for `off`."""
+    """The policy of a mode; None for `off`. `opened_in`: the directory the host
+    opened the session in, shown read-only when outside the roots (and showable)."""
     if mode == "off":
         return None
     # Configured roots that do not exist (yet) are left out, here and in the notice.
     extra = [os.path.expanduser(r) for r in writable_roots]
     roots = [workspace, *(r for r in extra if os.path.isdir(r))]
     resolved = tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
-    return Policy(mode, network, resolved, tuple(protected_paths))
+    shown: tuple[str, ...] = ()
+    if opened_in is not None and not any(_within(opened_in, root) for root in resolved):
+        shown = (opened_in,) if showable(opened_in) else ()
+    return Policy(mode, network, resolved, tuple(protected_paths), shown)
 
 
 async def wrap(

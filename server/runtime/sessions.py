@@ -4,7 +4,8 @@ A session keeps one shell alive between commands. A command that arrives
 while that shell is busy runs at once in a one-shot shell of the same
 configuration, so a slow build never queues a quick `ls`. The session
 outlives its shells: when one dies or is evicted, the next command gets a
-fresh one.
+fresh one, in the session's directory when that shell can enter it (else in
+the workspace, with a notice), and the first result after the loss says so.
 """
 
 from __future__ import annotations
@@ -38,13 +39,25 @@ class Session:
     config: ShellConfig
     env: dict[str, str]
     cwd: str
+    # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
+    workspace: str
     shell: Shell | None = None
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)
+    # A shell of the session ended, taking its state, and no result has said so yet.
+    shell_lost: bool = False
 
     @property
     def home(self) -> str | None:
         return self.env.get("HOME")
+
+    def drop_shell(self) -> Shell | None:
+        """Forget the session's shell, which is being closed: the next result says
+        the state it held is gone."""
+        shell, self.shell = self.shell, None
+        if shell is not None:
+            self.shell_lost = True
+        return shell
 
     def background_jobs(self, scan: Scan | None = None) -> int:
         """Processes the idle shell started that are still running."""

@@ -74,6 +74,9 @@ class CommandSpec(msgspec.Struct, frozen=True):
     field_prefix: str = ""
     # The sandbox of the session's shell, when this command creates the session.
     sandbox: SandboxMode = "off"
+    # Whether a cancelled command is answered with its result; a cancelled tool call
+    # is answered with an error, so a shell restart it caused is told in the next one.
+    result_when_cancelled: bool = True
 
 
 class _Pipeline:
@@ -146,6 +149,9 @@ class CommandService:
         finally:
             self._executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
+        aborted = outcome.cancelled and not outcome.timed_out
+        if run.shell_restarted and (spec.result_when_cancelled or not aborted):
+            session.shell_lost = False
         policy = session.config.sandbox
         denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
         if denied is not None and policy is not None:
@@ -205,6 +211,8 @@ def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outco
         working_dir=run.cwd,
         artifact_id=None if spill is None else spill.close(),
         artifact_truncated=spill is not None and spill.cut,
+        shell_restarted=run.shell_restarted,
+        cwd_fallback=run.cwd_fallback,
     )
 
 

@@ -36,9 +36,7 @@ def denied_path(output: str, exit_code: int | None, policy: Policy | None, cwd: 
             if text.isupper():
                 continue  # an error code (`EROFS: read-only file system`), not a path
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(text)))
-            # The command's directory, when outside the roots, is the session's, bound
-            # read-only (see `Policy.argv`).
-            if not policy.allows_write(path, shown=(cwd,)):
+            if not policy.allows_write(path):
                 found = path
     return found
 

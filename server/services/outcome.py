@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import messages
+from protocol import messages, paths
 from server.output.sink import SinkSummary
 
 
@@ -20,6 +20,11 @@ class Outcome(msgspec.Struct, frozen=True):
     artifact_truncated: bool = False
     # One line saying the sandbox refused a write the command needed; None: it did not.
     sandbox_denied: str | None = None
+    # The session's shell state was lost (this command's shell ended, or an earlier
+    # one did since the last result).
+    shell_restarted: bool = False
+    # (directory, workspace): a new shell could not enter the one, so it started in the other.
+    cwd_fallback: tuple[str, str] | None = None
 
     @property
     def notice(self) -> str | None:
@@ -28,3 +33,18 @@ class Outcome(msgspec.Struct, frozen=True):
         if self.cancelled:
             return messages.NOTICE_CANCELLED
         return None
+
+    @property
+    def shell_notice(self) -> str | None:
+        """The lines about the shell itself: its state lost, its directory not entered."""
+        lines = []
+        if self.cwd_fallback is not None:
+            gone, workspace = self.cwd_fallback
+            lines.append(
+                messages.SHELL_CWD_GONE.format(
+                    cwd=paths.printable(gone), workspace=paths.printable(workspace)
+                )
+            )
+        if self.shell_restarted:
+            lines.append(messages.SHELL_RESTARTED)
+        return "\n".join(lines) or None

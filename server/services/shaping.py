@@ -1,8 +1,9 @@
 """Shaping a finished command into an MCP tool result (pure).
 
-The order is fixed: the timeout notice, then the output (head and tail over
-the whole output, then the caps, see `selection`; "(no output)" when empty),
-the truncation notice, the exit status and finally the timeout-clamp notice.
+The order is fixed: the timeout notice, the shell's (restarted, or started in
+the workspace), then the output (head and tail over the whole output, then the
+caps, see `selection`; "(no output)" when empty), the truncation notice, the
+sandbox's denial, the exit status and finally the timeout-clamp notice.
 A truncated result names its artifact on success and on failure alike, so a
 failing build's log is never lost.
 """
@@ -115,6 +116,8 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
     ending, is_error = _ending(outcome)
     if ending:
         body = _paragraph(body, ending)
+    if outcome.shell_notice is not None:
+        body = f"{outcome.shell_notice}\n{body}"
     if outcome.timed_out:
         body = f"{outcome.notice}\n{body}"
     if shaping.clamp is not None:
@@ -135,6 +138,7 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             truncation=truncation,
             artifact_uri=_artifact_uri(truncation),
             sandbox_denied=outcome.sandbox_denied is not None,
+            shell_restarted=outcome.shell_restarted,
         ),
         is_error=is_error,
         details=details,

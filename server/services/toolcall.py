@@ -146,6 +146,7 @@ def plan(
         terminal=pty_terminal(settings, environ, host),
         field_prefix="arguments.",
         sandbox=settings.sandbox.mode,
+        result_when_cancelled=False,
     )
     return Plan(spec, None, shaping)
 

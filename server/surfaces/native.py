@@ -91,7 +91,9 @@ async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
 
 def bash_result(outcome: Outcome) -> BashResult:
     s = outcome.summary
-    text = s.text if outcome.notice is None else f"{outcome.notice}\n{s.text}"
+    # How the command ended, then what became of its shell; the output; the sandbox.
+    heading = (line for line in (outcome.notice, outcome.shell_notice) if line is not None)
+    text = "".join(f"{line}\n" for line in heading) + s.text
     if outcome.sandbox_denied is not None:
         text += ("" if not text or text.endswith("\n") else "\n") + outcome.sandbox_denied + "\n"
     working_dir, working_dir_base64 = (None, None)
@@ -112,6 +114,7 @@ def bash_result(outcome: Outcome) -> BashResult:
         artifact_id=outcome.artifact_id,
         artifact_truncated=outcome.artifact_truncated,
         sandbox_denied=outcome.sandbox_denied is not None,
+        shell_restarted=outcome.shell_restarted,
     )
 
 

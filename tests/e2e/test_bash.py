@@ -98,7 +98,9 @@ def test_shell_killed_between_commands_is_replaced(server: InProcessServer) -> N
     assert pid is not None
     os.kill(pid, 9)
     assert wait_until(lambda: pid not in server.owned_processes())
-    assert server.bash("echo fresh").output == "fresh\n"
+    # The new shell's first result says the old one's state is gone.
+    result = server.bash("echo fresh")
+    assert result.output == f"{messages.SHELL_RESTARTED}\nfresh\n" and result.shell_restarted
 
 
 def test_abort_a_running_command(server: InProcessServer) -> None:
@@ -109,7 +111,7 @@ def test_abort_a_running_command(server: InProcessServer) -> None:
     result = server.bash_result(ident)
     assert time.monotonic() - started < 2.5
     assert result.cancelled and not result.timed_out and result.exit_code is None
-    assert result.output == f"{messages.NOTICE_CANCELLED}\nbefore\n"
+    assert result.output == f"{messages.NOTICE_CANCELLED}\n{messages.SHELL_RESTARTED}\nbefore\n"
     assert not [c for c in server.owned_commands() if "sleep" in c]
     assert server.bash("echo next").output == "next\n"
 
@@ -149,7 +151,7 @@ def test_timeout_returns_partial_output(server: InProcessServer) -> None:
     result = server.bash("echo partial; sleep 30", timeout=1)
     assert time.monotonic() - started < HANG_SECONDS
     assert result.timed_out and result.cancelled and result.exit_code is None
-    assert result.output == messages.timed_out_notice(1) + "\npartial\n"
+    assert result.output == f"{messages.timed_out_notice(1)}\n{messages.SHELL_RESTARTED}\npartial\n"
     assert result.output.startswith("[Command timed out after 1 second]\n")
     assert server.bash("echo ok").output == "ok\n"
 

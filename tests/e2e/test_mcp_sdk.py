@@ -77,9 +77,10 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                     "truncation": None,
                     "artifactUri": None,
                     "sandboxDenied": False,
+                    "shellRestarted": False,
                 }
 
-                failed = await session.call_tool("bash", {"command": "echo nope; exit 3"})
+                failed = await session.call_tool("bash", {"command": "echo nope; (exit 3)"})
                 assert failed.is_error
                 assert text(failed) == "nope\n\n" + messages.EXITED_WITH_CODE.format(code=3)
 
@@ -97,7 +98,8 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                 listed = await session.list_resources()
                 assert f"artifact://{artifact}" in {str(r.uri) for r in listed.resources}
 
-                # A call cancelled by the client leaves the session healthy.
+                # A call cancelled by the client leaves the session healthy, and the
+                # next call says the cancelled one took the shell's state with it.
                 server_pids.extend(owned_pids_of_children())
                 assert len(server_pids) == 1
                 async with anyio.create_task_group() as tg:
@@ -110,7 +112,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                     while sleeping(server_pids[0]):
                         await anyio.sleep(0.05)
                 again = await session.call_tool("bash", {"command": "echo still healthy"})
-                assert text(again) == "still healthy\n"
+                assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
                 assert await session.send_ping() is not None
 
     anyio.run(main)

@@ -117,8 +117,10 @@ def test_least_recently_used_shell_is_evicted(spawn, tmp_path: Path) -> None:
     assert wait_until(lambda: process_gone(pids["a"]))
     listed = {name: info.pid for name, info in server.sessions().items()}
     assert listed == {"a": None, "b": pids["b"], "c": pids["c"]}
-    # Session a still works: it gets a fresh shell, evicting b, now the least recent.
-    assert server.bash("echo back", sessionId="a").output == "back\n"
+    # Session a still works: it gets a fresh shell, evicting b, now the least recent,
+    # and says its old shell's state is gone.
+    result = server.bash("echo back", sessionId="a")
+    assert result.output == f"{messages.SHELL_RESTARTED}\nback\n" and result.shell_restarted
     assert wait_until(lambda: process_gone(pids["b"]))
 
 
@@ -141,7 +143,7 @@ def test_idle_shell_is_closed(spawn, tmp_path: Path) -> None:
     assert pid is not None
     assert wait_until(lambda: process_gone(pid), timeout=10)
     assert server.sessions()["default"].pid is None
-    assert server.bash('echo "[$KEPT]"').output == "[]\n"
+    assert server.bash('echo "[$KEPT]"').output == f"{messages.SHELL_RESTARTED}\n[]\n"
 
 
 def test_shell_with_background_jobs_survives_idle_eviction(spawn, tmp_path: Path) -> None:

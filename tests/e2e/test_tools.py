@@ -137,6 +137,7 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
         "truncation",
         "artifactUri",
         "sandboxDenied",
+        "shellRestarted",
     }
     assert "output" in tool.output_schema["required"]
 
@@ -170,7 +171,7 @@ def test_empty_output_says_so(server: InProcessServer) -> None:
 
 
 def test_non_zero_exit_is_a_tool_error(server: InProcessServer) -> None:
-    result = call_tool(server, command="echo failing; exit 3")
+    result = call_tool(server, command="echo failing; (exit 3)")
     assert result.is_error is True
     assert text_of(result) == "failing\n\nCommand exited with code 3"
     assert structured(result).exit_code == 3
@@ -273,7 +274,8 @@ def test_timeout_default_clamp_and_notice(server: InProcessServer) -> None:
     assert time.monotonic() - started < 10
     text = text_of(result)
     assert result.is_error and structured(result).timed_out
-    assert text.startswith(messages.timed_out_notice(1) + "\npartial\n")
+    notices = f"{messages.timed_out_notice(1)}\n{messages.SHELL_RESTARTED}\n"
+    assert text.startswith(notices + "partial\n")
     assert text.endswith(messages.TIMEOUT_CLAMPED.format(requested="0.2", applied="1"))
     big = call_tool(server, command="echo ok", timeout=99999)
     assert text_of(big) == "ok\n" + messages.TIMEOUT_CLAMPED.format(
@@ -326,7 +328,7 @@ def test_configured_default_timeout(server: InProcessServer) -> None:
 
 
 def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> None:
-    result = call_tool(server, command="seq 1 200000; exit 2")
+    result = call_tool(server, command="seq 1 200000; (exit 2)")
     text = text_of(result)
     assert result.details is not None and result.details.meta is not None
     truncation = result.details.meta.truncation

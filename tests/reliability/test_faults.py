@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol import messages
 from tests.rpc import (
     ServerProcess,
     live_pids,
@@ -53,7 +54,8 @@ def test_shell_killed_from_outside_mid_command(server: ServerProcess) -> None:
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     os.kill(pid, 9)
     result = server.bash_result(ident, timeout=EXIT_BOUND_SECONDS)
-    assert result.exit_code == 137 and result.output == "started\n"
+    assert result.exit_code == 137 and result.shell_restarted
+    assert result.output == f"{messages.SHELL_RESTARTED}\nstarted\n"
     assert server.bash("echo next").output == "next\n"
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 30" in c])
 

@@ -1,3 +1,5 @@
+import msgspec
+
 from protocol import messages
 from server.output.sink import SinkSummary
 from server.services.outcome import Outcome
@@ -125,3 +127,17 @@ def test_clamp_notice_is_last() -> None:
         + messages.EXITED_WITH_CODE.format(code=2)
         + messages.TIMEOUT_CLAMPED.format(requested="0.5", applied="1")
     )
+
+
+def test_the_shells_notices_follow_the_timeout_notice() -> None:
+    restarted = msgspec.structs.replace(
+        outcome("part\n", exit_code=None, timed_out=True),
+        shell_restarted=True,
+        cwd_fallback=("/tmp/gone", "/work/app"),
+    )
+    result = shape(restarted, SHAPING)
+    fallback = messages.SHELL_CWD_GONE.format(cwd="/tmp/gone", workspace="/work/app")
+    notices = f"{messages.timed_out_notice(5)}\n{fallback}\n{messages.SHELL_RESTARTED}\n"
+    assert body(result) == notices + "part\n"
+    assert result.structured_content.shell_restarted
+    assert not shape(outcome("ok\n"), SHAPING).structured_content.shell_restarted
