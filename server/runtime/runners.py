@@ -165,31 +165,12 @@ async def _acquire(
         dead = session.drop_shell()
         assert dead is not None
         await pool.close(dead, 0)
-    cwd, fallback = start_dir(session)
+    cwd, fallback = session.start_dir()
     shell = await pool.start(session.config, session.env, cwd)
     if not one_shot:
         session.shell = shell
         session.cwd = cwd
     return shell, fallback
-
-
-def start_dir(session: Session) -> tuple[str, tuple[str, str] | None]:
-    """Where a new shell of the session starts: the session's directory when that
-    shell can enter it there, else the workspace (and then the pair of both)."""
-    cwd = session.cwd
-    if cwd == session.workspace or _enterable(session, cwd):
-        return cwd, None
-    return session.workspace, (cwd, session.workspace)
-
-
-def _enterable(session: Session, directory: str) -> bool:
-    """Whether `directory` is, inside a new shell's sandbox, the one the host has (or
-    one of the sandbox's own mounts): symlinks are followed on the host, so a link to
-    an earlier shell's private /tmp does not pass."""
-    if not os.path.isdir(directory):
-        return False
-    policy = session.config.sandbox
-    return policy is None or (policy.keeps(directory) and policy.keeps(os.path.realpath(directory)))
 
 
 async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bool) -> None:
@@ -229,7 +210,7 @@ async def _on_pty(
         if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
             workdir = request.workdir(session)
         else:
-            base, fallback = start_dir(session)
+            base, fallback = session.start_dir()
             workdir = base if request.cwd is None else resolve_path(base, request.cwd, session.home)
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
