@@ -20,6 +20,15 @@ REQUEST_CANCELLED = "Request cancelled"
 PARAMS_NOT_OBJECT = "params must be an object"
 PARAMS_NOT_STRUCTURED = "`params` must be an object or an array"
 FIELD_HAS_NUL = "Expected a string without NUL characters - at `$.{field}`"
+ENV_ENTRY_TOO_LONG = (
+    "`{name}=value` is {size} bytes with its NUL, and the kernel execs no string"
+    " over {limit} (MAX_ARG_STRLEN) - at `$.{field}`"
+)
+ENV_TOO_LARGE = (
+    "The environment is too large to exec: {size} bytes with what the server adds"
+    " (a pointer each included), where an exec takes {limit} (ARG_MAX) and {room}"
+    " of them are kept for command lines - at `$.{field}`"
+)
 CWD_NOT_DIRECTORY = "Not a directory: {path}"
 ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"
