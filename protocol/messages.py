@@ -65,7 +65,7 @@ def newest_ids(available: list[int]) -> list[int]:
     return sorted(available, reverse=True)[:NOT_FOUND_LISTED_IDS]
 
 
-def artifact_not_found(artifact_id: int, available: list[int]) -> str:
+def artifact_not_found(artifact_id: int | str, available: list[int]) -> str:
     listed = ", ".join(str(i) for i in newest_ids(available)) or NO_ARTIFACTS
     if len(available) > NOT_FOUND_LISTED_IDS:
         listed = MORE_ARTIFACTS.format(listed=listed, more=len(available) - NOT_FOUND_LISTED_IDS)
