@@ -19,6 +19,7 @@ REQUEST_CANCELLED = "Request cancelled"
 # Details carried in an error's `data`.
 PARAMS_NOT_OBJECT = "params must be an object"
 PARAMS_NOT_STRUCTURED = "`params` must be an object or an array"
+INVALID_UTF8 = "invalid UTF-8 at byte {offset}"
 FIELD_HAS_NUL = "Expected a string without NUL characters - at `$.{field}`"
 ENV_ENTRY_TOO_LONG = (
     "`{name}=value` is {size} bytes with its NUL, and the kernel execs no string"
