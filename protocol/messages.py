@@ -21,8 +21,18 @@ REQUEST_CANCELLED = "Request cancelled"
 # Details carried in an error's `data`.
 PARAMS_NOT_OBJECT = "params must be an object"
 PARAMS_NOT_STRUCTURED = "`params` must be an object or an array"
+INVALID_UTF8 = "invalid UTF-8 at byte {offset}"
 FIELD_HAS_NUL = "Expected a string without NUL characters - at `$.{field}`"
 NOT_FINITE = "Expected a finite number - at `$.{field}`"
+ENV_ENTRY_TOO_LONG = (
+    "`{name}=value` is {size} bytes with its NUL, and the kernel execs no string"
+    " over {limit} (MAX_ARG_STRLEN) - at `$.{field}`"
+)
+ENV_TOO_LARGE = (
+    "The environment is too large to exec: {size} bytes with what the server adds"
+    " (a pointer each included), where an exec takes {limit} (ARG_MAX) and {room}"
+    " of them are kept for command lines - at `$.{field}`"
+)
 CWD_NOT_DIRECTORY = "Not a directory: {path}"
 ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"
@@ -90,7 +100,7 @@ def newest_ids(available: list[int]) -> list[int]:
     return sorted(available, reverse=True)[:NOT_FOUND_LISTED_IDS]
 
 
-def artifact_not_found(artifact_id: int, available: list[int]) -> str:
+def artifact_not_found(artifact_id: int | str, available: list[int]) -> str:
     listed = ", ".join(str(i) for i in newest_ids(available)) or NO_ARTIFACTS
     if len(available) > NOT_FOUND_LISTED_IDS:
         listed = MORE_ARTIFACTS.format(listed=listed, more=len(available) - NOT_FOUND_LISTED_IDS)

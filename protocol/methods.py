@@ -24,6 +24,8 @@ MAX_TIMEOUT_SECONDS = 3600.0
 
 ARTIFACT_READ_DEFAULT_LIMIT = 64 * 1024
 ARTIFACT_READ_MAX_LIMIT = 1024 * 1024
+# No artifact id has more digits: a longer number names no artifact.
+ARTIFACT_ID_MAX_DIGITS = 18
 
 
 def described(text: str) -> msgspec.Meta:

@@ -31,7 +31,10 @@ class TooManyShells(BashrpcError):
 
 
 class ArtifactNotFound(BashrpcError):
-    def __init__(self, artifact_id: int, available: list[int], uri: str | None = None) -> None:
+    # The id as a number, or as the digits asked for when no number that long exists.
+    def __init__(
+        self, artifact_id: int | str, available: list[int], uri: str | None = None
+    ) -> None:
         super().__init__(artifact_id)
         self.artifact_id = artifact_id
         self.available = available

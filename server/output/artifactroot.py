@@ -13,8 +13,10 @@ from pathlib import Path
 
 import msgspec
 
+from protocol.methods import ARTIFACT_ID_MAX_DIGITS
+
 SUFFIX = ".bash.log"
-ARTIFACT_NAME = re.compile(r"^(\d{1,18})\.bash\.log$")
+ARTIFACT_NAME = re.compile(rf"^(\d{{1,{ARTIFACT_ID_MAX_DIGITS}}})\.bash\.log$")
 # A workspace directory is named `<base name>-<hash of the path>`: readable, and unique.
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _KEY_NAME_CHARS = 40

@@ -3,9 +3,10 @@
 Files are ``<id>.bash.log`` (0600) in a private directory (0700) of the
 workspace's own, under one root shared by every server of the machine: a
 connection lists and reads only its workspace's artifacts, and ids count
-per workspace. Ids are allocated with O_EXCL so that several servers may
-share a workspace. Reads open by number with O_NOFOLLOW, so no id, and no
-symlink planted in the directory, can reach a file elsewhere.
+per workspace and never repeat there (`artifactids.py`: a counter file under
+a lock, and O_EXCL, so that several servers may share a workspace). Reads
+open by number with O_NOFOLLOW, so no id, and no symlink planted in the
+directory, can reach a file elsewhere.
 
 The size caps hold while a command writes, not just when it ends: before
 each write the store makes room by deleting the oldest finished artifacts,
@@ -28,7 +29,7 @@ import msgspec
 from protocol import messages
 from server import log
 from server.errors import ArtifactNotFound
-from server.output import artifactroot, utf8
+from server.output import artifactids, artifactroot, utf8
 
 DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
 SUFFIX = artifactroot.SUFFIX
@@ -168,26 +169,17 @@ class ArtifactStore:
         if not self._prepare():
             return None
         assert self._next_id is not None
-        for _ in range(1000):
-            artifact_id = self._next_id
-            self._next_id += 1
-            try:
-                fd = os.open(
-                    self.path(artifact_id),
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    0o600,
-                )
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                _log.warning(
-                    messages.ARTIFACT_CREATE_FAILED.format(path=self.directory, reason=exc)
-                )
-                return None
-            self._writing.add(artifact_id)
-            return ArtifactWriter(self, artifact_id, fd)
-        _log.warning(messages.ARTIFACT_IDS_EXHAUSTED.format(path=self.directory))
-        return None
+        try:
+            artifact_id, fd = artifactids.create(self.directory, self._next_id)
+        except artifactids.IdsExhausted:
+            _log.warning(messages.ARTIFACT_IDS_EXHAUSTED.format(path=self.directory))
+            return None
+        except OSError as exc:
+            _log.warning(messages.ARTIFACT_CREATE_FAILED.format(path=self.directory, reason=exc))
+            return None
+        self._next_id = artifact_id + 1
+        self._writing.add(artifact_id)
+        return ArtifactWriter(self, artifact_id, fd)
 
     def remove(self, artifact_id: int) -> None:
         self._unlink(self.path(artifact_id))

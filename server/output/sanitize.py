@@ -7,9 +7,10 @@ in carries over to the next, and the output is the same for every split of
 the same bytes. Nothing of a sequence is buffered, so a megabyte-long inline
 image costs no memory.
 
-What comes out is printable text: TAB and LF survive; escape sequences (CSI,
-OSC, DCS, SOS, PM, APC, in their 7-bit and 8-bit forms) and every other
-control character (C0, CR, DEL, C1) are removed; invalid bytes become U+FFFD.
+What comes out is printable text: TAB, LF and CR survive (CR is left to the
+sink, which folds the line it redraws); escape sequences (CSI, OSC, DCS, SOS,
+PM, APC, in their 7-bit and 8-bit forms) and every other control character
+(C0, DEL, C1) are removed; invalid bytes become U+FFFD.
 A string sequence (OSC and the like) ends at its terminator (ST or BEL), at
 CAN or SUB, at a new ESC that does not begin ST, or at LF: a terminal would
 swallow everything after a stray `ESC ]`, but a model reading the output
@@ -28,7 +29,7 @@ CSI_8BIT = "\x9b"
 # Characters that end or abort a string sequence wherever they appear.
 _STRING_ENDS = re.compile("[\x07\x0a\x18\x1a\x1b\x9c]")
 # Anything the ground state does not pass through as text.
-_SPECIAL = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_SPECIAL = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
 # CSI parameter and intermediate bytes; the final byte is 0x40-0x7e.
 _CSI_BODY = re.compile("[\x20-\x3f]*")
 # Introducers of string sequences: ESC P/X/^/_/] and their 8-bit forms.
@@ -46,7 +47,7 @@ _COMPLETE_SEQUENCE = (
 )
 # Controls the ground state drops and stays in: every special character but ESC
 # and the 8-bit introducers of CSI and string sequences.
-_PLAIN_CONTROLS = "[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
+_PLAIN_CONTROLS = "[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
 # The same controls in UTF-8. C0 and DEL are single bytes that are never part of
 # another character; a C1 control is 0xC2 and one continuation byte. Dropping them
 # from the encoded text is one bytes.translate, where a str regex took a step per
@@ -66,7 +67,7 @@ _DROP = re.compile(_COMPLETE_SEQUENCE + "|" + _PLAIN_CONTROLS)
 # Characters per ESC below which the one-substitution pass is not tried.
 _ESCAPES_FOR_MACHINE = 1024
 _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
-_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 
 

@@ -4,6 +4,12 @@ The sink keeps only the tail of the sanitized output, counts what went past,
 and the moment anything would be dropped it hands the whole stream so far to a
 spill target (an artifact file), then forwards every later byte there too.
 So memory stays bounded while the full text stays recoverable.
+
+What it keeps (tail, counts, artifact) has its carriage returns folded, as a
+terminal shows it: a line redrawn with CR keeps its last state. What it
+streams is the text as it comes, CRs dropped: a line still being written is
+sent at once, since holding it until it ends would hide a prompt or a row of
+progress dots, and a chunk cannot be taken back.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Protocol
 import msgspec
 
 from server.output import utf8
+from server.output.crfold import CarriageReturnFolder
 from server.output.sanitize import Sanitizer
 
 DEFAULT_MAX_BYTES = 51200
@@ -62,6 +69,7 @@ class OutputSink:
         self._max = max_bytes
         self._open_spill = open_spill
         self._sanitizer = Sanitizer()
+        self._folder = CarriageReturnFolder()
         self._tail = bytearray()
         self._spill: Spill | None = None
         self.total_bytes = 0
@@ -77,14 +85,17 @@ class OutputSink:
         """Take raw output; return it sanitized (UTF-8) for streaming."""
         clean = self._sanitizer.feed(data)
         if clean:
-            self._append(clean)
-        return clean
+            kept = self._folder.feed(clean)
+            if kept:
+                self._append(kept)
+        return _streamed(clean)
 
     def finish(self) -> bytes:
         clean = self._sanitizer.finish()
-        if clean:
-            self._append(clean)
-        return clean
+        kept = self._folder.feed(clean) + self._folder.finish()
+        if kept:
+            self._append(kept)
+        return _streamed(clean)
 
     def _append(self, data: bytes) -> None:
         self.total_bytes += len(data)
@@ -112,9 +123,11 @@ class OutputSink:
             del self._tail[: len(self._tail) - self._max]
 
     def tail_text(self) -> str:
-        """The retained tail, decoded; cheap enough for periodic snapshots."""
-        start = utf8.char_start(self._tail, max(0, len(self._tail) - self._max))
-        return self._tail[start:].decode("utf-8", "replace")
+        """The retained tail and the line being written, decoded; cheap enough
+        for periodic snapshots."""
+        tail = self._tail + self._folder.pending()
+        start = utf8.char_start(tail, max(0, len(tail) - self._max))
+        return tail[start:].decode("utf-8", "replace")
 
     def summary(self) -> SinkSummary:
         start = utf8.char_start(self._tail, max(0, len(self._tail) - self._max))
@@ -130,3 +143,8 @@ class OutputSink:
             output_bytes=len(kept),
             output_lines=count_lines(kept),
         )
+
+
+def _streamed(clean: bytes) -> bytes:
+    """The text as streamed: CRs go (the kept text folds them instead)."""
+    return clean.replace(b"\r", b"") if b"\r" in clean else clean

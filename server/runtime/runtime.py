@@ -127,6 +127,10 @@ class Runtime:
         full_env = self._shell_env(session_env)
         return self.sessions.add(Session(session_id, config, full_env, cwd, self.workspace))
 
+    def session_env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """The environment a new session's shell gets for the caller's `env`."""
+        return self._shell_env(envmod.without_guards(env))
+
     def _shell_env(self, session_env: dict[str, str]) -> dict[str, str]:
         inherited = envmod.excluding(os.environ, self.settings.env_exclude)
         return envmod.build(inherited, self.settings.env_vars, session_env)

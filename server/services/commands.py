@@ -19,7 +19,7 @@ from server import errors
 from server.output.crfold import CarriageReturnFolder
 from server.output.sink import OutputSink
 from server.runtime import env as envmod
-from server.runtime import runners
+from server.runtime import execlimits, runners
 from server.runtime.channels import Backpressure
 from server.runtime.pty import clamp_size
 from server.runtime.ptylane import PtyLane
@@ -121,6 +121,10 @@ class CommandService:
         _reject_nul(spec)
         runtime = self._runtime
         session = runtime.session(spec.session_id, spec.sandbox)
+        command_env = envmod.without_guards(spec.env)
+        if command_env:
+            # The command's children exec the session's variables and these.
+            reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
         pipeline = _Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
@@ -133,7 +137,7 @@ class CommandService:
         request = runners.RunRequest(
             command=spec.command,
             cwd=spec.cwd,
-            env=envmod.without_guards(spec.env),
+            env=command_env,
             timeout=spec.timeout,
             feed=pipeline.feed,
             execution=execution,
@@ -224,3 +228,20 @@ def _reject_nul(spec: CommandSpec) -> None:
         if value is not None and "\0" in value:
             field_name = f"{spec.field_prefix}{name}"
             raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=field_name))
+
+
+def reject_unexecable(env: dict[str, str], given: dict[str, str], field_prefix: str = "") -> None:
+    """An environment the kernel would refuse to exec is refused here, naming the limit."""
+    refusal = execlimits.refusal(env, given, execlimits.current())
+    if refusal is None:
+        return
+    if isinstance(refusal, execlimits.TooLong):
+        field = f"{field_prefix}env.{refusal.name}"
+        detail = messages.ENV_ENTRY_TOO_LONG.format(
+            name=refusal.name, size=refusal.size, limit=refusal.limit, field=field
+        )
+    else:
+        detail = messages.ENV_TOO_LARGE.format(
+            size=refusal.size, limit=refusal.limit, room=refusal.room, field=f"{field_prefix}env"
+        )
+    raise errors.InvalidArgument(detail, message=detail)

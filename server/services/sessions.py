@@ -11,7 +11,7 @@ from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import resolve_path
-from server.services.commands import CommandService
+from server.services.commands import CommandService, reject_unexecable
 
 
 class SessionView(msgspec.Struct, frozen=True):
@@ -43,6 +43,8 @@ class SessionService:
         session_id = session_id or runtime.sessions.new_id()
         session = runtime.sessions.get(session_id)
         if session is None:
+            if env:
+                reject_unexecable(runtime.session_env(env), env)
             directory = runtime.workspace
             if cwd is not None:
                 directory = _existing_dir(directory, cwd)

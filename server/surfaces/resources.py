@@ -19,20 +19,21 @@ from protocol.mcp import (
     ResourceTemplatesListResult,
     TextResourceContents,
 )
+from protocol.methods import ARTIFACT_ID_MAX_DIGITS
 from server import errors
 from server.connection import RequestContext
 from server.wire.registry import Registry
 
 # One read returns at most this much; `_meta.nextOffset` points artifact/read at the rest.
 RESOURCE_READ_MAX_BYTES = 8 * 1024 * 1024
-_NUMERIC_ID = re.compile(r"[0-9]{1,18}")
+_NUMERIC_ID = re.compile(r"[0-9]+")
 
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
 
 
-def parse_artifact_uri(uri: str) -> int:
-    """The id in `artifact://N`; anything else is -32602 with a precise reason."""
+def parse_artifact_uri(uri: str) -> str:
+    """The digits of the id in `artifact://N`; anything else is -32602 with a precise reason."""
     if not uri.startswith(ARTIFACT_URI_SCHEME):
         raise _invalid(messages.UNSUPPORTED_URI.format(uri=uri))
     rest = uri[len(ARTIFACT_URI_SCHEME) :]
@@ -40,7 +41,7 @@ def parse_artifact_uri(uri: str) -> int:
         raise _invalid(messages.ARTIFACT_URI_NO_ID)
     if _NUMERIC_ID.fullmatch(rest) is None:
         raise _invalid(messages.ARTIFACT_URI_NOT_NUMERIC.format(got=rest))
-    return int(rest)
+    return rest
 
 
 def _invalid(reason: str) -> errors.InvalidArgument:
@@ -73,9 +74,13 @@ def templates_list(ctx: RequestContext, params: EmptyParams) -> ResourceTemplate
 
 @methods.method("resources/read")
 def resources_read(ctx: RequestContext, params: ResourcesReadParams) -> ResourcesReadResult:
-    artifact_id = parse_artifact_uri(params.uri)
+    digits = parse_artifact_uri(params.uri)
+    store = ctx.services.artifacts
+    if len(digits.lstrip("0")) > ARTIFACT_ID_MAX_DIGITS:
+        # Kept as text: no such id exists, and int() refuses numbers this long.
+        raise errors.ArtifactNotFound(digits, store.ids(), params.uri)
     try:
-        chunk = ctx.services.artifacts.read(artifact_id, 0, RESOURCE_READ_MAX_BYTES)
+        chunk = store.read(int(digits), 0, RESOURCE_READ_MAX_BYTES)
     except errors.ArtifactNotFound as exc:
         raise errors.ArtifactNotFound(exc.artifact_id, exc.available, params.uri) from None
     meta = None

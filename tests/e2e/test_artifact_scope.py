@@ -55,3 +55,20 @@ def test_not_found_names_the_twenty_newest_ids(server: InProcessServer) -> None:
     newest = ", ".join(str(i) for i in range(25, 5, -1))
     assert error.message == f"Artifact 99 not found. Available: {newest} and 5 older"
     assert error.data == {"available": list(range(25, 5, -1))}
+
+
+def test_ids_never_repeat_once_every_artifact_was_evicted(spawn, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    capped = SPILLING + "[artifacts]\nmaxTotalBytes = 100000\n"
+    first = spawn(capped, workspace=tmp_path / "a")
+    issued = [spill(first, "one"), spill(first, "two")]
+    first.stop()
+    # Another workspace's output passes the total cap: every artifact of `a` goes.
+    other = spawn(capped, workspace=tmp_path / "b")
+    assert other.bash("seq 1 30000").artifact_truncated
+    assert list(first.artifacts_dir.glob("*.bash.log")) == []
+    again = spawn(capped, workspace=tmp_path / "a")
+    assert spill(again, "three") > max(issued)
+    error = again.error("artifact/read", {"id": issued[0]})
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND

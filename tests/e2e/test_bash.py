@@ -339,3 +339,28 @@ def test_user_traps_never_see_the_driver(server: InProcessServer) -> None:
     assert traced.endswith("+ echo traced\ntraced\n") and traced.count("\n") == 2
     server.bash("set +x; trap 'echo RETURN' RETURN")
     assert server.bash("echo plain").output == "plain\n"
+
+
+# What Linux execs: one `NAME=value` of at most 32 pages with its NUL, and all of
+# argv and envp, pointers included, within a quarter of the stack (at most 6 MiB).
+EXEC_STRING_BYTES = 32 * os.sysconf("SC_PAGE_SIZE")
+EXEC_TOTAL_BYTES = min(os.sysconf("SC_ARG_MAX"), 6 * 1024 * 1024)
+
+
+def test_an_env_the_kernel_cannot_exec_is_refused(server: InProcessServer) -> None:
+    longest = "x" * (EXEC_STRING_BYTES - len("BIG=") - 1)
+    too_long = longest + "x"
+    # Each value fits; together they pass what one exec may carry.
+    count = EXEC_TOTAL_BYTES // len(longest) + 1
+    too_many = {f"V{i}": longest for i in range(count)}
+    for env, limit in (({"BIG": too_long}, "MAX_ARG_STRLEN"), (too_many, "ARG_MAX")):
+        error = server.error("session/open", {"sessionId": "big", "env": env})
+        assert error.code == ErrorCode.INVALID_PARAMS and limit in error.message
+        error = server.error("bash", {"command": "echo ran", "env": env})
+        assert error.code == ErrorCode.INVALID_PARAMS and limit in error.message
+    assert "big" not in server.sessions()
+    # The longest value the kernel takes is taken, and its session runs commands.
+    server.result("session/open", {"sessionId": "big", "env": {"BIG": longest}})
+    assert server.bash('echo "${#BIG}"', sessionId="big").output == f"{len(longest)}\n"
+    out = server.bash("bash -c 'echo \"${#BIG}\"'", env={"BIG": longest})
+    assert out.output == f"{len(longest)}\n"

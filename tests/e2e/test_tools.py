@@ -390,6 +390,20 @@ def test_resources_list_templates_and_errors(server: InProcessServer) -> None:
     assert error.message == messages.artifact_not_found(999, [artifact])
 
 
+def test_any_numeric_artifact_uri_is_an_id(server: InProcessServer) -> None:
+    truncation = structured(call_tool(server, command="seq 1 100000")).truncation
+    assert truncation is not None
+    artifact = truncation.artifact_id
+    padded = f"artifact://{artifact:030d}"
+    read = server.typed(ResourcesReadResult, "resources/read", {"uri": padded})
+    assert read.contents[0].text.startswith("1\n2\n")
+    # Longer than any id ever issued: simply not there, however long.
+    for digits in ("1234567890123456789", "9" * 5000):
+        error = server.error("resources/read", {"uri": f"artifact://{digits}"})
+        assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+        assert error.message == messages.artifact_not_found(digits, [artifact])
+
+
 def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
     initialize(server, notifications=["tool/update"])
     for method, key in (("notifications/cancelled", "requestId"), ("$/cancelRequest", "id")):

@@ -180,10 +180,14 @@ def test_batch_members_count_as_requests_in_flight(spawn) -> None:
     assert server.result("ping") == {}
 
 
-def test_invalid_utf8_inside_a_string_is_not_a_bug(server: InProcessServer) -> None:
-    server.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"bash","params":{"command":"echo \xff"}}\n')
-    reply = server.response(3)
-    assert error_of(reply)["code"] in (ErrorCode.PARSE_ERROR, ErrorCode.INVALID_PARAMS)
+def test_invalid_utf8_in_a_string_or_a_key_is_a_parse_error(server: InProcessServer) -> None:
+    for line in (
+        b'{"jsonrpc":"2.0","id":3,"method":"bash","params":{"command":"echo \xff"}}\n',
+        b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{},"x\xff":1}\n',
+    ):
+        server.send_raw(line)
+        reply = server.next_message()
+        assert reply["id"] is None and error_of(reply)["code"] == ErrorCode.PARSE_ERROR
     assert "Traceback" not in server.stderr()
     assert server.bash("echo fine").output == "fine\n"
 

@@ -55,7 +55,8 @@ def test_a_line_of_nothing_but_carriage_returns(server: ServerProcess) -> None:
     result, growth = measured(server, "for i in $(seq 100000); do printf '\\r%d' $i; done")
     well_formed(result)
     assert growth <= RSS_GROWTH_LIMIT
-    assert result.total_lines == 1 and result.output.endswith("99999100000")
+    # Each CR starts the line over: its last state is all that is left.
+    assert result.total_lines == 1 and result.output == "100000"
 
 
 @pytest.mark.slow

@@ -45,6 +45,36 @@ def test_rejections(line: bytes, code: ErrorCode) -> None:
     assert item.response.error.code == code
 
 
+REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"bash","params":{"command":"echo %s"}}'
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        # Inside a string of the params, in an object key there or in the envelope,
+        # in a batch, and as an encoded surrogate or an overlong form.
+        (REQUEST.replace(b"%s", b"\xff"), b"\xff"),
+        (REQUEST.replace(b'"command"', b'"comm\xe9and"'), b"\xe9"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","x\xc3":1}', b"\xc3"),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"k":"\x80"}}]', b"\x80"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xed\xa0\x80"}', b"\xed"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xc0\xaf"}', b"\xc0"),
+    ],
+)
+def test_invalid_utf8_anywhere_is_a_parse_error(line: bytes, bad: bytes) -> None:
+    items, _ = parse_line(line)
+    assert len(items) == 1 and isinstance(items[0], Rejected)
+    reply = items[0].response
+    assert reply.id is None and reply.error.code == ErrorCode.PARSE_ERROR
+    assert reply.error.data == messages.INVALID_UTF8.format(offset=line.index(bad))
+
+
+def test_valid_utf8_is_data() -> None:
+    item = one(REQUEST.replace(b"%s", "d\u00f6ne \u4e2d \U0001f600".encode()))
+    assert isinstance(item, Call)
+    assert msgspec.json.decode(item.params) == {"command": "echo d\u00f6ne \u4e2d \U0001f600"}
+
+
 def test_invalid_request_echoes_a_usable_id() -> None:
     item = one(b'{"jsonrpc":"2.0","id":"abc","method":5}')
     assert isinstance(item, Rejected) and item.response.id == "abc"

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from server.output.sanitize import Sanitizer
 
 ESC = "\x1b"
-CONTROLS = {chr(c) for c in range(0x20) if chr(c) not in "\t\n"} | {
+# CR is kept: the sink folds the line it redraws.
+CONTROLS = {chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"} | {
     chr(c) for c in range(0x7F, 0xA0)
 }
 
@@ -151,7 +152,7 @@ def test_invalid_utf8_becomes_replacement_character() -> None:
 
 def test_ansi_sequences_and_controls_are_removed() -> None:
     raw = b"\x1b[31mred\x1b[0m \x1b]0;title\x07ok\r\n\x00nul\x7fdel\x08\x1b(B!"
-    assert sanitize([raw]) == "red ok\nnuldel!"
+    assert sanitize([raw]) == "red ok\r\nnuldel!"
 
 
 def test_c1_controls_are_removed_and_c1_introducers_honoured() -> None:

@@ -2,7 +2,9 @@ import hashlib
 
 import pytest
 
+from server.output.sanitize import Sanitizer
 from server.output.sink import OutputSink, count_lines
+from tests.carriagereturns import CASES
 
 
 class MemorySpill:
@@ -29,6 +31,7 @@ def test_count_lines(text: str, lines: int) -> None:
 def test_small_output_is_kept_whole() -> None:
     sink = OutputSink(max_bytes=100)
     sink.feed(b"1\n2\n3")
+    sink.finish()
     s = sink.summary()
     assert (s.text, s.truncated, s.total_lines, s.output_lines, s.total_bytes) == (
         "1\n2\n3",
@@ -66,14 +69,39 @@ def test_tail_cut_falls_on_a_character_boundary() -> None:
 def test_no_spill_when_output_fits() -> None:
     opened: list[int] = []
     sink = OutputSink(max_bytes=10, open_spill=lambda: opened.append(1) or None)
-    sink.feed(b"0123456789")
+    sink.feed(b"012345678\n")
     assert not sink.truncated and opened == []
-    sink.feed(b"!")
+    sink.feed(b"!\n")
     assert sink.truncated and opened == [1]
 
 
 def test_spill_failure_still_truncates() -> None:
     sink = OutputSink(max_bytes=10, open_spill=lambda: None)
     sink.feed(b"x" * 100)
+    sink.finish()
     s = sink.summary()
     assert s.truncated and s.output_bytes == 10 and sink.spill is None
+
+
+@pytest.mark.parametrize(("data", "expected"), CASES)
+def test_carriage_returns_fold_in_what_is_kept_not_in_what_streams(
+    data: bytes, expected: str
+) -> None:
+    spill = MemorySpill()
+    sanitizer = Sanitizer()
+    as_it_came = (sanitizer.feed(data) + sanitizer.finish()).replace(b"\r", b"")
+    for cut in range(len(data) + 1):
+        sink = OutputSink(max_bytes=10_000, open_spill=lambda: spill)
+        streamed = sink.feed(data[:cut]) + sink.feed(data[cut:]) + sink.finish()
+        assert sink.summary().text == expected, cut
+        # Streamed at once, as it came, without the CRs.
+        assert streamed == as_it_came, cut
+
+
+def test_a_line_being_redrawn_streams_at_once() -> None:
+    sink = OutputSink(max_bytes=100)
+    assert sink.feed(b"downloading") == b"downloading"
+    assert sink.tail_text() == "downloading"
+    assert sink.feed(b"\rdone\n") == b"done\n"
+    sink.finish()
+    assert sink.summary().text == "done\n" and sink.summary().total_lines == 1
