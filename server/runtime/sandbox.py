@@ -99,6 +99,9 @@ class Policy(msgspec.Struct, frozen=True):
         if new_session:
             args.append("--new-session")
         if self.confined:
+            # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
+            # (bwrap always sets no_new_privs: nothing regains them through exec.)
+            args += ["--cap-drop", "ALL"]
             args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
             args += ["--tmpfs", PRIVATE_TMP]
             if not self.network:
