@@ -73,6 +73,11 @@ class ShellPool:
         self.pty_runs = 0
 
     @property
+    def runtime_dir(self) -> Path:
+        """Every shell's directory is in it, and the rc snapshots."""
+        return self._dir
+
+    @property
     def count(self) -> int:
         return len(self.live) + self.pty_runs
 

@@ -186,6 +186,7 @@ async def on_pty(
             cwd=workdir,
             read_only_files=[config.snapshot] if config.snapshot else [],
             new_session=False,
+            runtime_dir=str(pool.runtime_dir),
         )
         tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
         full_env[procs.OWNER_ENV] = tracker.tag

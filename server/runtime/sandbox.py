@@ -12,9 +12,10 @@ workspace and `writableRoots` bound writable again, then `.git/hooks`,
 `.git/config` and `protectedPaths` bound read-only inside them. Without
 `network`, they get a network namespace with loopback alone.
 
-The shell's own directory of the server's runtime directory (its FIFOs and
-command file) is bound in writable, and the rc snapshot read-only, so the
-persistent-shell protocol works unchanged.
+The server's runtime directory holds every shell's FIFOs and command file: a
+confined shell gets it as an empty tmpfs, wherever TMPDIR puts it, with only
+its own directory bound in writable and the rc snapshot read-only, so the
+persistent-shell protocol works unchanged and no other session's is in reach.
 """
 
 from __future__ import annotations
@@ -90,8 +91,12 @@ class Policy(msgspec.Struct, frozen=True):
         private_dir: str | None = None,
         read_only_files: Sequence[str] = (),
         new_session: bool = True,
+        runtime_dir: str | None = None,
     ) -> list[str]:
         """bwrap's command line running `command` in `cwd` under this policy.
+
+        `runtime_dir` (the server's) is hidden from a confined command, but for
+        `private_dir` and `read_only_files` inside it.
 
         `new_session` is off for PTYs, whose terminal must stay the controlling
         one; the TIOCSTI injection it guards against needs the user's terminal."""
@@ -117,6 +122,9 @@ class Policy(msgspec.Struct, frozen=True):
                 args += ["--ro-bind-try", cwd, cwd]
             for path in self._protected(self.writable):
                 args += ["--ro-bind-try", path, path]
+            if runtime_dir is not None:
+                # Other sessions' command text, env values and FIFOs: never in view.
+                args += ["--tmpfs", runtime_dir]
         else:
             args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
         if private_dir is not None:
@@ -156,6 +164,7 @@ async def wrap(
     private_dir: str | None = None,
     read_only_files: Sequence[str] = (),
     new_session: bool = True,
+    runtime_dir: str | None = None,
 ) -> list[str]:
     """`argv` as it runs under `policy`: unchanged without one, else through bwrap
     (which raises SandboxUnavailable where no sandbox can be made)."""
@@ -168,6 +177,7 @@ async def wrap(
         private_dir=private_dir,
         read_only_files=read_only_files,
         new_session=new_session,
+        runtime_dir=runtime_dir,
     )
 
 

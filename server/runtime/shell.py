@@ -70,6 +70,7 @@ class Shell:
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
             self._env[SNAPSHOT_ENV] = config.snapshot
+        self._runtime_dir = runtime_dir
         # The shell's own directory (FIFOs, command file): all a sandbox must let it write.
         self._dir = runtime_dir / name
         self._fifos: Fifos | None = None
@@ -128,6 +129,7 @@ class Shell:
             cwd=self.cwd,
             private_dir=str(self._dir),
             read_only_files=[self.config.snapshot] if self.config.snapshot else [],
+            runtime_dir=str(self._runtime_dir),
         )
         self._dir.mkdir(mode=0o700)
         control_r, control_w = os.pipe()

@@ -57,3 +57,22 @@ def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mo
     # Nor in a PTY command.
     pty = server.bash("grep CapEff /proc/self/status", pty=True).output
     assert "0000000000000000" in pty
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode) -> None:
+    # The in-process server's runtime directory is inside its workspace: visible,
+    # as the server's is wherever TMPDIR points outside /tmp.
+    server = sandboxed(spawn, mode)
+    server.result("session/open", {"sessionId": "other"})
+    assert server.bash("echo other-session-secret", sessionId="other").exit_code == 0
+    runtime = next(tmp_path.glob("bashrpc-test-*"))
+    assert len(list(runtime.iterdir())) >= 2
+    own = server.bash('dirname "$__bashrpc_in"').output.strip()
+    assert Path(own).parent == runtime
+    # Its own directory, and the rc snapshot it was given (read-only): nothing else.
+    snapshot = server.bash('echo "${BASHRPC_SNAPSHOT:-}"').output.strip()
+    seen = {Path(own).name} | ({Path(snapshot).name} if snapshot else set())
+    assert set(server.bash(f"ls -A {runtime}").output.split()) == seen
+    # The shell's own protocol still works, and so does the rc snapshot's file.
+    assert server.bash("echo still").output == "still\n"
