@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -55,8 +55,11 @@ class PtyRun:
         on_output: Callable[[bytes], None],
         tracker: Tracker,
         sandboxed: bool = False,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self._argv = argv
+        # Kept open in the child (bwrap's seccomp filter); the caller closes its own.
+        self._pass_fds = tuple(pass_fds)
         # Run by bwrap: killing its namespace's init kills the program's whole tree.
         self.sandboxed = sandboxed
         self.tracker = tracker
@@ -86,6 +89,9 @@ class PtyRun:
             for sig in RESTORED_SIGNALS:
                 signal.signal(sig, signal.SIG_DFL)
             setup()
+            # ptyprocess keeps them open but, unlike subprocess, leaves them close-on-exec.
+            for fd in self._pass_fds:
+                os.set_inheritable(fd, True)
             # Here, so a bad cwd comes back as an exception, not a stray child.
             os.chdir(cwd)
 
@@ -97,6 +103,7 @@ class PtyRun:
             env=self._env,
             dimensions=(self._rows, self._cols),
             preexec_fn=in_child,
+            pass_fds=self._pass_fds,
         )
         os.set_blocking(self._process.fd, False)
         self.tracker.adopt(self._process.pid)

@@ -180,7 +180,7 @@ async def on_pty(
             full_env[SNAPSHOT_ENV] = config.snapshot
             command = f"{SOURCE_SNAPSHOT}\n{command}"
         # Before the tracker: a sandbox that cannot start fails with nothing made.
-        argv = await sandbox.wrap(
+        launch = await sandbox.wrap(
             [session.config.shell, "-c", command],
             session.config.sandbox,
             cwd=workdir,
@@ -191,7 +191,8 @@ async def on_pty(
         tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
         full_env[procs.OWNER_ENV] = tracker.tag
         run = PtyRun(
-            argv,
+            launch.argv,
+            pass_fds=launch.pass_fds,
             cwd=workdir,
             env=full_env,
             cols=terminal.cols,
@@ -206,6 +207,8 @@ async def on_pty(
             tracker.release()
             execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=workdir, start_error=str(exc))
+        finally:
+            launch.close()
         try:
             exit_code, timed_out = await _drive(pool, run, request.timeout, execution)
         finally:

@@ -70,7 +70,6 @@ class Shell:
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
             self._env[SNAPSHOT_ENV] = config.snapshot
-        self._runtime_dir = runtime_dir
         # The shell's own directory (FIFOs, command file): all a sandbox must let it write.
         self._dir = runtime_dir / name
         self._fifos: Fifos | None = None
@@ -123,25 +122,25 @@ class Shell:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
-        argv = await sandbox.wrap(
+        launch = await sandbox.wrap(
             [self.config.shell, "--noprofile", "--norc"],
             self.config.sandbox,
             cwd=self.cwd,
             private_dir=str(self._dir),
             read_only_files=[self.config.snapshot] if self.config.snapshot else [],
-            runtime_dir=str(self._runtime_dir),
+            runtime_dir=str(self._dir.parent),
         )
         self._dir.mkdir(mode=0o700)
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
             self._process = child.spawn(
-                argv,
+                launch.argv,
                 tracker=self.tracker,
                 stdin=control_r,
                 cwd=self.cwd,
                 env=self._env,
-                pass_fds=(status_w,),
+                pass_fds=(status_w, *launch.pass_fds),
                 # bwrap starts its namespace at once, and bash runs $BASH_ENV first.
                 waits_for_input=not (self.config.sandbox or "BASH_ENV" in self._env),
             )
@@ -152,6 +151,7 @@ class Shell:
         finally:
             os.close(control_r)
             os.close(status_w)
+            launch.close()
         os.set_blocking(control_w, False)
         os.set_blocking(status_r, False)
         self._control, self._status = control_w, status_r

@@ -9,12 +9,14 @@ could not start passing for a command that failed."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sandbox import sandboxed
+from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox
 
 # A directory the sandbox shows read-only and that is neither /tmp nor the workspace.
@@ -57,6 +59,56 @@ def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mo
     # Nor in a PTY command.
     pty = server.bash("grep CapEff /proc/self/status", pty=True).output
     assert "0000000000000000" in pty
+
+
+@pytest.fixture
+def host_service() -> Iterator[Path]:
+    """A host service on a unix socket at a path the sandbox can see, outside its roots."""
+    if not VISIBLE_OUTSIDE.is_dir():
+        pytest.skip(f"{VISIBLE_OUTSIDE} is missing")
+    path = VISIBLE_OUTSIDE / f"bashrpc-escape-{os.getpid()}.sock"
+    path.unlink(missing_ok=True)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        sock.listen()
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def unix_connect(path: str) -> str:
+    """A command that connects to a unix socket; prints `connected` or the error's name."""
+    code = (
+        "import socket\n"
+        f"try: s = socket.socket(socket.AF_UNIX); s.connect({path!r}); print('connected')\n"
+        "except OSError as e: print(type(e).__name__)"
+    )
+    return f'{python()} -c "{code}"'
+
+
+def test_host_unix_sockets_are_refused_with_the_network_off(spawn, host_service, listener) -> None:
+    server = sandboxed(spawn, "read-only")
+    # Refused as TCP to the host's loopback is.
+    assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
+    assert server.bash(unix_connect(str(host_service))).output == "PermissionError\n"
+    assert server.bash(unix_connect(str(host_service)), pty=True).output.strip() == (
+        "PermissionError"
+    )
+    # A connected pair still works: pipelines of programs that talk over one do.
+    pair = "import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())"
+    assert server.bash(f'{python()} -c "{pair}"').output == "ok\n"
+    # With the network on, the host's sockets are the host's.
+    shared = sandboxed(spawn, "read-only", "network = true\n")
+    assert shared.bash(unix_connect(str(host_service))).output == "connected\n"
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
 
 
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
