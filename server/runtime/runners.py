@@ -119,13 +119,20 @@ async def on_pipes(
                     break
                 except ShellDied:
                     # Killed between commands: a fresh shell takes the command.
+                    failure = await pool.start_failure(shell)
                     await _discard(pool, session, shell, one_shot)
+                    if failure is not None:
+                        raise failure from None
                     if attempt:
                         raise
         execution.finished = True
         with anyio.CancelScope(shield=True):
             if shell is not None and (completion is None or completion.shell_died or one_shot):
+                died = completion is not None and completion.shell_died
+                failure = await pool.start_failure(shell) if died else None
                 await _discard(pool, session, shell, one_shot)
+                if failure is not None:
+                    raise failure
     finally:
         execution.finished = True
         if not one_shot:

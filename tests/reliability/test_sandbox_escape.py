@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import ErrorCode
+from server.runtime import sandbox
 from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox
 
@@ -24,7 +26,7 @@ VISIBLE_OUTSIDE = Path("/var/tmp")
 CAP_EFFECTIVE = "CapEff"
 NO_NEW_PRIVS = "NoNewPrivs"
 # What a fake bwrap says when it is not the probe; a real one's message has this form.
-FAKE_BWRAP_MESSAGE = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
+FAKE_BWRAP_MESSAGE = "bwrap: Creating new namespace failed: Operation not permitted"
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +58,8 @@ def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mo
     result = server.bash(f"mount -o remount,bind,rw / && touch {outside}")
     assert result.exit_code != 0, result.output
     assert not outside.exists()
+    # A shell that ends is still a command's exit, not a sandbox that failed to start.
+    assert server.bash("exit 3").exit_code == 3
     # Nor in a PTY command.
     pty = server.bash("grep CapEff /proc/self/status", pty=True).output
     assert "0000000000000000" in pty
@@ -128,3 +132,33 @@ def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode
     assert set(server.bash(f"ls -A {runtime}").output.split()) == seen
     # The shell's own protocol still works, and so does the rc snapshot's file.
     assert server.bash("echo still").output == "still\n"
+
+
+def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
+    spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sandbox.probe()[0]
+    assert real is not None
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    # Passes the probe (its command is `true`), fails every later start.
+    (fake / "bwrap").write_text(
+        "#!/bin/sh\n"
+        f'for last; do :; done; [ "$last" = true ] && exec {real} "$@"\n'
+        f"echo '{FAKE_BWRAP_MESSAGE}' >&2; exit 1\n"
+    )
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    sandbox.probe.cache_clear()
+    try:
+        server = sandboxed(spawn, "workspace-write")
+        error = server.error("bash", {"command": "echo hi"})
+        assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert error.data == FAKE_BWRAP_MESSAGE
+        assert FAKE_BWRAP_MESSAGE in error.message
+        assert FAKE_BWRAP_MESSAGE in server.stderr()
+        # Nothing was left running, and the next call says the same.
+        assert server.error("bash", {"command": "echo hi"}).code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert server.owned_processes() == []
+    finally:
+        sandbox.probe.cache_clear()
