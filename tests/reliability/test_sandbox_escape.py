@@ -9,8 +9,10 @@ could not start passing for a command that failed."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,6 +134,28 @@ def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode
     assert set(server.bash(f"ls -A {runtime}").output.split()) == seen
     # The shell's own protocol still works, and so does the rc snapshot's file.
     assert server.bash("echo still").output == "still\n"
+
+
+def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tmp_path) -> None:
+    """The real server, its TMPDIR outside /tmp: another session's command file is
+    out of reach, so its command text and env values are too."""
+    if not VISIBLE_OUTSIDE.is_dir():
+        pytest.skip(f"{VISIBLE_OUTSIDE} is missing")
+    tmpdir = Path(tempfile.mkdtemp(prefix="bashrpc-escape-", dir=VISIBLE_OUTSIDE))
+    try:
+        server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
+        server.result("session/open", {"sessionId": "other"})
+        secret = server.bash("echo ok", sessionId="other", env={"SECRET": "other-value"})
+        assert secret.output == "ok\n"
+        own = server.bash('basename "$__bashrpc_in"').output.strip()
+        (runtime,) = tmpdir.glob("bashrpc-*")
+        others = [p.name for p in runtime.rglob("*.in") if p.name != own]
+        assert others, "the other session's command file is there"
+        found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
+        assert own in found
+        assert "other-value" not in found and not any(name in found for name in others)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
