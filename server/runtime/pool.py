@@ -120,7 +120,7 @@ class ShellPool:
         try:
             await self._serve(shell)
         except BaseException as exc:
-            failure = await self.start_failure(shell) if _shell_died(exc) else None
+            failure = await self.start_failure(shell.start_log) if _shell_died(exc) else None
             if failure is None:
                 raise
             raise failure from None
@@ -137,11 +137,12 @@ class ShellPool:
             if shell.start_log is not None:
                 shell.start_log.started()
 
-    async def start_failure(self, shell: Shell) -> SandboxUnavailable | None:
-        """For a shell found dead: when its sandbox never started, bwrap's words, logged.
+    async def start_failure(self, log: StartLog | None) -> SandboxUnavailable | None:
+        """For a shell or PTY command found dead: when its sandbox never started,
+        bwrap's words (`log`), logged.
 
         Only bwrap's own lines count, and bwrap writes none once its command runs."""
-        said = None if shell.start_log is None else await shell.start_log.bwrap_message()
+        said = None if log is None else await log.bwrap_message()
         if said is None:
             return None
         reason = messages.SANDBOX_BWRAP_FAILED.format(detail=said)

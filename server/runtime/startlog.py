@@ -1,10 +1,11 @@
 """What bwrap says on its stderr, kept to explain a sandbox that would not start.
 
-A sandboxed shell's stderr is a pipe read to its end here, so nothing that
-writes to it ever blocks; only the first few KiB are kept, and of those only
-bwrap's own lines (`bwrap: ...`) count. When the shell dies before its first
-command's status, those lines are the reason: the call fails with -32006 and
-that text, instead of passing for a command that ran and failed.
+bwrap's stderr (a sandboxed shell's, or a PTY command's, whose `bash -c` puts
+its own stderr back on the terminal first) is a pipe read to its end here, so
+nothing that writes to it ever blocks; only the first few KiB are kept, and of
+those only bwrap's own lines (`bwrap: ...`) count. When the shell or command
+dies and bwrap said something, that is the reason: the call fails with -32006
+and that text, instead of passing for a command that ran and failed.
 """
 
 from __future__ import annotations
@@ -36,16 +37,24 @@ class StartLog:
             os.close(self.write_end)
             self.write_end = -1
 
+    def close(self) -> None:
+        """For a log whose `collect` will never run (its child did not start)."""
+        self.started()
+        if not self._ended.is_set():
+            self._ended.set()
+            os.close(self._read)
+
     async def collect(self) -> None:
         """Read to EOF (every holder gone), keeping the start; the owner cancels it."""
         try:
             while data := await fdio.read(self._read, READ_BYTES):
                 self._kept += data[: KEPT_BYTES - len(self._kept)]
         finally:
-            self._ended.set()
             self.started()
-            anyio.notify_closing(self._read)
-            os.close(self._read)
+            if not self._ended.is_set():
+                self._ended.set()
+                anyio.notify_closing(self._read)
+                os.close(self._read)
 
     async def bwrap_message(self) -> str | None:
         """bwrap's own lines, once it has exited; None when it said nothing."""

@@ -65,6 +65,8 @@ def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mo
     # Nor in a PTY command.
     pty = server.bash("grep CapEff /proc/self/status", pty=True).output
     assert "0000000000000000" in pty
+    # bwrap's stderr is the server's to read; the command's is still the terminal.
+    assert server.bash("echo on-stderr >&2", pty=True).output.strip() == "on-stderr"
 
 
 @pytest.fixture
@@ -183,6 +185,10 @@ def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
         assert FAKE_BWRAP_MESSAGE in server.stderr()
         # Nothing was left running, and the next call says the same.
         assert server.error("bash", {"command": "echo hi"}).code == ErrorCode.SANDBOX_UNAVAILABLE
+        # A PTY command's sandbox too.
+        error = server.error("bash", {"command": "echo hi", "pty": True})
+        assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert error.data == FAKE_BWRAP_MESSAGE
         assert server.owned_processes() == []
     finally:
         sandbox.probe.cache_clear()
