@@ -222,6 +222,7 @@ EXEC_OUTPUT_INCOMPLETE = (
 SANDBOX_UNAVAILABLE = "sandbox unavailable: {reason}"
 SANDBOX_NO_BWRAP = "bwrap is not installed (Debian and Ubuntu: apt install bubblewrap)"
 SANDBOX_BWRAP_FAILED = "bwrap could not create the sandbox: {detail}"
+SANDBOX_NO_SOCKET_FILTER = "no unix-socket filter for this machine ({machine})"
 SANDBOX_LOOSER = (
     "sandbox mode {requested!r} is looser than {configured!r}; a request may only tighten it"
     " (off < full < workspace-write < read-only)"

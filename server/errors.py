@@ -44,9 +44,11 @@ class ArtifactNotFound(BashrpcError):
 class SandboxUnavailable(BashrpcError):
     """A sandboxed shell was asked for and bwrap cannot make one; never run unsandboxed."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        # What bwrap itself said, when it started and failed.
+        self.detail = detail
 
 
 class NoSuchPty(BashrpcError):

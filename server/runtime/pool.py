@@ -20,20 +20,29 @@ import anyio
 import anyio.abc
 import msgspec
 
+from protocol import messages
 from server import log
-from server.errors import TooManyShells
+from server.errors import SandboxUnavailable, TooManyShells
 from server.runtime.containment import Containment
 from server.runtime.procs import Scan
 from server.runtime.sessions import Session, SessionRegistry
 from server.runtime.shell import Shell
-from server.runtime.shelltypes import ShellConfig
+from server.runtime.shelltypes import ShellConfig, ShellDied
 from server.runtime.snapshot import SnapshotStore
+from server.runtime.startlog import StartLog
 from server.settings import DEFAULT_IDLE_SECONDS, DEFAULT_KILL_GRACE_SECONDS, DEFAULT_MAX_SHELLS
 
 HARD_LIMIT_FACTOR = 2
 
 _shell_names = itertools.count(1)
 _log = log.get("pool")
+
+
+def _shell_died(exc: BaseException) -> bool:
+    """ShellDied, alone or as the one error of the shell's task group."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return isinstance(exc, ShellDied)
 
 
 class PoolLimits(msgspec.Struct, frozen=True):
@@ -73,6 +82,11 @@ class ShellPool:
         self.pty_runs = 0
 
     @property
+    def runtime_dir(self) -> Path:
+        """Every shell's directory is in it, and the rc snapshots."""
+        return self._dir
+
+    @property
     def count(self) -> int:
         return len(self.live) + self.pty_runs
 
@@ -99,13 +113,42 @@ class ShellPool:
         config = await self.with_snapshot(config, env)
         name = f"s{next(_shell_names)}"
         shell = Shell(config, env, cwd, self._dir, name, self.containment.tracker(name))
+        if config.sandbox is not None:
+            # Read here, for as long as bwrap and the shell hold it: nothing blocks on it.
+            shell.start_log = StartLog()
+            self._tg.start_soon(shell.start_log.collect)
+        try:
+            await self._serve(shell)
+        except BaseException as exc:
+            failure = await self.start_failure(shell.start_log) if _shell_died(exc) else None
+            if failure is None:
+                raise
+            raise failure from None
+        return shell
+
+    async def _serve(self, shell: Shell) -> None:
         self.live.add(shell)
         try:
             await self._tg.start(shell.serve)
         except BaseException:
             self.live.discard(shell)
             raise
-        return shell
+        finally:
+            if shell.start_log is not None:
+                shell.start_log.started()
+
+    async def start_failure(self, log: StartLog | None) -> SandboxUnavailable | None:
+        """For a shell or PTY command found dead: when its sandbox never started,
+        bwrap's words (`log`), logged.
+
+        Only bwrap's own lines count, and bwrap writes none once its command runs."""
+        said = None if log is None else await log.bwrap_message()
+        if said is None:
+            return None
+        reason = messages.SANDBOX_BWRAP_FAILED.format(detail=said)
+        message = messages.SANDBOX_UNAVAILABLE.format(reason=reason)
+        _log.error(message)
+        return SandboxUnavailable(message, detail=said)
 
     async def close(self, shell: Shell, grace_seconds: float) -> None:
         try:

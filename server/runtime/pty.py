@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,6 +23,7 @@ from server import fdio, log
 from server.runtime import child, procs
 from server.runtime.containment import Tracker
 from server.runtime.screen import Snapshot, TerminalScreen
+from server.runtime.startlog import StartLog
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess
@@ -54,11 +55,16 @@ class PtyRun:
         rows: int,
         on_output: Callable[[bytes], None],
         tracker: Tracker,
-        sandboxed: bool = False,
+        start_log: StartLog | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self._argv = argv
-        # Run by bwrap: killing its namespace's init kills the program's whole tree.
-        self.sandboxed = sandboxed
+        # Kept open in the child (bwrap's seccomp filter); the caller closes its own.
+        self._pass_fds = tuple(pass_fds)
+        # Run by bwrap, whose stderr it is: killing its namespace's init kills the
+        # program's whole tree.
+        self.start_log = start_log
+        self.sandboxed = start_log is not None
         self.tracker = tracker
         self._cwd = cwd
         self._env = dict(env)
@@ -86,18 +92,30 @@ class PtyRun:
             for sig in RESTORED_SIGNALS:
                 signal.signal(sig, signal.SIG_DFL)
             setup()
+            # ptyprocess keeps them open but, unlike subprocess, leaves them close-on-exec.
+            for fd in self._pass_fds:
+                os.set_inheritable(fd, True)
+            if self.start_log is not None:
+                os.dup2(self.start_log.write_end, 2)
             # Here, so a bad cwd comes back as an exception, not a stray child.
             os.chdir(cwd)
 
         # Imported here: only PTY commands need it, and startup time matters.
         from ptyprocess import PtyProcess
 
-        self._process = PtyProcess.spawn(
-            self._argv,
-            env=self._env,
-            dimensions=(self._rows, self._cols),
-            preexec_fn=in_child,
-        )
+        # ptyprocess closes all but these before `in_child`; the log's end is close-on-exec.
+        log_fds = () if self.start_log is None else (self.start_log.write_end,)
+        try:
+            self._process = PtyProcess.spawn(
+                self._argv,
+                env=self._env,
+                dimensions=(self._rows, self._cols),
+                preexec_fn=in_child,
+                pass_fds=(*self._pass_fds, *log_fds),
+            )
+        finally:
+            if self.start_log is not None:
+                self.start_log.started()
         os.set_blocking(self._process.fd, False)
         self.tracker.adopt(self._process.pid)
         self.last_data = anyio.current_time()

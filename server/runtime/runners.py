@@ -26,9 +26,12 @@ from server.runtime.sessions import Session, expand_home, resolve_path
 from server.runtime.shell import Shell
 from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
 from server.runtime.shelltypes import Completion, ShellDied
+from server.runtime.startlog import StartLog
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
+# In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
+PTY_STDERR_TO_TERMINAL = "exec 2>&1; "
 
 _pty_names = itertools.count(1)
 
@@ -128,13 +131,20 @@ async def on_pipes(
                     break
                 except ShellDied:
                     # Killed between commands: a fresh shell takes the command.
+                    failure = await pool.start_failure(shell.start_log)
                     await _discard(pool, session, shell, one_shot)
+                    if failure is not None:
+                        raise failure from None
                     if attempt:
                         raise
         execution.finished = True
         with anyio.CancelScope(shield=True):
             if shell is not None and (completion is None or completion.shell_died or one_shot):
+                died = completion is not None and completion.shell_died
+                failure = await pool.start_failure(shell.start_log) if died else None
                 await _discard(pool, session, shell, one_shot)
+                if failure is not None:
+                    raise failure
     finally:
         execution.finished = True
         if not one_shot:
@@ -218,36 +228,41 @@ async def _on_pty(
             # On its own line, so the command is parsed after the snapshot's aliases exist.
             full_env[SNAPSHOT_ENV] = config.snapshot
             command = f"{SOURCE_SNAPSHOT}\n{command}"
+        if session.config.sandbox is not None:
+            command = PTY_STDERR_TO_TERMINAL + command
         # Before the tracker: a sandbox that cannot start fails with nothing made.
-        argv = await sandbox.wrap(
+        launch = await sandbox.wrap(
             [session.config.shell, "-c", command],
             session.config.sandbox,
             cwd=workdir,
             read_only_files=[config.snapshot] if config.snapshot else [],
             new_session=False,
+            runtime_dir=str(pool.runtime_dir),
         )
         tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
         full_env[procs.OWNER_ENV] = tracker.tag
         run = PtyRun(
-            argv,
+            launch.argv,
+            pass_fds=launch.pass_fds,
             cwd=workdir,
             env=full_env,
             cols=lane.cols,
             rows=lane.rows,
             on_output=request.feed,
             tracker=tracker,
-            sandboxed=session.config.sandbox is not None,
+            start_log=StartLog() if session.config.sandbox is not None else None,
         )
-        try:
-            run.start()
-        except Exception as exc:  # ptyprocess re-raises the child's error as any type
+        start_error = _start(run, launch)
+        if start_error is not None:
+            if run.start_log is not None:
+                run.start_log.close()
             tracker.release()
             execution.finished = True
             return RunResult(
                 exit_code=None,
                 timed_out=False,
                 cwd=workdir,
-                start_error=str(exc),
+                start_error=start_error,
                 cwd_fallback=fallback,
             )
         try:
@@ -256,9 +271,22 @@ async def _on_pty(
             execution.finished = True
             run.close()
             session.last_used = anyio.current_time()
+        if exit_code and (failure := await pool.start_failure(run.start_log)) is not None:
+            raise failure
         return RunResult(
             exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback
         )
+
+
+def _start(run: PtyRun, launch: sandbox.Launch) -> str | None:
+    """Start the PTY program; why it could not, or None."""
+    try:
+        run.start()
+    except Exception as exc:  # ptyprocess re-raises the child's error as any type
+        return str(exc)
+    finally:
+        launch.close()
+    return None
 
 
 async def _drive(
@@ -272,6 +300,8 @@ async def _drive(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run.pump)
+            if run.start_log is not None:
+                tg.start_soon(run.start_log.collect)
             with execution.arm(timeout):
                 exit_code = await run.wait()
                 await drain.until_quiet(run.eof, lambda: run.last_data)

@@ -9,12 +9,16 @@ server (PR_SET_PDEATHSIG, set by `child.spawn`) and the init with bwrap
 Filesystem, by mode: `full` sees the host's as it is; `read-only` and
 `workspace-write` see it read-only with a private /tmp, the latter with the
 workspace and `writableRoots` bound writable again, then `.git/hooks`,
-`.git/config` and `protectedPaths` bound read-only inside them. Without
-`network`, they get a network namespace with loopback alone.
+`.git/config` and `protectedPaths` bound read-only inside them. They run with
+no capability, even as root (`--cap-drop ALL`; bwrap sets no_new_privs).
+Without `network`, they get a network namespace with loopback alone, and a
+seccomp filter that refuses unix sockets (`seccomp.py`), whose filesystem
+addresses a network namespace does not hide.
 
-The shell's own directory of the server's runtime directory (its FIFOs and
-command file) is bound in writable, and the rc snapshot read-only, so the
-persistent-shell protocol works unchanged.
+The server's runtime directory holds every shell's FIFOs and command file: a
+confined shell gets it as an empty tmpfs, wherever TMPDIR puts it, with only
+its own directory bound in writable and the rc snapshot read-only, so the
+persistent-shell protocol works unchanged and no other session's is in reach.
 
 A shell's directory is never a bind source: a command may `cd` anywhere, and
 a restarted shell bound there would see the host's /tmp over its private one,
@@ -37,6 +41,7 @@ import msgspec
 from protocol import messages
 from protocol.methods import SandboxMode
 from server.errors import SandboxUnavailable
+from server.runtime import seccomp
 
 # Always read-only inside a writable root: what would run code outside the sandbox.
 PROTECTED_IN_ROOTS = (".git/hooks", ".git/config")
@@ -65,6 +70,12 @@ class Policy(msgspec.Struct, frozen=True):
     def confined(self) -> bool:
         """Whether the filesystem (and, without `network`, the network) is limited."""
         return self.mode not in _NO_LIMIT_MODES
+
+    @property
+    def filters_sockets(self) -> bool:
+        """Whether unix sockets are refused: a network namespace does not hide the
+        host's filesystem ones."""
+        return self.confined and not self.network
 
     @property
     def writable(self) -> tuple[str, ...]:
@@ -112,8 +123,15 @@ class Policy(msgspec.Struct, frozen=True):
         private_dir: str | None = None,
         read_only_files: Sequence[str] = (),
         new_session: bool = True,
+        runtime_dir: str | None = None,
+        filter_fd: int | None = None,
     ) -> list[str]:
         """bwrap's command line running `command` in `cwd` under this policy.
+
+        `filter_fd`: where bwrap reads the seccomp filter, when `filters_sockets`.
+
+        `runtime_dir` (the server's) is hidden from a confined command, but for
+        `private_dir` and `read_only_files` inside it.
 
         `new_session` is off for PTYs, whose terminal must stay the controlling
         one; the TIOCSTI injection it guards against needs the user's terminal."""
@@ -121,10 +139,15 @@ class Policy(msgspec.Struct, frozen=True):
         if new_session:
             args.append("--new-session")
         if self.confined:
+            # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
+            # (bwrap always sets no_new_privs: nothing regains them through exec.)
+            args += ["--cap-drop", "ALL"]
             args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
             args += ["--tmpfs", PRIVATE_TMP]
             if not self.network:
                 args.append("--unshare-net")
+            if filter_fd is not None:
+                args += ["--seccomp", str(filter_fd)]
             for directory in self.shown:
                 # A session the host opened elsewhere: there to read, not to write;
                 # first, so that one above a root leaves the root as it is bound.
@@ -137,6 +160,9 @@ class Policy(msgspec.Struct, frozen=True):
                 args += [bind, root, root]
             for path in self._protected(self.writable):
                 args += ["--ro-bind-try", path, path]
+            if runtime_dir is not None:
+                # Other sessions' command text, env values and FIFOs: never in view.
+                args += ["--tmpfs", runtime_dir]
         else:
             args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
         if private_dir is not None:
@@ -186,6 +212,19 @@ def policy(
     return Policy(mode, network, resolved, tuple(protected_paths), shown)
 
 
+class Launch(msgspec.Struct):
+    """A command line to start, and the descriptors its process must be given; the
+    caller closes them (`close`) once it has started, or failed to."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            os.close(fd)
+        self.pass_fds = ()
+
+
 async def wrap(
     argv: list[str],
     policy: Policy | None,
@@ -194,19 +233,46 @@ async def wrap(
     private_dir: str | None = None,
     read_only_files: Sequence[str] = (),
     new_session: bool = True,
-) -> list[str]:
+    runtime_dir: str | None = None,
+) -> Launch:
     """`argv` as it runs under `policy`: unchanged without one, else through bwrap
     (which raises SandboxUnavailable where no sandbox can be made)."""
     if policy is None:
-        return argv
-    return policy.argv(
+        return Launch(argv)
+    bwrap = await bwrap_path()
+    filter_fd = socket_filter_fd() if policy.filters_sockets else None
+    wrapped = policy.argv(
         argv,
         cwd=cwd,
-        bwrap=await bwrap_path(),
+        bwrap=bwrap,
         private_dir=private_dir,
         read_only_files=read_only_files,
         new_session=new_session,
+        runtime_dir=runtime_dir,
+        filter_fd=filter_fd,
     )
+    return Launch(wrapped, () if filter_fd is None else (filter_fd,))
+
+
+def socket_filter_fd() -> int:
+    """A pipe's read end holding the seccomp filter, for one bwrap to read whole.
+
+    One per start: bwrap reads to EOF, and a shared descriptor shares its offset.
+    The filter (some 250 bytes) fits a pipe's buffer, so the write never blocks."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    try:
+        os.write(write_end, _filter())
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+@functools.cache
+def _filter() -> bytes:
+    return seccomp.unix_socket_filter()
 
 
 async def bwrap_path() -> str:
@@ -222,22 +288,30 @@ async def bwrap_path() -> str:
 def probe() -> tuple[str | None, str | None]:
     """(bwrap's path, None) when a sandbox starts here, else (None, why); tried once.
 
-    The probe asks for every namespace a shell may use, so a machine that allows
-    only some fails here, not on a user's command."""
+    The probe asks for every namespace a shell may use, and loads the socket
+    filter, so a machine that allows only some fails here, not on a user's command."""
     path = shutil.which("bwrap")
     if path is None:
         return None, messages.SANDBOX_NO_BWRAP
-    argv = Policy("read-only", False, (), ()).argv(["true"], cwd="/", bwrap=path)
+    machine = os.uname().machine
+    if machine not in seccomp.MACHINES:
+        return None, messages.SANDBOX_NO_SOCKET_FILTER.format(machine=machine)
+    filter_fd = socket_filter_fd()
+    policy = Policy("read-only", False, (), ())
+    argv = policy.argv(["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
     try:
         done = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            pass_fds=(filter_fd,),
             timeout=PROBE_SECONDS,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, messages.SANDBOX_BWRAP_FAILED.format(detail=exc)
+    finally:
+        os.close(filter_fd)
     if done.returncode != 0:
         detail = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
         return None, messages.SANDBOX_BWRAP_FAILED.format(detail=detail)

@@ -26,8 +26,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import fdio, log
-from server.runtime import child, drain, procs, sandbox
+from server import fdio
+from server.runtime import child, drain, procs, sandbox, startlog
 from server.runtime.channels import Backpressure, Fifos, OutputPipe, StatusChannel
 from server.runtime.containment import Tracker
 from server.runtime.procs import Scan
@@ -40,9 +40,7 @@ from server.runtime.shellproto import (
 )
 from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 
-_log = log.get("shell")
-# bwrap, its init (pid 1 of the namespace), then bash.
-SANDBOX_CHAIN = 3
+SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
 
 
 class Shell:
@@ -66,6 +64,7 @@ class Shell:
         self.cwd = cwd
         self.name = name
         self.tracker = tracker
+        self.start_log: startlog.StartLog | None = None  # a sandboxed one's stderr, from its pool
         self._env = dict(env)
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
@@ -122,24 +121,26 @@ class Shell:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
-        argv = await sandbox.wrap(
+        launch = await sandbox.wrap(
             [self.config.shell, "--noprofile", "--norc"],
             self.config.sandbox,
             cwd=self.cwd,
             private_dir=str(self._dir),
             read_only_files=[self.config.snapshot] if self.config.snapshot else [],
+            runtime_dir=str(self._dir.parent),
         )
         self._dir.mkdir(mode=0o700)
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         try:
             self._process = child.spawn(
-                argv,
+                launch.argv,
                 tracker=self.tracker,
                 stdin=control_r,
                 cwd=self.cwd,
                 env=self._env,
-                pass_fds=(status_w,),
+                pass_fds=(status_w, *launch.pass_fds),
+                stderr=self.start_log.write_end if self.start_log else subprocess.DEVNULL,
                 # bwrap starts its namespace at once, and bash runs $BASH_ENV first.
                 waits_for_input=not (self.config.sandbox or "BASH_ENV" in self._env),
             )
@@ -150,6 +151,7 @@ class Shell:
         finally:
             os.close(control_r)
             os.close(status_w)
+            launch.close()
         os.set_blocking(control_w, False)
         os.set_blocking(status_r, False)
         self._control, self._status = control_w, status_r

@@ -54,7 +54,7 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
     ),
     errors.ArtifactNotFound: _artifact,
     errors.SandboxUnavailable: lambda exc: ErrorObject(
-        ErrorCode.SANDBOX_UNAVAILABLE, exc.message, None
+        ErrorCode.SANDBOX_UNAVAILABLE, exc.message, exc.detail
     ),
     errors.NoSuchPty: lambda exc: ErrorObject(
         ErrorCode.NO_SUCH_PTY,

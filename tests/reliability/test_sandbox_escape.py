@@ -1,0 +1,194 @@
+"""Sandbox escapes: the command is the attacker, run with real bwrap (as root here,
+where bwrap behaves differently from an unprivileged user's).
+
+Each case is a way out that worked once: capabilities that undo the read-only
+mounts, host services reached over filesystem unix sockets, other sessions'
+command files and FIFOs in the server's runtime directory, and a sandbox that
+could not start passing for a command that failed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol.errors import ErrorCode
+from server.runtime import sandbox
+from tests.e2e.test_sandbox import connect, sandboxed
+from tests.sandboxing import skip_without_sandbox
+
+# A directory the sandbox shows read-only and that is neither /tmp nor the workspace.
+VISIBLE_OUTSIDE = Path("/var/tmp")
+CAP_EFFECTIVE = "CapEff"
+NO_NEW_PRIVS = "NoNewPrivs"
+# What a fake bwrap says when it is not the probe; a real one's message has this form.
+FAKE_BWRAP_MESSAGE = "bwrap: Creating new namespace failed: Operation not permitted"
+
+
+@pytest.fixture(autouse=True)
+def _needs_sandbox() -> None:
+    skip_without_sandbox()
+
+
+def python() -> str:
+    # The interpreter itself: a venv under /tmp is hidden by the private /tmp.
+    return os.path.realpath(sys.executable)
+
+
+def status_field(output: str, name: str) -> str:
+    for line in output.splitlines():
+        key, _, value = line.partition(":")
+        if key == name:
+            return value.strip()
+    raise AssertionError(f"{name} not in {output!r}")
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mode) -> None:
+    outside = VISIBLE_OUTSIDE / f"bashrpc-escape-{os.getpid()}"
+    server = sandboxed(spawn, mode)
+    status = server.bash("cat /proc/self/status").output
+    assert status_field(status, CAP_EFFECTIVE) == "0000000000000000"
+    assert status_field(status, "CapPrm") == "0000000000000000"
+    assert status_field(status, NO_NEW_PRIVS) == "1"
+    result = server.bash(f"mount -o remount,bind,rw / && touch {outside}")
+    assert result.exit_code != 0, result.output
+    assert not outside.exists()
+    # A shell that ends is still a command's exit, not a sandbox that failed to start.
+    assert server.bash("exit 3").exit_code == 3
+    # Nor in a PTY command.
+    pty = server.bash("grep CapEff /proc/self/status", pty=True).output
+    assert "0000000000000000" in pty
+    # bwrap's stderr is the server's to read; the command's is still the terminal.
+    assert server.bash("echo on-stderr >&2", pty=True).output.strip() == "on-stderr"
+
+
+@pytest.fixture
+def host_service() -> Iterator[Path]:
+    """A host service on a unix socket at a path the sandbox can see, outside its roots."""
+    if not VISIBLE_OUTSIDE.is_dir():
+        pytest.skip(f"{VISIBLE_OUTSIDE} is missing")
+    path = VISIBLE_OUTSIDE / f"bashrpc-escape-{os.getpid()}.sock"
+    path.unlink(missing_ok=True)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        sock.listen()
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def unix_connect(path: str) -> str:
+    """A command that connects to a unix socket; prints `connected` or the error's name."""
+    code = (
+        "import socket\n"
+        f"try: s = socket.socket(socket.AF_UNIX); s.connect({path!r}); print('connected')\n"
+        "except OSError as e: print(type(e).__name__)"
+    )
+    return f'{python()} -c "{code}"'
+
+
+def test_host_unix_sockets_are_refused_with_the_network_off(spawn, host_service, listener) -> None:
+    server = sandboxed(spawn, "read-only")
+    # Refused as TCP to the host's loopback is.
+    assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
+    assert server.bash(unix_connect(str(host_service))).output == "PermissionError\n"
+    assert server.bash(unix_connect(str(host_service)), pty=True).output.strip() == (
+        "PermissionError"
+    )
+    # A connected pair still works: pipelines of programs that talk over one do.
+    pair = "import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2).decode())"
+    assert server.bash(f'{python()} -c "{pair}"').output == "ok\n"
+    # With the network on, the host's sockets are the host's.
+    shared = sandboxed(spawn, "read-only", "network = true\n")
+    assert shared.bash(unix_connect(str(host_service))).output == "connected\n"
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
+def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode) -> None:
+    # The in-process server's runtime directory is inside its workspace: visible,
+    # as the server's is wherever TMPDIR points outside /tmp.
+    server = sandboxed(spawn, mode)
+    server.result("session/open", {"sessionId": "other"})
+    assert server.bash("echo other-session-secret", sessionId="other").exit_code == 0
+    runtime = next(tmp_path.glob("bashrpc-test-*"))
+    assert len(list(runtime.iterdir())) >= 2
+    own = server.bash('dirname "$__bashrpc_in"').output.strip()
+    assert Path(own).parent == runtime
+    # Its own directory, and the rc snapshot it was given (read-only): nothing else.
+    snapshot = server.bash('echo "${BASHRPC_SNAPSHOT:-}"').output.strip()
+    seen = {Path(own).name} | ({Path(snapshot).name} if snapshot else set())
+    assert set(server.bash(f"ls -A {runtime}").output.split()) == seen
+    # The shell's own protocol still works, and so does the rc snapshot's file.
+    assert server.bash("echo still").output == "still\n"
+
+
+def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tmp_path) -> None:
+    """The real server, its TMPDIR outside /tmp: another session's command file is
+    out of reach, so its command text and env values are too."""
+    if not VISIBLE_OUTSIDE.is_dir():
+        pytest.skip(f"{VISIBLE_OUTSIDE} is missing")
+    tmpdir = Path(tempfile.mkdtemp(prefix="bashrpc-escape-", dir=VISIBLE_OUTSIDE))
+    try:
+        server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
+        server.result("session/open", {"sessionId": "other"})
+        secret = server.bash("echo ok", sessionId="other", env={"SECRET": "other-value"})
+        assert secret.output == "ok\n"
+        own = server.bash('basename "$__bashrpc_in"').output.strip()
+        (runtime,) = tmpdir.glob("bashrpc-*")
+        others = [p.name for p in runtime.rglob("*.in") if p.name != own]
+        assert others, "the other session's command file is there"
+        found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
+        assert own in found
+        assert "other-value" not in found and not any(name in found for name in others)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
+    spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sandbox.probe()[0]
+    assert real is not None
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    # Passes the probe (its command is `true`), fails every later start.
+    (fake / "bwrap").write_text(
+        "#!/bin/sh\n"
+        f'for last; do :; done; [ "$last" = true ] && exec {real} "$@"\n'
+        f"echo '{FAKE_BWRAP_MESSAGE}' >&2; exit 1\n"
+    )
+    (fake / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    sandbox.probe.cache_clear()
+    try:
+        server = sandboxed(spawn, "workspace-write")
+        error = server.error("bash", {"command": "echo hi"})
+        assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert error.data == FAKE_BWRAP_MESSAGE
+        assert FAKE_BWRAP_MESSAGE in error.message
+        assert FAKE_BWRAP_MESSAGE in server.stderr()
+        # Nothing was left running, and the next call says the same.
+        assert server.error("bash", {"command": "echo hi"}).code == ErrorCode.SANDBOX_UNAVAILABLE
+        # A PTY command's sandbox too.
+        error = server.error("bash", {"command": "echo hi", "pty": True})
+        assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert error.data == FAKE_BWRAP_MESSAGE
+        assert server.owned_processes() == []
+    finally:
+        sandbox.probe.cache_clear()
