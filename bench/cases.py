@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.client import BenchServer, rss_kib
-from server.runtime.sandbox import probe as sandbox_probe
+from server.runtime.bwrap import probe as sandbox_probe
 from server.services.interceptor import DEFAULT_RULES, intercept
 
 # A kilobyte of what models send: lists, pipelines, quoting, redirections, a heredoc;

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from protocol import messages
-from server.runtime import sandbox
+from server.runtime import bwrap
 
 
 def skip_without_sandbox() -> None:
     """Skip, saying why, where namespaces are not permitted. A missing bwrap fails:
     it is installable (`.ci/run` installs it), so a skip would hide a setup error."""
-    _, problem = sandbox.probe()
+    _, problem = bwrap.probe()
     if problem == messages.SANDBOX_NO_BWRAP:
         pytest.fail(problem)
     if problem is not None:

@@ -1,4 +1,6 @@
-"""Running one command: on its session's persistent shell, or on a PTY.
+"""Running one command on its session's persistent shell, and what both
+runners share: the execution, the request and the result (the PTY runner is
+`ptyrunner.py`).
 
 Both runners hand the command's bytes to a `feed` callback, stop on the
 execution's cancel scope or on the deadline, and leave nothing behind that
@@ -9,31 +11,17 @@ the caller's business.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable, Mapping
 
 import anyio
 import msgspec
 
-from server.runtime import drain, procs, sandbox
-from server.runtime import env as envmod
 from server.runtime.channels import Backpressure
 from server.runtime.pool import ShellPool
-from server.runtime.pty import PtyRun
-from server.runtime.ptylane import PtyLane
 from server.runtime.sessions import Session, expand_home, resolve_path
 from server.runtime.shell import Shell
-from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
 from server.runtime.shelltypes import Completion, ShellDied
-from server.runtime.startlog import StartLog
-
-# How long a killed PTY program's exit status is awaited before giving up.
-PTY_EXIT_WAIT_SECONDS = 1.0
-# In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
-PTY_STDERR_TO_TERMINAL = "exec 2>&1; "
-
-_pty_names = itertools.count(1)
 
 
 class Execution:
@@ -187,133 +175,3 @@ async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bo
     await pool.close(shell, pool.grace_seconds)
     if not one_shot and session.shell is shell:
         session.drop_shell()
-
-
-class Terminal(msgspec.Struct, frozen=True):
-    cols: int
-    rows: int
-
-
-async def on_pty(
-    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
-) -> RunResult:
-    """A one-shot `bash -c` on a PTY, under the same limits as shells.
-
-    It starts at the lane's size (a resize may come before the spawn), opens
-    the lane to input once spawned and closes it when the program is gone.
-    Whatever it leaves running, background jobs included, is killed at the end.
-    """
-    try:
-        return await _on_pty(pool, session, request, lane)
-    finally:
-        lane.close()
-
-
-async def _on_pty(
-    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
-) -> RunResult:
-    command, execution = request.command, request.execution
-    async with pool.pty_slot():
-        if session.config.prefix:
-            command = f"{session.config.prefix} {command}"
-        fallback = None
-        if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
-            workdir = request.workdir(session)
-        else:
-            base, fallback = session.start_dir()
-            workdir = base if request.cwd is None else resolve_path(base, request.cwd, session.home)
-        full_env = envmod.for_terminal(session.env, request.env)
-        config = await pool.with_snapshot(session.config, session.env)
-        if config.snapshot is not None:
-            # On its own line, so the command is parsed after the snapshot's aliases exist.
-            full_env[SNAPSHOT_ENV] = config.snapshot
-            command = f"{SOURCE_SNAPSHOT}\n{command}"
-        if session.config.sandbox is not None:
-            command = PTY_STDERR_TO_TERMINAL + command
-        # Before the tracker: a sandbox that cannot start fails with nothing made.
-        launch = await sandbox.wrap(
-            [session.config.shell, "-c", command],
-            session.config.sandbox,
-            cwd=workdir,
-            read_only_files=[config.snapshot] if config.snapshot else [],
-            new_session=False,
-            runtime_dir=str(pool.runtime_dir),
-        )
-        tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
-        full_env[procs.OWNER_ENV] = tracker.tag
-        run = PtyRun(
-            launch.argv,
-            pass_fds=launch.pass_fds,
-            cwd=workdir,
-            env=full_env,
-            cols=lane.cols,
-            rows=lane.rows,
-            on_output=request.feed,
-            tracker=tracker,
-            start_log=StartLog() if session.config.sandbox is not None else None,
-        )
-        start_error = _start(run, launch)
-        if start_error is not None:
-            if run.start_log is not None:
-                run.start_log.close()
-            tracker.release()
-            execution.finished = True
-            return RunResult(
-                exit_code=None,
-                timed_out=False,
-                cwd=workdir,
-                start_error=start_error,
-                cwd_fallback=fallback,
-            )
-        try:
-            exit_code, timed_out = await _drive(pool, run, request.timeout, execution, lane)
-        finally:
-            execution.finished = True
-            run.close()
-            session.last_used = anyio.current_time()
-        if exit_code and (failure := await pool.start_failure(run.start_log)) is not None:
-            raise failure
-        return RunResult(
-            exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback
-        )
-
-
-def _start(run: PtyRun, launch: sandbox.Launch) -> str | None:
-    """Start the PTY program; why it could not, or None."""
-    try:
-        run.start()
-    except Exception as exc:  # ptyprocess re-raises the child's error as any type
-        return str(exc)
-    finally:
-        launch.close()
-    return None
-
-
-async def _drive(
-    pool: ShellPool, run: PtyRun, timeout: float | None, execution: Execution, lane: PtyLane
-) -> tuple[int | None, bool]:
-    pid = run.pid
-    assert pid is not None
-    pool.child_pids.add(pid)
-    lane.open(run)
-    exit_code: int | None = None
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run.pump)
-            if run.start_log is not None:
-                tg.start_soon(run.start_log.collect)
-            with execution.arm(timeout):
-                exit_code = await run.wait()
-                await drain.until_quiet(run.eof, lambda: run.last_data)
-            execution.finished = True
-            lane.close()
-            await run.kill(pool.grace_seconds)
-            with anyio.move_on_after(drain.POST_KILL_SECONDS):
-                await run.eof.wait()
-            tg.cancel_scope.cancel()
-        if exit_code is None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
-                await run.wait()
-    finally:
-        pool.child_pids.discard(pid)
-    return exit_code, execution.timed_out

@@ -27,7 +27,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from server import fdio
-from server.runtime import child, drain, procs, sandbox, startlog
+from server.runtime import bwrap, child, drain, procs, startlog
 from server.runtime.channels import Backpressure, Fifos, OutputPipe, StatusChannel
 from server.runtime.containment import Tracker
 from server.runtime.procs import Scan
@@ -121,7 +121,7 @@ class Shell:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
-        launch = await sandbox.wrap(
+        launch = await bwrap.wrap(
             [self.config.shell, "--noprofile", "--norc"],
             self.config.sandbox,
             cwd=self.cwd,

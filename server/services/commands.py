@@ -19,11 +19,12 @@ from server import errors
 from server.output.crfold import CarriageReturnFolder
 from server.output.sink import OutputSink
 from server.runtime import env as envmod
-from server.runtime import execlimits, runners
+from server.runtime import execlimits, ptyrunner, runners
 from server.runtime.channels import Backpressure
 from server.runtime.pty import clamp_size
 from server.runtime.ptylane import PtyLane
-from server.runtime.runners import Execution, RunResult, Terminal
+from server.runtime.ptyrunner import Terminal
+from server.runtime.runners import Execution, RunResult
 from server.runtime.runtime import Runtime
 from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
@@ -149,7 +150,7 @@ class CommandService:
                 run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
             else:
                 lane = self._claim(spec.request_id, spec.terminal)
-                run = await runners.on_pty(runtime.pool, session, request, lane)
+                run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
         finally:
             self._executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
-from server.runtime import sandbox
+from server.runtime import bwrap
 from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox
 
@@ -163,7 +163,7 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tm
 def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
     spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = sandbox.probe()[0]
+    real = bwrap.probe()[0]
     assert real is not None
     fake = tmp_path / "fakebin"
     fake.mkdir()
@@ -175,7 +175,7 @@ def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
     )
     (fake / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
-    sandbox.probe.cache_clear()
+    bwrap.probe.cache_clear()
     try:
         server = sandboxed(spawn, "workspace-write")
         error = server.error("bash", {"command": "echo hi"})
@@ -191,4 +191,4 @@ def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
         assert error.data == FAKE_BWRAP_MESSAGE
         assert server.owned_processes() == []
     finally:
-        sandbox.probe.cache_clear()
+        bwrap.probe.cache_clear()
