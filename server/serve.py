@@ -30,7 +30,7 @@ from server.runtime.runtime import Options, Runtime
 from server.runtime.watchdog import Watchdog
 from server.services.api import Services
 from server.surfaces import native, resources, tools
-from server.wire import stdio
+from server.wire import liveness, stdio
 from server.wire.dispatch import Dispatcher
 
 # Shutdown must finish within a few seconds even with TERM-ignoring children.
@@ -62,9 +62,10 @@ async def serve(options: Options) -> int:
             anyio.create_task_group() as signals,
             Runtime.open(options, runtime_dir, containment, reap_orphans=True) as runtime,
         ):
-            connection = Connection(
-                Services(runtime), dispatcher(), stdio.transport(fds), options.settings
+            transport = liveness.watched(
+                stdio.transport(fds), options.settings.server.client_timeout
             )
+            connection = Connection(Services(runtime), dispatcher(), transport, options.settings)
             signals.start_soon(_watch_signals, connection.stop)
             await connection.serve()
             signals.cancel_scope.cancel()

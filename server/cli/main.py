@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
+    if args.client_timeout is not None:
+        server = msgspec.structs.replace(settings.server, client_timeout=args.client_timeout)
+        settings = msgspec.structs.replace(settings, server=server)
     return _serve(args, settings)
 
 

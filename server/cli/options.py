@@ -4,11 +4,26 @@ passes them on to the server it starts."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
-from server.settings import SANDBOX_STRICTNESS
+from protocol import messages
+from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, SANDBOX_STRICTNESS
 
-FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox")
+FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox", "client_timeout")
+
+
+def client_timeout(text: str) -> float:
+    """A positive, finite number of seconds, at most a day (a usage error otherwise)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds <= MAX_CLIENT_TIMEOUT_SECONDS):
+        raise argparse.ArgumentTypeError(
+            messages.CLI_BAD_CLIENT_TIMEOUT.format(value=text, max=MAX_CLIENT_TIMEOUT_SECONDS)
+        )
+    return seconds
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -28,6 +43,14 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         default=default,
         choices=SANDBOX_STRICTNESS,
         help="run shells in this bubblewrap sandbox (overrides the settings' sandbox.mode)",
+    )
+    parser.add_argument(
+        "--client-timeout",
+        type=client_timeout,
+        default=default,
+        metavar="SECONDS",
+        help="shut down as on EOF when the client sends nothing for this long "
+        "(ping at a third of it); default: never",
     )
     parser.add_argument(
         "--log-level",
