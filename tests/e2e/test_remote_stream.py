@@ -4,11 +4,18 @@ Each needs the real process and its real stdio."""
 
 from __future__ import annotations
 
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import termios
 import time
 
 import pytest
 
-from tests.rpc import ServerProcess, owned_processes, wait_until
+from tests.rpc import ServerProcess, owned_processes, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -60,3 +67,68 @@ def test_a_bad_client_timeout_is_a_usage_error(spawn_process, value: str) -> Non
     server = spawn_process("--client-timeout", value)
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 2
     assert "--client-timeout" in server.stderr()
+
+
+def _read_replies(fd: int, ids: set[int], timeout: float) -> tuple[list[bytes], dict]:
+    """Lines from a terminal's master side until every id in `ids` is answered."""
+    data = b""
+    replies: dict = {}
+    deadline = time.monotonic() + timeout
+    while set(replies) != ids and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            data += os.read(fd, 1 << 16)
+            for line in data.splitlines(keepends=True):
+                message = json.loads(line) if line.endswith(b"\n") else {}
+                if "id" in message and ("result" in message or "error" in message):
+                    replies[message["id"]] = message
+    return data.splitlines(keepends=True), replies
+
+
+def test_a_terminal_for_stdio_is_put_in_raw_mode(tmp_path) -> None:
+    """As under `kubectl exec -it` or `ssh -tt`: no echo, no 4095-byte line limit,
+    no line editing of a DEL byte, and no log line in the protocol stream."""
+    (tmp_path / "home").mkdir()
+    # A failing rc: the server's warning about it must stay off the terminal.
+    (tmp_path / "home" / ".bashrc").write_text("exit 3\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=server_environment(tmp_path),
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        assert wait_until(lambda: not termios.tcgetattr(slave)[3] & termios.ECHO)
+        long_text = "y" * (100 * 1024)
+        long_command = f"echo {long_text} | wc -c"
+        # Raw DEL, legal in JSON: a line discipline would erase the `b` with it.
+        delete_command = "printf %s 'ab\x7fc' | wc -c"
+        requests = [
+            {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": "exit 3"}},
+            {"jsonrpc": "2.0", "id": 2, "method": "bash", "params": {"command": long_command}},
+            {"jsonrpc": "2.0", "id": 3, "method": "bash", "params": {"command": delete_command}},
+        ]
+        wire = b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in requests)
+        assert b"\x7f" in wire
+        os.write(master, wire)
+        lines, replies = _read_replies(master, {1, 2, 3}, timeout=30)
+        # Every line is the server's: no echo of a request, no log line.
+        assert all(json.loads(line).get("method") != "bash" for line in lines)
+        assert replies[1]["result"]["exitCode"] == 3
+        assert replies[2]["result"]["output"] == f"{len(long_text) + 1}\n"
+        assert replies[3]["result"]["output"] == "4\n"
+        # The terminal gets its own settings back once the server is done with it.
+        before = termios.tcgetattr(slave)
+        os.write(master, b'{"jsonrpc":"2.0","method":"exit"}\n')
+        assert proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+        assert termios.tcgetattr(slave)[3] & termios.ECHO and not before[3] & termios.ECHO
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
+        os.close(slave)
+    assert wait_until(lambda: owned_processes(proc.pid) == [], timeout=5)
