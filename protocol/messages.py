@@ -134,12 +134,13 @@ SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shell
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
+DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"
 CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); taking it for gone"
 
 # Command-line errors (one line on stderr, exit status 2) and the exec client.
 CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
-CLI_BAD_CLIENT_TIMEOUT = "{value!r} is not a number of seconds in (0, {max:g}]"
+CLI_BAD_SECONDS = "{value!r} is not a number of seconds in {range}"
 CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
 CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
 CLI_ARTIFACT_UNREADABLE = "artifact {id}: {reason}"

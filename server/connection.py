@@ -34,6 +34,7 @@ from protocol.envelope import (
 from protocol.errors import ErrorCode
 from protocol.framing import LineFramer, Oversized
 from protocol.mcp import HostOptions
+from protocol.methods import ServerDraining
 from server import errors, log
 from server.settings import Settings
 from server.wire.dispatch import Dispatcher, Reply
@@ -50,6 +51,8 @@ MAX_IN_FLIGHT_REQUESTS = 256
 # How long requests aborted at shutdown, and queued output, may take to go out.
 SHUTDOWN_FLUSH_SECONDS = 0.5
 LIFECYCLE_METHODS = frozenset({"shutdown", "exit"})
+# What starts a command: refused while draining, when everything else still works.
+COMMAND_METHODS = frozenset({"bash", "tools/call"})
 
 _log = log.get("connection")
 
@@ -96,6 +99,7 @@ class Connection:
         self.host = HostOptions()
         self.stop = anyio.Event()
         self.shutting_down = False
+        self.draining = False
         self._transport = transport
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
@@ -134,6 +138,15 @@ class Connection:
                 flight.cancel()
         await self.services.wind_down()
 
+    async def drain(self, seconds: float) -> None:
+        """Take no new commands; give the running ones `seconds` to finish, then
+        stop (which aborts what is left, with its results)."""
+        self.draining = True
+        await self.notify("server/draining", ServerDraining(seconds=seconds))
+        with anyio.move_on_after(seconds):
+            await self._idle.wait()
+        self.stop.set()
+
     async def _read(self, scope: anyio.CancelScope) -> None:
         framer = LineFramer(self.settings.max_line_bytes)
         async for frame in frames(self._transport.receive, framer):
@@ -160,6 +173,8 @@ class Connection:
         call = item
         try:
             if self.shutting_down and call.method not in LIFECYCLE_METHODS:
+                raise errors.ShuttingDown
+            if self.draining and call.method in COMMAND_METHODS:
                 raise errors.ShuttingDown
             method = self.dispatcher.lookup(call.method)
             if method is None:
@@ -207,7 +222,9 @@ class Connection:
         flight = InFlight(call.reply_id)
         self._flights.setdefault(flight.id, []).append(flight)
         self._in_flight += 1
-        self._idle = anyio.Event()
+        if self._idle.is_set():
+            # One event for each busy spell, so a waiter never holds a stale one.
+            self._idle = anyio.Event()
         return flight
 
     def _release(self, flight: InFlight) -> None:

@@ -33,6 +33,8 @@ DEFAULT_IDLE_SECONDS = 900.0
 MIN_LINE_BYTES = 1024
 # A day: past that, a silent client is as good as never timed out.
 MAX_CLIENT_TIMEOUT_SECONDS = 86400.0
+# An hour: longer than any orchestrator's termination grace.
+MAX_DRAIN_SECONDS = 3600.0
 ENV_EXCLUDE_KEY = "exclude"
 
 
@@ -95,6 +97,9 @@ class ServerSettings(_Section, frozen=True):
     client_timeout: Annotated[float, msgspec.Meta(gt=0, le=MAX_CLIENT_TIMEOUT_SECONDS)] | None = (
         None
     )
+    # On SIGTERM, how long running commands may finish before they are aborted
+    # (new ones are refused meanwhile); 0: shut down at once.
+    drain_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_DRAIN_SECONDS)] = 0.0
 
 
 class ToolSettings(_Section, frozen=True):

@@ -110,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
-    if args.client_timeout is not None:
-        server = msgspec.structs.replace(settings.server, client_timeout=args.client_timeout)
-        settings = msgspec.structs.replace(settings, server=server)
+    for name in ("client_timeout", "drain_seconds"):
+        if getattr(args, name) is not None:
+            server = msgspec.structs.replace(settings.server, **{name: getattr(args, name)})
+            settings = msgspec.structs.replace(settings, server=server)
     return _serve(args, settings)
 
 

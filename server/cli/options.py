@@ -8,22 +8,40 @@ import math
 from pathlib import Path
 
 from protocol import messages
-from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, SANDBOX_STRICTNESS
+from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDBOX_STRICTNESS
 
-FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox", "client_timeout")
+FORWARDED = (
+    "config",
+    "artifacts_dir",
+    "cwd",
+    "max_line_bytes",
+    "sandbox",
+    "client_timeout",
+    "drain_seconds",
+)
 
 
-def client_timeout(text: str) -> float:
-    """A positive, finite number of seconds, at most a day (a usage error otherwise)."""
+def _seconds(text: str, low: float, high: float, low_allowed: bool) -> float:
+    """A finite number of seconds in the range (a usage error otherwise)."""
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not (0 < seconds <= MAX_CLIENT_TIMEOUT_SECONDS):
+    above_low = seconds >= low if low_allowed else seconds > low
+    if not (above_low and seconds <= high):
+        bracket = "[" if low_allowed else "("
         raise argparse.ArgumentTypeError(
-            messages.CLI_BAD_CLIENT_TIMEOUT.format(value=text, max=MAX_CLIENT_TIMEOUT_SECONDS)
+            messages.CLI_BAD_SECONDS.format(value=text, range=f"{bracket}{low:g}, {high:g}]")
         )
     return seconds
+
+
+def client_timeout(text: str) -> float:
+    return _seconds(text, 0, MAX_CLIENT_TIMEOUT_SECONDS, low_allowed=False)
+
+
+def drain_seconds(text: str) -> float:
+    return _seconds(text, 0, MAX_DRAIN_SECONDS, low_allowed=True)
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -51,6 +69,14 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         metavar="SECONDS",
         help="shut down as on EOF when the client sends nothing for this long "
         "(ping at a third of it); default: never",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=drain_seconds,
+        default=default,
+        metavar="SECONDS",
+        help="on SIGTERM, refuse new commands and let running ones finish for this "
+        "long before aborting them; default: 0 (shut down at once)",
     )
     parser.add_argument(
         "--log-level",

@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -15,6 +16,7 @@ import time
 
 import pytest
 
+from protocol.errors import ErrorCode
 from tests.rpc import ServerProcess, owned_processes, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
@@ -132,3 +134,50 @@ def test_a_terminal_for_stdio_is_put_in_raw_mode(tmp_path) -> None:
         os.close(master)
         os.close(slave)
     assert wait_until(lambda: owned_processes(proc.pid) == [], timeout=5)
+
+
+DRAIN_SECONDS = 3.0
+
+
+def test_sigterm_drains_running_commands(spawn_process) -> None:
+    """SIGTERM with a drain: a notification, no new commands, the running ones
+    finish if they can, the rest are aborted with their results, then the exit."""
+    server = spawn_process("--drain-seconds", str(DRAIN_SECONDS))
+    quick = server.request("bash", {"command": "sleep 1; echo finished", "sessionId": "a"})
+    slow = server.request("bash", {"command": "echo partial; sleep 300", "sessionId": "b"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk" and m["params"]["requestId"] == slow)
+    signalled = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    notice = server.wait_for(lambda m: m.get("method") == "server/draining")
+    assert notice["params"] == {"seconds": DRAIN_SECONDS}
+    refused = server.call("bash", {"command": "echo new", "sessionId": "c"})
+    assert refused["error"]["code"] == ErrorCode.SHUTTING_DOWN
+    assert server.result("ping", {}) == {}
+    finished = server.bash_result(quick, timeout=EXIT_BOUND_SECONDS)
+    assert finished.output == "finished\n" and finished.exit_code == 0
+    aborted = server.bash_result(slow, timeout=DRAIN_SECONDS + EXIT_BOUND_SECONDS)
+    assert aborted.cancelled and aborted.output.endswith("partial\n")
+    assert time.monotonic() - signalled >= DRAIN_SECONDS
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert wait_until(lambda: owned_processes(server.pid) == [], timeout=5)
+
+
+def test_a_drain_ends_when_the_commands_do(spawn_process) -> None:
+    server = spawn_process("--drain-seconds", "300")
+    ident = server.request("bash", {"command": "echo started; sleep 0.5; echo finished"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    server.proc.send_signal(signal.SIGTERM)
+    result = server.bash_result(ident, timeout=EXIT_BOUND_SECONDS)
+    assert result.output == "started\nfinished\n" and not result.cancelled
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+
+
+def test_a_second_sigterm_cuts_the_drain_short(spawn_process) -> None:
+    server = spawn_process("--drain-seconds", "300")
+    ident = server.request("bash", {"command": "echo partial; sleep 300"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    server.proc.send_signal(signal.SIGTERM)
+    server.wait_for(lambda m: m.get("method") == "server/draining")
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.bash_result(ident, timeout=EXIT_BOUND_SECONDS).cancelled
+    assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
