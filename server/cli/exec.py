@@ -21,6 +21,7 @@ import itertools
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -38,6 +39,8 @@ from protocol.methods import (
     BashParams,
     BashResult,
 )
+from server.cli import keepalive
+from server.cli.keepalive import Keepalive
 from server.cli.options import reprint_options, server_argv
 
 EXIT_TIMED_OUT = 124
@@ -91,18 +94,23 @@ class ServerError(Exception):
 
 
 class Connection:
-    """Requests to the child server over its pipes; notifications go to a handler."""
+    """Requests to the child server over its pipes; notifications go to a handler.
+    It pings while it lives (see `keepalive`); the replies are passed over."""
 
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+    def __init__(self, child: subprocess.Popen[bytes], ping_interval: float) -> None:
         assert child.stdin is not None and child.stdout is not None
         self._in: IO[bytes] = child.stdin
         self._out: IO[bytes] = child.stdout
         self._ids = itertools.count(1)
+        # The keepalive thread writes too: one line at a time.
+        self._writing = threading.Lock()
+        self._keepalive = Keepalive(self.send, ping_interval)
 
     def send(self, method: str, params: msgspec.Struct) -> int:
-        ident = next(self._ids)
-        self._in.write(encode(Request(id=ident, method=method, params=params)))
-        self._in.flush()
+        with self._writing:
+            ident = next(self._ids)
+            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.flush()
         return ident
 
     def wait(self, ident: int, on_notification: Any = None) -> msgspec.Raw:
@@ -118,7 +126,9 @@ class Connection:
         raise ServerError(messages.EXEC_NO_ANSWER, ErrorCode.INTERNAL_ERROR)
 
     def close(self) -> None:
-        self._in.close()
+        self._keepalive.stop()
+        with self._writing:
+            self._in.close()
 
 
 def _server_error(error: ErrorObject) -> ServerError:
@@ -181,7 +191,7 @@ def run_exec(args: argparse.Namespace) -> int:
         # Out of the terminal's foreground group: Ctrl-C is this client's to handle.
         process_group=0,
     )
-    connection = Connection(child)
+    connection = Connection(child, keepalive.interval_for(getattr(args, "client_timeout", None)))
     printer = Printer(sys.stdout.buffer)
     try:
         result = _run(connection, printer, BashParams(command=args.command, timeout=args.timeout))

@@ -181,3 +181,16 @@ def test_a_second_sigterm_cuts_the_drain_short(spawn_process) -> None:
     server.proc.send_signal(signal.SIGTERM)
     assert server.bash_result(ident, timeout=EXIT_BOUND_SECONDS).cancelled
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+
+
+def test_exec_pings_a_server_with_a_client_timeout(tmp_path) -> None:
+    """`bashrpc exec --client-timeout T` pings at a third of T, so a command
+    longer than T runs to its end."""
+    done = subprocess.run(
+        [sys.executable, "-m", "server", "exec", "--client-timeout", "1", "sleep 3; echo done"],
+        capture_output=True,
+        env=server_environment(tmp_path),
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert (done.returncode, done.stdout) == (0, b"done\n"), done.stderr
