@@ -171,6 +171,13 @@ Print artifact N, the full output of a long command, to stdout. Artifacts
 belong to a workspace: the current directory unless --workspace says
 otherwise, as for the server that made it."""
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
+VIA_UNPARSABLE = "--via: {reason}"
+VIA_EMPTY = "--via: no launcher given"
+VIA_UNSTARTABLE = "--via: {program}: {reason}"
+VIA_FORCES_TTY = (
+    "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
+    " use the launcher without it (ssh -T, podman exec -i)"
+)
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_OUTPUT_INCOMPLETE = (
     "bashrpc: part of the output was skipped while this terminal read slowly,"

@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_options(run, suppress=True)
     run.add_argument("command", help="the shell command, run by bash as given")
     run.add_argument(
+        "--via",
+        metavar="LAUNCHER",
+        default=None,
+        help="start the server through this launcher, e.g. 'ssh -T host' or "
+        "'podman exec -i box' (bashrpc on its PATH there)",
+    )
+    run.add_argument(
         "--timeout",
         type=float,
         default=None,

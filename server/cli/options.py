@@ -97,13 +97,15 @@ def server_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def reprint_options(args: argparse.Namespace) -> list[str]:
-    """The options `bashrpc artifact` needs to find what this invocation's server wrote."""
+def reprint_options(args: argparse.Namespace, *, local: bool = True) -> list[str]:
+    """The options `bashrpc artifact` needs to find what this invocation's server
+    wrote; `local`: that server ran here, so a relative workspace is resolved here."""
     argv: list[str] = []
     for flag, option in (("config", "--config"), ("artifacts_dir", "--artifacts-dir")):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [option, str(value)]
     if getattr(args, "cwd", None) is not None:
-        argv += ["--workspace", str(Path(args.cwd).resolve())]
+        workspace = Path(args.cwd).resolve() if local else args.cwd
+        argv += ["--workspace", str(workspace)]
     return argv
