@@ -6,6 +6,7 @@ import itertools
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import msgspec
 
 from protocol.envelope import Request, ServerMessage, encode
+from server.cli.keepalive import Keepalive
 
 _decode = msgspec.json.Decoder(ServerMessage).decode
 
@@ -33,6 +35,9 @@ class BenchServer:
         self._in = self.proc.stdin
         self._out = self.proc.stdout
         self._ids = itertools.count(1)
+        # The keepalive thread writes too: one line at a time.
+        self._writing = threading.Lock()
+        self._keepalive = Keepalive(self.send)
         self.notifications = 0
         self.first_notification_at: float | None = None
 
@@ -41,9 +46,10 @@ class BenchServer:
         return self.proc.pid
 
     def send(self, method: str, params: Any) -> int:
-        ident = next(self._ids)
-        self._in.write(encode(Request(id=ident, method=method, params=params)))
-        self._in.flush()
+        with self._writing:
+            ident = next(self._ids)
+            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.flush()
         return ident
 
     def wait(self, ident: int) -> ServerMessage:
@@ -79,7 +85,9 @@ class BenchServer:
                 pending.discard(message.id)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        self._in.close()
+        self._keepalive.stop()
+        with self._writing:
+            self._in.close()
         self.proc.wait(timeout=30)
 
 

@@ -178,10 +178,13 @@ SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shell
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
+DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"
+CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); taking it for gone"
 
 # Command-line errors (one line on stderr, exit status 2) and the exec client.
 CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
+CLI_BAD_SECONDS = "{value!r} is not a number of seconds in {range}"
 CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
 CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
 CLI_ARTIFACT_UNREADABLE = "artifact {id}: {reason}"
@@ -212,6 +215,13 @@ Print artifact N, the full output of a long command, to stdout. Artifacts
 belong to a workspace: the current directory unless --workspace says
 otherwise, as for the server that made it."""
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
+VIA_UNPARSABLE = "--via: {reason}"
+VIA_EMPTY = "--via: no launcher given"
+VIA_UNSTARTABLE = "--via: {program}: {reason}"
+VIA_FORCES_TTY = (
+    "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
+    " use the launcher without it (ssh -T, podman exec -i)"
+)
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_OUTPUT_INCOMPLETE = (
     "bashrpc: part of the output was skipped while this terminal read slowly,"

@@ -286,6 +286,15 @@ class BashChunk(Result, omit_defaults=True):
     ] = 0
 
 
+class ServerDraining(Result):
+    """Params of ``server/draining``: the server got SIGTERM and takes no new
+    commands; running ones have `seconds` to finish before they are aborted."""
+
+    seconds: Annotated[
+        float, described("How long running commands may still finish before they are aborted.")
+    ]
+
+
 # Method name -> (params type, result type); the schema generator and the
 # dispatcher both read this table, so they cannot drift apart.
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
@@ -308,4 +317,5 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "bash/chunk": BashChunk,
     "pty/output": PtyOutput,
+    "server/draining": ServerDraining,
 }

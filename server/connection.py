@@ -37,6 +37,7 @@ from protocol.envelope import (
 from protocol.errors import ErrorCode
 from protocol.framing import LineFramer, Oversized
 from protocol.mcp import HostOptions
+from protocol.methods import ServerDraining
 from server import errors, log
 from server.settings import Settings
 from server.wire.dispatch import Dispatcher, Reply
@@ -53,6 +54,8 @@ MAX_IN_FLIGHT_REQUESTS = 256
 # How long requests aborted at shutdown, and queued output, may take to go out.
 SHUTDOWN_FLUSH_SECONDS = 0.5
 LIFECYCLE_METHODS = frozenset({"shutdown", "exit"})
+# What starts a command: refused while draining, when everything else still works.
+COMMAND_METHODS = frozenset({"bash", "tools/call"})
 
 _log = log.get("connection")
 
@@ -106,6 +109,7 @@ class Connection:
         self.shutting_down = False
         # The client closed our input (EOF), as opposed to `exit` or a signal.
         self.input_ended = False
+        self.draining = False
         self._transport = transport
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
@@ -144,6 +148,15 @@ class Connection:
                 flight.cancel()
         await self.services.wind_down()
 
+    async def drain(self, seconds: float) -> None:
+        """Take no new commands; give the running ones `seconds` to finish, then
+        stop (which aborts what is left, with its results)."""
+        self.draining = True
+        await self.notify("server/draining", ServerDraining(seconds=seconds))
+        with anyio.move_on_after(seconds):
+            await self._idle.wait()
+        self.stop.set()
+
     async def _read(self, scope: anyio.CancelScope) -> None:
         framer = LineFramer(self.settings.max_line_bytes)
         async for frame in frames(self._transport.receive, framer):
@@ -172,6 +185,8 @@ class Connection:
         call = item
         try:
             if self.shutting_down and call.method not in LIFECYCLE_METHODS:
+                raise errors.ShuttingDown
+            if self.draining and call.method in COMMAND_METHODS:
                 raise errors.ShuttingDown
             method = self.dispatcher.lookup(call.method)
             if method is None:
@@ -227,7 +242,9 @@ class Connection:
         flight = InFlight(call.reply_id)
         self._flights.setdefault(flight.id, []).append(flight)
         self._in_flight += 1
-        self._idle = anyio.Event()
+        if self._idle.is_set():
+            # One event for each busy spell, so a waiter never holds a stale one.
+            self._idle = anyio.Event()
         return flight
 
     def _release(self, flight: InFlight) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import anyio
 
+from protocol import messages
 from server import log
 from server.connection import Connection
 from server.runtime import child, polling, procs
@@ -30,7 +31,7 @@ from server.runtime.runtime import Options, Runtime
 from server.runtime.watchdog import Watchdog
 from server.services.api import Services
 from server.surfaces import native, resources, tools
-from server.wire import stdio
+from server.wire import liveness, stdio
 from server.wire.dispatch import Dispatcher
 
 # Shutdown must finish within a few seconds even with TERM-ignoring children.
@@ -62,10 +63,11 @@ async def serve(options: Options) -> int:
             anyio.create_task_group() as signals,
             Runtime.open(options, runtime_dir, containment, reap_orphans=True) as runtime,
         ):
-            connection = Connection(
-                Services(runtime), dispatcher(), stdio.transport(fds), options.settings
+            transport = liveness.watched(
+                stdio.transport(fds), options.settings.server.client_timeout
             )
-            signals.start_soon(_watch_signals, connection.stop)
+            connection = Connection(Services(runtime), dispatcher(), transport, options.settings)
+            signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
             await connection.serve()
             signals.cancel_scope.cancel()
     finally:
@@ -80,12 +82,22 @@ async def serve(options: Options) -> int:
     return 0
 
 
-async def _watch_signals(stop: anyio.Event) -> None:
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-        async for signum in signals:
-            _log.info("received %s; shutting down", signal.Signals(signum).name)
-            stop.set()
-            return
+async def _watch_signals(connection: Connection, drain_seconds: float) -> None:
+    """The first SIGTERM drains the connection when a drain is configured; any
+    other stop signal, or a second one, shuts down at once."""
+    async with anyio.create_task_group() as draining:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async for signum in signals:
+                if signum == signal.SIGTERM and drain_seconds > 0 and not connection.draining:
+                    _log.info(
+                        messages.DRAINING.format(seconds=messages.format_seconds(drain_seconds))
+                    )
+                    draining.start_soon(connection.drain, drain_seconds)
+                    continue
+                _log.info("received %s; shutting down", signal.Signals(signum).name)
+                connection.stop.set()
+                draining.cancel_scope.cancel()
+                return
 
 
 async def _kill_descendants(spare: set[int], grace_seconds: float) -> None:

@@ -31,6 +31,10 @@ DEFAULT_MAX_SHELLS = 32
 DEFAULT_IDLE_SECONDS = 900.0
 # Smaller limits would refuse ordinary requests.
 MIN_LINE_BYTES = 1024
+# A day: past that, a silent client is as good as never timed out.
+MAX_CLIENT_TIMEOUT_SECONDS = 86400.0
+# An hour: longer than any orchestrator's termination grace.
+MAX_DRAIN_SECONDS = 3600.0
 ENV_EXCLUDE_KEY = "exclude"
 
 
@@ -87,6 +91,17 @@ class SandboxSettings(_Section, frozen=True):
     protected_paths: tuple[str, ...] = ()
 
 
+class ServerSettings(_Section, frozen=True):
+    # Seconds without a byte from the client (while the server waits for one)
+    # after which it is taken for gone, as on EOF; None: never.
+    client_timeout: Annotated[float, msgspec.Meta(gt=0, le=MAX_CLIENT_TIMEOUT_SECONDS)] | None = (
+        None
+    )
+    # On SIGTERM, how long running commands may finish before they are aborted
+    # (new ones are refused meanwhile); 0: shut down at once.
+    drain_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_DRAIN_SECONDS)] = 0.0
+
+
 class ToolSettings(_Section, frozen=True):
     default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
 
@@ -105,6 +120,7 @@ class Settings(_Section, frozen=True):
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
     sandbox: SandboxSettings = SandboxSettings()
+    server: ServerSettings = ServerSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
     # Run on uvloop when it is installed; false runs on asyncio's own loop.
     uvloop: bool = True

@@ -21,6 +21,7 @@ import itertools
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -38,6 +39,9 @@ from protocol.methods import (
     BashParams,
     BashResult,
 )
+from server.cli import keepalive
+from server.cli.keepalive import Keepalive
+from server.cli.launcher import REMOTE_PROGRAM, Launcher, LauncherError
 from server.cli.options import reprint_options, server_argv
 
 EXIT_TIMED_OUT = 124
@@ -47,6 +51,9 @@ EXIT_NO_STATUS = 1
 EXIT_USAGE = 2
 # How long the server may take to exit once its stdin is closed.
 CHILD_EXIT_SECONDS = 10
+# A server started far away (--via) takes a silent client for gone after this
+# long, unless --client-timeout says otherwise: a half-open path sends no EOF.
+VIA_CLIENT_TIMEOUT_SECONDS = 60.0
 _decode_message = msgspec.json.Decoder(ServerMessage).decode
 _decode_chunk = msgspec.json.Decoder(BashChunk).decode
 
@@ -91,18 +98,23 @@ class ServerError(Exception):
 
 
 class Connection:
-    """Requests to the child server over its pipes; notifications go to a handler."""
+    """Requests to the child server over its pipes; notifications go to a handler.
+    It pings while it lives (see `keepalive`); the replies are passed over."""
 
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+    def __init__(self, child: subprocess.Popen[bytes], ping_interval: float) -> None:
         assert child.stdin is not None and child.stdout is not None
         self._in: IO[bytes] = child.stdin
         self._out: IO[bytes] = child.stdout
         self._ids = itertools.count(1)
+        # The keepalive thread writes too: one line at a time.
+        self._writing = threading.Lock()
+        self._keepalive = Keepalive(self.send, ping_interval)
 
     def send(self, method: str, params: msgspec.Struct) -> int:
-        ident = next(self._ids)
-        self._in.write(encode(Request(id=ident, method=method, params=params)))
-        self._in.flush()
+        with self._writing:
+            ident = next(self._ids)
+            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.flush()
         return ident
 
     def wait(self, ident: int, on_notification: Any = None) -> msgspec.Raw:
@@ -118,7 +130,9 @@ class Connection:
         raise ServerError(messages.EXEC_NO_ANSWER, ErrorCode.INTERNAL_ERROR)
 
     def close(self) -> None:
-        self._in.close()
+        self._keepalive.stop()
+        with self._writing:
+            self._in.close()
 
 
 def _server_error(error: ErrorObject) -> ServerError:
@@ -174,14 +188,31 @@ def fill_gap(connection: Connection, printer: Printer, result: BashResult) -> No
 
 def run_exec(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "server", *server_argv(args)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        # Out of the terminal's foreground group: Ctrl-C is this client's to handle.
-        process_group=0,
-    )
-    connection = Connection(child)
+    try:
+        launcher = None if args.via is None else Launcher.parse(args.via)
+    except LauncherError as exc:
+        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
+        return EXIT_USAGE
+    if launcher is not None and getattr(args, "client_timeout", None) is None:
+        args.client_timeout = VIA_CLIENT_TIMEOUT_SECONDS
+    if launcher is None:
+        argv = [sys.executable, "-m", "server", *server_argv(args)]
+    else:
+        argv = launcher.argv([REMOTE_PROGRAM, *server_argv(args)])
+    try:
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # Out of the terminal's foreground group: Ctrl-C is this client's to handle.
+            process_group=0,
+        )
+    except OSError as exc:
+        # Only a launcher can be missing: this Python is running.
+        problem = messages.VIA_UNSTARTABLE.format(program=argv[0], reason=exc.strerror)
+        print(messages.CLI_ERROR.format(message=problem), file=sys.stderr)
+        return EXIT_USAGE
+    connection = Connection(child, keepalive.interval_for(args.client_timeout))
     printer = Printer(sys.stdout.buffer)
     try:
         result = _run(connection, printer, BashParams(command=args.command, timeout=args.timeout))
@@ -206,7 +237,14 @@ def run_exec(args: argparse.Namespace) -> int:
     ):
         printer.out.write(b"\n")
         printer.out.flush()
-    reprint = ["bashrpc", "artifact", str(result.artifact_id), *reprint_options(args)]
+    reprint = [
+        REMOTE_PROGRAM,
+        "artifact",
+        str(result.artifact_id),
+        *reprint_options(args, local=launcher is None),
+    ]
+    if launcher is not None:
+        reprint = launcher.argv(reprint)
     print(summary_line(result, time.monotonic() - started, reprint), file=sys.stderr)
     return exit_status(result)
 

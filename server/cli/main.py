@@ -43,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_options(run, suppress=True)
     run.add_argument("command", help="the shell command, run by bash as given")
     run.add_argument(
+        "--via",
+        metavar="LAUNCHER",
+        default=None,
+        help="start the server through this launcher, e.g. 'ssh -T host' or "
+        "'podman exec -i box' (bashrpc on its PATH there)",
+    )
+    run.add_argument(
         "--timeout",
         type=float,
         default=None,
@@ -110,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
+    for name in ("client_timeout", "drain_seconds"):
+        if getattr(args, name) is not None:
+            server = msgspec.structs.replace(settings.server, **{name: getattr(args, name)})
+            settings = msgspec.structs.replace(settings, server=server)
     return _serve(args, settings)
 
 

@@ -4,11 +4,44 @@ passes them on to the server it starts."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
-from server.settings import SANDBOX_STRICTNESS
+from protocol import messages
+from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDBOX_STRICTNESS
 
-FORWARDED = ("config", "artifacts_dir", "cwd", "max_line_bytes", "sandbox")
+FORWARDED = (
+    "config",
+    "artifacts_dir",
+    "cwd",
+    "max_line_bytes",
+    "sandbox",
+    "client_timeout",
+    "drain_seconds",
+)
+
+
+def _seconds(text: str, low: float, high: float, low_allowed: bool) -> float:
+    """A finite number of seconds in the range (a usage error otherwise)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    above_low = seconds >= low if low_allowed else seconds > low
+    if not (above_low and seconds <= high):
+        bracket = "[" if low_allowed else "("
+        raise argparse.ArgumentTypeError(
+            messages.CLI_BAD_SECONDS.format(value=text, range=f"{bracket}{low:g}, {high:g}]")
+        )
+    return seconds
+
+
+def client_timeout(text: str) -> float:
+    return _seconds(text, 0, MAX_CLIENT_TIMEOUT_SECONDS, low_allowed=False)
+
+
+def drain_seconds(text: str) -> float:
+    return _seconds(text, 0, MAX_DRAIN_SECONDS, low_allowed=True)
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
@@ -30,6 +63,22 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         help="run shells in this bubblewrap sandbox (overrides the settings' sandbox.mode)",
     )
     parser.add_argument(
+        "--client-timeout",
+        type=client_timeout,
+        default=default,
+        metavar="SECONDS",
+        help="shut down as on EOF when the client sends nothing for this long "
+        "(ping at a third of it); default: never",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=drain_seconds,
+        default=default,
+        metavar="SECONDS",
+        help="on SIGTERM, refuse new commands and let running ones finish for this "
+        "long before aborting them; default: 0 (shut down at once)",
+    )
+    parser.add_argument(
         "--log-level",
         default=argparse.SUPPRESS if suppress else "WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -48,13 +97,15 @@ def server_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def reprint_options(args: argparse.Namespace) -> list[str]:
-    """The options `bashrpc artifact` needs to find what this invocation's server wrote."""
+def reprint_options(args: argparse.Namespace, *, local: bool = True) -> list[str]:
+    """The options `bashrpc artifact` needs to find what this invocation's server
+    wrote; `local`: that server ran here, so a relative workspace is resolved here."""
     argv: list[str] = []
     for flag, option in (("config", "--config"), ("artifacts_dir", "--artifacts-dir")):
         value = getattr(args, flag, None)
         if value is not None:
             argv += [option, str(value)]
     if getattr(args, "cwd", None) is not None:
-        argv += ["--workspace", str(Path(args.cwd).resolve())]
+        workspace = Path(args.cwd).resolve() if local else args.cwd
+        argv += ["--workspace", str(workspace)]
     return argv

@@ -171,7 +171,7 @@ class Runtime:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
             if self.pool.snapshots is not None:
-                self.pool.snapshots.winding_down = True
+                await self.pool.snapshots.wind_down()
             self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
             async with anyio.create_task_group() as tg:
                 for shell in list(self.pool.live):

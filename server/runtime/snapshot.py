@@ -6,11 +6,18 @@ the server. So the rc runs once per (shell, environment) in a throwaway login
 shell with stdin from /dev/null, its output discarded, under a deadline; an
 EXIT trap writes what it defined to a private file, ending with a marker so
 a half-written snapshot is never used. Failure costs one warning.
+
+A capture given up on (at its deadline, or at shutdown) is hung up on before
+it is killed: bash runs its EXIT traps on SIGHUP, and an rc's traps release
+what it holds. pyenv's `rehash` holds a lock file while it runs; SIGKILLed
+there, it left the lock behind, and every later shell on the machine that
+sourced the rc waited 60 s for it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from subprocess import Popen
@@ -19,10 +26,12 @@ import anyio
 
 from protocol import messages
 from server import log
-from server.runtime import child, procs
+from server.runtime import child, polling, procs
 from server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
+# How long a hung-up capture's EXIT traps may run before its tree is killed.
+HANGUP_GRACE_SECONDS = 0.5
 SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
 
 # Names that agent commands rely on behaving as documented: functions and
@@ -209,9 +218,18 @@ class SnapshotStore:
         self._count = 0
         # Generating shells, whose exit status anyio collects (the reaper skips them).
         self.pids: set[int] = set()
+        # The captures running now, to hang up on at shutdown.
+        self._running: set[Tracker] = set()
         # Set when the runtime kills everything: a capture cut short then says
         # nothing about the rc, so it is not reported as the rc's failure.
         self.winding_down = False
+
+    async def wind_down(self) -> None:
+        """Hang up on every running capture, before the runtime kills everything."""
+        self.winding_down = True
+        async with anyio.create_task_group() as tg:
+            for tracker in list(self._running):
+                tg.start_soon(_hang_up, tracker)
 
     async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
         key = (shell, tuple(sorted(env.items())))
@@ -233,6 +251,7 @@ class SnapshotStore:
         run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tracker.tag}
         process = _start_gated([shell, "-l", "-c", capture_script(shell)], tracker, run_env)
         self.pids.add(process.pid)
+        self._running.add(tracker)
         timed_out = False
         try:
             with anyio.move_on_after(self._deadline) as deadline:
@@ -241,11 +260,14 @@ class SnapshotStore:
             timed_out = deadline.cancelled_caught
         finally:
             with anyio.CancelScope(shield=True):
+                if process.returncode is None:
+                    await _hang_up(tracker)
                 # Whatever the rc started (agents, daemons) goes with it.
                 leader = None if process.returncode is not None else process.pid
                 await tracker.kill(leader, 0.0)
                 await child.wait(process)
                 tracker.release()
+                self._running.discard(tracker)
                 self.pids.discard(process.pid)
         if timed_out or not is_complete(path):
             path.unlink(missing_ok=True)
@@ -261,3 +283,10 @@ class SnapshotStore:
                 seconds=messages.format_seconds(self._deadline)
             )
         return messages.SNAPSHOT_EXITED.format(status=status)
+
+
+async def _hang_up(tracker: Tracker) -> None:
+    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait a
+    little for them all to be gone."""
+    procs.signal_all(tracker.members(), signal.SIGHUP)
+    await polling.until(lambda: not tracker.members(), HANGUP_GRACE_SECONDS)

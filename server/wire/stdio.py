@@ -3,6 +3,13 @@
 At start the protocol fds are moved away from 0 and 1: fd 0 becomes
 /dev/null and fd 1 becomes a copy of stderr. Whatever a library prints or a
 child inherits by accident then lands on stderr, never in the protocol.
+
+A terminal as stdin or stdout (`kubectl exec -it`, `docker run -it`, `ssh
+-tt`, all habits) is put in raw mode: its line discipline would echo every
+request, cut lines at 4095 bytes, let a DEL byte erase the character before
+it, and turn bytes into signals. When stderr is that same terminal, it is
+pointed at /dev/null, so no log line lands inside the protocol stream. The
+terminal's settings are given back at exit.
 """
 
 from __future__ import annotations
@@ -10,8 +17,12 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import sys
+import termios
+import tty
 from collections import deque
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -33,6 +44,8 @@ class ProtocolFds(msgspec.Struct, frozen=True):
     input: int
     output: int
     restore_blocking: tuple[tuple[int, bool], ...]
+    # Terminals put in raw mode, with the settings they had (termios attributes).
+    restore_terminals: tuple[tuple[int, list[Any]], ...] = ()
 
 
 def take_over_stdio() -> ProtocolFds:
@@ -41,21 +54,60 @@ def take_over_stdio() -> ProtocolFds:
     proto_out = os.dup(1)
     os.set_inheritable(proto_in, False)
     os.set_inheritable(proto_out, False)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    terminals = _raw_terminals(proto_in, proto_out)
+    if terminals and _same_device(2, [fd for fd, _ in terminals]):
+        _point_at_devnull(2, os.O_WRONLY)
+    _point_at_devnull(0, os.O_RDONLY)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     blocking = ((proto_in, os.get_blocking(proto_in)), (proto_out, os.get_blocking(proto_out)))
-    return ProtocolFds(proto_in, proto_out, blocking)
+    return ProtocolFds(proto_in, proto_out, blocking, terminals)
+
+
+def _raw_terminals(*fds: int) -> tuple[tuple[int, list[Any]], ...]:
+    """Put each terminal among `fds` in raw mode (one shared terminal once);
+    their settings as they were."""
+    found: list[tuple[int, list[Any]]] = []
+    for fd in fds:
+        if not os.isatty(fd) or _same_device(fd, [known for known, _ in found]):
+            continue
+        try:
+            found.append((fd, termios.tcgetattr(fd)))
+            tty.setraw(fd, termios.TCSANOW)
+        except termios.error:
+            continue
+    return tuple(found)
+
+
+def _same_device(fd: int, others: list[int]) -> bool:
+    """Whether `fd` is the same character device (terminal) as one of `others`."""
+    try:
+        mine = os.fstat(fd)
+        return stat.S_ISCHR(mine.st_mode) and any(
+            os.fstat(other).st_rdev == mine.st_rdev for other in others
+        )
+    except OSError:
+        return False
+
+
+def _point_at_devnull(fd: int, flags: int) -> None:
+    devnull = os.open(os.devnull, flags)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def restore_stdio(fds: ProtocolFds) -> None:
-    """Non-blocking mode belongs to the shared open file: give it back as found."""
+    """Non-blocking mode belongs to the shared open file, and a terminal's settings
+    to whoever uses it next: give them back as found."""
     for fd, was_blocking in fds.restore_blocking:
         try:
             os.set_blocking(fd, was_blocking)
         except OSError:
+            pass
+    for fd, attributes in fds.restore_terminals:
+        try:
+            termios.tcsetattr(fd, termios.TCSADRAIN, attributes)
+        except termios.error:
             pass
 
 

@@ -208,3 +208,27 @@ def test_what_the_rc_starts_dies_with_its_capture(
     server = spawn_process("--config", str(cfg))
     assert server.bash("mark").output == "marked\n"  # the capture has finished
     assert wait_until(lambda: marked_processes(marker) == [], timeout=5)
+
+
+# An rc that holds a lock while it runs, and lets go of it in its EXIT trap, as
+# pyenv's rehash does: killed outright, it would leave the lock behind for good.
+LOCKING_RC = 'trap \'rm -f "$HOME/lock"\' EXIT; touch "$HOME/lock"; sleep 100\n'
+
+
+def test_an_rc_given_up_on_runs_its_exit_trap(spawn, tmp_path: Path) -> None:
+    write_rc(tmp_path, LOCKING_RC)
+    server = spawn("[bash]\nsnapshotTimeout = 0.3\n")
+    lock = tmp_path / "home" / "lock"
+    assert wait_until(lock.exists, timeout=SNAPSHOT_BOUND_SECONDS)
+    # The first command waits for the capture to be given up on.
+    assert server.bash("echo works", wait=SNAPSHOT_BOUND_SECONDS).output == "works\n"
+    assert not lock.exists()
+
+
+def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(spawn_process, tmp_path: Path) -> None:
+    write_rc(tmp_path, LOCKING_RC)
+    lock = tmp_path / "home" / "lock"
+    server = spawn_process()
+    assert wait_until(lock.exists, timeout=SNAPSHOT_BOUND_SECONDS)
+    assert server.close() == 0
+    assert not lock.exists()

@@ -1,0 +1,111 @@
+"""Check deploy/kubernetes without a cluster: each YAML document loads, has the
+fields its kind needs, and keeps bashrpc's own rules (stdio never on a terminal,
+a drain shorter than the grace period, artifacts on a volume, references that
+resolve).
+
+    python3 deploy/manifests.py [FILE ...]    (default: every deploy/kubernetes/*.yaml)
+
+Prints one line per document checked; exits 1 with the problems otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ARTIFACTS_MOUNT = "/var/lib/bashrpc/artifacts"
+POD_KINDS = {"Pod"}
+TEMPLATE_KINDS = {"SandboxTemplate"}
+REFERRING_KINDS = {"SandboxClaim", "SandboxWarmPool"}
+KNOWN_API_VERSIONS = {
+    "Pod": "v1",
+    "SandboxTemplate": "extensions.agents.x-k8s.io/v1alpha1",
+    "SandboxClaim": "extensions.agents.x-k8s.io/v1alpha1",
+    "SandboxWarmPool": "extensions.agents.x-k8s.io/v1alpha1",
+}
+
+
+def _flag(args: list[str], name: str) -> float | None:
+    return float(args[args.index(name) + 1]) if name in args else None
+
+
+def check_pod_spec(spec: dict[str, Any], where: str, *, stdio: bool) -> list[str]:
+    problems = []
+    containers = spec.get("containers") or []
+    if not containers:
+        problems.append(f"{where}: no containers")
+    for c in [*containers, *(spec.get("initContainers") or [])]:
+        if not c.get("name") or not c.get("image"):
+            problems.append(f"{where}: a container without name or image")
+        if c.get("tty"):
+            problems.append(f"{where}: container {c.get('name')} asks for a tty")
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    for c in containers:
+        for mount in c.get("volumeMounts") or []:
+            if mount["name"] not in volumes:
+                problems.append(f"{where}: mount of an undeclared volume {mount['name']}")
+    mounted = {m["mountPath"] for c in containers for m in c.get("volumeMounts") or []}
+    if ARTIFACTS_MOUNT not in mounted:
+        problems.append(f"{where}: no volume at {ARTIFACTS_MOUNT}")
+    if stdio:
+        main = containers[0] if containers else {}
+        if not (main.get("stdin") and main.get("stdinOnce")):
+            problems.append(f"{where}: stdio needs stdin and stdinOnce")
+        if "activeDeadlineSeconds" not in spec:
+            problems.append(f"{where}: no activeDeadlineSeconds")
+        drain = _flag([str(a) for a in main.get("args") or []], "--drain-seconds")
+        grace = spec.get("terminationGracePeriodSeconds")
+        if drain is None or grace is None or not drain < grace:
+            problems.append(f"{where}: --drain-seconds must be set below the grace period")
+    return problems
+
+
+def check(paths: list[Path]) -> tuple[list[str], list[str]]:
+    """(documents checked, problems)."""
+    checked: list[str] = []
+    problems: list[str] = []
+    templates: set[str] = set()
+    references: list[tuple[str, str]] = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text()):
+            kind = doc.get("kind")
+            name = (doc.get("metadata") or {}).get("name")
+            where = f"{path.name}: {kind} {name}"
+            if not name or kind not in KNOWN_API_VERSIONS:
+                problems.append(f"{where}: no name, or an unknown kind")
+                continue
+            if doc.get("apiVersion") != KNOWN_API_VERSIONS[kind]:
+                problems.append(f"{where}: apiVersion is not {KNOWN_API_VERSIONS[kind]}")
+            spec = doc.get("spec") or {}
+            if kind in POD_KINDS:
+                problems += check_pod_spec(spec, where, stdio=True)
+            elif kind in TEMPLATE_KINDS:
+                templates.add(name)
+                pod = (spec.get("podTemplate") or {}).get("spec") or {}
+                problems += check_pod_spec(pod, where, stdio=False)
+            elif kind in REFERRING_KINDS:
+                ref = (spec.get("sandboxTemplateRef") or {}).get("name")
+                references.append((where, ref))
+            checked.append(where)
+    for where, ref in references:
+        if ref not in templates:
+            problems.append(f"{where}: refers to no SandboxTemplate here ({ref})")
+    return checked, problems
+
+
+def main() -> int:
+    paths = [Path(p) for p in sys.argv[1:]] or sorted((HERE / "kubernetes").glob("*.yaml"))
+    checked, problems = check(paths)
+    for where in checked:
+        print(f"checked {where}")
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
