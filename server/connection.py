@@ -2,8 +2,9 @@
 
 It owns the reader (bytes, frames, calls), the replies (through the outbox:
 the reader's own in its control lane, so they never wait behind output),
-the requests in flight by id (so a cancel is a lookup), the busy and
-shutdown checks, and what the host said in `initialize`. It starts no
+its requests in flight (`wire.inflight.Flights`, where a request's states
+are written down), the shutdown checks, and what the host said in
+`initialize`. It starts no
 process: commands are the business of the services it is given.
 
 Where a request runs is decided by its handler alone (see wire.registry): a
@@ -42,7 +43,7 @@ from server import errors, log
 from server.settings import Settings
 from server.wire.dispatch import Dispatcher, Reply
 from server.wire.frames import frames
-from server.wire.inflight import InFlight
+from server.wire.inflight import Flights, InFlight
 from server.wire.outbox import Outbox
 from server.wire.registry import Method
 from server.wire.replies import encode_batch, encode_notification, encode_reply
@@ -113,10 +114,7 @@ class Connection:
         self._transport = transport
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
-        self._flights: dict[RequestId | None, list[InFlight]] = {}
-        self._in_flight = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
 
     # -- the loop ---------------------------------------------------------
 
@@ -133,7 +131,7 @@ class Connection:
                 await self.wind_down()
                 # Aborted requests answer quickly; one stuck on a full outbox is dropped.
                 with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
-                    await self._idle.wait()
+                    await self._flights.wait_idle()
                 requests.cancel_scope.cancel()
             self._outbox.close()
             with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
@@ -143,9 +141,7 @@ class Connection:
     async def wind_down(self) -> None:
         """Refuse new work, abort everything, kill every process (idempotent)."""
         self.shutting_down = True
-        for flights in list(self._flights.values()):
-            for flight in flights:
-                flight.cancel()
+        self._flights.cancel_all()
         await self.services.wind_down()
 
     async def drain(self, seconds: float) -> None:
@@ -154,7 +150,7 @@ class Connection:
         self.draining = True
         await self.notify("server/draining", ServerDraining(seconds=seconds))
         with anyio.move_on_after(seconds):
-            await self._idle.wait()
+            await self._flights.wait_idle()
         self.stop.set()
 
     async def _read(self, scope: anyio.CancelScope) -> None:
@@ -194,14 +190,14 @@ class Connection:
             if not method.is_async:
                 return self.dispatcher.answer(method, call, RequestContext(self, call.reply_id))
             params = self.dispatcher.params(method, call)
-            flight = self._admit(call)
+            flight = self._flights.admit(call.reply_id)
         except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
         if method.admit is not None:
             try:
                 method.admit(RequestContext(self, call.reply_id, flight), params)
             except Exception as exc:
-                self._release(flight)
+                self._flights.release(flight)
                 return None if call.is_notification else self.dispatcher.failure(call, exc)
         return Task(method, call, flight, params)
 
@@ -236,29 +232,6 @@ class Connection:
         if replies:
             await self._outbox.put(encode_batch(replies))
 
-    def _admit(self, call: Call) -> InFlight:
-        if self._in_flight >= MAX_IN_FLIGHT_REQUESTS:
-            raise errors.ServerBusy
-        flight = InFlight(call.reply_id)
-        self._flights.setdefault(flight.id, []).append(flight)
-        self._in_flight += 1
-        if self._idle.is_set():
-            # One event for each busy spell, so a waiter never holds a stale one.
-            self._idle = anyio.Event()
-        return flight
-
-    def _release(self, flight: InFlight) -> None:
-        flight.finished = True
-        for release in flight.releases:
-            release()
-        same = self._flights.get(flight.id, [])
-        same.remove(flight)
-        if not same:
-            self._flights.pop(flight.id, None)
-        self._in_flight -= 1
-        if self._in_flight == 0:
-            self._idle.set()
-
     async def _run(self, task: Task, collect: list[Reply] | None) -> None:
         """One request in its own task and cancel scope; its reply goes out, or
         into `collect` for a batch."""
@@ -277,7 +250,7 @@ class Connection:
             if flight.scope.cancelled_caught:
                 reply = self.dispatcher.failure(call, errors.RequestCancelled())
         finally:
-            self._release(flight)
+            self._flights.release(flight)
         if call.is_notification or (self.input_ended and not method.answers_after_eof):
             return
         if collect is not None:
@@ -289,7 +262,7 @@ class Connection:
 
     def cancel(self, request_id: RequestId) -> bool:
         """Cancel every request in flight with this id; False when there is none."""
-        return any([flight.cancel() for flight in self._flights.get(request_id, [])])
+        return self._flights.cancel(request_id)
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
         line = encode_notification(method, params)

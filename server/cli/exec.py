@@ -237,16 +237,20 @@ def run_exec(args: argparse.Namespace) -> int:
     ):
         printer.out.write(b"\n")
         printer.out.flush()
+    reprint = _reprint(args, result, launcher)
+    print(summary_line(result, time.monotonic() - started, reprint), file=sys.stderr)
+    return exit_status(result)
+
+
+def _reprint(args: argparse.Namespace, result: BashResult, launcher: Launcher | None) -> list[str]:
+    """The command that prints this result's artifact again, where it was made."""
     reprint = [
         REMOTE_PROGRAM,
         "artifact",
         str(result.artifact_id),
         *reprint_options(args, local=launcher is None),
     ]
-    if launcher is not None:
-        reprint = launcher.argv(reprint)
-    print(summary_line(result, time.monotonic() - started, reprint), file=sys.stderr)
-    return exit_status(result)
+    return reprint if launcher is None else launcher.argv(reprint)
 
 
 def _run(connection: Connection, printer: Printer, params: BashParams) -> BashResult:

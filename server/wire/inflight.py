@@ -1,4 +1,4 @@
-"""A request running as a task, as its connection keeps it: by id, cancellable."""
+"""Requests running as tasks, as their connection keeps them: by id, cancellable."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from protocol.envelope import RequestId
+from server import errors
 
 
 @dataclass(eq=False)
@@ -44,3 +45,63 @@ class InFlight:
         if self.started:
             self.scope.cancel()
         return True
+
+
+class Flights:
+    """The requests a connection has in flight, by id: the whole life of one.
+
+    A request's states and the moves between them, all made here or by the
+    `InFlight` it is given:
+
+    - admitted: `admit`, on the reader; refused (ServerBusy) at the limit, so
+      the reader never waits and an abort can always be read;
+    - started: its task entered the flight's cancel scope (`InFlight.started`);
+    - finished: `release`, however it ended; what it held is released.
+
+    `cancel` may come in any state before finished: before the start it only
+    marks the flight, so the command is aborted as soon as it is attached.
+    Ids may repeat (a client's mistake, or batches), so each id keeps a list.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._by_id: dict[RequestId | None, list[InFlight]] = {}
+        self._count = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def admit(self, request_id: RequestId | None) -> InFlight:
+        if self._count >= self._limit:
+            raise errors.ServerBusy
+        flight = InFlight(request_id)
+        self._by_id.setdefault(request_id, []).append(flight)
+        self._count += 1
+        if self._idle.is_set():
+            # One event for each busy spell, so a waiter never holds a stale one.
+            self._idle = anyio.Event()
+        return flight
+
+    def release(self, flight: InFlight) -> None:
+        flight.finished = True
+        for release in flight.releases:
+            release()
+        same = self._by_id.get(flight.id, [])
+        same.remove(flight)
+        if not same:
+            self._by_id.pop(flight.id, None)
+        self._count -= 1
+        if self._count == 0:
+            self._idle.set()
+
+    def cancel(self, request_id: RequestId) -> bool:
+        """Cancel every request in flight with this id; False when there is none."""
+        return any([flight.cancel() for flight in self._by_id.get(request_id, [])])
+
+    def cancel_all(self) -> None:
+        for flights in list(self._by_id.values()):
+            for flight in flights:
+                flight.cancel()
+
+    async def wait_idle(self) -> None:
+        """Until nothing is in flight (at once when nothing is)."""
+        await self._idle.wait()

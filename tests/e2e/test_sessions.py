@@ -11,6 +11,7 @@ import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
+from server.runtime import procs
 from tests.rpc import marked_processes, process_gone, wait_until
 
 # The rc capture's deadline, shortened here; the bound only catches a hang.
@@ -169,8 +170,21 @@ def test_pty_commands_see_the_users_shell_too(spawn, tmp_path: Path) -> None:
 SESSION_LIST_SESSIONS = 60
 SESSION_LIST_CALLS = 5
 SESSION_LIST_ROUNDS = 4
-# One scan of /proc is about 1 ms here; one per session was about 1 ms each.
-SESSION_LIST_CPU_BOUND_SECONDS = 0.015
+# A call may cost this many reads of all of /proc, measured on the spot (the 60 trees
+# walked cost about 2 here); one scan per session would cost about 60 of them.
+SESSION_LIST_FULL_SCANS_ALLOWED = 20
+
+
+def full_proc_scan_seconds() -> float:
+    """The CPU time of reading every process's stat once, the best of a few tries:
+    the unit a call's cost is judged in, as fast or as slow as this machine is now."""
+    tries = []
+    for _ in range(SESSION_LIST_ROUNDS):
+        before = time.process_time()
+        for pid in procs.all_pids():
+            procs.read_stat(pid)
+        tries.append(time.process_time() - before)
+    return min(tries)
 
 
 @pytest.mark.parametrize("tracking", ["", "[kill]\ncgroups = false\n"], ids=["cgroup", "ancestry"])
@@ -189,7 +203,8 @@ def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
         for _ in range(SESSION_LIST_CALLS):
             server.sessions()
         rounds.append((time.process_time() - before) / SESSION_LIST_CALLS)
-    assert min(rounds) < SESSION_LIST_CPU_BOUND_SECONDS, rounds
+    unit = full_proc_scan_seconds()
+    assert min(rounds) < SESSION_LIST_FULL_SCANS_ALLOWED * unit, (rounds, unit)
 
 
 @pytest.mark.parametrize("tracking", ["", "[kill]\ncgroups = false\n"], ids=["cgroup", "ancestry"])
