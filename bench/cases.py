@@ -11,11 +11,12 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.client import BenchServer, rss_kib
+from bench.fairness import fairness
+from bench.rows import MB, Row, percentile
 from server.runtime.bwrap import probe as sandbox_probe
 from server.services.interceptor import DEFAULT_RULES, intercept
 
@@ -32,8 +33,6 @@ INTERCEPT_SAMPLE = (
     * 4
 )[:1024]
 INTERCEPT_TOOLS = ("read", "grep", "find", "edit", "write")
-
-MB = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,8 @@ class Sizes:
     sandbox_sessions: int = 10
     peer_calls: int = 200
     peer_zero_bytes: str = "100M"
+    flood_megabytes: int = 1500
+    many_sessions: int = 128
 
 
 QUICK = Sizes(
@@ -75,33 +76,9 @@ QUICK = Sizes(
     sandbox_sessions=2,
     peer_calls=5,
     peer_zero_bytes="1M",
+    flood_megabytes=8,
+    many_sessions=4,
 )
-
-
-@dataclass
-class Row:
-    case: str
-    metric: str
-    unit: str
-    values: list[float] = field(default_factory=list)
-    target: str = ""
-    check: Callable[[float], bool] | None = None
-    note: str = ""
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values) if self.values else float("nan")
-
-    @property
-    def passed(self) -> bool | None:
-        if self.check is None or not self.values:
-            return None
-        return self.check(self.median)
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def time_calls(server: BenchServer, method: str, params: object, calls: int) -> list[float]:
@@ -461,6 +438,7 @@ CASES = {
     "small-writes": Bench.small_writes,
     "interceptor": Bench.interceptor,
     "sandbox": Bench.sandbox,
+    "fairness": fairness,
 }
 
 

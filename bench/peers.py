@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.cases import percentile
 from bench.client import BenchServer
+from bench.rows import percentile
 
 # Versions measured; newer ones may change the protocol.
 PI_PACKAGE = "@earendil-works/pi-coding-agent"

@@ -93,7 +93,7 @@ class RequestContext(msgspec.Struct):
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
         if self.answers_after_eof or not self.connection.input_ended:
-            await self.connection.notify(method, params)
+            await self.connection.notify(method, params, self.flight)
 
 
 class Connection:
@@ -230,6 +230,9 @@ class Connection:
             for task in tasks:
                 members.start_soon(self._run, task, replies)
         if replies:
+            # After every member's chunks, which wait in the members' own lanes.
+            for task in tasks:
+                await self._outbox.drained(task.flight)
             await self._outbox.put(encode_batch(replies))
 
     async def _run(self, task: Task, collect: list[Reply] | None) -> None:
@@ -256,7 +259,7 @@ class Connection:
         if collect is not None:
             collect.append(reply)
         else:
-            await self._send(reply)
+            await self._send(reply, flight)
 
     # -- out --------------------------------------------------------------
 
@@ -264,14 +267,17 @@ class Connection:
         """Cancel every request in flight with this id; False when there is none."""
         return self._flights.cancel(request_id)
 
-    async def notify(self, method: str, params: msgspec.Struct) -> None:
+    async def notify(
+        self, method: str, params: msgspec.Struct, flight: InFlight | None = None
+    ) -> None:
+        """In the bulk lane of the request it belongs to (`flight`), if any."""
         line = encode_notification(method, params)
         if line is not None:
-            await self._outbox.put(line)
+            await self._outbox.put(line, flight)
 
-    async def _send(self, reply: Reply) -> None:
-        """A task's reply: after the chunks it queued, in the bulk lane."""
-        await self._outbox.put(encode_reply(reply))
+    async def _send(self, reply: Reply, flight: InFlight) -> None:
+        """A task's reply: after the chunks it queued, in its own bulk lane."""
+        await self._outbox.put(encode_reply(reply), flight)
 
     async def _answer(self, reply: Reply) -> None:
         """The reader's own reply: in the control lane, so it never waits behind

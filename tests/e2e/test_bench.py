@@ -39,6 +39,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "small writes",
         "interceptor",
         "sandbox",
+        "fairness",
     }
     measured = [row for row in data["rows"] if row["values"]]
     # A difference of two medians may come out below zero on a noisy machine.

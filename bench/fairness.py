@@ -1,0 +1,256 @@
+"""Fairness: one session's flood must not stall another's replies.
+
+The client here reads everything the server writes on a thread of its own, as
+a host that keeps up does, so what is measured is the server's head-of-line
+blocking and not a client that stopped reading.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from bench.client import rss_kib
+from bench.rows import MB, Row, percentile
+from protocol.envelope import Request, ServerMessage, encode
+
+if TYPE_CHECKING:
+    from bench.cases import Bench
+
+_decode = msgspec.json.Decoder(ServerMessage).decode
+# How long a flood or a reply may take before the bench gives up on the server.
+WAIT_LIMIT_SECONDS = 600.0
+
+
+def flood_command(megabytes: int) -> str:
+    """The issue's flood: `megabytes` MB of lines of 100 characters."""
+    return f"head -c {megabytes}M /dev/zero | tr '\\0' x | fold -w 100"
+
+
+def flood_bytes(megabytes: int) -> int:
+    """What `flood_command` prints: a newline after every 100 characters."""
+    size = megabytes * 1024 * 1024
+    return size + size // 100 + (1 if size % 100 else 0)
+
+
+class ReadingServer:
+    """A server whose output a thread reads as fast as it comes; replies are
+    handed to the callers waiting for them, notifications only counted."""
+
+    def __init__(self, artifacts_dir: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin
+        self._out = self.proc.stdout
+        self._ids = itertools.count(1)
+        self._writing = threading.Lock()
+        self._lock = threading.Lock()
+        self._waiting: dict[int, threading.Event] = {}
+        self._replies: dict[int, ServerMessage] = {}
+        self.notification_bytes = 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        for line in self._out:
+            message = _decode(line)
+            if message.method is not None:
+                self.notification_bytes += len(line)
+                continue
+            assert isinstance(message.id, int)
+            with self._lock:
+                self._replies[message.id] = message
+                done = self._waiting.get(message.id)
+            if done is not None:
+                done.set()
+
+    def send(self, method: str, params: Any) -> int:
+        with self._writing:
+            ident = next(self._ids)
+            with self._lock:
+                self._waiting[ident] = threading.Event()
+            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.flush()
+        return ident
+
+    def wait(self, ident: int) -> ServerMessage:
+        if not self._waiting[ident].wait(WAIT_LIMIT_SECONDS):
+            raise TimeoutError(f"no reply to request {ident}")
+        with self._lock:
+            del self._waiting[ident]
+            message = self._replies.pop(ident)
+        if message.error is not None:
+            raise RuntimeError(message.error.message)
+        return message
+
+    def call(self, method: str, params: Any) -> ServerMessage:
+        return self.wait(self.send(method, params))
+
+    def answered(self, ident: int) -> bool:
+        with self._lock:
+            return ident in self._replies
+
+    def rss_mib(self) -> float:
+        return rss_kib(self.pid) / 1024
+
+    def close(self) -> None:
+        with self._writing:
+            self._in.close()
+        self.proc.wait(timeout=30)
+        self._reader.join(timeout=30)
+
+
+def true_latencies(server: ReadingServer, session: str, calls: int) -> list[float]:
+    samples = []
+    params = {"command": "true", "sessionId": session}
+    for _ in range(calls):
+        started = time.perf_counter()
+        server.call("bash", params)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def latencies_during(server: ReadingServer, ident: int, session: str) -> list[float]:
+    """`true` in `session`, again and again, until request `ident` is answered."""
+    samples = []
+    params = {"command": "true", "sessionId": session}
+    while not server.answered(ident):
+        started = time.perf_counter()
+        server.call("bash", params)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def latencies_beside(server: ReadingServer, command: str, session: str) -> list[float]:
+    """`true` in `session` while `command` runs outside the server: what the
+    machine's CPU alone costs a reply, the floor the server cannot go under."""
+    samples = []
+    params = {"command": "true", "sessionId": session}
+    outside = subprocess.Popen(["bash", "-c", command], stdout=subprocess.DEVNULL)
+    try:
+        while outside.poll() is None:
+            started = time.perf_counter()
+            server.call("bash", params)
+            samples.append(time.perf_counter() - started)
+    finally:
+        outside.kill()
+        outside.wait()
+    return samples
+
+
+def timed_flood(server: ReadingServer, megabytes: int) -> float:
+    """Seconds the flood took from request to reply, with every byte read."""
+    started = time.perf_counter()
+    server.call("bash", {"command": flood_command(megabytes), "sessionId": "b"})
+    return time.perf_counter() - started
+
+
+def first_commands(workdir: Path, sessions: int) -> tuple[float, float]:
+    """(ms per session to start `sessions` sessions' first commands, all at once;
+    the server's RSS in MiB after them)."""
+    config = workdir / "many-sessions.toml"
+    config.write_text(f"[sessions]\nmaxShells = {sessions}\n")
+    server = ReadingServer(workdir / "artifacts", "--config", str(config))
+    try:
+        server.call("bash", {"command": "true"})
+        started = time.perf_counter()
+        idents = [
+            server.send("bash", {"command": "true", "sessionId": f"s{i}"}) for i in range(sessions)
+        ]
+        for ident in idents:
+            server.wait(ident)
+        elapsed = time.perf_counter() - started
+        return elapsed / sessions * 1e3, server.rss_mib()
+    finally:
+        server.close()
+
+
+def fairness(bench: Bench) -> list[Row]:
+    s = bench.sizes
+    idle_p50 = Row("fairness", "`true` in a, idle: p50", "ms")
+    busy_p50 = Row("fairness", "`true` in a while b floods: p50", "ms")
+    busy_p99 = Row("fairness", "`true` in a while b floods: p99", "ms")
+    floor_p50 = Row("fairness", "baseline: `true` while the flood runs outside: p50", "ms")
+    floor_p99 = Row("fairness", "baseline: `true` while the flood runs outside: p99", "ms")
+    p50_ratio = Row("fairness", "flooded p50 / idle p50", "×", target="≤ 3", check=lambda v: v <= 3)
+    p99_ratio = Row(
+        "fairness", "flooded p99 / idle p50", "×", target="≤ 20", check=lambda v: v <= 20
+    )
+    alone = Row("fairness", "flood alone", "MB/s")
+    shared = Row("fairness", "flood while a runs `true`", "MB/s")
+    kept = Row("fairness", "flood shared / alone", "×", target="≥ 0.8", check=lambda v: v >= 0.8)
+    size = flood_bytes(s.flood_megabytes) / MB
+    for _ in range(s.repeat):
+        server = ReadingServer(bench.artifacts)
+        try:
+            true_latencies(server, "a", s.warmup_calls)
+            idle = true_latencies(server, "a", s.latency_calls)
+            idle_p50.values.append(percentile(idle, 0.5) * 1e3)
+            beside = latencies_beside(server, flood_command(s.flood_megabytes), "a")
+            alone.values.append(size / timed_flood(server, s.flood_megabytes))
+            started = time.perf_counter()
+            ident = server.send(
+                "bash", {"command": flood_command(s.flood_megabytes), "sessionId": "b"}
+            )
+            busy = latencies_during(server, ident, "a")
+            server.wait(ident)
+            shared.values.append(size / (time.perf_counter() - started))
+        finally:
+            server.close()
+        for path in bench.artifacts.rglob("*.bash.log"):
+            path.unlink()
+        floor_p50.values.append(percentile(beside, 0.5) * 1e3)
+        floor_p99.values.append(percentile(beside, 0.99) * 1e3)
+        busy_p50.values.append(percentile(busy, 0.5) * 1e3)
+        busy_p99.values.append(percentile(busy, 0.99) * 1e3)
+        p50_ratio.values.append(busy_p50.values[-1] / idle_p50.values[-1])
+        p99_ratio.values.append(busy_p99.values[-1] / idle_p50.values[-1])
+        kept.values.append(shared.values[-1] / alone.values[-1])
+    return [
+        idle_p50,
+        floor_p50,
+        floor_p99,
+        busy_p50,
+        busy_p99,
+        p50_ratio,
+        p99_ratio,
+        alone,
+        shared,
+        kept,
+        *scale(bench),
+    ]
+
+
+def scale(bench: Bench) -> list[Row]:
+    n = bench.sizes.many_sessions
+    per_session = Row(
+        "fairness",
+        f"{n} sessions' first commands",
+        "ms/session",
+        target="≤ 15",
+        check=lambda v: v <= 15,
+    )
+    rss = Row(
+        "fairness", f"server RSS with {n} shells", "MiB", target="≤ 64", check=lambda v: v <= 64
+    )
+    for _ in range(bench.sizes.repeat):
+        ms, mib = first_commands(bench.workdir, n)
+        per_session.values.append(ms)
+        rss.values.append(mib)
+    return [per_session, rss]

@@ -1,0 +1,35 @@
+"""A row of the benchmark table: one metric, one value per repetition, its target."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MB = 1_000_000
+
+
+@dataclass
+class Row:
+    case: str
+    metric: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    target: str = ""
+    check: Callable[[float], bool] | None = None
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    @property
+    def passed(self) -> bool | None:
+        if self.check is None or not self.values:
+            return None
+        return self.check(self.median)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
