@@ -35,10 +35,24 @@ SUSPENDED_TRAPS = ("DEBUG", "ERR", "RETURN")
 RECORD_FIELDS = 5
 # The output FIFO, the cwd and the command; the per-command variables follow.
 FIXED_FIELDS = 3
-# The one simple command that runs the user's text; ERR skips its failure.
-_EVAL = '\\command eval "$__bashrpc_cmd"'
+# Where `eval` numbers the lines of its text from: its own line, less one. The
+# subscript assigns LINENO (bash's parse line) while the eval's words expand,
+# after its line was set and before its text is parsed, and expands to nothing.
+RESET_LINENO = "${{__bashrpc_nil[LINENO={line}]-}}"
+# The one simple command that runs the user's text, whose first line (the restore
+# prefix) is line 0, so the user's own lines are numbered as `bash -c` numbers
+# them; ERR skips its failure.
+_EVAL = '\\command eval "$__bashrpc_cmd" ' + RESET_LINENO.format(line=0)
 # The ERR trap as restored: the user's code lives in a variable.
 ERR_WRAPPER = '__bashrpc_skip_err || \\command eval "$__bashrpc_err"'
+
+
+def after_snapshot(command: str) -> str:
+    """A `bash -c` text that replays the rc snapshot, then runs `command`: on a
+    line of its own, so it is parsed after the snapshot's aliases exist, under
+    `eval`, so its lines are numbered from 1 as in a `bash -c` of its own."""
+    reset = RESET_LINENO.format(line=1)
+    return f"{SOURCE_SNAPSHOT}\n\\command eval {reset} {shlex.quote(command)}"
 
 
 def bootstrap(status_fd: int, fields_path: str, snapshot: bool) -> bytes:
@@ -110,11 +124,13 @@ def driver_line(status_fd: int, env_names: list[str]) -> bytes:
 def command_fields(
     *, output: str, cwd: str | None, prefix: str, command: str, env: Mapping[str, str]
 ) -> bytes:
-    """The fields file: the FIFO, the cwd, the command (after the restore prefix), env values.
+    """The fields file: the FIFO, the cwd, the command (on the line after the
+    restore prefix, a line of its own), env values.
 
     It is rewritten in place, never truncated (that cost more than the rest
     of a command on ext4): the driver reads exactly as many fields as it wrote."""
-    fields = [os.fsencode(output), os.fsencode(cwd or ""), os.fsencode(prefix) + command.encode()]
+    text = os.fsencode(prefix) + b"\n" + command.encode()
+    fields = [os.fsencode(output), os.fsencode(cwd or ""), text]
     fields += [value.encode() for value in env.values()]
     return b"".join(f + b"\0" for f in fields)
 
@@ -130,19 +146,27 @@ class StatusRecord(msgspec.Struct, frozen=True):
     last_job: int | None = None
 
     def restore_prefix(self) -> str:
-        """Shell text that puts the suspended traps and `set -x` back."""
+        """Shell text, on one line, that puts the suspended traps and `set -x` back."""
         if not self.traps and "x" not in self.flags:
             return ""
         lines = []
         for signal, code in parse_traps(self.traps).items():
             if signal == "ERR":
                 if code != ERR_WRAPPER:
-                    lines.append(f"__bashrpc_err={shlex.quote(code)}")
+                    lines.append(f"__bashrpc_err={_quote_on_one_line(code)}")
                 code = ERR_WRAPPER
-            lines.append(f"\\builtin trap -- {shlex.quote(code)} {signal}")
+            lines.append(f"\\builtin trap -- {_quote_on_one_line(code)} {signal}")
         if "x" in self.flags:
             lines.append("\\builtin set -x")
-        return "".join(f"{line}\n" for line in lines)
+        return "; ".join(lines)
+
+
+def _quote_on_one_line(text: str) -> str:
+    """A shell word for `text` with no newline in it: the restore prefix is one line."""
+    if "\n" not in text:
+        return shlex.quote(text)
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    return f"$'{escaped}'"
 
 
 def parse_traps(text: str) -> dict[str, str]:

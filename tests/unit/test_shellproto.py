@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 
 from server.runtime.shellproto import (
     ERR_WRAPPER,
@@ -48,7 +49,7 @@ def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
     assert "trap -- 'echo d' DEBUG" in prefix
     assert "__bashrpc_err='echo e'" in prefix
     assert f"trap -- {shlex.quote(ERR_WRAPPER)} ERR" in prefix
-    assert prefix.endswith("set -x\n")
+    assert prefix.endswith("set -x") and "\n" not in prefix
     # An ERR trap that is still our wrapper keeps the user's code where it is.
     kept = StatusRecord(
         status=0, pwd="/", flags="", traps=f"trap -- {shlex.quote(ERR_WRAPPER)} ERR\n"
@@ -65,6 +66,22 @@ def test_only_validated_names_reach_the_driver_line() -> None:
 
 def test_fields_carry_the_command_after_its_restore_prefix() -> None:
     fields = command_fields(
-        output="/o", cwd=None, prefix="set -x\n", command="echo $x", env={"A": "1"}
+        output="/o", cwd=None, prefix="set -x", command="echo $x", env={"A": "1"}
     )
     assert fields == b"/o\0\0set -x\necho $x\0001\0"
+    # No prefix: the command is still on the second line of the eval'd text.
+    assert command_fields(output="/o", cwd=None, prefix="", command="x", env={}) == b"/o\0\0\nx\0"
+
+
+def test_the_restore_prefix_is_one_line_whatever_the_traps_hold() -> None:
+    code = "echo 'a'\necho \\b \"$X\" $'c'"
+    record = StatusRecord(
+        status=0, pwd="/", flags="", traps=f"trap -- {shlex.quote(code)} RETURN\n"
+    )
+    prefix = record.restore_prefix()
+    assert "\n" not in prefix
+    # bash reads the trap's code back as it was.
+    shown = subprocess.run(
+        ["bash", "-c", f"{prefix}; trap -p RETURN"], capture_output=True, text=True, check=True
+    )
+    assert parse_traps(shown.stdout) == {"RETURN": code}
