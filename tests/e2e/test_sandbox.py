@@ -150,6 +150,27 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path)
     assert not (tmp_path / "g").exists()
 
 
+def test_a_later_initialize_never_loosens_the_connections_sandbox(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    initialize(server, settings={"sandbox": {"mode": "read-only"}})
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    for looser in ("off", "full", "workspace-write"):
+        options = {"initializationOptions": {"settings": {"sandbox": {"mode": looser}}}}
+        error = server.error("initialize", {**params, **options})
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert error.data == messages.SANDBOX_LOOSER_THAN_CONNECTION.format(
+            requested=looser, current="read-only"
+        )
+    # Asking for no sandbox at all keeps the one the connection has.
+    server.result("initialize", params)
+    server.result("initialize", {**params, "initializationOptions": {}})
+    server.result("session/open", {"sessionId": "new"})
+    for session in ("new", "other"):
+        assert server.bash("echo x > f", sessionId=session).sandbox_denied
+    assert not (tmp_path / "f").exists()
+
+
 def test_an_unsandboxed_connection_can_ask_for_a_sandbox(server: InProcessServer) -> None:
     initialize(server, settings={"sandbox": {"mode": "workspace-write"}})
     assert call_tool(server, command="touch /etc/nope").structured_content.sandbox_denied  # type: ignore[union-attr]
