@@ -206,6 +206,10 @@ def with_overrides(settings: Settings, overrides: ConnectionSettings) -> Setting
 SANDBOX_STRICTNESS: tuple[SandboxMode, ...] = ("off", "full", "workspace-write", "read-only")
 
 
+def stricter(mode: SandboxMode, than: SandboxMode) -> bool:
+    return SANDBOX_STRICTNESS.index(mode) > SANDBOX_STRICTNESS.index(than)
+
+
 def tightened(configured: SandboxMode, requested: SandboxMode | None) -> SandboxMode:
     """The requested mode when it is at least as strict as the configured one."""
     if requested is None:

@@ -50,10 +50,11 @@ def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResul
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Refused before anything changes: a looser sandbox than the connection has.
-    connection.settings = for_connection(
-        connection.settings, connection.file_settings, host.settings
-    )
+    # Refused before anything changes: a looser sandbox than the connection has, or
+    # a stricter one while a session it would tighten runs a command.
+    settings = for_connection(connection.settings, connection.file_settings, host.settings)
+    ctx.services.sessions.tighten_all(settings.sandbox.mode)
+    connection.settings = settings
     connection.host = host
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
