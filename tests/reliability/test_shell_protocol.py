@@ -6,6 +6,8 @@ its own under saved numbers, `>&10`), then the status FIFO by its path."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from pathlib import Path
 
@@ -70,3 +72,24 @@ def test_a_record_written_by_path_kills_only_that_shell(server: ServerProcess) -
     assert server.bash("echo hi", sessionId="other").output == "hi\n"
     # The shell died with all it started: `sleep 300` twice.
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep" in c])
+
+
+def test_the_token_is_nowhere_the_command_can_read(spawn) -> None:
+    """Not in a variable, the environment, the fields file, bash's command line or
+    history, nor in what `set -v` and `set -x` print to a stderr the command took."""
+    server = spawn()
+    # A DEBUG trap runs between the driver's steps too (outside the command's
+    # redirections): there it takes the shell's own stderr for good.
+    server.bash("trap 'exec 2>>\"$HOME/trace\"' DEBUG; set -vx -o history")
+    server.bash("echo between")
+    traced = server.bash('cat "$HOME/trace"').output
+    looked = server.bash(
+        'history; declare -p; env; tr "\\0" "\\n" </proc/$$/cmdline </proc/$$/environ;'
+        ' tr "\\0" "\\n" <"$__bashrpc_in"'
+    ).output
+    # What was looked at holds the driver's text, and its trace.
+    assert "__bashrpc_line=" in looked, looked
+    assert "set +vx +o history" in traced, traced
+    # 32 hex digits, but for the test run's own variables (xdist's run id).
+    found = set(re.findall(r"[0-9a-f]{32}", traced + looked)) - set(os.environ.values())
+    assert found == set()
