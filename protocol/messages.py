@@ -237,6 +237,15 @@ SANDBOX_LOOSER = (
     "sandbox mode {requested!r} is looser than {configured!r}; a request may only tighten it"
     " (off < full < workspace-write < read-only)"
 )
+SANDBOX_LOOSER_THAN_CONNECTION = (
+    "sandbox mode {requested!r} is looser than this connection's {current!r}; a later"
+    " initialize may only tighten it (off < full < workspace-write < read-only)"
+)
+SANDBOX_TIGHTENED = "[The session's sandbox was tightened to {mode}: its shell restarted in it.]"
+SANDBOX_TIGHTEN_BUSY = (
+    "session {session!r} is running a command: its sandbox can be tightened to {mode!r}"
+    " once the command ends (or is aborted)"
+)
 SANDBOX_DENIED = (
     "[The sandbox ({mode}) denied writing {path}; writable: {writable}."
     " Ask the user to run it, or to widen the sandbox.]"

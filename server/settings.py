@@ -206,6 +206,10 @@ def with_overrides(settings: Settings, overrides: ConnectionSettings) -> Setting
 SANDBOX_STRICTNESS: tuple[SandboxMode, ...] = ("off", "full", "workspace-write", "read-only")
 
 
+def stricter(mode: SandboxMode, than: SandboxMode) -> bool:
+    return SANDBOX_STRICTNESS.index(mode) > SANDBOX_STRICTNESS.index(than)
+
+
 def tightened(configured: SandboxMode, requested: SandboxMode | None) -> SandboxMode:
     """The requested mode when it is at least as strict as the configured one."""
     if requested is None:
@@ -215,3 +219,23 @@ def tightened(configured: SandboxMode, requested: SandboxMode | None) -> Sandbox
             messages.SANDBOX_LOOSER.format(requested=requested, configured=configured)
         )
     return requested
+
+
+def for_connection(
+    current: Settings, file: Settings, overrides: ConnectionSettings | None
+) -> Settings:
+    """An `initialize`'s settings: the file's with the host's overrides, never with
+    a sandbox looser than the connection already has. Asking for none keeps the
+    connection's; asking for a looser one is refused."""
+    settings = file if overrides is None else with_overrides(file, overrides)
+    have, got = current.sandbox.mode, settings.sandbox.mode
+    if SANDBOX_STRICTNESS.index(got) >= SANDBOX_STRICTNESS.index(have):
+        return settings
+    section = msgspec.UNSET if overrides is None else overrides.sandbox
+    if not isinstance(section, msgspec.UnsetType) and not isinstance(
+        section.mode, msgspec.UnsetType
+    ):
+        message = messages.SANDBOX_LOOSER_THAN_CONNECTION.format(requested=got, current=have)
+        raise InvalidArgument(message)
+    replace = msgspec.structs.replace
+    return replace(settings, sandbox=replace(settings.sandbox, mode=have))

@@ -1,6 +1,6 @@
-"""A shell's channels besides its stdin: the status pipe and the output FIFOs.
+"""A shell's channels besides its stdin: the status FIFO and the output FIFOs.
 
-The status pipe carries one record per command (see `shellproto.py`). Each
+The status FIFO carries one record per command (see `shellproto.py`). Each
 command writes into a FIFO of its own. Its reader forwards what it reads
 while the command is current, pausing when the consumer asks it to
 (backpressure), then drains what is left when the command ends, bounded by
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -22,7 +23,7 @@ import anyio
 
 from server import fdio
 from server.runtime import drain
-from server.runtime.shellproto import RecordReader, StatusRecord
+from server.runtime.shellproto import TOKEN_BYTES, BadRecord, RecordReader, StatusRecord
 
 READ_CHUNK_BYTES = 256 * 1024
 STATUS_READ_BYTES = 4096
@@ -197,27 +198,67 @@ class Fifos:
 
 
 class StatusChannel:
-    """The status pipe: every record, then None when the shell is gone."""
+    """The status FIFO: the running command's record, or None once the shell is
+    gone; anything else in it (see `RecordReader`) goes to `on_bad`, once, and
+    ends the channel.
 
-    def __init__(self, fd: int, on_record: Callable[[StatusRecord | None], None]) -> None:
-        self._fd = fd
+    Our own writer keeps it from reading as EOF between the driver's writes,
+    so the shell's end comes from its exit (`shell_exited`), not from here."""
+
+    def __init__(
+        self,
+        path: Path,
+        on_record: Callable[[StatusRecord | None], None],
+        on_bad: Callable[[BadRecord], None],
+    ) -> None:
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._hold = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         self._on_record = on_record
+        self._on_bad = on_bad
         self._records = RecordReader()
         self.ended = False
-        self._watch = fdio.Watch(fd, self._readable)
+        self._watch = fdio.Watch(self._fd, self._readable)
+
+    def expect(self) -> str:
+        """A fresh token for the next command, which its record must carry."""
+        token = secrets.token_hex(TOKEN_BYTES)
+        self._records.expect(token)
+        return token
 
     def _readable(self) -> None:
+        self._read_once()
+
+    def _read_once(self) -> bool:
+        """One read; whether there may be more."""
+        if self.ended:
+            return False
         try:
             data = os.read(self._fd, STATUS_READ_BYTES)
         except BlockingIOError:
-            return
-        if not data:
+            return False
+        try:
+            record = self._records.feed(data)
+        except BadRecord as bad:
             self.ended = True
             self._watch.stop()
-            self._on_record(None)
-            return
-        for record in self._records.feed(data):
+            self._on_bad(bad)
+            return False
+        if record is not None:
             self._on_record(record)
+        return True
 
-    def stop(self) -> None:
+    def shell_exited(self) -> None:
+        """Read what the shell wrote before it went, then say it is gone."""
+        while self._read_once():
+            pass
+        self.ended = True
         self._watch.stop()
+        self._on_record(None)
+
+    def close(self) -> None:
+        self._watch.stop()
+        anyio.notify_closing(self._fd)
+        for fd in (self._fd, self._hold):
+            os.close(fd)

@@ -150,6 +150,11 @@ class ShellPool:
         _log.error(message)
         return SandboxUnavailable(message, detail=said)
 
+    def retire(self, shell: Shell) -> None:
+        """Close a shell its session let go of, in the pool's task group: the caller,
+        which cannot wait, has already made sure no command runs on it."""
+        self._tg.start_soon(self.close, shell, self.grace_seconds)
+
     async def close(self, shell: Shell, grace_seconds: float) -> None:
         try:
             await shell.close(grace_seconds)

@@ -18,7 +18,7 @@ from server.runtime.pty import PtyRun
 from server.runtime.ptylane import PtyLane
 from server.runtime.runners import Execution, RunRequest, RunResult
 from server.runtime.sessions import Session, expand_home, resolve_path
-from server.runtime.shellproto import SNAPSHOT_ENV, SOURCE_SNAPSHOT
+from server.runtime.shellproto import SNAPSHOT_ENV, after_snapshot
 from server.runtime.startlog import StartLog
 
 # How long a killed PTY program's exit status is awaited before giving up.
@@ -60,9 +60,8 @@ async def _on_pty(
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
-            # On its own line, so the command is parsed after the snapshot's aliases exist.
             full_env[SNAPSHOT_ENV] = config.snapshot
-            command = f"{SOURCE_SNAPSHOT}\n{command}"
+            command = after_snapshot(command)
         if session.config.sandbox is not None:
             command = PTY_STDERR_TO_TERMINAL + command
         # Before the tracker: a sandbox that cannot start fails with nothing made.

@@ -125,7 +125,19 @@ class Runtime:
             sandbox=self.sandbox_policy(sandbox_mode, cwd),
         )
         full_env = self._shell_env(session_env)
-        return self.sessions.add(Session(session_id, config, full_env, cwd, self.workspace))
+        session = Session(session_id, config, full_env, cwd, self.workspace, opened_in=cwd)
+        return self.sessions.add(session)
+
+    def tighten(self, session: Session, mode: SandboxMode) -> None:
+        """Put the session under `mode`, stricter than its own: its shell is closed
+        with all it started, so the next command's starts confined, and the next
+        result says so. The caller makes sure no command of the session runs."""
+        policy = self.sandbox_policy(mode, session.opened_in)
+        session.config = msgspec.structs.replace(session.config, sandbox=policy)
+        shell = session.drop_shell()
+        if shell is not None:
+            session.tightened_to = mode
+            self.pool.retire(shell)
 
     def session_env(self, env: dict[str, str] | None) -> dict[str, str]:
         """The environment a new session's shell gets for the caller's `env`."""

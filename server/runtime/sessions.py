@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from protocol.methods import SandboxMode
 from server.runtime.procs import Scan
 from server.runtime.shell import Shell
 from server.runtime.shelltypes import ShellConfig
@@ -46,6 +47,14 @@ class Session:
     last_used: float = field(default_factory=anyio.current_time)
     # A shell of the session ended, taking its state, and no result has said so yet.
     shell_lost: bool = False
+    # Where the host opened the session: what its sandbox shows, whatever its mode.
+    opened_in: str = ""
+    # The mode the sandbox was tightened to, closing a shell, and no result has said so yet.
+    tightened_to: SandboxMode | None = None
+
+    @property
+    def sandbox_mode(self) -> SandboxMode:
+        return "off" if self.config.sandbox is None else self.config.sandbox.mode
 
     @property
     def home(self) -> str | None:

@@ -6,8 +6,10 @@ How a command's end is found without reading its output:
 - The command runs with ``eval`` in the shell itself (state persists), with
   stdin from /dev/null and stdout+stderr sent to a per-command FIFO.
 - When ``eval`` returns, the shell writes a status record (its exit status,
-  directory and more; see `shellproto.py`) to a separate status pipe. That
-  record, not the output, marks the end.
+  directory and more; see `shellproto.py`) to a status FIFO, which the
+  command has no descriptor of, with a token the command cannot read. That
+  record, not the output, marks the end; anything else in the FIFO kills
+  the shell (its session's next command starts a new one).
 - Background jobs keep the FIFO open. After the status arrives the output is
   drained until EOF or a short silence (see `fifo.py` and `drain.py`). A FIFO
   still held open then keeps being read (and discarded), so a chatty
@@ -26,21 +28,23 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import fdio
+from server import log
 from server.runtime import bwrap, child, drain, procs, startlog
-from server.runtime.channels import Backpressure, Fifos, OutputPipe, StatusChannel
+from server.runtime.channels import Backpressure, Fifos, OutputPipe
 from server.runtime.containment import Tracker
 from server.runtime.procs import Scan
 from server.runtime.shellproto import (
     SNAPSHOT_ENV,
+    BadRecord,
     StatusRecord,
-    bootstrap,
     command_fields,
-    driver_line,
 )
 from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
+from server.runtime.shellwire import ShellWire
 
 SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
+
+_log = log.get("shell")
 
 
 class Shell:
@@ -75,12 +79,10 @@ class Shell:
         # The pids of the shell's process chain (bwrap's two, then bash), once known.
         self._chain: set[int] | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._control = self._status = self._fields = -1
-        self._channel: StatusChannel | None = None
+        self._wire: ShellWire | None = None
         # Shell text that restores the user's traps, from the last record.
         self._restore = ""
         self._last_job: int | None = None
-        self._status_fd_in_shell = -1
         self._current: OutputPipe | None = None
         self._record: StatusRecord | None = None
         self._record_ready = anyio.Event()
@@ -105,19 +107,12 @@ class Shell:
                 tg.cancel_scope.cancel()
         finally:
             self.dead = True
-            if self._channel is not None:
-                self._channel.stop()
+            if self._wire is not None:
+                self._wire.close()
             if self._current is not None:
                 self._current.stop()
             if self._fifos is not None:
                 self._fifos.close()
-            for fd in (self._control, self._status):
-                if fd >= 0:
-                    anyio.notify_closing(fd)
-                    os.close(fd)
-            if self._fields >= 0:
-                os.close(self._fields)
-            self._control = self._status = self._fields = -1
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
@@ -130,42 +125,31 @@ class Shell:
             runtime_dir=str(self._dir.parent),
         )
         self._dir.mkdir(mode=0o700)
-        control_r, control_w = os.pipe()
-        status_r, status_w = os.pipe()
+        self._wire = wire = ShellWire(self._dir, self.name, self._on_record, self._on_bad_record)
         try:
             self._process = child.spawn(
                 launch.argv,
                 tracker=self.tracker,
-                stdin=control_r,
+                stdin=wire.stdin,
                 cwd=self.cwd,
                 env=self._env,
-                pass_fds=(status_w, *launch.pass_fds),
+                pass_fds=launch.pass_fds,
                 stderr=self.start_log.write_end if self.start_log else subprocess.DEVNULL,
                 # bwrap starts its namespace at once, and bash runs $BASH_ENV first.
                 waits_for_input=not (self.config.sandbox or "BASH_ENV" in self._env),
             )
-        except BaseException:
-            for fd in (control_w, status_r):
-                os.close(fd)
-            raise
         finally:
-            os.close(control_r)
-            os.close(status_w)
+            wire.spawned()
             launch.close()
-        os.set_blocking(control_w, False)
-        os.set_blocking(status_r, False)
-        self._control, self._status = control_w, status_r
-        self._status_fd_in_shell = status_w
         assert self._tg is not None
         self._tg.start_soon(self._watch_exit)
-        self._channel = StatusChannel(status_r, self._on_record)
-        fields_path = self._dir / f"{self.name}.in"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-        self._fields = os.open(fields_path, flags, 0o600)
-        await self._send(bootstrap(status_w, str(fields_path), self.config.snapshot is not None))
+        await wire.start(self.config.snapshot is not None)
 
     def _on_record(self, record: StatusRecord | None) -> None:
-        """A record ends the running command: wake `run`, which was forwarding output."""
+        """A record, or the shell's end, ends the running command (the first of
+        them): wake `run`, which was forwarding output."""
+        if self._record_ready.is_set():
+            return
         self._record = record
         self._record_ready.set()
         if self._current is not None:
@@ -178,12 +162,24 @@ class Shell:
         self.dead = True
         self.tracker.leader_exited()
         self._exited.set()
+        if self._wire is not None:
+            self._wire.status.shell_exited()
 
-    async def _send(self, data: bytes) -> None:
-        try:
-            await fdio.write_all(self._control, data)
-        except BrokenPipeError:
-            raise ShellDied from None
+    def _on_bad_record(self, bad: BadRecord) -> None:
+        """Only the driver writes the status FIFO: a command that did dies with its shell."""
+        _log.warning("killing shell %s: its status FIFO carried %s", self.name, bad)
+        assert self._tg is not None
+        self._tg.start_soon(self.tracker.kill, self._leader(), 0)
+
+    def _leader(self) -> int | None:
+        """Whom a kill stops first: the shell, or a sandboxed one's namespace init."""
+        if self._process is None or self.dead:
+            return None
+        if self.config.sandbox is not None:
+            # Its death takes the whole namespace down at once, so a command
+            # that traps TERM runs not one more statement.
+            return procs.sandbox_init(self._process.pid)
+        return self._process.pid
 
     async def run(
         self,
@@ -199,7 +195,8 @@ class Shell:
             raise ShellDied
         if self.config.prefix:
             command = f"{self.config.prefix} {command}"
-        if self._channel is None or self._channel.ended:
+        wire = self._wire
+        if wire is None or wire.status.ended:
             raise ShellDied
         fifo = self._fifos.take()
         hold = fifo.hold()
@@ -212,8 +209,7 @@ class Shell:
             fields = command_fields(
                 output=str(fifo.path), cwd=cwd, prefix=self._restore, command=command, env=env
             )
-            os.pwrite(self._fields, fields, 0)
-            await self._send(driver_line(self._status_fd_in_shell, list(env)))
+            await wire.hand(fields, env)
             # Output is forwarded (by callback) until the status record; our own
             # writer (hold) keeps the FIFO from ending first.
             await pipe.until(ready)
@@ -288,12 +284,7 @@ class Shell:
         """Kill the shell first, then everything it started; then end ``serve``."""
         with anyio.CancelScope(shield=True):
             if self._process is not None:
-                leader = None if self.dead else self._process.pid
-                if leader is not None and self.config.sandbox is not None:
-                    # Its death takes the whole namespace down at once, so a command
-                    # that traps TERM runs not one more statement.
-                    leader = procs.sandbox_init(leader)
-                await self.tracker.kill(leader, grace_seconds)
+                await self.tracker.kill(self._leader(), grace_seconds)
                 await self._wait_exit()
                 await self.collect_after_kill()
             self.tracker.release()

@@ -5,23 +5,34 @@ variable that may be unset has a default.
 
 The shell reads a driver line, then the command's fields NUL-terminated, so
 no byte of a command is ever parsed by the server. It `eval`s the command
-with its output in a FIFO, then writes a status record to the status pipe:
-``traps\\0status\\0pwd\\0flags\\0lastjob\\0``: `trap -p` of the debugging
-traps (empty most of the time, and then the record is a single write), the
-exit status, the working directory, `$-` and `$!`.
+with its output in a FIFO, then writes a status record to the status FIFO:
+``traps\\0status\\0pwd\\0flags\\0lastjob\\0token\\0``: `trap -p` of the
+debugging traps (empty most of the time), the exit status, the working
+directory, `$-`, `$!` and the command's token.
+
+The command must not be able to write that record. The driver opens the
+status FIFO only after `eval` returns, so the command has no descriptor of
+it (a descriptor saved around a redirection, `>&10`, is reachable). The
+FIFO's path is: what comes in by it must carry the token, 128 random bits
+that the server puts on the driver line, so only the line's text (bash's
+memory) holds it, and the record proves it was written by that line. For
+the same reason the driver turns `set -v` (which prints lines as they are
+read), `set -x` and the history list off before it names the token; the
+first two come back with the traps.
 
 The user's DEBUG, ERR and RETURN traps and `set -x` must never show the
 driver's own steps. So the record's last act is to suspend them, and the
 next command restores them from the record at the start of its `eval`,
 where they apply to the user's commands alone. (Until they are suspended,
-a DEBUG trap still runs before the three steps that read and clear the
-traps, with its output in /dev/null.) ERR needs one thing more: when the
-user's last command fails, `eval` fails too and would fire ERR a second
-time, so the restored ERR trap skips exactly that one firing.
+a DEBUG trap still runs before the steps that read and clear the traps,
+with its output in the shell's own, /dev/null.) ERR needs one thing more:
+when the user's last command fails, `eval` fails too and would fire ERR a
+second time, so the restored ERR trap skips exactly that one firing.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
 import shlex
 from collections.abc import Mapping
@@ -32,16 +43,36 @@ SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
 # Replays the user's rc snapshot; its own output and errors are not the command's.
 SOURCE_SNAPSHOT = f'\\command source "${SNAPSHOT_ENV}" >/dev/null 2>&1 </dev/null'
 SUSPENDED_TRAPS = ("DEBUG", "ERR", "RETURN")
-RECORD_FIELDS = 5
+# `set -v` and `set -x`: off between commands, back at the start of the next one.
+RESTORED_FLAGS = "vx"
+RECORD_FIELDS = 6
+# 128 bits, as hex: a record that does not carry the running command's is forged.
+TOKEN_BYTES = 16
+# Traps' code is the one field of any size; beyond this a record is junk.
+MAX_RECORD_BYTES = 1024 * 1024
 # The output FIFO, the cwd and the command; the per-command variables follow.
 FIXED_FIELDS = 3
-# The one simple command that runs the user's text; ERR skips its failure.
-_EVAL = '\\command eval "$__bashrpc_cmd"'
+# Where `eval` numbers the lines of its text from: its own line, less one. The
+# subscript assigns LINENO (bash's parse line) while the eval's words expand,
+# after its line was set and before its text is parsed, and expands to nothing.
+RESET_LINENO = "${{__bashrpc_nil[LINENO={line}]-}}"
+# The one simple command that runs the user's text, whose first line (the restore
+# prefix) is line 0, so the user's own lines are numbered as `bash -c` numbers
+# them; ERR skips its failure.
+_EVAL = '\\command eval "$__bashrpc_cmd" ' + RESET_LINENO.format(line=0)
 # The ERR trap as restored: the user's code lives in a variable.
 ERR_WRAPPER = '__bashrpc_skip_err || \\command eval "$__bashrpc_err"'
 
 
-def bootstrap(status_fd: int, fields_path: str, snapshot: bool) -> bytes:
+def after_snapshot(command: str) -> str:
+    """A `bash -c` text that replays the rc snapshot, then runs `command`: on a
+    line of its own, so it is parsed after the snapshot's aliases exist, under
+    `eval`, so its lines are numbered from 1 as in a `bash -c` of its own."""
+    reset = RESET_LINENO.format(line=1)
+    return f"{SOURCE_SNAPSHOT}\n\\command eval {reset} {shlex.quote(command)}"
+
+
+def bootstrap(status_path: str, fields_path: str, snapshot: bool) -> bytes:
     """Defines the driver; sent once, before the first command.
 
     bash reads a pipe one byte per system call, so what crosses the control
@@ -56,8 +87,8 @@ def bootstrap(status_fd: int, fields_path: str, snapshot: bool) -> bytes:
     return (
         f"""
 set +o history 2>/dev/null
-{source}__bashrpc_in={shlex.quote(fields_path)}
-__bashrpc_line={shlex.quote(_line(status_fd, []))}
+{source}__bashrpc_in={shlex.quote(fields_path)} __bashrpc_sfifo={shlex.quote(status_path)}
+__bashrpc_line={shlex.quote(_line([]))}
 __bashrpc_recv() {{
   \\builtin mapfile -d '' -n "$1" -t __bashrpc_f < "$__bashrpc_in" || return 1
   __bashrpc_out=${{__bashrpc_f[0]}} __bashrpc_cwd=${{__bashrpc_f[1]}}
@@ -68,8 +99,8 @@ __bashrpc_cd() {{
   [[ -z $__bashrpc_cwd || $__bashrpc_cwd == "$PWD" ]] || \\command cd -- "$__bashrpc_cwd"
 }}
 __bashrpc_done() {{
-  \\command printf '\\0%s\\0%s\\0%s\\0%s\\0' "$1" "$PWD" "$-" "${{!-}}" >&{status_fd}
-  \\builtin set +x
+  \\command printf '\\0%s\\0%s\\0%s\\0%s\\0%s\\0' "$1" "$PWD" "$__bashrpc_flags" "${{!-}}" "$2" \\
+    >"$__bashrpc_sfifo"
 }}
 __bashrpc_skip_err() {{
   local __bashrpc_s=$?
@@ -82,7 +113,7 @@ shopt -s expand_aliases
     ).encode()
 
 
-def _line(status_fd: int, env_names: list[str]) -> str:
+def _line(env_names: list[str]) -> str:
     assigns = "".join(f'{name}="${{__bashrpc_env[{i}]}}" ' for i, name in enumerate(env_names))
     traps = " ".join(SUSPENDED_TRAPS)
     # Traps are read and cleared at the top level: a function would see none,
@@ -90,8 +121,11 @@ def _line(status_fd: int, env_names: list[str]) -> str:
     return (
         f"__bashrpc_recv {FIXED_FIELDS + len(env_names)} && "
         f"{{ __bashrpc_cd && {assigns}{_EVAL}; }} "
-        f'</dev/null >"$__bashrpc_out" 2>&1 {status_fd}>&-; __bashrpc_status=$?; '
-        f"\\builtin trap -p {traps} >&{status_fd}; \\builtin trap - {traps}; "
+        '</dev/null >"$__bashrpc_out" 2>&1; __bashrpc_status=$? __bashrpc_flags=$-; '
+        # Nothing prints or records a line from here on, nor the next one as it is
+        # read, with its token: -v and -x come back with the traps.
+        "\\builtin set +vx +o history; "
+        f'\\builtin trap -p {traps} >"$__bashrpc_sfifo"; \\builtin trap - {traps}; '
         # Put the alias back only if the user's command took it away.
         "[[ $BASHOPTS == *expand_aliases* && ${BASH_ALIASES[__bashrpc_go]-} ]] || "
         '{ \\builtin shopt -s expand_aliases; \\builtin alias __bashrpc_go="$__bashrpc_line"; }; '
@@ -99,22 +133,25 @@ def _line(status_fd: int, env_names: list[str]) -> str:
     )
 
 
-def driver_line(status_fd: int, env_names: list[str]) -> bytes:
+def driver_line(token: str, env_names: list[str]) -> bytes:
     """What runs one command: the alias, or, with per-command variables (whose
-    validated names are spliced in), the whole line."""
+    validated names are spliced in), the whole line; then the token, the last
+    argument of `__bashrpc_done`."""
     if not env_names:
-        return b"__bashrpc_go\n"
-    return (_line(status_fd, env_names) + "\n").encode()
+        return f"__bashrpc_go {token}\n".encode()
+    return f"{_line(env_names)} {token}\n".encode()
 
 
 def command_fields(
     *, output: str, cwd: str | None, prefix: str, command: str, env: Mapping[str, str]
 ) -> bytes:
-    """The fields file: the FIFO, the cwd, the command (after the restore prefix), env values.
+    """The fields file: the FIFO, the cwd, the command (on the line after the
+    restore prefix, a line of its own), env values.
 
     It is rewritten in place, never truncated (that cost more than the rest
     of a command on ext4): the driver reads exactly as many fields as it wrote."""
-    fields = [os.fsencode(output), os.fsencode(cwd or ""), os.fsencode(prefix) + command.encode()]
+    text = os.fsencode(prefix) + b"\n" + command.encode()
+    fields = [os.fsencode(output), os.fsencode(cwd or ""), text]
     fields += [value.encode() for value in env.values()]
     return b"".join(f + b"\0" for f in fields)
 
@@ -130,19 +167,26 @@ class StatusRecord(msgspec.Struct, frozen=True):
     last_job: int | None = None
 
     def restore_prefix(self) -> str:
-        """Shell text that puts the suspended traps and `set -x` back."""
-        if not self.traps and "x" not in self.flags:
+        """Shell text, on one line, that puts the suspended traps and `set -x` back."""
+        if not self.traps and not any(flag in self.flags for flag in RESTORED_FLAGS):
             return ""
         lines = []
         for signal, code in parse_traps(self.traps).items():
             if signal == "ERR":
                 if code != ERR_WRAPPER:
-                    lines.append(f"__bashrpc_err={shlex.quote(code)}")
+                    lines.append(f"__bashrpc_err={_quote_on_one_line(code)}")
                 code = ERR_WRAPPER
-            lines.append(f"\\builtin trap -- {shlex.quote(code)} {signal}")
-        if "x" in self.flags:
-            lines.append("\\builtin set -x")
-        return "".join(f"{line}\n" for line in lines)
+            lines.append(f"\\builtin trap -- {_quote_on_one_line(code)} {signal}")
+        lines += [f"\\builtin set -{flag}" for flag in RESTORED_FLAGS if flag in self.flags]
+        return "; ".join(lines)
+
+
+def _quote_on_one_line(text: str) -> str:
+    """A shell word for `text` with no newline in it: the restore prefix is one line."""
+    if "\n" not in text:
+        return shlex.quote(text)
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n")
+    return f"$'{escaped}'"
 
 
 def parse_traps(text: str) -> dict[str, str]:
@@ -155,27 +199,67 @@ def parse_traps(text: str) -> dict[str, str]:
     return out
 
 
+class BadRecord(Exception):
+    """The status FIFO carried what the driver never writes."""
+
+
 class RecordReader:
-    """Splits the status pipe's bytes into records."""
+    """Takes the running command's record from the status FIFO's bytes: each byte
+    is scanned once, at most MAX_RECORD_BYTES are held, and anything but the one
+    record that carries the expected token (junk, a forgery, a record when none
+    is expected, bytes after it) is a BadRecord."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._scanned = 0
+        self._ends: list[int] = []
+        self._token: bytes | None = None
 
-    def feed(self, data: bytes) -> list[StatusRecord]:
+    def expect(self, token: str) -> None:
+        """The next record must carry `token`."""
+        self._token = token.encode()
+
+    def feed(self, data: bytes) -> StatusRecord | None:
+        if not data:
+            return None
+        if self._token is None:
+            raise BadRecord("a record when no command runs")
         self._buf += data
-        records: list[StatusRecord] = []
-        while True:
-            fields = self._buf.split(b"\0", RECORD_FIELDS)
-            if len(fields) <= RECORD_FIELDS:
-                return records
-            traps, status, pwd, flags, last_job, rest = fields
-            self._buf = bytearray(rest)
-            records.append(
-                StatusRecord(
-                    status=int(status),
-                    pwd=os.fsdecode(bytes(pwd)),
-                    flags=flags.decode("ascii", "replace"),
-                    traps=traps.decode("utf-8", "surrogateescape"),
-                    last_job=int(last_job) if last_job else None,
-                )
-            )
+        while len(self._ends) < RECORD_FIELDS:
+            end = self._buf.find(b"\0", self._scanned)
+            if end < 0:
+                self._scanned = len(self._buf)
+                break
+            self._ends.append(end)
+            self._scanned = end + 1
+        if len(self._buf) > MAX_RECORD_BYTES:
+            raise BadRecord("a record too large")
+        if len(self._ends) < RECORD_FIELDS:
+            return None
+        if self._scanned != len(self._buf):
+            raise BadRecord("bytes after the record")
+        record = self._parse(self._token)
+        self._buf, self._scanned, self._ends, self._token = bytearray(), 0, [], None
+        return record
+
+    def _parse(self, token: bytes) -> StatusRecord:
+        starts = [0, *(end + 1 for end in self._ends[:-1])]
+        fields = [bytes(self._buf[a:b]) for a, b in zip(starts, self._ends, strict=True)]
+        traps, status, pwd, flags, last_job, theirs = fields
+        if not hmac.compare_digest(theirs, token):
+            raise BadRecord("a record without the command's token")
+        numbers = status.isdigit() and len(status) <= 3 and (last_job.isdigit() or not last_job)
+        if not numbers or not (flags.isalpha() or not flags):
+            raise BadRecord("a malformed record")
+        text = traps.decode("utf-8", "surrogateescape")
+        try:
+            parse_traps(text)
+        except ValueError:
+            raise BadRecord("a malformed record") from None
+        return StatusRecord(
+            status=int(status),
+            pwd=os.fsdecode(pwd),
+            flags=flags.decode("ascii"),
+            traps=text,
+            last_job=int(last_job) if last_job else None,
+        )

@@ -157,11 +157,19 @@ class CommandService:
         aborted = outcome.cancelled and not outcome.timed_out
         if run.shell_restarted and (spec.result_when_cancelled or not aborted):
             session.shell_lost = False
+            if session.tightened_to is not None:
+                notice = messages.SANDBOX_TIGHTENED.format(mode=session.tightened_to)
+                outcome = msgspec.structs.replace(outcome, sandbox_tightened=notice)
+                session.tightened_to = None
         policy = session.config.sandbox
         denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
         if denied is not None and policy is not None:
             outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
         return outcome
+
+    def running(self, session_id: str) -> bool:
+        """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
+        return any(execution.session_id == session_id for execution in self._executions)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all)."""

@@ -25,6 +25,8 @@ class Outcome(msgspec.Struct, frozen=True):
     shell_restarted: bool = False
     # (directory, workspace): a new shell could not enter the one, so it started in the other.
     cwd_fallback: tuple[str, str] | None = None
+    # The line saying the session's sandbox was tightened, so its shell restarted confined.
+    sandbox_tightened: str | None = None
 
     @property
     def notice(self) -> str | None:
@@ -45,6 +47,8 @@ class Outcome(msgspec.Struct, frozen=True):
                     cwd=paths.printable(gone), workspace=paths.printable(workspace)
                 )
             )
+        if self.sandbox_tightened is not None:
+            lines.append(self.sandbox_tightened)
         if self.shell_restarted:
             lines.append(messages.SHELL_RESTARTED)
         return "\n".join(lines) or None

@@ -10,8 +10,9 @@ from protocol import messages, paths
 from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
-from server.runtime.sessions import resolve_path
+from server.runtime.sessions import Session, resolve_path
 from server.services.commands import CommandService, reject_unexecable
+from server.settings import stricter
 
 
 class SessionView(msgspec.Struct, frozen=True):
@@ -35,7 +36,8 @@ class SessionService:
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
     ) -> tuple[str, str]:
-        """(id, cwd) of a new session, or of the existing one of that id, unchanged."""
+        """(id, cwd) of a new session, or of the existing one of that id, unchanged
+        but for a stricter sandbox (see `tighten`)."""
         runtime = self._runtime
         for name, value in [("cwd", cwd), *(((f"env.{k}", v) for k, v in (env or {}).items()))]:
             if value is not None and "\0" in value:
@@ -49,7 +51,23 @@ class SessionService:
             if cwd is not None:
                 directory = _existing_dir(directory, cwd)
             session = runtime.new_session(session_id, directory, env, sandbox_mode)
+        else:
+            self.tighten([session], sandbox_mode)
         return session.id, session.cwd
+
+    def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
+        """Put the sessions looser than `mode` under it (see `Runtime.tighten`). All
+        or none: a session running a command is refused (-32602) before any changes."""
+        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
+        for session in looser:
+            if self._commands.running(session.id):
+                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
+                raise errors.InvalidArgument(message)
+        for session in looser:
+            self._runtime.tighten(session, mode)
+
+    def tighten_all(self, mode: SandboxMode) -> None:
+        self.tighten(self._runtime.sessions.all(), mode)
 
     async def close(self, session_id: str) -> bool:
         """Abort the session's commands and kill its shell and all it started."""

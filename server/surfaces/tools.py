@@ -30,7 +30,7 @@ from protocol.methods import PtyOutput
 from server.connection import RequestContext
 from server.services import toolargs, toolcall
 from server.services.streams import streaming
-from server.settings import with_overrides
+from server.settings import for_connection
 from server.wire.registry import Registry
 
 SERVER_NAME = "bashrpc"
@@ -49,10 +49,13 @@ def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResul
     host = params.initialization_options
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
-    connection.host = host or HostOptions()
-    connection.settings = connection.file_settings
-    if connection.host.settings is not None:
-        connection.settings = with_overrides(connection.settings, connection.host.settings)
+    host = host or HostOptions()
+    # Refused before anything changes: a looser sandbox than the connection has, or
+    # a stricter one while a session it would tighten runs a command.
+    settings = for_connection(connection.settings, connection.file_settings, host.settings)
+    ctx.services.sessions.tighten_all(settings.sandbox.mode)
+    connection.settings = settings
+    connection.host = host
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION

@@ -364,3 +364,31 @@ def test_an_env_the_kernel_cannot_exec_is_refused(server: InProcessServer) -> No
     assert server.bash('echo "${#BIG}"', sessionId="big").output == f"{len(longest)}\n"
     out = server.bash("bash -c 'echo \"${#BIG}\"'", env={"BIG": longest})
     assert out.output == f"{len(longest)}\n"
+
+
+def _error_line(output: str) -> str:
+    """The `line N: ...` of bash's error message, without the name bash was run by."""
+    return output.replace("\r\n", "\n").partition(": ")[2]
+
+
+def _bash_c_error(command: str) -> str:
+    """What `bash -c` says of the command on stderr."""
+    return _error_line(
+        subprocess.run(["bash", "-c", command], capture_output=True, text=True).stderr
+    )
+
+
+def test_errors_name_the_line_bash_c_would(spawn, tmp_path) -> None:
+    # An rc snapshot: a PTY command replays it first, a shell at its start.
+    (tmp_path / "home" / ".bashrc").write_text("alias greet='echo hello'\n")
+    server = spawn()
+    one_line, third_line = "nosuch_command_17", "true\ntrue\nnosuch_command_17"
+    assert _bash_c_error(one_line) == "line 1: nosuch_command_17: command not found\n"
+    assert _bash_c_error(third_line) == "line 3: nosuch_command_17: command not found\n"
+    for command in (one_line, third_line, one_line):
+        for pty in (False, True):
+            output = _error_line(server.bash(command, pty=pty).output)
+            assert output == _bash_c_error(command), (command, pty)
+        # Traps to restore come before the command's own text, and count for nothing.
+        server.bash("trap 'true' DEBUG; set -x; set +x")
+    assert server.bash("echo $LINENO; greet", pty=True).output == "1\nhello\n"

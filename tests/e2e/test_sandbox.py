@@ -16,6 +16,7 @@ from protocol.errors import ErrorCode
 from protocol.mcp import BashStructured, CallToolResult
 from tests.e2e.test_tools import call_tool, initialize, text_of
 from tests.inprocess import InProcessServer
+from tests.rpc import wait_until
 from tests.sandboxing import skip_without_sandbox
 
 EXIT_BOUND_SECONDS = 20.0
@@ -147,6 +148,66 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path)
     structured = result.structured_content
     assert isinstance(structured, BashStructured) and structured.sandbox_denied
     assert "[The sandbox (read-only) denied writing" in text_of(result)
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_later_initialize_never_loosens_the_connections_sandbox(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    initialize(server, settings={"sandbox": {"mode": "read-only"}})
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    for looser in ("off", "full", "workspace-write"):
+        options = {"initializationOptions": {"settings": {"sandbox": {"mode": looser}}}}
+        error = server.error("initialize", {**params, **options})
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert error.data == messages.SANDBOX_LOOSER_THAN_CONNECTION.format(
+            requested=looser, current="read-only"
+        )
+    # Asking for no sandbox at all keeps the one the connection has.
+    server.result("initialize", params)
+    server.result("initialize", {**params, "initializationOptions": {}})
+    server.result("session/open", {"sessionId": "new"})
+    for session in ("new", "other"):
+        assert server.bash("echo x > f", sessionId=session).sandbox_denied
+    assert not (tmp_path / "f").exists()
+
+
+def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    outside = Path("/var/tmp") / f"bashrpc-tighten-{os.getpid()}"
+    server.bash("sleep 300 &")
+    server.result("session/open", {"sessionId": "default", "sandbox": "workspace-write"})
+    result = server.bash(f"touch {outside}")
+    assert result.exit_code != 0 and result.sandbox_denied and result.shell_restarted
+    notice = messages.SANDBOX_TIGHTENED.format(mode="workspace-write")
+    assert result.output.startswith(notice)
+    assert not outside.exists()
+    # The old shell went with what it started.
+    assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 300" in c])
+    assert notice not in server.bash("true").output
+    # Not while a command runs there: that would leave it unconfined.
+    ident = server.request("bash", {"command": "echo started; sleep 30", "sessionId": "busy"})
+    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    error = server.error("session/open", {"sessionId": "busy", "sandbox": "read-only"})
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.data == messages.SANDBOX_TIGHTEN_BUSY.format(session="busy", mode="read-only")
+    # Nor an initialize that would tighten it; nothing changed, so default writes on.
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    strict = {"initializationOptions": {"settings": {"sandbox": {"mode": "read-only"}}}}
+    assert server.error("initialize", {**params, **strict}).code == ErrorCode.INVALID_PARAMS
+    assert server.bash("echo x > f && cat f").output == "x\n"
+    server.abort(sessionId="busy")
+    server.bash_result(ident)
+    # An initialize after the sessions exist tightens them all, the tool call's too.
+    call_tool(server, command="true")
+    server.result("initialize", {**params, **strict})
+    assert server.bash("echo y > g").shell_restarted
+    # (The aborted command took its shell: there was none to restart.)
+    for session in ("default", "busy"):
+        assert server.bash("echo y > g", sessionId=session).sandbox_denied, session
+    tool = call_tool(server, command="echo y > g")
+    assert tool.is_error and "[The sandbox (read-only) denied writing" in text_of(tool)
     assert not (tmp_path / "g").exists()
 
 
