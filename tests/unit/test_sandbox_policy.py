@@ -41,9 +41,9 @@ def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
     assert pairs(argv, "--bind-try") == [WORKSPACE, "/usr/share"]
     assert pairs(argv, "--bind") == ["/run/s1"]
     protected = pairs(argv, "--ro-bind-try")
-    assert f"{WORKSPACE}/.git/hooks" in protected and "/usr/share/secrets" in protected
+    assert protected == [f"{WORKSPACE}/secrets", "/usr/share/secrets"]
     # Order matters: the private /tmp first, the roots over it, the protected over them.
-    assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/.git/hooks")
+    assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/secrets")
 
 
 def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None:

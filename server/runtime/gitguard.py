@@ -1,0 +1,149 @@
+"""What the host's git runs must not be a confined command's to change (pure).
+
+The host runs git in the workspace later (`git status`, `git commit`, an
+editor's background `git`), and git runs what its git dirs say: hooks, and
+the commands of config keys (`core.fsmonitor`, `core.hooksPath`,
+`core.sshCommand`, `core.pager`, `diff.*.textconv`, `filter.*`, `include.path`
+and the rest). So in workspace-write, every git dir a writable root's git
+reaches is bound so that what decides those stays as the host had it:
+
+- Each git dir in a root is bound over itself, with every directory between it
+  and the one it is nested in (`modules/`, `worktrees/`): a mount point cannot
+  be renamed, so `mv .git .git-old` and a fresh `.git` fail, and so does
+  moving `.git/modules` aside.
+- In it, `config`, `config.worktree`, `commondir`, `gitdir` and `hooks` are
+  bound read-only. Those missing are made first (`PLACEHOLDERS`): a name must
+  exist to be covered, and one a command could create would be read (a
+  `commondir` pointing at a copy with a planted config, say).
+- A git dir's own root stays writable otherwise: git makes `index.lock`,
+  `HEAD.lock`, `packed-refs.lock` and `COMMIT_EDITMSG` there and renames them
+  over `index`, `HEAD`, `packed-refs`, so a read-only root fails every commit.
+- A pinned entry that is a symlink (a `.git/hooks` linked to a tracked
+  `.githooks/`) cannot be covered: a mount follows the link, and the link itself
+  could be replaced. That git dir is bound read-only, with `objects/`, `refs/` and
+  `logs/` writable again; its target, when in a root, is bound read-only too.
+  Commits there fail (`index.lock`): the price of a link nothing can pin.
+- A `.git` file in a root (a linked worktree, a submodule's checkout) is bound
+  read-only, so it keeps naming its git dir. That git dir, when outside the roots,
+  is bound writable (its `HEAD`, `index`), pinned as above; the common dir it
+  names stays read-only but for `objects/`, `refs/` and `logs/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import msgspec
+
+# What git reads in a git dir to decide what it runs, or which git dir it uses.
+PINNED = ("config", "config.worktree", "commondir", "gitdir", "hooks")
+# Made on the host when missing, so they can be pinned, each harmless as made:
+# `commondir` naming the git dir itself, empty configs, no hooks. None: a directory.
+PLACEHOLDERS: dict[str, str | None] = {
+    "config": "",
+    "config.worktree": "",
+    "commondir": ".\n",
+    "hooks": None,
+}
+# Read only in a repository's (or a submodule's) own git dir: a linked worktree's
+# takes them from its common dir, so none is made there.
+OWN_READS = ("config", "commondir", "hooks")
+# What a commit, a checkout and a fetch write in a git dir kept read-only.
+WRITTEN_DIRS = ("objects", "refs", "logs")
+# Where a git dir keeps others: submodules' and linked worktrees'.
+NESTED = ("modules", "worktrees")
+
+
+class GitDir(msgspec.Struct, frozen=True):
+    """A git dir as the scan found it: absolute, resolved paths."""
+
+    path: str
+    # A repository's or submodule's own (config, hooks, objects), or else a linked
+    # worktree's (HEAD, index, commondir, gitdir).
+    own: bool
+    # Which of PINNED, WRITTEN_DIRS and NESTED exist in it, not as symlinks.
+    found: frozenset[str] = frozenset()
+    # PINNED entries that are symlinks, with where they point.
+    links: tuple[tuple[str, str], ...] = ()
+    # The `.git` file naming it, when that is in a root.
+    link: str | None = None
+    # The git dir it is nested in (`modules/`, `worktrees/`), when it is.
+    parent: str | None = None
+
+
+class Bind(msgspec.Struct, frozen=True):
+    """A path bound over itself, in order: later binds cover earlier ones."""
+
+    path: str
+    writable: bool
+
+
+class Plan(msgspec.Struct, frozen=True):
+    binds: tuple[Bind, ...] = ()
+    # (path, content) to make on the host before the sandbox starts; None: a directory.
+    placeholders: tuple[tuple[str, str | None], ...] = ()
+
+
+def plan(dirs: Sequence[GitDir], roots: Sequence[str]) -> Plan:
+    """The binds that keep `dirs` (parents before the dirs nested in them) as the
+    host has them, for a sandbox whose writable roots are `roots`."""
+    binds: list[Bind] = []
+    placeholders: list[tuple[str, str | None]] = []
+    for git_dir in dirs:
+        if git_dir.link is not None:
+            binds.append(Bind(git_dir.link, writable=False))
+        if within_any(git_dir.path, roots):
+            binds += [Bind(path, writable=True) for path in _chain(git_dir)]
+        elif git_dir.link is not None:
+            binds.append(Bind(git_dir.path, writable=True))
+        else:
+            # Outside the roots, a linked worktree's common dir: read-only, but for
+            # what a commit writes there. Bound, so it is there even under /tmp.
+            binds += [Bind(git_dir.path, writable=False), *_written(git_dir)]
+            continue
+        if git_dir.links:
+            binds.append(Bind(git_dir.path, writable=False))
+            binds += _written(git_dir)
+            targets = (target for _, target in git_dir.links if within_any(target, roots))
+            binds += [Bind(target, writable=False) for target in targets]
+            continue
+        for name in PINNED:
+            path = os.path.join(git_dir.path, name)
+            if name in git_dir.found:
+                binds.append(Bind(path, writable=False))
+            elif name in PLACEHOLDERS and (git_dir.own or name not in OWN_READS):
+                placeholders.append((path, PLACEHOLDERS[name]))
+                binds.append(Bind(path, writable=False))
+    return Plan(tuple(binds), tuple(placeholders))
+
+
+def _chain(git_dir: GitDir) -> list[str]:
+    """The git dir and every directory between it and its parent: each bound over
+    itself, so none can be renamed away with the pinned ones inside."""
+    if git_dir.parent is None or not _within(git_dir.path, git_dir.parent):
+        return [git_dir.path]
+    parts = os.path.relpath(git_dir.path, git_dir.parent).split(os.sep)
+    return [os.path.join(git_dir.parent, *parts[: i + 1]) for i in range(len(parts))]
+
+
+def _written(git_dir: GitDir) -> list[Bind]:
+    return [
+        Bind(os.path.join(git_dir.path, name), writable=True)
+        for name in WRITTEN_DIRS
+        if name in git_dir.found
+    ]
+
+
+def protected(roots: Sequence[str]) -> tuple[str, ...]:
+    """What a command may not write in `roots`, as far as the denial notice goes:
+    the pinned names of each root's own `.git`."""
+    return tuple(os.path.join(root, ".git", name) for root in roots for name in PINNED)
+
+
+def within_any(path: str, roots: Sequence[str]) -> bool:
+    return any(_within(path, root) for root in roots)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -1,0 +1,150 @@
+"""Finding the git dirs a sandbox's writable roots reach, and making what the
+guard pins (`gitguard.py`, whose rules these are) before the sandbox starts.
+
+Done at each shell's start, since the layout changes: a repository made or a
+submodule added after the last start is guarded from the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator, Sequence
+
+import msgspec
+
+from server.runtime import gitguard
+from server.runtime.gitguard import GitDir, Plan
+
+DOT_GIT = ".git"
+GITDIR_PREFIX = "gitdir:"
+# A `.git` file or `commondir` is a line; anything longer is not one.
+POINTER_BYTES = 4096
+# Submodule names may hold slashes (`modules/a/b`), and submodules nest
+# (`modules/a/modules/b`): how deep a scan goes, and how many it takes.
+MAX_DEPTH = 8
+MAX_NESTED = 256
+_LOOKED_AT = (*gitguard.PINNED, *gitguard.WRITTEN_DIRS, *gitguard.NESTED)
+
+
+def prepare(roots: Sequence[str]) -> Plan:
+    """The guard's binds for `roots`, with its placeholders made on the host."""
+    made = gitguard.plan(scan(roots), roots)
+    for path, content in made.placeholders:
+        _make(path, content)
+    return made
+
+
+def scan(roots: Sequence[str]) -> list[GitDir]:
+    """Each root's git dir (and, for a `.git` file, the common dir it names, first),
+    then the submodules' and linked worktrees' git dirs nested in those in a root;
+    parents before the dirs nested in them."""
+    found: dict[str, GitDir] = {}
+    for root in roots:
+        for git_dir in _of_root(root):
+            known = found.get(git_dir.path)
+            if known is not None:
+                if git_dir.link is not None and known.link is None:
+                    found[git_dir.path] = msgspec.structs.replace(known, link=git_dir.link)
+                continue
+            found[git_dir.path] = git_dir
+            if gitguard.within_any(git_dir.path, roots):
+                for nested in _nested(git_dir):
+                    found.setdefault(nested.path, nested)
+    return list(found.values())
+
+
+def _of_root(root: str) -> Iterator[GitDir]:
+    dot = os.path.join(root, DOT_GIT)
+    kind = _kind(dot)
+    if kind == stat.S_IFDIR:
+        yield _described(os.path.realpath(dot), own=True)
+    elif kind == stat.S_IFREG:
+        target = _pointer(dot, GITDIR_PREFIX)
+        if target is None or not os.path.isdir(target := os.path.join(root, target)):
+            return
+        target = os.path.realpath(target)
+        pointer = _pointer(os.path.join(target, "commondir"))
+        common = None if pointer is None else os.path.realpath(os.path.join(target, pointer))
+        if common is not None:
+            yield _described(common, own=True)
+        parent = common if common is not None and gitguard.within_any(target, [common]) else None
+        yield _described(target, own=common is None, link=dot, parent=parent)
+
+
+def _nested(parent: GitDir) -> Iterator[GitDir]:
+    count = 0
+    for kind in gitguard.NESTED:
+        if kind not in parent.found:
+            continue
+        for path in _git_dirs_under(os.path.join(parent.path, kind), MAX_DEPTH):
+            count += 1
+            if count > MAX_NESTED:
+                return
+            git_dir = _described(path, own=kind == "modules", parent=parent.path)
+            yield git_dir
+            yield from _nested(git_dir)
+
+
+def _git_dirs_under(directory: str, depth: int) -> Iterator[str]:
+    """Directories under `directory` holding a HEAD, not descending into them."""
+    if depth == 0:
+        return
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        if os.path.lexists(os.path.join(entry.path, "HEAD")):
+            yield entry.path
+        else:
+            yield from _git_dirs_under(entry.path, depth - 1)
+
+
+def _described(
+    path: str, *, own: bool, link: str | None = None, parent: str | None = None
+) -> GitDir:
+    found: set[str] = set()
+    links: list[tuple[str, str]] = []
+    for name in _LOOKED_AT:
+        entry = os.path.join(path, name)
+        kind = _kind(entry)
+        if kind == stat.S_IFLNK and name in gitguard.PINNED:
+            links.append((name, os.path.realpath(entry)))
+        elif kind is not None and kind != stat.S_IFLNK:
+            found.add(name)
+    return GitDir(path, own, frozenset(found), tuple(links), link, parent)
+
+
+def _kind(path: str) -> int | None:
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except OSError:
+        return None
+
+
+def _pointer(path: str, prefix: str = "") -> str | None:
+    """The path a `.git` file (`gitdir: X`) or a `commondir` names, if it is one."""
+    try:
+        with open(path, "rb") as file:
+            text = file.read(POINTER_BYTES).decode(errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith(prefix):
+        return None
+    return text[len(prefix) :].strip() or None
+
+
+def _make(path: str, content: str | None) -> None:
+    """A placeholder, unless something is there already; where the server cannot
+    write the git dir, neither can its sandboxes, and nothing is made."""
+    with contextlib.suppress(OSError):
+        if content is None:
+            os.mkdir(path)
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        with open(fd, "w") as file:
+            file.write(content)

@@ -1,0 +1,77 @@
+"""The git guard's rules: which git dirs are bound how, and what is made first."""
+
+from __future__ import annotations
+
+from server.runtime.gitguard import Bind, GitDir, Plan, plan
+
+ROOT = "/work/app"
+GIT = f"{ROOT}/.git"
+OWN_FOUND = frozenset({"config", "hooks", "objects", "refs", "logs", "modules"})
+
+
+def writable(plan_: Plan) -> list[str]:
+    return [b.path for b in plan_.binds if b.writable]
+
+
+def read_only(plan_: Plan) -> list[str]:
+    return [b.path for b in plan_.binds if not b.writable]
+
+
+def test_a_repository_is_pinned_in_place_and_its_missing_pointers_made() -> None:
+    made = plan([GitDir(GIT, own=True, found=OWN_FOUND)], [ROOT])
+    assert made.binds[0] == Bind(GIT, writable=True)
+    assert read_only(made) == [
+        f"{GIT}/{n}" for n in ("config", "config.worktree", "commondir", "hooks")
+    ]
+    assert dict(made.placeholders) == {f"{GIT}/config.worktree": "", f"{GIT}/commondir": ".\n"}
+
+
+def test_nested_git_dirs_pin_every_directory_down_to_them() -> None:
+    module = GitDir(f"{GIT}/modules/a/b", own=True, found=frozenset({"config"}), parent=GIT)
+    made = plan([GitDir(GIT, own=True, found=OWN_FOUND), module], [ROOT])
+    chain = [f"{GIT}/modules", f"{GIT}/modules/a", f"{GIT}/modules/a/b"]
+    assert writable(made) == [GIT, *chain]
+    assert f"{GIT}/modules/a/b/config" in read_only(made)
+    # A submodule's own git dir has hooks of its own: made when missing.
+    assert (f"{GIT}/modules/a/b/hooks", None) in made.placeholders
+
+
+def test_a_symlinked_pin_leaves_the_git_dir_read_only_but_for_what_commits_write() -> None:
+    linked = GitDir(
+        GIT, own=True, found=OWN_FOUND - {"hooks"}, links=(("hooks", f"{ROOT}/.githooks"),)
+    )
+    made = plan([linked], [ROOT])
+    assert made.binds == (
+        Bind(GIT, writable=True),
+        Bind(GIT, writable=False),
+        Bind(f"{GIT}/objects", writable=True),
+        Bind(f"{GIT}/refs", writable=True),
+        Bind(f"{GIT}/logs", writable=True),
+        Bind(f"{ROOT}/.githooks", writable=False),
+    )
+    assert made.placeholders == ()
+
+
+def test_a_linked_worktree_outside_keeps_the_host_repository_read_only() -> None:
+    common = "/src/repo/.git"
+    admin = GitDir(
+        f"{common}/worktrees/app",
+        own=False,
+        found=frozenset({"commondir", "gitdir", "logs"}),
+        link=f"{ROOT}/.git",
+        parent=common,
+    )
+    made = plan([GitDir(common, own=True, found=OWN_FOUND), admin], [ROOT])
+    assert made.binds == (
+        Bind(common, writable=False),
+        Bind(f"{common}/objects", writable=True),
+        Bind(f"{common}/refs", writable=True),
+        Bind(f"{common}/logs", writable=True),
+        Bind(f"{ROOT}/.git", writable=False),
+        Bind(f"{common}/worktrees/app", writable=True),
+        Bind(f"{common}/worktrees/app/config.worktree", writable=False),
+        Bind(f"{common}/worktrees/app/commondir", writable=False),
+        Bind(f"{common}/worktrees/app/gitdir", writable=False),
+    )
+    # Only the worktree config is made: a linked worktree's git dir reads no other.
+    assert made.placeholders == ((f"{common}/worktrees/app/config.worktree", ""),)
