@@ -23,6 +23,10 @@ reaches is bound so that what decides those stays as the host had it:
   could be replaced. That git dir is bound read-only, with `objects/`, `refs/` and
   `logs/` writable again; its target, when in a root, is bound read-only too.
   Commits there fail (`index.lock`): the price of a link nothing can pin.
+- What the config names in a root is bound read-only too, with every directory
+  down to it bound over itself: the `core.hooksPath` directory (made when
+  missing: husky's `.husky/_` before its install), files the config includes,
+  and the program of a command key (`diff.pdf.textconv = ./tools/pdf2txt`).
 - A `.git` file in a root (a linked worktree, a submodule's checkout) is bound
   read-only, so it keeps naming its git dir. That git dir, when outside the roots,
   is bound writable (its `HEAD`, `index`), pinned as above; the common dir it
@@ -32,6 +36,8 @@ reaches is bound so that what decides those stays as the host had it:
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from collections.abc import Sequence
 
 import msgspec
@@ -53,6 +59,16 @@ OWN_READS = ("config", "commondir", "hooks")
 WRITTEN_DIRS = ("objects", "refs", "logs")
 # Where a git dir keeps others: submodules' and linked worktrees'.
 NESTED = ("modules", "worktrees")
+# Config keys (as `git config --list` spells them) naming other config files, the
+# hooks directory, and a command whose program git runs (alias: a `!` one).
+INCLUDE_KEY = re.compile(r"^include(if\..*)?\.path$")
+HOOKS_KEY = "core.hookspath"
+COMMAND_KEY = re.compile(
+    r"^(core\.(fsmonitor|sshcommand|pager|editor|askpass)|sequence\.editor"
+    r"|gpg\.(.+\.)?program|credential\.(.+\.)?helper|diff\.external"
+    r"|diff\..+\.(textconv|command)|merge\..+\.driver|filter\..+\.(clean|smudge|process)"
+    r"|pager\..+|alias\..+|interactive\.difffilter)$"
+)
 
 
 class GitDir(msgspec.Struct, frozen=True):
@@ -70,6 +86,50 @@ class GitDir(msgspec.Struct, frozen=True):
     link: str | None = None
     # The git dir it is nested in (`modules/`, `worktrees/`), when it is.
     parent: str | None = None
+    # What its config names (`references`), absolute and resolved: programs that
+    # exist, and config files it includes and hooks directories, there or not.
+    referenced: tuple[str, ...] = ()
+    includes: tuple[str, ...] = ()
+    hooks_dirs: tuple[str, ...] = ()
+
+
+class References(msgspec.Struct, frozen=True):
+    includes: tuple[str, ...] = ()
+    programs: tuple[str, ...] = ()
+    hooks_dirs: tuple[str, ...] = ()
+
+
+def references(
+    pairs: Sequence[tuple[str, str]], *, config_dir: str, worktree: str | None, home: str
+) -> References:
+    """What one config file's entries name: included files (relative to the file),
+    hooks directories and programs (relative to the worktree, where git runs them;
+    when there is none, only absolute ones count)."""
+    includes, programs, hooks = [], [], []
+    for key, value in pairs:
+        value = home + value[1:] if value.startswith("~/") else value
+        if INCLUDE_KEY.match(key):
+            includes += _resolved(value, config_dir)
+        elif key == HOOKS_KEY:
+            hooks += _resolved(value, worktree)
+        elif COMMAND_KEY.match(key):
+            programs += _resolved(_program(value.removeprefix("!")), worktree)
+    return References(tuple(includes), tuple(programs), tuple(hooks))
+
+
+def _program(command: str) -> str:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    first = words[0] if words else ""
+    return first if "/" in first else ""
+
+
+def _resolved(path: str, worktree: str | None) -> list[str]:
+    if not path or (worktree is None and not os.path.isabs(path)):
+        return []
+    return [os.path.normpath(os.path.join(worktree or "/", path))]
 
 
 class Bind(msgspec.Struct, frozen=True):
@@ -91,31 +151,52 @@ def plan(dirs: Sequence[GitDir], roots: Sequence[str]) -> Plan:
     binds: list[Bind] = []
     placeholders: list[tuple[str, str | None]] = []
     for git_dir in dirs:
-        if git_dir.link is not None:
-            binds.append(Bind(git_dir.link, writable=False))
-        if within_any(git_dir.path, roots):
-            binds += [Bind(path, writable=True) for path in _chain(git_dir)]
-        elif git_dir.link is not None:
-            binds.append(Bind(git_dir.path, writable=True))
-        else:
-            # Outside the roots, a linked worktree's common dir: read-only, but for
-            # what a commit writes there. Bound, so it is there even under /tmp.
-            binds += [Bind(git_dir.path, writable=False), *_written(git_dir)]
-            continue
-        if git_dir.links:
-            binds.append(Bind(git_dir.path, writable=False))
-            binds += _written(git_dir)
-            targets = (target for _, target in git_dir.links if within_any(target, roots))
-            binds += [Bind(target, writable=False) for target in targets]
-            continue
-        for name in PINNED:
-            path = os.path.join(git_dir.path, name)
-            if name in git_dir.found:
-                binds.append(Bind(path, writable=False))
-            elif name in PLACEHOLDERS and (git_dir.own or name not in OWN_READS):
-                placeholders.append((path, PLACEHOLDERS[name]))
-                binds.append(Bind(path, writable=False))
+        binds += _pins(git_dir, roots, placeholders)
+        made: dict[str, str | None] = {p: None for p in git_dir.hooks_dirs}
+        made.update((path, "") for path in git_dir.includes)
+        for path in (*made, *git_dir.referenced):
+            root = max((r for r in roots if _within(path, r)), key=len, default=None)
+            if root is None:
+                continue
+            if path in made:
+                # Made when missing, or the command could make it: an empty config, no hooks.
+                placeholders.append((path, made[path]))
+            bound = {b.path for b in binds if b.writable}
+            binds += [Bind(d, writable=True) for d in _between(root, path) if d not in bound]
+            binds.append(Bind(path, writable=False))
     return Plan(tuple(binds), tuple(placeholders))
+
+
+def _pins(
+    git_dir: GitDir, roots: Sequence[str], placeholders: list[tuple[str, str | None]]
+) -> list[Bind]:
+    binds = [] if git_dir.link is None else [Bind(git_dir.link, writable=False)]
+    if within_any(git_dir.path, roots):
+        binds += [Bind(path, writable=True) for path in _chain(git_dir)]
+    elif git_dir.link is not None:
+        binds.append(Bind(git_dir.path, writable=True))
+    else:
+        # Outside the roots, a linked worktree's common dir: read-only, but for
+        # what a commit writes there. Bound, so it is there even under /tmp.
+        return [*binds, Bind(git_dir.path, writable=False), *_written(git_dir)]
+    if git_dir.links:
+        binds += [Bind(git_dir.path, writable=False), *_written(git_dir)]
+        targets = (target for _, target in git_dir.links if within_any(target, roots))
+        return binds + [Bind(target, writable=False) for target in targets]
+    for name in PINNED:
+        path = os.path.join(git_dir.path, name)
+        if name in git_dir.found:
+            binds.append(Bind(path, writable=False))
+        elif name in PLACEHOLDERS and (git_dir.own or name not in OWN_READS):
+            placeholders.append((path, PLACEHOLDERS[name]))
+            binds.append(Bind(path, writable=False))
+    return binds
+
+
+def _between(root: str, path: str) -> list[str]:
+    """The directories strictly between `root` and `path`, outermost first."""
+    parts = os.path.relpath(path, root).split(os.sep)[:-1]
+    return [os.path.join(root, *parts[: i + 1]) for i in range(len(parts))]
 
 
 def _chain(git_dir: GitDir) -> list[str]:

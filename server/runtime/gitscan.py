@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import msgspec
 
-from server.runtime import gitguard
+from server.runtime import gitconfig, gitguard
 from server.runtime.gitguard import GitDir, Plan
 
 DOT_GIT = ".git"
@@ -25,6 +25,11 @@ POINTER_BYTES = 4096
 # (`modules/a/modules/b`): how deep a scan goes, and how many it takes.
 MAX_DEPTH = 8
 MAX_NESTED = 256
+# How deep `include.path` chains are followed (git stops at 10).
+MAX_INCLUDE_DEPTH = 10
+# The config files of a git dir: a linked worktree's has its worktree config alone.
+OWN_CONFIGS = ("config", "config.worktree")
+LINKED_CONFIGS = ("config.worktree",)
 _LOOKED_AT = (*gitguard.PINNED, *gitguard.WRITTEN_DIRS, *gitguard.NESTED)
 
 
@@ -59,7 +64,7 @@ def _of_root(root: str) -> Iterator[GitDir]:
     dot = os.path.join(root, DOT_GIT)
     kind = _kind(dot)
     if kind == stat.S_IFDIR:
-        yield _described(os.path.realpath(dot), own=True)
+        yield _described(os.path.realpath(dot), own=True, worktree=root)
     elif kind == stat.S_IFREG:
         target = _pointer(dot, GITDIR_PREFIX)
         if target is None or not os.path.isdir(target := os.path.join(root, target)):
@@ -68,9 +73,9 @@ def _of_root(root: str) -> Iterator[GitDir]:
         pointer = _pointer(os.path.join(target, "commondir"))
         common = None if pointer is None else os.path.realpath(os.path.join(target, pointer))
         if common is not None:
-            yield _described(common, own=True)
+            yield _described(common, own=True, worktree=root)
         parent = common if common is not None and gitguard.within_any(target, [common]) else None
-        yield _described(target, own=common is None, link=dot, parent=parent)
+        yield _described(target, own=common is None, link=dot, parent=parent, worktree=root)
 
 
 def _nested(parent: GitDir) -> Iterator[GitDir]:
@@ -82,7 +87,8 @@ def _nested(parent: GitDir) -> Iterator[GitDir]:
             count += 1
             if count > MAX_NESTED:
                 return
-            git_dir = _described(path, own=kind == "modules", parent=parent.path)
+            own = kind == "modules"
+            git_dir = _described(path, own=own, parent=parent.path, worktree=_worktree(path, own))
             yield git_dir
             yield from _nested(git_dir)
 
@@ -104,8 +110,49 @@ def _git_dirs_under(directory: str, depth: int) -> Iterator[str]:
             yield from _git_dirs_under(entry.path, depth - 1)
 
 
+def _worktree(git_dir: str, own: bool) -> str | None:
+    """Where a nested git dir's worktree is: a submodule's `core.worktree`, a linked
+    worktree's `gitdir` file's directory."""
+    if own:
+        found = dict(gitconfig.entries(os.path.join(git_dir, "config"))).get("core.worktree")
+    else:
+        pointer = _pointer(os.path.join(git_dir, "gitdir"))
+        found = None if pointer is None else os.path.dirname(pointer)
+    return None if found is None else os.path.normpath(os.path.join(git_dir, found))
+
+
+def _references(git_dir: str, own: bool, worktree: str | None) -> gitguard.References:
+    """What the git dir's config files, and those they include, name (resolved)."""
+    home = os.path.expanduser("~")
+    pending = [(os.path.join(git_dir, n), 0) for n in (OWN_CONFIGS if own else LINKED_CONFIGS)]
+    includes: list[str] = []
+    programs: list[str] = []
+    hooks: list[str] = []
+    while pending:
+        config, depth = pending.pop()
+        pairs = gitconfig.entries(config)
+        found = gitguard.references(
+            pairs, config_dir=os.path.dirname(config), worktree=worktree, home=home
+        )
+        includes += found.includes
+        programs += found.programs
+        hooks += found.hooks_dirs
+        if depth < MAX_INCLUDE_DEPTH:
+            pending += [(path, depth + 1) for path in found.includes]
+    return gitguard.References(
+        includes=tuple(map(os.path.realpath, includes)),
+        programs=tuple(os.path.realpath(p) for p in programs if os.path.lexists(p)),
+        hooks_dirs=tuple(map(os.path.realpath, hooks)),
+    )
+
+
 def _described(
-    path: str, *, own: bool, link: str | None = None, parent: str | None = None
+    path: str,
+    *,
+    own: bool,
+    link: str | None = None,
+    parent: str | None = None,
+    worktree: str | None = None,
 ) -> GitDir:
     found: set[str] = set()
     links: list[tuple[str, str]] = []
@@ -116,7 +163,18 @@ def _described(
             links.append((name, os.path.realpath(entry)))
         elif kind is not None and kind != stat.S_IFLNK:
             found.add(name)
-    return GitDir(path, own, frozenset(found), tuple(links), link, parent)
+    named = _references(path, own, worktree)
+    return GitDir(
+        path,
+        own,
+        frozenset(found),
+        tuple(links),
+        link,
+        parent,
+        referenced=named.programs,
+        includes=named.includes,
+        hooks_dirs=named.hooks_dirs,
+    )
 
 
 def _kind(path: str) -> int | None:
@@ -143,7 +201,7 @@ def _make(path: str, content: str | None) -> None:
     write the git dir, neither can its sandboxes, and nothing is made."""
     with contextlib.suppress(OSError):
         if content is None:
-            os.mkdir(path)
+            os.makedirs(path, exist_ok=True)
             return
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         with open(fd, "w") as file:

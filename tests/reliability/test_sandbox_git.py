@@ -201,3 +201,40 @@ def test_a_linked_worktree_workspace(spawn, tmp_path: Path) -> None:
     assert (admin / "commondir").read_text() == "../..\n"
     host_git(main, "config", "extensions.worktreeConfig", "true")
     assert not planted(worktree, marker), output
+
+
+# What the host's config names in the workspace, and how the command rewrites it.
+CONFIG_NAMED = {
+    "hooksPath": (
+        ("core.hooksPath", ".husky/_"),
+        "{hooks} plant .husky/_/pre-commit; mv .husky .moved; mkdir -p .husky/_; "
+        "plant .husky/_/pre-commit",
+    ),
+    "include": (
+        ("include.path", "../team.gitconfig"),
+        "printf '[core]\\n\\tfsmonitor = {payload}\\n' >> team.gitconfig",
+    ),
+    "program": (
+        ("core.fsmonitor", "./tools/fsmonitor"),
+        "{hooks} plant tools/fsmonitor; rm -f tools/fsmonitor; plant tools/fsmonitor",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["off", "workspace-write"])
+@pytest.mark.parametrize("named", sorted(CONFIG_NAMED))
+def test_what_the_config_names_in_the_workspace(spawn, tmp_path: Path, mode, named) -> None:
+    """The config is read-only, but what it names in the workspace must be too: a
+    hooks directory not made yet (husky's before its install), an included config
+    file, a command's program."""
+    repo = make_repo(tmp_path / "repo")
+    marker = tmp_path / MARKER
+    (key, value), command = CONFIG_NAMED[named]
+    (repo / "team.gitconfig").write_text("")
+    (repo / "tools").mkdir()
+    (repo / "tools" / "fsmonitor").write_text("#!/bin/sh\nexit 1\n")
+    (repo / "tools" / "fsmonitor").chmod(0o755)
+    assert host_git(repo, "config", key, value).returncode == 0
+    text = command.format(hooks=hooks(marker), payload=payload(marker))
+    output = attack(spawn, repo, mode, text)
+    assert planted(repo, marker) is (mode == "off"), output

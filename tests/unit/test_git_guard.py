@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.runtime.gitguard import Bind, GitDir, Plan, plan
+from server.runtime.gitguard import Bind, GitDir, Plan, plan, references
 
 ROOT = "/work/app"
 GIT = f"{ROOT}/.git"
@@ -75,3 +75,47 @@ def test_a_linked_worktree_outside_keeps_the_host_repository_read_only() -> None
     )
     # Only the worktree config is made: a linked worktree's git dir reads no other.
     assert made.placeholders == ((f"{common}/worktrees/app/config.worktree", ""),)
+
+
+def test_references_read_includes_hooks_and_programs() -> None:
+    pairs = [
+        ("include.path", "../team.gitconfig"),
+        ("includeif.gitdir:~/x/.path", "~/shared.gitconfig"),
+        ("core.hookspath", ".husky/_"),
+        ("diff.pdf.textconv", "./tools/pdf2txt --layout"),
+        ("alias.st", "!scripts/st.sh -s"),
+        ("alias.co", "checkout"),
+        ("core.pager", "less -R"),
+        ("core.fsmonitor", "true"),
+        ("user.name", "./not/a/command"),
+    ]
+    found = references(pairs, config_dir=GIT, worktree=ROOT, home="/home/me")
+    assert found.includes == (f"{ROOT}/team.gitconfig", "/home/me/shared.gitconfig")
+    assert found.hooks_dirs == (f"{ROOT}/.husky/_",)
+    assert found.programs == (f"{ROOT}/tools/pdf2txt", f"{ROOT}/scripts/st.sh")
+    # With no worktree known (a nested git dir's), only absolute paths count.
+    assert references(pairs, config_dir=GIT, worktree=None, home="/h").hooks_dirs == ()
+
+
+def test_what_the_config_names_in_a_root_is_pinned_with_the_way_down() -> None:
+    git_dir = GitDir(
+        GIT,
+        own=True,
+        found=OWN_FOUND,
+        referenced=(f"{ROOT}/tools/bin/tc", "/usr/bin/less"),
+        includes=(f"{ROOT}/team.gitconfig",),
+        hooks_dirs=(f"{GIT}/my-hooks",),
+    )
+    made = plan([git_dir], [ROOT])
+    # The git dir is bound already: not again over its pins.
+    assert made.binds[-5:] == (
+        Bind(f"{GIT}/my-hooks", writable=False),
+        Bind(f"{ROOT}/team.gitconfig", writable=False),
+        Bind(f"{ROOT}/tools", writable=True),
+        Bind(f"{ROOT}/tools/bin", writable=True),
+        Bind(f"{ROOT}/tools/bin/tc", writable=False),
+    )
+    assert [b.path for b in made.binds].count(GIT) == 1
+    assert (f"{GIT}/my-hooks", None) in made.placeholders
+    assert (f"{ROOT}/team.gitconfig", "") in made.placeholders
+    assert "/usr/bin/less" not in [b.path for b in made.binds]
