@@ -79,18 +79,23 @@ def _of_root(root: str) -> Iterator[GitDir]:
 
 
 def _nested(parent: GitDir) -> Iterator[GitDir]:
+    """Depth first, parents first; at most MAX_NESTED in all."""
+    pending = [parent]
     count = 0
-    for kind in gitguard.NESTED:
-        if kind not in parent.found:
-            continue
-        for path in _git_dirs_under(os.path.join(parent.path, kind), MAX_DEPTH):
-            count += 1
-            if count > MAX_NESTED:
-                return
-            own = kind == "modules"
-            git_dir = _described(path, own=own, parent=parent.path, worktree=_worktree(path, own))
-            yield git_dir
-            yield from _nested(git_dir)
+    while pending:
+        outer = pending.pop()
+        for kind in gitguard.NESTED:
+            if kind not in outer.found:
+                continue
+            for path in _git_dirs_under(os.path.join(outer.path, kind), MAX_DEPTH):
+                count += 1
+                if count > MAX_NESTED:
+                    return
+                own = kind == "modules"
+                worktree = _worktree(path, own)
+                git_dir = _described(path, own=own, parent=outer.path, worktree=worktree)
+                yield git_dir
+                pending.append(git_dir)
 
 
 def _git_dirs_under(directory: str, depth: int) -> Iterator[str]:
