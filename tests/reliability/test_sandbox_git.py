@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_sandbox import sandboxed
+from tests.e2e.test_tools import call_tool, initialize, text_of
 from tests.sandboxing import skip_without_sandbox
 
 # What a planted fsmonitor or hook does on the host: make this file in the test's dir.
@@ -188,6 +189,10 @@ def test_a_linked_worktree_workspace(spawn, tmp_path: Path) -> None:
     server = sandboxed(spawn, "workspace-write", workspace=worktree)
     result = server.bash("echo b > b.txt && git add b.txt && git commit -q -m in-worktree")
     assert result.exit_code == 0, result.output
+    # The tool-call surface's shell starts too (it answered -32603 ShellDied).
+    initialize(server)
+    tool = call_tool(server, command="git rev-parse --abbrev-ref HEAD")
+    assert not tool.is_error and text_of(tool).startswith("side")
     assert host_git(main, "log", "--format=%s", "side").stdout.split()[0] == "in-worktree"
     admin = main / ".git" / "worktrees" / "worktree"
     command = (
