@@ -156,15 +156,28 @@ def plan(dirs: Sequence[GitDir], roots: Sequence[str]) -> Plan:
         made.update((path, "") for path in git_dir.includes)
         for path in (*made, *git_dir.referenced):
             root = max((r for r in roots if _within(path, r)), key=len, default=None)
-            if root is None:
-                continue
+            if root is None or any(_within(path, b.path) for b in binds if not b.writable):
+                continue  # outside the roots, or read-only already (`.git/hooks/x`)
             if path in made:
                 # Made when missing, or the command could make it: an empty config, no hooks.
                 placeholders.append((path, made[path]))
-            bound = {b.path for b in binds if b.writable}
-            binds += [Bind(d, writable=True) for d in _between(root, path) if d not in bound]
+            binds += [Bind(d, writable=True) for d in _between(root, path)]
             binds.append(Bind(path, writable=False))
-    return Plan(tuple(binds), tuple(placeholders))
+    return Plan(_settled(binds), tuple(placeholders))
+
+
+def _settled(binds: Sequence[Bind]) -> tuple[Bind, ...]:
+    """`binds` as bwrap must be given them: it binds a directory without what is
+    mounted inside it, so a bind of a directory again (a second submodule's way
+    down through `modules/`) would uncover what was bound in it. A writable one
+    already bound is left out; any other is followed by the binds inside it again."""
+    out: list[Bind] = []
+    for bind in binds:
+        if bind.writable and any(done.path == bind.path for done in out):
+            continue
+        inside = [done for done in out if done.path != bind.path and _within(done.path, bind.path)]
+        out += [bind, *inside]
+    return tuple(out)
 
 
 def _pins(

@@ -150,8 +150,10 @@ def test_a_submodules_config_and_hooks(spawn, tmp_path: Path, mode: str) -> None
     in a fresh `modules/` after moving the old one aside."""
     library = make_repo(tmp_path / "library")
     repo = make_repo(tmp_path / "repo")
-    added = host_git(repo, "submodule", "add", "-q", str(library), "lib")
-    assert added.returncode == 0, added.stderr
+    # Two: the second's way down through `modules/` must not uncover the first's pins.
+    for name in ("lib", "zlib"):
+        added = host_git(repo, "submodule", "add", "-q", str(library), name)
+        assert added.returncode == 0, added.stderr
     marker = tmp_path / MARKER
     module = ".git/modules/lib"
     command = (
@@ -219,6 +221,10 @@ CONFIG_NAMED = {
         ("include.path", "../team.gitconfig"),
         "printf '[core]\\n\\tfsmonitor = {payload}\\n' >> team.gitconfig",
     ),
+    "program in the hooks": (
+        ("core.fsmonitor", ".git/hooks/fsmonitor-watchman"),
+        "{hooks} plant .git/hooks/pre-commit",
+    ),
     "program": (
         ("core.fsmonitor", "./tools/fsmonitor"),
         "{hooks} plant tools/fsmonitor; rm -f tools/fsmonitor; plant tools/fsmonitor",
@@ -237,8 +243,9 @@ def test_what_the_config_names_in_the_workspace(spawn, tmp_path: Path, mode, nam
     (key, value), command = CONFIG_NAMED[named]
     (repo / "team.gitconfig").write_text("")
     (repo / "tools").mkdir()
-    (repo / "tools" / "fsmonitor").write_text("#!/bin/sh\nexit 1\n")
-    (repo / "tools" / "fsmonitor").chmod(0o755)
+    for program in (repo / "tools" / "fsmonitor", repo / ".git" / "hooks" / "fsmonitor-watchman"):
+        program.write_text("#!/bin/sh\nexit 1\n")
+        program.chmod(0o755)
     assert host_git(repo, "config", key, value).returncode == 0
     text = command.format(hooks=hooks(marker), payload=payload(marker))
     output = attack(spawn, repo, mode, text)

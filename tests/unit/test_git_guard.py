@@ -119,3 +119,34 @@ def test_what_the_config_names_in_a_root_is_pinned_with_the_way_down() -> None:
     assert (f"{GIT}/my-hooks", None) in made.placeholders
     assert (f"{ROOT}/team.gitconfig", "") in made.placeholders
     assert "/usr/bin/less" not in [b.path for b in made.binds]
+
+
+def uncovered(binds: tuple[Bind, ...]) -> list[str]:
+    """Paths bound read-only that end up writable, as bwrap mounts them: a bind of a
+    directory comes without what was mounted inside it."""
+    mounted: dict[str, bool] = {}
+    for bind in binds:
+        inside = [p for p in mounted if p.startswith(bind.path + "/")]
+        for path in inside:
+            del mounted[path]
+        mounted[bind.path] = bind.writable
+
+    def writable(path: str) -> bool:
+        covering = [p for p in mounted if path == p or path.startswith(p + "/")]
+        return mounted[max(covering, key=len)] if covering else True
+
+    return [b.path for b in binds if not b.writable and writable(b.path)]
+
+
+def test_no_bind_uncovers_an_earlier_one() -> None:
+    modules = [
+        GitDir(f"{GIT}/modules/{name}", own=True, found=frozenset({"config"}), parent=GIT)
+        for name in ("a", "b")
+    ]
+    watchman = GitDir(
+        GIT, own=True, found=OWN_FOUND, referenced=(f"{GIT}/hooks/fsmonitor-watchman",)
+    )
+    made = plan([watchman, *modules], [ROOT])
+    assert uncovered(made.binds) == []
+    # The hooks stay read-only: the program inside them is not a reason to bind them writable.
+    assert Bind(f"{GIT}/hooks", writable=True) not in made.binds
