@@ -18,7 +18,7 @@ import msgspec
 
 from protocol import messages
 from server.errors import SandboxUnavailable
-from server.runtime import seccomp
+from server.runtime import gitscan, seccomp
 from server.runtime.sandbox import Policy
 
 # How long the probe sandbox may take to start and exit.
@@ -53,6 +53,7 @@ async def wrap(
     if policy is None:
         return Launch(argv)
     bwrap = await bwrap_path()
+    guard = await anyio.to_thread.run_sync(gitscan.prepare, policy.writable)
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
     wrapped = policy.argv(
         argv,
@@ -63,6 +64,7 @@ async def wrap(
         new_session=new_session,
         runtime_dir=runtime_dir,
         filter_fd=filter_fd,
+        git=guard.binds,
     )
     return Launch(wrapped, () if filter_fd is None else (filter_fd,))
 

@@ -8,8 +8,9 @@ server (PR_SET_PDEATHSIG, set by `child.spawn`) and the init with bwrap
 
 Filesystem, by mode: `full` sees the host's as it is; `read-only` and
 `workspace-write` see it read-only with a private /tmp, the latter with the
-workspace and `writableRoots` bound writable again, then `.git/hooks`,
-`.git/config` and `protectedPaths` bound read-only inside them. They run with
+workspace and `writableRoots` bound writable again, then what decides what the
+host's git runs kept as the host has it (`gitguard.py`), and `protectedPaths`
+bound read-only inside them. They run with
 no capability, even as root (`--cap-drop ALL`; bwrap sets no_new_privs).
 Without `network`, they get a network namespace with loopback alone, and a
 seccomp filter that refuses unix sockets (`seccomp.py`), whose filesystem
@@ -35,9 +36,12 @@ from collections.abc import Sequence
 import msgspec
 
 from protocol.methods import SandboxMode
+from server.runtime import gitguard
+from server.runtime.gitguard import Bind
 
-# Always read-only inside a writable root: what would run code outside the sandbox.
-PROTECTED_IN_ROOTS = (".git/hooks", ".git/config")
+# Never written inside a writable root, as the denial notice judges: what would run
+# code outside the sandbox (bound by the git guard, which knows where they are).
+PROTECTED_IN_ROOTS = tuple(f".git/{name}" for name in gitguard.PINNED)
 # A tmpfs of each confined shell's own, over the host's.
 PRIVATE_TMP = "/tmp"
 # What every confined sandbox mounts of its own; `full` has its own /proc alone.
@@ -96,9 +100,9 @@ class Policy(msgspec.Struct, frozen=True):
             return True
         return not _below_own_mounts(path, OWN_MOUNTS)
 
-    def _protected(self, roots: Sequence[str]) -> list[str]:
+    def _protected(self, roots: Sequence[str], *, builtin: bool = True) -> list[str]:
         out = []
-        for path in (*PROTECTED_IN_ROOTS, *self.protected_paths):
+        for path in (*(PROTECTED_IN_ROOTS if builtin else ()), *self.protected_paths):
             if os.path.isabs(path):
                 out.append(os.path.normpath(path))
             else:
@@ -116,10 +120,11 @@ class Policy(msgspec.Struct, frozen=True):
         new_session: bool = True,
         runtime_dir: str | None = None,
         filter_fd: int | None = None,
+        git: Sequence[Bind] = (),
     ) -> list[str]:
         """bwrap's command line running `command` in `cwd` under this policy.
 
-        `filter_fd`: where bwrap reads the seccomp filter, when `filters_sockets`.
+        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds.
 
         `runtime_dir` (the server's) is hidden from a confined command, but for
         `private_dir` and `read_only_files` inside it.
@@ -149,7 +154,10 @@ class Policy(msgspec.Struct, frozen=True):
             bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
             for root in self.writable_roots:
                 args += [bind, root, root]
-            for path in self._protected(self.writable):
+            for pin in git:
+                # `-try`: what the scan found may be gone by now.
+                args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
+            for path in self._protected(self.writable, builtin=False):
                 args += ["--ro-bind-try", path, path]
             if runtime_dir is not None:
                 # Other sessions' command text, env values and FIFOs: never in view.

@@ -2,9 +2,11 @@
 
 A model that sees `Read-only file system` retries in circles; told that the
 sandbox refused the path, it can ask the user instead. Only failed commands
-are read, only the lines where a tool reported EROFS or EACCES, and only a
-path the policy does not let the shell write counts: a denial inside the
-workspace is the file's own permissions, not the sandbox.
+are read, and only the lines where a tool reported EROFS: that is what a
+read-only mount answers a write, and only a write. EACCES is not read: it
+answers reads too (`stat of /x failed: Permission denied`), and no mount of
+the sandbox gives it. Only a path the policy does not let the shell write
+counts: a refusal inside the workspace is not the sandbox's.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import re
 from protocol import messages
 from server.runtime.sandbox import Policy
 
-_REASONS = "read-only file system|permission denied|EROFS|EACCES"
+_REASONS = "read-only file system|EROFS"
 # A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.
 _QUOTED = r"""'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’"""
-# `touch: cannot touch 'x': Read-only file system`, `bash: x: Permission denied`:
-# the path right before the reason (not the program's name at the start).
-_BEFORE = re.compile(rf"(?:{_QUOTED}|([^\s:'\"‘’]+)): (?:{_REASONS})", re.I)
+# `touch: cannot touch 'x': Read-only file system`, `bash: x: Read-only file system`:
+# the path right before the reason (not the program's name at the start), quoted,
+# or a bare word that is a whole field: not the last word of `write of /x failed`.
+_BEFORE = re.compile(rf"(?:{_QUOTED}|(?:^|: )([^\s:'\"‘’]+)): (?:{_REASONS})", re.I)
 # `OSError: [Errno 30] Read-only file system: '/x'`, `EROFS: ..., open '/x'`: after it.
 _AFTER = re.compile(rf"(?:{_REASONS})(?::|,\s*\w+)\s*(?:{_QUOTED})", re.I)
 

@@ -101,6 +101,15 @@ def test_read_only_allows_only_its_private_tmp(spawn, tmp_path: Path) -> None:
     assert server.bash("echo t > /tmp/t && cat /tmp/t").output == "t\n"
 
 
+def test_a_notice_names_only_a_path_the_command_wrote(spawn, tmp_path: Path) -> None:
+    server = sandboxed(spawn, "read-only")
+    line = "tool: stat of /x failed: Permission denied"
+    result = server.bash(f"echo '{line}' >&2; false")
+    assert result.exit_code == 1 and not result.sandbox_denied
+    assert result.output == line + "\n"
+    assert server.bash("cat /etc/shadow-nothing-here > x").sandbox_denied
+
+
 def test_a_session_opened_outside_the_workspace_is_there_read_only(spawn, tmp_path: Path) -> None:
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
     elsewhere.mkdir()

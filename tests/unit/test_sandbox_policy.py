@@ -41,9 +41,9 @@ def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
     assert pairs(argv, "--bind-try") == [WORKSPACE, "/usr/share"]
     assert pairs(argv, "--bind") == ["/run/s1"]
     protected = pairs(argv, "--ro-bind-try")
-    assert f"{WORKSPACE}/.git/hooks" in protected and "/usr/share/secrets" in protected
+    assert protected == [f"{WORKSPACE}/secrets", "/usr/share/secrets"]
     # Order matters: the private /tmp first, the roots over it, the protected over them.
-    assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/.git/hooks")
+    assert argv.index("/tmp") < argv.index(WORKSPACE) < argv.index(f"{WORKSPACE}/secrets")
 
 
 def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None:
@@ -99,10 +99,13 @@ def test_a_request_only_tightens() -> None:
             "/usr/lib/node_modules/q",
         ),
         (
-            "PermissionError: [Errno 13] Permission denied: '.git/hooks/pre-push'\n",
+            "OSError: [Errno 30] Read-only file system: '.git/hooks/pre-push'\n",
             "/work/app/.git/hooks/pre-push",
         ),
         ("touch: cannot touch 'mine.txt': Permission denied\n", None),
+        # EACCES answers reads too: it names no path.
+        ("cat: /etc/shadow: Permission denied\n", None),
+        ("PermissionError: [Errno 13] Permission denied: '/etc/x'\n", None),
         # The program's name is not the path: the one before the reason is.
         (
             "/usr/bin/bash: line 26: .git/hooks/pre-commit: Read-only file system\n",
@@ -114,6 +117,18 @@ def test_a_request_only_tightens() -> None:
 )
 def test_denied_path(output: str, path: str | None) -> None:
     assert denied_path(output, 1, make("workspace-write"), WORKSPACE) == path
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "tool: stat of /x failed: Permission denied\n",
+        "tool: write of /x failed: Read-only file system\n",
+    ],
+)
+def test_the_last_word_of_a_phrase_is_not_a_path(output: str) -> None:
+    """Not `<cwd>/failed`: a bare word counts only as a whole field, as bash prints one."""
+    assert denied_path(output, 1, make("read-only"), "/srv") is None
 
 
 def test_only_failed_commands_in_confined_modes_are_read() -> None:
