@@ -207,7 +207,7 @@ exit status:
   1                   the server failed or gave no status
   2                   a bad command line, or --sandbox where no sandbox can be made
 
---timeout is in seconds, clamped to [{min:g}, {max:g}]; without it the command
+--timeout is in seconds, in [{min:g}, {max:g}]; without it the command
 runs until it ends or is interrupted. A summary naming artifact://N can be
 printed again with `bashrpc artifact N`."""
 ARTIFACT_DESCRIPTION = """\

@@ -16,7 +16,7 @@ from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server import log
 from server.cli.artifact import print_artifact
 from server.cli.exec import run_exec
-from server.cli.options import add_server_options
+from server.cli.options import add_server_options, command_timeout
 from server.output.artifactroot import default_root
 from server.runtime import env as envmod
 from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
@@ -51,10 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=command_timeout,
         default=None,
         metavar="SECONDS",
-        help=f"kill the command after this long (clamped to {MIN_TIMEOUT_SECONDS:g}-"
+        help=f"kill the command after this long ({MIN_TIMEOUT_SECONDS:g} to "
         f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
     )
     show = sub.add_parser(

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from protocol import messages
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDBOX_STRICTNESS
 
 FORWARDED = (
@@ -42,6 +43,12 @@ def client_timeout(text: str) -> float:
 
 def drain_seconds(text: str) -> float:
     return _seconds(text, 0, MAX_DRAIN_SECONDS, low_allowed=True)
+
+
+def command_timeout(text: str) -> float:
+    """`exec --timeout`: within the range a `bash` request takes, never clamped
+    here, so a typo cannot silently become another deadline (or none)."""
+    return _seconds(text, MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, low_allowed=True)
 
 
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
