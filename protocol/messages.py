@@ -186,7 +186,10 @@ CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
 CLI_BAD_SECONDS = "{value!r} is not a number of seconds in {range}"
 CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
-CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
+CLI_WORKSPACE_NOT_DIRECTORY = "--workspace: not a directory: {path}"
+CLI_ARTIFACT_NOT_FOUND = (
+    "{not_found} (looked in the workspace {workspace}; for another one, pass --workspace DIR)"
+)
 CLI_ARTIFACT_UNREADABLE = "artifact {id}: {reason}"
 CONFIG_ERROR = "config {path}: {reason}"
 CONFIG_NOT_FOUND = "file not found"

@@ -18,7 +18,8 @@ _PAGE_BYTES = 1 << 20
 
 
 def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
-    store = ArtifactStore(root, (workspace or Path.cwd()).resolve())
+    workspace = (workspace or Path.cwd()).resolve()
+    store = ArtifactStore(root, workspace)
     out = sys.stdout.buffer
     offset: int | None = 0
     try:
@@ -27,7 +28,8 @@ def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
             out.write(chunk.data)
             offset = chunk.next_offset
     except ArtifactNotFound as exc:
-        message = messages.artifact_not_found(artifact_id, exc.available)
+        not_found = messages.artifact_not_found(artifact_id, exc.available)
+        message = messages.CLI_ARTIFACT_NOT_FOUND.format(not_found=not_found, workspace=workspace)
         print(messages.CLI_ERROR.format(message=message), file=sys.stderr)
         return EXIT_NOT_FOUND
     except OSError as exc:

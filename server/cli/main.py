@@ -64,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("id", type=int, help="the N of artifact://N")
     show.add_argument(
-        "--workspace", type=Path, default=None, help="the server's workspace (default: current)"
+        "--workspace",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the workspace of the server that made it (default: the current directory)",
     )
     show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
     show.add_argument(
@@ -130,9 +134,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     shell = shutil.which(shell) or shell
     if not os.path.isabs(shell) or not os.access(shell, os.X_OK):
         return _fail(messages.CLI_SHELL_NOT_EXECUTABLE.format(shell=shell))
-    workspace = (args.cwd or Path.cwd()).resolve()
+    workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
-        return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
+        return _fail(messages.CLI_WORKSPACE_NOT_DIRECTORY.format(path=workspace))
     artifacts_dir = _artifacts_root(args, settings)
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio

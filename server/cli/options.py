@@ -14,7 +14,7 @@ from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDB
 FORWARDED = (
     "config",
     "artifacts_dir",
-    "cwd",
+    "workspace",
     "max_line_bytes",
     "sandbox",
     "client_timeout",
@@ -58,7 +58,16 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         "--artifacts-dir", type=Path, default=default, help="where full outputs are kept"
     )
     parser.add_argument(
-        "--cwd", type=Path, default=default, help="workspace directory (default: current)"
+        "--workspace",
+        type=Path,
+        default=default,
+        metavar="DIR",
+        help="the workspace: where shells start and whose artifacts they keep "
+        "(default: the current directory)",
+    )
+    # The flag's first name, kept working for the command lines that use it.
+    parser.add_argument(
+        "--cwd", dest="workspace", type=Path, default=default, help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--max-line-bytes", type=int, default=default, help="largest accepted request line"
@@ -112,7 +121,7 @@ def reprint_options(args: argparse.Namespace, *, local: bool = True) -> list[str
         value = getattr(args, flag, None)
         if value is not None:
             argv += [option, str(value)]
-    if getattr(args, "cwd", None) is not None:
-        workspace = Path(args.cwd).resolve() if local else args.cwd
+    if getattr(args, "workspace", None) is not None:
+        workspace = Path(args.workspace).resolve() if local else args.workspace
         argv += ["--workspace", str(workspace)]
     return argv

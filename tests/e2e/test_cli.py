@@ -96,7 +96,7 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     workspace.mkdir()
     env = environment(tmp_path)
     proc = subprocess.run(
-        [*SERVER, "exec", "--cwd", str(workspace), "seq 1 100000"],
+        [*SERVER, "exec", "--workspace", str(workspace), "seq 1 100000"],
         capture_output=True,
         env=env,
         timeout=EXIT_BOUND_SECONDS,
@@ -113,7 +113,9 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     # Without it, the current directory is the workspace, which has no artifacts.
     missing = subprocess.run([*SERVER, "artifact", "1"], capture_output=True, env=env, cwd="/")
     assert missing.returncode == 1
-    message = messages.artifact_not_found(1, [])
+    message = messages.CLI_ARTIFACT_NOT_FOUND.format(
+        not_found=messages.artifact_not_found(1, []), workspace="/"
+    )
     assert missing.stderr.decode() == messages.CLI_ERROR.format(message=message) + "\n"
 
 

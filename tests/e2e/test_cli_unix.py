@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol import messages
 from tests.rpc import server_environment
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -43,3 +44,49 @@ def test_exec_timeout_in_range_is_taken(tmp_path: Path) -> None:
         timeout=EXIT_BOUND_SECONDS,
     )
     assert proc.returncode == 124
+
+
+def one_line(stderr: bytes) -> str:
+    text = stderr.decode()
+    assert text.count("\n") == 1 and text.endswith("\n"), text
+    return text[:-1]
+
+
+def test_one_workspace_flag_everywhere_and_the_old_one_still_works(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    env = environment(tmp_path)
+    for argv in ([*SERVER, "--help"], [*SERVER, "exec", "--help"], [*SERVER, "artifact", "-h"]):
+        shown = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        assert "--workspace" in shown and "--cwd" not in shown
+    for flag in ("--workspace", "--cwd"):
+        ran = subprocess.run(
+            [*SERVER, "exec", flag, str(workspace), "pwd"], capture_output=True, env=env
+        )
+        assert ran.returncode == 0 and ran.stdout == f"{workspace}\n".encode()
+
+
+def test_artifact_not_found_names_the_workspace_and_the_flag(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "sub").mkdir(parents=True)
+    env = environment(tmp_path)
+    made = subprocess.run(
+        [*SERVER, "exec", "seq 1 100000"], capture_output=True, env=env, cwd=workspace
+    )
+    assert b"artifact://1" in made.stderr
+    missing = subprocess.run(
+        [*SERVER, "artifact", "1"], capture_output=True, env=env, cwd=workspace / "sub"
+    )
+    assert missing.returncode == 1
+    message = messages.CLI_ARTIFACT_NOT_FOUND.format(
+        not_found=messages.artifact_not_found(1, []), workspace=workspace / "sub"
+    )
+    assert one_line(missing.stderr) == messages.CLI_ERROR.format(message=message)
+    assert "--workspace" in message
+    found = subprocess.run(
+        [*SERVER, "artifact", "1", "--workspace", ".."],
+        capture_output=True,
+        env=env,
+        cwd=workspace / "sub",
+    )
+    assert found.returncode == 0 and found.stdout.startswith(b"1\n2\n")
