@@ -208,7 +208,10 @@ exit status:
   124                 --timeout passed; the command was killed
   130                 interrupted with Ctrl-C; the command was killed
   1                   the server failed or gave no status
-  2                   a bad command line, or --sandbox where no sandbox can be made
+  2                   a bad command line (--timeout, --workspace or --config among
+                      others), or --sandbox where no sandbox can be made
+  141                 the reader of stdout went away (`| head`): the command was
+                      killed, and this client died of SIGPIPE, printing nothing more
 
 --timeout is in seconds, in [{min:g}, {max:g}]; without it the command
 runs until it ends or is interrupted. A summary naming artifact://N can be

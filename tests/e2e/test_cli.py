@@ -65,6 +65,7 @@ def test_exec_help_names_the_exit_codes_and_the_timeout_range() -> None:
     proc = subprocess.run([*SERVER, "exec", "--help"], capture_output=True, text=True, check=True)
     assert messages.EXEC_EPILOG.format(min=1, max=3600) in proc.stdout
     assert "124" in proc.stdout and "130" in proc.stdout and "in [1, 3600]" in proc.stdout
+    assert "141" in proc.stdout and "SIGPIPE" in proc.stdout
     # A session would die with the server each run starts, so there is none.
     refused = subprocess.run([*SERVER, "exec", "--session", "s", "true"], capture_output=True)
     assert refused.returncode == 2 and b"--session" in refused.stderr
