@@ -1,4 +1,9 @@
-"""`python -m bench`: run the cases, print the table, save it as JSON."""
+"""`python -m bench`: run the cases, print the table, save it as JSON.
+
+A run's JSON goes to a cache (or `--out DIR`); only `--record` rewrites the
+committed `bench/results/latest.json` and `.png`, which the README's table
+comes from, so trying a case never changes a tracked file.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,14 @@ from bench import peers
 from bench.cases import CASES, QUICK, Row, Sizes, run_cases
 from bench.plot import plot
 
+# The committed results, which the README's table comes from: `--record` only.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def cache_results_dir() -> Path:
+    """Where a run's results go unless told otherwise: out of the repository."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bashrpc-bench" / "results"
 
 
 def format_value(value: float) -> str:
@@ -78,26 +90,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the harness")
     parser.add_argument("--repeat", type=int, help="repetitions per case (default 3)")
     parser.add_argument("--only", nargs="+", choices=sorted(CASES), help="run only these cases")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON goes")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the JSON goes (default: $XDG_CACHE_HOME/bashrpc-bench/results)",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"a full run, written to {RESULTS_DIR.relative_to(RESULTS_DIR.parents[1])}/, "
+        "the committed results the README's table comes from",
+    )
     parser.add_argument(
         "--peers",
         action="store_true",
         help="also measure pi and omp side by side (installed from npm into a cache)",
     )
     args = parser.parse_args(argv)
+    if args.record and (args.quick or args.only or args.out):
+        parser.error("--record is a full run into the committed results: no --quick, --only, --out")
+    out = RESULTS_DIR if args.record else args.out or cache_results_dir()
     sizes = QUICK if args.quick else Sizes()
     if args.repeat:
         sizes = Sizes(**{**sizes.__dict__, "repeat": args.repeat})
     names = args.only or list(CASES)
     rows = run_cases(names, sizes)
     print(table(rows))
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     data = to_json(rows, sizes)
     name = "quick.json" if args.quick else "latest.json"
     if args.peers:
-        data["peers"] = run_peers(sizes, (args.out / name).with_suffix(".png"))
-    (args.out / name).write_text(json.dumps(data, indent=2) + "\n")
-    print(f"\nsaved {args.out / name}", file=sys.stderr)
+        data["peers"] = run_peers(sizes, (out / name).with_suffix(".png"))
+    (out / name).write_text(json.dumps(data, indent=2) + "\n")
+    print(f"\nsaved {out / name}", file=sys.stderr)
     return 0
 
 

@@ -186,7 +186,10 @@ CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"
 CLI_BAD_SECONDS = "{value!r} is not a number of seconds in {range}"
 CLI_SHELL_NOT_EXECUTABLE = "config: `shell`: not an executable: {shell}"
-CLI_CWD_NOT_DIRECTORY = "--cwd: not a directory: {path}"
+CLI_WORKSPACE_NOT_DIRECTORY = "--workspace: not a directory: {path}"
+CLI_ARTIFACT_NOT_FOUND = (
+    "{not_found} (looked in the workspace {workspace}; for another one, pass --workspace DIR)"
+)
 CLI_ARTIFACT_UNREADABLE = "artifact {id}: {reason}"
 CONFIG_ERROR = "config {path}: {reason}"
 CONFIG_NOT_FOUND = "file not found"
@@ -205,9 +208,12 @@ exit status:
   124                 --timeout passed; the command was killed
   130                 interrupted with Ctrl-C; the command was killed
   1                   the server failed or gave no status
-  2                   a bad command line, or --sandbox where no sandbox can be made
+  2                   a bad command line (--timeout, --workspace or --config among
+                      others), or --sandbox where no sandbox can be made
+  141                 the reader of stdout went away (`| head`): the command was
+                      killed, and this client died of SIGPIPE, printing nothing more
 
---timeout is in seconds, clamped to [{min:g}, {max:g}]; without it the command
+--timeout is in seconds, in [{min:g}, {max:g}]; without it the command
 runs until it ends or is interrupted. A summary naming artifact://N can be
 printed again with `bashrpc artifact N`."""
 ARTIFACT_DESCRIPTION = """\

@@ -289,7 +289,8 @@ class ServerProcess(RpcClient):
         super().__init__()
         self.tmp = tmp
         self.artifacts_root = tmp / "artifacts"
-        workspace = args[args.index("--cwd") + 1] if "--cwd" in args else cwd or tmp
+        flags = [i for i, arg in enumerate(args) if arg in ("--workspace", "--cwd")]
+        workspace = args[flags[-1] + 1] if flags else cwd or tmp
         # This server's workspace's own directory under the root.
         self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
         argv = [sys.executable, "-m", "server", *args]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from protocol import messages
+from server.cli.sigpipe import die_of_sigpipe
 from server.errors import ArtifactNotFound
 from server.output.artifacts import ArtifactStore
 
@@ -18,7 +19,8 @@ _PAGE_BYTES = 1 << 20
 
 
 def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
-    store = ArtifactStore(root, (workspace or Path.cwd()).resolve())
+    workspace = (workspace or Path.cwd()).resolve()
+    store = ArtifactStore(root, workspace)
     out = sys.stdout.buffer
     offset: int | None = 0
     try:
@@ -26,13 +28,16 @@ def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
             chunk = store.read(artifact_id, offset, _PAGE_BYTES)
             out.write(chunk.data)
             offset = chunk.next_offset
+        out.flush()
     except ArtifactNotFound as exc:
-        message = messages.artifact_not_found(artifact_id, exc.available)
+        not_found = messages.artifact_not_found(artifact_id, exc.available)
+        message = messages.CLI_ARTIFACT_NOT_FOUND.format(not_found=not_found, workspace=workspace)
         print(messages.CLI_ERROR.format(message=message), file=sys.stderr)
         return EXIT_NOT_FOUND
+    except BrokenPipeError:
+        die_of_sigpipe()  # `bashrpc artifact N | head`: the reader has all it wants
     except OSError as exc:
         reason = messages.CLI_ARTIFACT_UNREADABLE.format(id=artifact_id, reason=exc)
         print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
         return EXIT_NOT_FOUND
-    out.flush()
     return 0

@@ -16,7 +16,7 @@ from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server import log
 from server.cli.artifact import print_artifact
 from server.cli.exec import run_exec
-from server.cli.options import add_server_options
+from server.cli.options import add_server_options, command_timeout
 from server.output.artifactroot import default_root
 from server.runtime import env as envmod
 from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
@@ -51,10 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=command_timeout,
         default=None,
         metavar="SECONDS",
-        help=f"kill the command after this long (clamped to {MIN_TIMEOUT_SECONDS:g}-"
+        help=f"kill the command after this long ({MIN_TIMEOUT_SECONDS:g} to "
         f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
     )
     show = sub.add_parser(
@@ -64,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("id", type=int, help="the N of artifact://N")
     show.add_argument(
-        "--workspace", type=Path, default=None, help="the server's workspace (default: current)"
+        "--workspace",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the workspace of the server that made it (default: the current directory)",
     )
     show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
     show.add_argument(
@@ -130,9 +134,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     shell = shutil.which(shell) or shell
     if not os.path.isabs(shell) or not os.access(shell, os.X_OK):
         return _fail(messages.CLI_SHELL_NOT_EXECUTABLE.format(shell=shell))
-    workspace = (args.cwd or Path.cwd()).resolve()
+    workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
-        return _fail(messages.CLI_CWD_NOT_DIRECTORY.format(path=workspace))
+        return _fail(messages.CLI_WORKSPACE_NOT_DIRECTORY.format(path=workspace))
     artifacts_dir = _artifacts_root(args, settings)
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio

@@ -8,12 +8,13 @@ import math
 from pathlib import Path
 
 from protocol import messages
+from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDBOX_STRICTNESS
 
 FORWARDED = (
     "config",
     "artifacts_dir",
-    "cwd",
+    "workspace",
     "max_line_bytes",
     "sandbox",
     "client_timeout",
@@ -44,6 +45,12 @@ def drain_seconds(text: str) -> float:
     return _seconds(text, 0, MAX_DRAIN_SECONDS, low_allowed=True)
 
 
+def command_timeout(text: str) -> float:
+    """`exec --timeout`: within the range a `bash` request takes, never clamped
+    here, so a typo cannot silently become another deadline (or none)."""
+    return _seconds(text, MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, low_allowed=True)
+
+
 def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument("--config", type=Path, default=default, help="settings TOML file")
@@ -51,7 +58,16 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         "--artifacts-dir", type=Path, default=default, help="where full outputs are kept"
     )
     parser.add_argument(
-        "--cwd", type=Path, default=default, help="workspace directory (default: current)"
+        "--workspace",
+        type=Path,
+        default=default,
+        metavar="DIR",
+        help="the workspace: where shells start and whose artifacts they keep "
+        "(default: the current directory)",
+    )
+    # The flag's first name, kept working for the command lines that use it.
+    parser.add_argument(
+        "--cwd", dest="workspace", type=Path, default=default, help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--max-line-bytes", type=int, default=default, help="largest accepted request line"
@@ -105,7 +121,7 @@ def reprint_options(args: argparse.Namespace, *, local: bool = True) -> list[str
         value = getattr(args, flag, None)
         if value is not None:
             argv += [option, str(value)]
-    if getattr(args, "cwd", None) is not None:
-        workspace = Path(args.cwd).resolve() if local else args.cwd
+    if getattr(args, "workspace", None) is not None:
+        workspace = Path(args.workspace).resolve() if local else args.workspace
         argv += ["--workspace", str(workspace)]
     return argv

@@ -91,3 +91,35 @@ def test_peers_are_skipped_with_a_note_when_npm_is_missing(tmp_path: Path) -> No
         "pi skipped: node and npm are not installed (apt install nodejs npm)",
         "omp skipped: node and npm are not installed (apt install nodejs npm)",
     ]
+
+
+@pytest.mark.slow
+def test_a_run_leaves_the_committed_results_alone(tmp_path: Path) -> None:
+    """`--only` (a README example) writes to the cache; only `--record` writes
+    the committed results, and only for a full run."""
+    committed = ROOT / "bench" / "results" / "latest.json"
+    before = committed.read_bytes()
+    env = {**server_environment(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "interceptor", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert committed.read_bytes() == before
+    cached = json.loads(
+        (tmp_path / "cache" / "bashrpc-bench" / "results" / "latest.json").read_text()
+    )
+    assert {row["case"] for row in cached["rows"]} == {"interceptor"}
+    partial = subprocess.run(
+        [sys.executable, "-m", "bench", "--record", "--only", "interceptor"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    assert partial.returncode == 2 and "--record" in partial.stderr
+    assert committed.read_bytes() == before

@@ -61,10 +61,11 @@ def test_console_script_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == b"via-script\n"
 
 
-def test_exec_help_names_the_exit_codes_and_the_timeout_clamp() -> None:
+def test_exec_help_names_the_exit_codes_and_the_timeout_range() -> None:
     proc = subprocess.run([*SERVER, "exec", "--help"], capture_output=True, text=True, check=True)
     assert messages.EXEC_EPILOG.format(min=1, max=3600) in proc.stdout
-    assert "124" in proc.stdout and "130" in proc.stdout and "clamped to [1, 3600]" in proc.stdout
+    assert "124" in proc.stdout and "130" in proc.stdout and "in [1, 3600]" in proc.stdout
+    assert "141" in proc.stdout and "SIGPIPE" in proc.stdout
     # A session would die with the server each run starts, so there is none.
     refused = subprocess.run([*SERVER, "exec", "--session", "s", "true"], capture_output=True)
     assert refused.returncode == 2 and b"--session" in refused.stderr
@@ -96,7 +97,7 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     workspace.mkdir()
     env = environment(tmp_path)
     proc = subprocess.run(
-        [*SERVER, "exec", "--cwd", str(workspace), "seq 1 100000"],
+        [*SERVER, "exec", "--workspace", str(workspace), "seq 1 100000"],
         capture_output=True,
         env=env,
         timeout=EXIT_BOUND_SECONDS,
@@ -113,7 +114,9 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     # Without it, the current directory is the workspace, which has no artifacts.
     missing = subprocess.run([*SERVER, "artifact", "1"], capture_output=True, env=env, cwd="/")
     assert missing.returncode == 1
-    message = messages.artifact_not_found(1, [])
+    message = messages.CLI_ARTIFACT_NOT_FOUND.format(
+        not_found=messages.artifact_not_found(1, []), workspace="/"
+    )
     assert missing.stderr.decode() == messages.CLI_ERROR.format(message=message) + "\n"
 
 

@@ -111,7 +111,7 @@ def test_timeout_and_ctrl_c_through_the_launcher(remote: Remote) -> None:
 
 def test_cwd_is_the_far_sides(remote: Remote) -> None:
     """`sub` exists only on the far side: it is not resolved here."""
-    done = remote.run("--cwd", "sub", "pwd")
+    done = remote.run("--workspace", "sub", "pwd")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{remote.root / 'sub'}\n".encode()
 
@@ -151,7 +151,7 @@ def test_through_real_ssh(tmp_path: Path) -> None:
     launcher = f"ssh -T -oBatchMode=yes localhost env PATH={remote_path}"
     command = 'echo "it\'s $PWD"'
     done = subprocess.run(
-        [*VIA_EXEC, launcher, "--cwd", str(tmp_path), command],
+        [*VIA_EXEC, launcher, "--workspace", str(tmp_path), command],
         capture_output=True,
         env=server_environment(tmp_path),
         timeout=EXIT_BOUND_SECONDS,

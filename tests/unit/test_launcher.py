@@ -8,7 +8,7 @@ import pytest
 
 from server.cli.launcher import Launcher, LauncherError
 
-REMOTE = ["bashrpc", "--cwd", "my dir", "--log-level", "WARNING"]
+REMOTE = ["bashrpc", "--workspace", "my dir", "--log-level", "WARNING"]
 
 
 def test_ssh_gets_the_server_command_as_one_quoted_string() -> None:

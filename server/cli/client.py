@@ -1,0 +1,86 @@
+"""The blocking client side of `bashrpc exec`: requests to its child server over
+the child's pipes, notifications to a handler, pings while it lives."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import threading
+from typing import IO, Any
+
+import msgspec
+
+from protocol import messages
+from protocol.envelope import ErrorObject, Request, ServerMessage, encode
+from protocol.errors import ErrorCode
+from server.cli.keepalive import Keepalive
+
+_decode_message = msgspec.json.Decoder(ServerMessage).decode
+
+
+class ServerError(Exception):
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+class NoAnswer(ServerError):
+    """The server ended (or never started) before it answered: its own exit
+    status, and what it said on stderr, tell why."""
+
+    def __init__(self) -> None:
+        super().__init__(messages.EXEC_NO_ANSWER, ErrorCode.INTERNAL_ERROR)
+
+
+class Connection:
+    """Requests to the child server over its pipes; notifications go to a handler.
+    It pings while it lives (see `keepalive`); the replies are passed over."""
+
+    def __init__(self, child: subprocess.Popen[bytes], ping_interval: float) -> None:
+        assert child.stdin is not None and child.stdout is not None
+        self._in: IO[bytes] = child.stdin
+        self._out: IO[bytes] = child.stdout
+        self._ids = itertools.count(1)
+        # The keepalive thread writes too: one line at a time.
+        self._writing = threading.Lock()
+        self._keepalive = Keepalive(self._write, ping_interval)
+
+    def _write(self, method: str, params: msgspec.Struct) -> int:
+        with self._writing:
+            ident = next(self._ids)
+            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.flush()
+        return ident
+
+    def send(self, method: str, params: msgspec.Struct) -> int:
+        try:
+            return self._write(method, params)
+        except BrokenPipeError:
+            raise NoAnswer from None
+
+    def wait(self, ident: int, on_notification: Any = None) -> msgspec.Raw:
+        for line in self._out:
+            message = _decode_message(line)
+            if message.method is not None:
+                if on_notification is not None:
+                    on_notification(message)
+            elif message.id == ident:
+                if message.error is not None:
+                    raise _server_error(message.error)
+                return message.result
+        raise NoAnswer
+
+    def close(self) -> None:
+        self._keepalive.stop()
+        with self._writing:
+            try:
+                self._in.close()
+            except BrokenPipeError:
+                pass  # the server is gone already: nothing to tell it
+
+
+def _server_error(error: ErrorObject) -> ServerError:
+    if error.code == ErrorCode.SANDBOX_UNAVAILABLE:
+        return ServerError(messages.CLI_ERROR.format(message=error.message), error.code)
+    text = messages.EXEC_SERVER_ERROR.format(message=error.message, data=error.data)
+    return ServerError(text, error.code)
