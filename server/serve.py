@@ -27,15 +27,13 @@ from server.connection import Connection
 from server.runtime import child, polling, procs
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
+from server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from server.runtime.watchdog import Watchdog
 from server.services.api import Services
 from server.surfaces import native, resources, tools
 from server.wire import liveness, stdio
 from server.wire.dispatch import Dispatcher
 
-# Shutdown must finish within a few seconds even with TERM-ignoring children.
-SHUTDOWN_GRACE_SECONDS = 1.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _log = log.get("serve")

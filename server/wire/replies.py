@@ -10,6 +10,7 @@ from protocol import messages
 from protocol.envelope import ErrorResponse, Notification, SuccessResponse, encode, error_response
 from protocol.errors import ErrorCode
 from server import log
+from server.wire.errormap import summary
 
 _log = log.get("replies")
 
@@ -20,9 +21,8 @@ def encode_reply(reply: ErrorResponse | SuccessResponse) -> bytes:
         return encode(reply)
     except Exception as exc:
         _log.error("reply to %r not encodable:\n%s", reply.id, traceback.format_exc())
-        summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
         failed = error_response(
-            ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, reply.id, summary
+            ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, reply.id, summary(exc)
         )
         return encode(failed)
 
