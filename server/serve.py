@@ -40,8 +40,11 @@ _log = log.get("serve")
 
 
 def dispatcher() -> Dispatcher:
-    """Every surface's methods, in one table; a name registered twice fails here."""
-    return Dispatcher(native.methods, tools.methods, resources.methods)
+    """Every surface's methods, in one table; a name registered twice, or a
+    method of the protocol with no handler, fails here."""
+    table = Dispatcher(native.methods, tools.methods, resources.methods)
+    table.check_complete()
+    return table
 
 
 async def serve(options: Options) -> int:
@@ -80,7 +83,7 @@ async def serve(options: Options) -> int:
     return 0
 
 
-async def _watch_signals(connection: Connection, drain_seconds: float) -> None:
+async def _watch_signals(connection: Connection[Services], drain_seconds: float) -> None:
     """The first SIGTERM drains the connection when a drain is configured; any
     other stop signal, or a second one, shuts down at once."""
     async with anyio.create_task_group() as draining:

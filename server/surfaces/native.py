@@ -35,6 +35,7 @@ from protocol.methods import (
     ShutdownParams,
 )
 from server.connection import RequestContext
+from server.services.api import Services
 from server.services.commands import CommandSpec, Outcome, Terminal, clamp_timeout, terminal
 from server.services.keys import encode_keys
 from server.services.streams import command_streams, streaming
@@ -42,6 +43,8 @@ from server.settings import tightened
 from server.wire.registry import Registry
 
 methods = Registry()
+# What a handler gets: the connection and these services, typed.
+Ctx = RequestContext[Services]
 
 
 def _terminal(params: BashParams) -> Terminal | None:
@@ -51,7 +54,7 @@ def _terminal(params: BashParams) -> Terminal | None:
     return terminal(size.cols, size.rows)
 
 
-def _admit_bash(ctx: RequestContext, params: BashParams) -> None:
+def _admit_bash(ctx: Ctx, params: BashParams) -> None:
     """A PTY takes input and size from now on, before its program is spawned."""
     pty = _terminal(params)
     if pty is not None:
@@ -60,7 +63,7 @@ def _admit_bash(ctx: RequestContext, params: BashParams) -> None:
 
 
 @methods.method("bash", admit=_admit_bash)
-async def bash(ctx: RequestContext, params: BashParams) -> BashResult:
+async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     pty = _terminal(params)
     spec = CommandSpec(
         command=params.command,
@@ -119,7 +122,7 @@ def bash_result(outcome: Outcome) -> BashResult:
 
 
 @methods.method("abort_bash")
-def abort_bash(ctx: RequestContext, params: AbortBashParams) -> AbortBashResult:
+def abort_bash(ctx: Ctx, params: AbortBashParams) -> AbortBashResult:
     if params.request_id is not None and params.session_id is None:
         # Any request of this connection in flight under that id: a command, or a PTY write.
         return AbortBashResult(aborted=ctx.connection.cancel(params.request_id))
@@ -130,7 +133,7 @@ def abort_bash(ctx: RequestContext, params: AbortBashParams) -> AbortBashResult:
 
 
 @methods.method("session/open")
-def session_open(ctx: RequestContext, params: SessionOpenParams) -> SessionOpenResult:
+def session_open(ctx: Ctx, params: SessionOpenParams) -> SessionOpenResult:
     mode = tightened(ctx.connection.settings.sandbox.mode, params.sandbox)
     session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env, mode)
     text, exact = paths.to_wire(cwd)
@@ -138,12 +141,12 @@ def session_open(ctx: RequestContext, params: SessionOpenParams) -> SessionOpenR
 
 
 @methods.method("session/close")
-async def session_close(ctx: RequestContext, params: SessionCloseParams) -> SessionCloseResult:
+async def session_close(ctx: Ctx, params: SessionCloseParams) -> SessionCloseResult:
     return SessionCloseResult(closed=await ctx.services.sessions.close(params.session_id))
 
 
 @methods.method("session/list")
-def session_list(ctx: RequestContext, params: SessionListParams) -> SessionListResult:
+def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
     infos = []
     for view in ctx.services.sessions.list():
         cwd, cwd_base64 = paths.to_wire(view.cwd)
@@ -161,7 +164,7 @@ def session_list(ctx: RequestContext, params: SessionListParams) -> SessionListR
 
 
 @methods.method("artifact/read")
-def artifact_read(ctx: RequestContext, params: ArtifactReadParams) -> ArtifactReadResult:
+def artifact_read(ctx: Ctx, params: ArtifactReadParams) -> ArtifactReadResult:
     chunk = ctx.services.artifacts.read(params.id, params.offset, params.limit)
     return ArtifactReadResult(
         id=params.id,
@@ -172,7 +175,7 @@ def artifact_read(ctx: RequestContext, params: ArtifactReadParams) -> ArtifactRe
     )
 
 
-def _admit_input(ctx: RequestContext, params: PtyInputParams) -> None:
+def _admit_input(ctx: Ctx, params: PtyInputParams) -> None:
     """Bad keys are refused now; the write takes its place in line behind earlier ones."""
     encode_keys(params.keys or [], app_cursor=False)
     lane = ctx.services.commands.pty(params.request_id)
@@ -182,7 +185,7 @@ def _admit_input(ctx: RequestContext, params: PtyInputParams) -> None:
 
 
 @methods.method("pty/input", admit=_admit_input)
-async def pty_input(ctx: RequestContext, params: PtyInputParams) -> PtyInputResult:
+async def pty_input(ctx: Ctx, params: PtyInputParams) -> PtyInputResult:
     lane = ctx.services.commands.pty(params.request_id)
 
     def encode(app_cursor: bool) -> bytes:
@@ -192,14 +195,14 @@ async def pty_input(ctx: RequestContext, params: PtyInputParams) -> PtyInputResu
 
 
 @methods.method("pty/resize")
-def pty_resize(ctx: RequestContext, params: PtyResizeParams) -> PtyResizeResult:
+def pty_resize(ctx: Ctx, params: PtyResizeParams) -> PtyResizeResult:
     size = terminal(params.cols, params.rows)
     ctx.services.commands.pty(params.request_id).resize(size.cols, size.rows)
     return PtyResizeResult(cols=size.cols, rows=size.rows)
 
 
 @methods.method("pty/screen")
-async def pty_screen(ctx: RequestContext, params: PtyScreenParams) -> PtyScreen:
+async def pty_screen(ctx: Ctx, params: PtyScreenParams) -> PtyScreen:
     run = await ctx.services.commands.pty(params.request_id).running()
     snap = await run.snapshot()
     return PtyScreen(
@@ -211,10 +214,10 @@ async def pty_screen(ctx: RequestContext, params: PtyScreenParams) -> PtyScreen:
 
 
 @methods.method("shutdown")
-async def shutdown(ctx: RequestContext, params: ShutdownParams) -> None:
+async def shutdown(ctx: Ctx, params: ShutdownParams) -> None:
     await ctx.connection.wind_down()
 
 
 @methods.method("exit")
-def exit_(ctx: RequestContext, params: ExitParams) -> None:
+def exit_(ctx: Ctx, params: ExitParams) -> None:
     ctx.connection.stop.set()

@@ -29,6 +29,7 @@ from protocol.mcp import (
 from protocol.methods import PtyOutput
 from server.connection import RequestContext
 from server.services import toolargs, toolcall
+from server.services.api import Services
 from server.services.streams import streaming
 from server.settings import for_connection
 from server.wire.registry import Registry
@@ -41,10 +42,12 @@ INSTRUCTIONS = (
 
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
+# What a handler gets: the connection and these services, typed.
+Ctx = RequestContext[Services]
 
 
 @methods.method("initialize")
-def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult:
+def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     connection = ctx.connection
     host = params.initialization_options
     if host is None and params.capabilities.experimental is not None:
@@ -68,31 +71,31 @@ def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResul
 
 
 @methods.method("ping")
-def ping(ctx: RequestContext, params: EmptyParams) -> EmptyResult:
+def ping(ctx: Ctx, params: EmptyParams) -> EmptyResult:
     return EmptyResult()
 
 
 @methods.method("notifications/initialized")
-def initialized(ctx: RequestContext, params: EmptyParams) -> None:
+def initialized(ctx: Ctx, params: EmptyParams) -> None:
     return None
 
 
 @methods.method("notifications/cancelled")
-def cancelled(ctx: RequestContext, params: CancelledParams) -> None:
+def cancelled(ctx: Ctx, params: CancelledParams) -> None:
     ctx.connection.cancel(params.request_id)
 
 
 @methods.method("$/cancelRequest")
-def cancel_request(ctx: RequestContext, params: CancelRequestParams) -> None:
+def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
     ctx.connection.cancel(params.id)
 
 
 @methods.method("tools/list")
-def tools_list(ctx: RequestContext, params: EmptyParams) -> ToolsListResult:
+def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
     return ToolsListResult(tools=[toolcall.tool_definition(ctx.connection.settings)])
 
 
-def _admit_call(ctx: RequestContext, params: ToolsCallParams) -> None:
+def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
     """A call that will run on a PTY takes input and size from now on, as `bash` does."""
     connection = ctx.connection
     pty = toolcall.pty_terminal(connection.settings, os.environ, connection.host)
@@ -102,7 +105,7 @@ def _admit_call(ctx: RequestContext, params: ToolsCallParams) -> None:
 
 
 @methods.method("tools/call", admit=_admit_call)
-async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolResult:
+async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
     plan = toolcall.plan(
         toolargs.arguments(params),
