@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from protocol.methods import SandboxMode
+from server.runtime.backend import ShellHandle
 from server.runtime.procs import Scan
-from server.runtime.shell import Shell
 from server.runtime.shelltypes import ShellConfig
 
 
@@ -42,7 +42,7 @@ class Session:
     cwd: str
     # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
     workspace: str
-    shell: Shell | None = None
+    shell: ShellHandle | None = None
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)
     # A shell of the session ended, taking its state, and no result has said so yet.
@@ -60,7 +60,7 @@ class Session:
     def home(self) -> str | None:
         return self.env.get("HOME")
 
-    def drop_shell(self) -> Shell | None:
+    def drop_shell(self) -> ShellHandle | None:
         """Forget the session's shell, which is being closed: the next result says
         the state it held is gone."""
         shell, self.shell = self.shell, None

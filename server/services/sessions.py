@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import msgspec
 
 from protocol import messages, paths
@@ -49,7 +47,7 @@ class SessionService:
                 reject_unexecable(runtime.session_env(env), env)
             directory = runtime.workspace
             if cwd is not None:
-                directory = _existing_dir(directory, cwd)
+                directory = self._existing_dir(directory, cwd)
             session = runtime.new_session(session_id, directory, env, sandbox_mode)
         else:
             self.tighten([session], sandbox_mode)
@@ -91,11 +89,12 @@ class SessionService:
             for s in self._runtime.sessions.all()
         ]
 
-
-def _existing_dir(base: str, path: str) -> str:
-    resolved = resolve_path(base, path, os.environ.get("HOME"))
-    if not os.path.isdir(resolved):
-        raise errors.InvalidArgument(
-            messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved))
-        )
-    return resolved
+    def _existing_dir(self, base: str, path: str) -> str:
+        backend = self._runtime.backend
+        # Relative to the workspace, `~` as the server's own HOME.
+        resolved = resolve_path(base, path, backend.home(None))
+        if backend.directory(resolved) != "dir":
+            raise errors.InvalidArgument(
+                messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved))
+            )
+        return resolved

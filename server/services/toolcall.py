@@ -8,7 +8,6 @@ command service runs it (7) while `updates` streams snapshots and progress;
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -35,6 +34,7 @@ from server import errors, log
 from server.output.artifacts import ArtifactStore
 from server.output.chunks import RawStream
 from server.output.throttle import Throttle
+from server.runtime.backend import DirKind
 from server.runtime.sessions import resolve_path
 from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
@@ -109,6 +109,7 @@ def plan(
     environ: Mapping[str, str],
     workspace: str,
     home: str | None,
+    directory: Callable[[str], DirKind],
 ) -> Plan:
     """Steps 1-6 of a tool call."""
     given_cwd, given_timeout = given(args.cwd), given(args.timeout)
@@ -133,7 +134,7 @@ def plan(
     cwd = workspace
     if given_cwd is not None:
         cwd = resolve_path(workspace, given_cwd, home)
-        problem = _cwd_problem(cwd)
+        problem = _cwd_problem(cwd, directory(cwd))
         if problem is not None:
             return Plan(None, tool_error(problem), shaping)
     spec = CommandSpec(
@@ -151,10 +152,10 @@ def plan(
     return Plan(spec, None, shaping)
 
 
-def _cwd_problem(cwd: str) -> str | None:
-    if not os.path.exists(cwd):
+def _cwd_problem(cwd: str, kind: DirKind) -> str | None:
+    if kind == "missing":
         return messages.CWD_MISSING.format(path=paths.printable(cwd))
-    if not os.path.isdir(cwd):
+    if kind == "other":
         return messages.CWD_NOT_A_DIRECTORY.format(path=paths.printable(cwd))
     return None
 

@@ -115,6 +115,7 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         environ=os.environ,
         workspace=services.workspace,
         home=services.home(toolcall.TOOL_SESSION_ID, connection.settings.sandbox.mode),
+        directory=services.directory,
     )
     if plan.spec is None:
         assert plan.early is not None
