@@ -9,7 +9,7 @@ from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import Session, resolve_path
-from server.services.commands import CommandService, reject_unexecable
+from server.services.commands import CommandService, env_fields, reject_nul, reject_unexecable
 from server.settings import stricter
 
 
@@ -37,9 +37,7 @@ class SessionService:
         """(id, cwd) of a new session, or of the existing one of that id, unchanged
         but for a stricter sandbox (see `tighten`)."""
         runtime = self._runtime
-        for name, value in [("cwd", cwd), *(((f"env.{k}", v) for k, v in (env or {}).items()))]:
-            if value is not None and "\0" in value:
-                raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=name))
+        reject_nul({"cwd": cwd, **env_fields(env)})
         session_id = session_id or runtime.sessions.new_id()
         session = runtime.sessions.get(session_id)
         if session is None:

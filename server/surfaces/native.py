@@ -12,19 +12,16 @@ from protocol.methods import (
     AbortBashResult,
     ArtifactReadParams,
     ArtifactReadResult,
-    BashChunk,
     BashParams,
     BashResult,
     Cursor,
     ExitParams,
     PtyInputParams,
     PtyInputResult,
-    PtyOutput,
     PtyResizeParams,
     PtyResizeResult,
     PtyScreen,
     PtyScreenParams,
-    PtySize,
     SessionCloseParams,
     SessionCloseResult,
     SessionInfo,
@@ -35,10 +32,10 @@ from protocol.methods import (
     ShutdownParams,
 )
 from server.connection import RequestContext
+from server.services import bashcall
 from server.services.api import Services
-from server.services.commands import CommandSpec, Outcome, Terminal, clamp_timeout, terminal
+from server.services.commands import terminal
 from server.services.keys import encode_keys
-from server.services.streams import command_streams, streaming
 from server.settings import tightened
 from server.wire.registry import Registry
 
@@ -47,16 +44,9 @@ methods = Registry()
 Ctx = RequestContext[Services]
 
 
-def _terminal(params: BashParams) -> Terminal | None:
-    if not params.pty:
-        return None
-    size = params.pty if isinstance(params.pty, PtySize) else PtySize()
-    return terminal(size.cols, size.rows)
-
-
 def _admit_bash(ctx: Ctx, params: BashParams) -> None:
     """A PTY takes input and size from now on, before its program is spawned."""
-    pty = _terminal(params)
+    pty = bashcall.pty_terminal(params)
     if pty is not None:
         assert ctx.flight is not None
         ctx.flight.keep(ctx.services.commands.accept_pty(ctx.id, pty).close)
@@ -64,61 +54,10 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 
 @methods.method("bash", admit=_admit_bash)
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
-    pty = _terminal(params)
-    spec = CommandSpec(
-        command=params.command,
-        session_id=params.session_id,
-        cwd=params.cwd,
-        timeout=None if params.timeout is None else clamp_timeout(params.timeout),
-        max_bytes=ctx.connection.settings.output.max_bytes,
-        request_id=ctx.id,
-        env=params.env or {},
-        terminal=pty,
-        sandbox=ctx.connection.settings.sandbox.mode,
-    )
-
-    async def emit_chunk(seq: int, text: str, skipped: int) -> None:
-        chunk = BashChunk(
-            request_id=ctx.id, session_id=params.session_id, seq=seq, text=text, skipped=skipped
-        )
-        await ctx.notify("bash/chunk", chunk)
-
-    async def emit_raw(data: str) -> None:
-        await ctx.notify("pty/output", PtyOutput(request_id=ctx.id, data=data))
-
-    streams = command_streams(emit_chunk, emit_raw, terminal=pty is not None)
-    async with streaming(streams, ctx.tasks) as out:
-        outcome = await ctx.services.commands.run(spec, out, ctx.flight)
-    return bash_result(outcome)
-
-
-def bash_result(outcome: Outcome) -> BashResult:
-    s = outcome.summary
-    # How the command ended, then what became of its shell; the output; the sandbox.
-    heading = (line for line in (outcome.notice, outcome.shell_notice) if line is not None)
-    text = "".join(f"{line}\n" for line in heading) + s.text
-    if outcome.sandbox_denied is not None:
-        text += ("" if not text or text.endswith("\n") else "\n") + outcome.sandbox_denied + "\n"
-    working_dir, working_dir_base64 = (None, None)
-    if outcome.working_dir is not None:
-        working_dir, working_dir_base64 = paths.to_wire(outcome.working_dir)
-    return BashResult(
-        output=text,
-        exit_code=outcome.exit_code,
-        cancelled=outcome.cancelled,
-        timed_out=outcome.timed_out,
-        truncated=s.truncated,
-        total_lines=s.total_lines,
-        total_bytes=s.total_bytes,
-        output_lines=s.output_lines,
-        output_bytes=s.output_bytes,
-        working_dir=working_dir,
-        working_dir_base64=working_dir_base64,
-        artifact_id=outcome.artifact_id,
-        artifact_truncated=outcome.artifact_truncated,
-        sandbox_denied=outcome.sandbox_denied is not None,
-        shell_restarted=outcome.shell_restarted,
-    )
+    spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
+    listener = bashcall.listener(ctx.notify, spec)
+    outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight)
+    return bashcall.finish(outcome)
 
 
 @methods.method("abort_bash")
