@@ -198,3 +198,18 @@ def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
         assert client.backend.ran == []
 
     run(tmp_path, case)
+
+
+def test_a_shell_that_died_is_replaced_on_the_next_lease(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "cd .; exit"))
+        died = (await client.receive())["result"]
+        await client.send(bash(2, "echo again"))
+        await client.receive()  # its chunk
+        again = (await client.receive())["result"]
+        assert died["shellRestarted"] is True and "shellRestarted" not in again
+        assert again["output"] == "again\n"
+        first, second = client.backend.shells
+        assert first.dead and not second.dead
+
+    run(tmp_path, case)
