@@ -24,6 +24,7 @@ from server.runtime import backends
 from server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from server.runtime.channels import Backpressure
 from server.runtime.procs import Scan
+from server.runtime.sandbox import Policy
 from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 from server.runtime.startlog import StartLog
 
@@ -132,6 +133,9 @@ class FakeBackend:
 
     def directory(self, path: str) -> DirKind:
         return self.files.get(os.path.normpath(path), "missing")
+
+    def can_enter(self, directory: str, sandbox: Policy | None) -> bool:
+        return self.directory(directory) == "dir"
 
     def home(self, env: Mapping[str, str] | None) -> str | None:
         return "/fake-home"

@@ -128,6 +128,11 @@ class Backend(Protocol):
         """What is at `path`, as the backend's shells would see it."""
         ...
 
+    def can_enter(self, directory: str, sandbox: Policy | None) -> bool:
+        """Whether a new shell (in that sandbox) would start in `directory`, the
+        same directory the host means by it."""
+        ...
+
     def home(self, env: Mapping[str, str] | None) -> str | None:
         """The HOME of a shell with this environment; None: the server's own."""
         ...

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from server.runtime import bwrap, procs
 from server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from server.runtime.pty import PtyRun
+from server.runtime.sandbox import Policy
 from server.runtime.shell import Shell
 from server.runtime.shelltypes import ShellConfig
 from server.runtime.startlog import StartLog
@@ -68,6 +69,16 @@ class LocalBackend:
         if os.path.isdir(path):
             return "dir"
         return "other" if os.path.exists(path) else "missing"
+
+    def can_enter(self, directory: str, sandbox: Policy | None) -> bool:
+        """Inside a sandbox, only a directory it shows as the host has it (or one of
+        its own mounts): symlinks are followed on the host, so a link to an
+        earlier shell's private /tmp does not pass."""
+        if not os.path.isdir(directory):
+            return False
+        return sandbox is None or (
+            sandbox.keeps(directory) and sandbox.keeps(os.path.realpath(directory))
+        )
 
     def home(self, env: Mapping[str, str] | None) -> str | None:
         return (os.environ if env is None else env).get("HOME")

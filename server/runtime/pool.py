@@ -132,7 +132,7 @@ class ShellPool:
             dead = session.drop_shell()
             assert dead is not None
             await self.close(dead, 0)
-        cwd, fallback = session.start_dir()
+        cwd, fallback = session.start_dir(self.backend)
         shell = await self.start(session.config, session.env, cwd)
         if not one_shot:
             session.shell = shell

@@ -53,7 +53,7 @@ async def _on_pty(
     async with pool.pty_slot():
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir, fallback = _workdir(session, request)
+        workdir, fallback = _workdir(pool, session, request)
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
@@ -89,12 +89,14 @@ async def _on_pty(
         )
 
 
-def _workdir(session: Session, request: RunRequest) -> tuple[str, tuple[str, str] | None]:
+def _workdir(
+    pool: ShellPool, session: Session, request: RunRequest
+) -> tuple[str, tuple[str, str] | None]:
     """Where the program starts, and (directory, workspace) when the session's
     directory could not be entered: a request's absolute cwd is taken as it is."""
     if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
         return request.workdir(session), None
-    base, fallback = session.start_dir()
+    base, fallback = session.start_dir(pool.backend)
     if request.cwd is None:
         return base, fallback
     return resolve_path(base, request.cwd, session.home), fallback

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from protocol.methods import SandboxMode
-from server.runtime.backend import ShellHandle
+from server.runtime.backend import Backend, ShellHandle
 from server.runtime.procs import Scan
 from server.runtime.shelltypes import ShellConfig
 
@@ -68,23 +68,12 @@ class Session:
             self.shell_lost = True
         return shell
 
-    def start_dir(self) -> tuple[str, tuple[str, str] | None]:
+    def start_dir(self, backend: Backend) -> tuple[str, tuple[str, str] | None]:
         """Where a new shell of the session starts: the session's directory when that
         shell can enter it there, else the workspace (and then the pair of both)."""
-        if self.cwd == self.workspace or self._enterable(self.cwd):
+        if self.cwd == self.workspace or backend.can_enter(self.cwd, self.config.sandbox):
             return self.cwd, None
         return self.workspace, (self.cwd, self.workspace)
-
-    def _enterable(self, directory: str) -> bool:
-        """Whether `directory` is, inside a new shell's sandbox, the one the host has
-        (or one of the sandbox's own mounts): symlinks are followed on the host, so a
-        link to an earlier shell's private /tmp does not pass."""
-        if not os.path.isdir(directory):
-            return False
-        policy = self.config.sandbox
-        return policy is None or (
-            policy.keeps(directory) and policy.keeps(os.path.realpath(directory))
-        )
 
     def background_jobs(self, scan: Scan | None = None) -> int:
         """Processes the idle shell started that are still running."""

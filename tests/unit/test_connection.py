@@ -213,3 +213,20 @@ def test_a_shell_that_died_is_replaced_on_the_next_lease(tmp_path: Path) -> None
         assert first.dead and not second.dead
 
     run(tmp_path, case)
+
+
+def test_whether_a_new_shell_can_enter_the_sessions_directory_is_the_backends(
+    tmp_path: Path,
+) -> None:
+    async def case(client: Client) -> None:
+        sub = str(tmp_path / "sub")
+        client.backend.files[sub] = "dir"
+        await client.send(request(1, "session/open", sessionId="x", cwd="sub"))
+        assert (await client.receive())["result"]["cwd"] == sub
+        del client.backend.files[sub]
+        await client.send(bash(2, "true", sessionId="x"))
+        result = (await client.receive())["result"]
+        gone = messages.SHELL_CWD_GONE.format(cwd=sub, workspace=tmp_path)
+        assert result["output"] == f"{gone}\n" and result["workingDir"] == str(tmp_path)
+
+    run(tmp_path, case)
