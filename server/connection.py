@@ -81,8 +81,7 @@ class Task(msgspec.Struct, frozen=True):
 
 
 class RequestContext(msgspec.Struct, Generic[S]):
-    """What a handler gets besides its params; `S` is the services' type, so
-    what a handler asks of them is type-checked."""
+    """What a handler gets besides its params; typed by its services (`S`)."""
 
     connection: Connection[S]
     id: RequestId | None
