@@ -222,10 +222,6 @@ def encode(message: msgspec.Struct) -> bytes:
     return _encoder.encode(message) + b"\n"
 
 
-def encode_batch(messages_: list[ErrorResponse | SuccessResponse]) -> bytes:
-    return _encoder.encode(messages_) + b"\n"
-
-
 class ServerMessage(msgspec.Struct):
     """Anything a server writes, as a client decodes it before looking closer."""
 

@@ -21,7 +21,7 @@ that client has closed its side (see `Registry`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -61,6 +61,15 @@ COMMAND_METHODS = frozenset({"bash", "tools/call"})
 _log = log.get("connection")
 
 
+class ConnectionServices(Protocol):
+    """All a connection itself asks of its services; its handlers ask the rest."""
+
+    async def wind_down(self) -> None: ...
+
+
+S = TypeVar("S", bound=ConnectionServices)
+
+
 class Task(msgspec.Struct, frozen=True):
     """A request admitted to run as a task."""
 
@@ -71,10 +80,10 @@ class Task(msgspec.Struct, frozen=True):
     params: Any
 
 
-class RequestContext(msgspec.Struct):
-    """What a handler gets besides its params."""
+class RequestContext(msgspec.Struct, Generic[S]):
+    """What a handler gets besides its params; typed by its services (`S`)."""
 
-    connection: Connection
+    connection: Connection[S]
     id: RequestId | None
     # None for plain handlers, which run on the reader.
     flight: InFlight | None = None
@@ -82,7 +91,7 @@ class RequestContext(msgspec.Struct):
     answers_after_eof: bool = True
 
     @property
-    def services(self) -> Any:
+    def services(self) -> S:
         return self.connection.services
 
     @property
@@ -96,9 +105,9 @@ class RequestContext(msgspec.Struct):
             await self.connection.notify(method, params, self.flight)
 
 
-class Connection:
+class Connection(Generic[S]):
     def __init__(
-        self, services: Any, dispatcher: Dispatcher, transport: Transport, settings: Settings
+        self, services: S, dispatcher: Dispatcher, transport: Transport, settings: Settings
     ) -> None:
         self.services = services
         self.dispatcher = dispatcher

@@ -27,23 +27,24 @@ from server.connection import Connection
 from server.runtime import child, polling, procs
 from server.runtime.cgroups import CgroupRoot
 from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
+from server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from server.runtime.watchdog import Watchdog
 from server.services.api import Services
 from server.surfaces import native, resources, tools
 from server.wire import liveness, stdio
 from server.wire.dispatch import Dispatcher
 
-# Shutdown must finish within a few seconds even with TERM-ignoring children.
-SHUTDOWN_GRACE_SECONDS = 1.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 _log = log.get("serve")
 
 
 def dispatcher() -> Dispatcher:
-    """Every surface's methods, in one table; a name registered twice fails here."""
-    return Dispatcher(native.methods, tools.methods, resources.methods)
+    """Every surface's methods, in one table; a name registered twice, or a
+    method of the protocol with no handler, fails here."""
+    table = Dispatcher(native.methods, tools.methods, resources.methods)
+    table.check_complete()
+    return table
 
 
 async def serve(options: Options) -> int:
@@ -82,7 +83,7 @@ async def serve(options: Options) -> int:
     return 0
 
 
-async def _watch_signals(connection: Connection, drain_seconds: float) -> None:
+async def _watch_signals(connection: Connection[Services], drain_seconds: float) -> None:
     """The first SIGTERM drains the connection when a drain is configured; any
     other stop signal, or a second one, shuts down at once."""
     async with anyio.create_task_group() as draining:

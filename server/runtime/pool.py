@@ -7,6 +7,10 @@ watcher) is spared, both from that and from the idle timeout, until the
 hard limit of twice `max_shells`; beyond it, with no idle shell to close,
 the request is refused (TooManyShells). A one-shot PTY command holds a
 terminal and a shell, so it counts toward the same limits.
+
+Its shells come from the runtime's backend (see `backend.py`), and a runner
+gets one for a command through `lease`, which gives it back with `discard`
+when it must not be used again.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import msgspec
 from protocol import messages
 from server import log
 from server.errors import SandboxUnavailable, TooManyShells
+from server.runtime.backend import Backend, ShellHandle
 from server.runtime.containment import Containment
 from server.runtime.procs import Scan
 from server.runtime.sessions import Session, SessionRegistry
-from server.runtime.shell import Shell
 from server.runtime.shelltypes import ShellConfig, ShellDied
 from server.runtime.snapshot import SnapshotStore
 from server.runtime.startlog import StartLog
@@ -43,6 +47,14 @@ def _shell_died(exc: BaseException) -> bool:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return isinstance(exc, ShellDied)
+
+
+class Lease(msgspec.Struct, frozen=True):
+    """A shell for one command, and (directory, workspace) when it is a new
+    shell that could not start in the session's directory."""
+
+    shell: ShellHandle
+    fallback: tuple[str, str] | None
 
 
 class PoolLimits(msgspec.Struct, frozen=True):
@@ -66,8 +78,10 @@ class ShellPool:
         limits: PoolLimits,
         snapshots: SnapshotStore | None,
         containment: Containment,
+        backend: Backend,
     ) -> None:
         self._tg = tg
+        self.backend = backend
         self.containment = containment
         # The kill grace in use; shutdown shortens it.
         self.grace_seconds = limits.grace_seconds
@@ -77,7 +91,7 @@ class ShellPool:
         self._sessions = sessions
         self.limits = limits
         self.snapshots = snapshots
-        self.live: set[Shell] = set()
+        self.live: set[ShellHandle] = set()
         # One-shot PTY commands running now: each holds a terminal and a shell.
         self.pty_runs = 0
 
@@ -108,14 +122,36 @@ class ShellPool:
                 config = msgspec.structs.replace(config, snapshot=str(snapshot))
         return config
 
-    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> Shell:
+    async def lease(self, session: Session, *, one_shot: bool) -> Lease:
+        """The shell a command of `session` runs on: the session's own (started
+        anew when there is none or it died), or for `one_shot` a shell of its own."""
+        if not one_shot and session.shell is not None and not session.shell.dead:
+            return Lease(session.shell, None)
+        if not one_shot and session.shell is not None:
+            # Died between commands.
+            dead = session.drop_shell()
+            assert dead is not None
+            await self.close(dead, 0)
+        cwd, fallback = session.start_dir(self.backend)
+        shell = await self.start(session.config, session.env, cwd)
+        if not one_shot:
+            session.shell = shell
+            session.cwd = cwd
+        return Lease(shell, fallback)
+
+    async def discard(self, session: Session, shell: ShellHandle) -> None:
+        """Close a leased shell that must not run another command (it died, its
+        command was killed, or it was a one-shot)."""
+        await self.close(shell, self.grace_seconds)
+        if session.shell is shell:
+            session.drop_shell()
+
+    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> ShellHandle:
         await self._make_room()
         config = await self.with_snapshot(config, env)
-        name = f"s{next(_shell_names)}"
-        shell = Shell(config, env, cwd, self._dir, name, self.containment.tracker(name))
-        if config.sandbox is not None:
-            # Read here, for as long as bwrap and the shell hold it: nothing blocks on it.
-            shell.start_log = StartLog()
+        shell = self.backend.shell(config, env, cwd, f"s{next(_shell_names)}")
+        if shell.start_log is not None:
+            # Read here, for as long as the shell holds it: nothing blocks on it.
             self._tg.start_soon(shell.start_log.collect)
         try:
             await self._serve(shell)
@@ -126,7 +162,7 @@ class ShellPool:
             raise failure from None
         return shell
 
-    async def _serve(self, shell: Shell) -> None:
+    async def _serve(self, shell: ShellHandle) -> None:
         self.live.add(shell)
         try:
             await self._tg.start(shell.serve)
@@ -150,12 +186,12 @@ class ShellPool:
         _log.error(message)
         return SandboxUnavailable(message, detail=said)
 
-    def retire(self, shell: Shell) -> None:
+    def retire(self, shell: ShellHandle) -> None:
         """Close a shell its session let go of, in the pool's task group: the caller,
         which cannot wait, has already made sure no command runs on it."""
         self._tg.start_soon(self.close, shell, self.grace_seconds)
 
-    async def close(self, shell: Shell, grace_seconds: float) -> None:
+    async def close(self, shell: ShellHandle, grace_seconds: float) -> None:
         try:
             await shell.close(grace_seconds)
         finally:

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from server import errors
-from server.runtime.pty import PtyRun
+from server.runtime.backend import PtyHandle
 
 # What a write sends, given whether the program set application cursor mode:
 # computed when its turn comes, so arrows follow the mode set by then.
@@ -33,7 +33,7 @@ class PtyLane:
     ) -> None:
         self.request_id = request_id
         self.cols, self.rows = cols, rows
-        self.run: PtyRun | None = None
+        self.run: PtyHandle | None = None
         self.closed = False
         # Taken by the command that runs for this request (requests may share an id).
         self.claimed = False
@@ -44,7 +44,7 @@ class PtyLane:
 
     # -- the command's side -----------------------------------------------
 
-    def open(self, run: PtyRun) -> None:
+    def open(self, run: PtyHandle) -> None:
         """The program runs: waiting writes may go."""
         self.run = run
         self._wake()
@@ -94,7 +94,7 @@ class PtyLane:
         finally:
             self.withdraw(token)
 
-    async def running(self) -> PtyRun:
+    async def running(self) -> PtyHandle:
         """The program, once spawned; NoSuchPty when it is gone or never came."""
         while not self.closed and self.run is None:
             await self._changed.wait()

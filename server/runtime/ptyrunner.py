@@ -1,32 +1,29 @@
 """Running one command on a PTY: a one-shot `bash -c` under the same limits as
 shells, fed by its lane (input and size may come before the spawn); whatever
-it starts is killed at its end. See `runners.py` for what both runners share.
+it starts is killed at its end; the program itself comes from the backend.
+See `runners.py` for what both runners share.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import anyio
 import msgspec
 
-from server.runtime import bwrap, drain, procs
+from server.runtime import drain
 from server.runtime import env as envmod
+from server.runtime.backend import PtyHandle, PtySpec, PtyStartFailed
 from server.runtime.pool import ShellPool
-from server.runtime.pty import PtyRun
 from server.runtime.ptylane import PtyLane
 from server.runtime.runners import Execution, RunRequest, RunResult
 from server.runtime.sessions import Session, expand_home, resolve_path
 from server.runtime.shellproto import SNAPSHOT_ENV, after_snapshot
-from server.runtime.startlog import StartLog
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
 # In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
 PTY_STDERR_TO_TERMINAL = "exec 2>&1; "
-
-_pty_names = itertools.count(1)
 
 
 class Terminal(msgspec.Struct, frozen=True):
@@ -56,7 +53,7 @@ async def _on_pty(
     async with pool.pty_slot():
         if session.config.prefix:
             command = f"{session.config.prefix} {command}"
-        workdir, fallback = _workdir(session, request)
+        workdir, fallback = _workdir(pool, session, request)
         full_env = envmod.for_terminal(session.env, request.env)
         config = await pool.with_snapshot(session.config, session.env)
         if config.snapshot is not None:
@@ -64,35 +61,21 @@ async def _on_pty(
             command = after_snapshot(command)
         if session.config.sandbox is not None:
             command = PTY_STDERR_TO_TERMINAL + command
-        # Before the tracker: a sandbox that cannot start fails with nothing made.
-        launch = await bwrap.wrap(
-            [session.config.shell, "-c", command],
-            session.config.sandbox,
-            cwd=workdir,
-            read_only_files=[config.snapshot] if config.snapshot else [],
-            new_session=False,
-            runtime_dir=str(pool.runtime_dir),
-        )
-        tracker = pool.containment.tracker(f"pty{next(_pty_names)}")
-        full_env[procs.OWNER_ENV] = tracker.tag
-        run = PtyRun(
-            launch.argv,
-            pass_fds=launch.pass_fds,
+        spec = PtySpec(
+            argv=[session.config.shell, "-c", command],
             cwd=workdir,
             env=full_env,
             cols=lane.cols,
             rows=lane.rows,
-            on_output=request.feed,
-            tracker=tracker,
-            start_log=StartLog() if session.config.sandbox is not None else None,
+            feed=request.feed,
+            sandbox=session.config.sandbox,
+            read_only_files=(config.snapshot,) if config.snapshot else (),
         )
-        start_error = _start(run, launch)
-        if start_error is not None:
-            if run.start_log is not None:
-                run.start_log.close()
-            tracker.release()
+        try:
+            run = await pool.backend.pty(spec)
+        except PtyStartFailed as failed:
             execution.finished = True
-            return RunResult(None, False, workdir, start_error, cwd_fallback=fallback)
+            return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
         try:
             exit_code, timed_out = await _drive(pool, run, request.timeout, execution, lane)
         finally:
@@ -106,30 +89,21 @@ async def _on_pty(
         )
 
 
-def _workdir(session: Session, request: RunRequest) -> tuple[str, tuple[str, str] | None]:
+def _workdir(
+    pool: ShellPool, session: Session, request: RunRequest
+) -> tuple[str, tuple[str, str] | None]:
     """Where the program starts, and (directory, workspace) when the session's
     directory could not be entered: a request's absolute cwd is taken as it is."""
     if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
         return request.workdir(session), None
-    base, fallback = session.start_dir()
+    base, fallback = session.start_dir(pool.backend)
     if request.cwd is None:
         return base, fallback
     return resolve_path(base, request.cwd, session.home), fallback
 
 
-def _start(run: PtyRun, launch: bwrap.Launch) -> str | None:
-    """Start the PTY program; why it could not, or None."""
-    try:
-        run.start()
-    except Exception as exc:  # ptyprocess re-raises the child's error as any type
-        return str(exc)
-    finally:
-        launch.close()
-    return None
-
-
 async def _drive(
-    pool: ShellPool, run: PtyRun, timeout: float | None, execution: Execution, lane: PtyLane
+    pool: ShellPool, run: PtyHandle, timeout: float | None, execution: Execution, lane: PtyLane
 ) -> tuple[int | None, bool]:
     pid = run.pid
     assert pid is not None

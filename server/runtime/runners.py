@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 import anyio
 import msgspec
 
+from server.runtime.backend import ShellHandle
 from server.runtime.channels import Backpressure
 from server.runtime.pool import ShellPool
 from server.runtime.sessions import Session, expand_home, resolve_path
-from server.runtime.shell import Shell
 from server.runtime.shelltypes import Completion, ShellDied
 
 
@@ -102,7 +102,7 @@ async def on_pipes(
         # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
         cwd = expand_home(cwd, session.home)
     one_shot = session.busy
-    shell: Shell | None = None
+    shell: ShellHandle | None = None
     completion: Completion | None = None
     fallback: tuple[str, str] | None = None
     if not one_shot:
@@ -110,8 +110,8 @@ async def on_pipes(
     try:
         with execution.arm(request.timeout):
             for attempt in range(2):
-                shell, missed = await _acquire(pool, session, one_shot)
-                fallback = missed or fallback
+                lease = await pool.lease(session, one_shot=one_shot)
+                shell, fallback = lease.shell, lease.fallback or fallback
                 try:
                     completion = await shell.run(
                         command, cwd=cwd, env=env, on_output=request.feed, backpressure=backpressure
@@ -120,7 +120,7 @@ async def on_pipes(
                 except ShellDied:
                     # Killed between commands: a fresh shell takes the command.
                     failure = await pool.start_failure(shell.start_log)
-                    await _discard(pool, session, shell, one_shot)
+                    await pool.discard(session, shell)
                     if failure is not None:
                         raise failure from None
                     if attempt:
@@ -130,7 +130,7 @@ async def on_pipes(
             if shell is not None and (completion is None or completion.shell_died or one_shot):
                 died = completion is not None and completion.shell_died
                 failure = await pool.start_failure(shell.start_log) if died else None
-                await _discard(pool, session, shell, one_shot)
+                await pool.discard(session, shell)
                 if failure is not None:
                     raise failure
     finally:
@@ -149,29 +149,3 @@ async def on_pipes(
         # A command that names its own directory does not care where the shell started.
         cwd_fallback=None if cwd is not None and os.path.isabs(cwd) else fallback,
     )
-
-
-async def _acquire(
-    pool: ShellPool, session: Session, one_shot: bool
-) -> tuple[Shell, tuple[str, str] | None]:
-    """The shell to run on, and (directory, workspace) when a new one could not
-    start in the session's directory."""
-    if not one_shot and session.shell is not None and not session.shell.dead:
-        return session.shell, None
-    if not one_shot and session.shell is not None:
-        # Died between commands.
-        dead = session.drop_shell()
-        assert dead is not None
-        await pool.close(dead, 0)
-    cwd, fallback = session.start_dir()
-    shell = await pool.start(session.config, session.env, cwd)
-    if not one_shot:
-        session.shell = shell
-        session.cwd = cwd
-    return shell, fallback
-
-
-async def _discard(pool: ShellPool, session: Session, shell: Shell, one_shot: bool) -> None:
-    await pool.close(shell, pool.grace_seconds)
-    if not one_shot and session.shell is shell:
-        session.drop_shell()

@@ -18,8 +18,9 @@ import msgspec
 from protocol.methods import SandboxMode
 from server import log
 from server.output.artifacts import ArtifactStore
+from server.runtime import backends, procs, sandbox
 from server.runtime import env as envmod
-from server.runtime import procs, sandbox
+from server.runtime.backend import Backend, BackendSetup
 from server.runtime.containment import Containment
 from server.runtime.pool import PoolLimits, ShellPool
 from server.runtime.sessions import Session, SessionRegistry
@@ -38,6 +39,8 @@ class Options(msgspec.Struct, frozen=True):
     workspace: Path
     shell: str
     artifacts_dir: Path
+    # Where shells run: a name registered in `backends`.
+    backend: str = backends.LOCAL
 
 
 class Runtime:
@@ -63,7 +66,12 @@ class Runtime:
         snapshots = None
         if settings.bash.snapshot:
             snapshots = SnapshotStore(runtime_dir, containment, settings.bash.snapshot_timeout)
-        self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, snapshots, containment)
+        self.backend: Backend = backends.create(
+            options.backend, BackendSetup(runtime_dir, containment)
+        )
+        self.pool = ShellPool(
+            shells, runtime_dir, self.sessions, limits, snapshots, containment, self.backend
+        )
         self.artifacts = ArtifactStore(
             options.artifacts_dir,
             options.workspace,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from protocol.methods import SandboxMode
+from server.runtime.backend import Backend, ShellHandle
 from server.runtime.procs import Scan
-from server.runtime.shell import Shell
 from server.runtime.shelltypes import ShellConfig
 
 
@@ -42,7 +42,7 @@ class Session:
     cwd: str
     # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
     workspace: str
-    shell: Shell | None = None
+    shell: ShellHandle | None = None
     busy: bool = False
     last_used: float = field(default_factory=anyio.current_time)
     # A shell of the session ended, taking its state, and no result has said so yet.
@@ -60,7 +60,7 @@ class Session:
     def home(self) -> str | None:
         return self.env.get("HOME")
 
-    def drop_shell(self) -> Shell | None:
+    def drop_shell(self) -> ShellHandle | None:
         """Forget the session's shell, which is being closed: the next result says
         the state it held is gone."""
         shell, self.shell = self.shell, None
@@ -68,23 +68,12 @@ class Session:
             self.shell_lost = True
         return shell
 
-    def start_dir(self) -> tuple[str, tuple[str, str] | None]:
+    def start_dir(self, backend: Backend) -> tuple[str, tuple[str, str] | None]:
         """Where a new shell of the session starts: the session's directory when that
         shell can enter it there, else the workspace (and then the pair of both)."""
-        if self.cwd == self.workspace or self._enterable(self.cwd):
+        if self.cwd == self.workspace or backend.can_enter(self.cwd, self.config.sandbox):
             return self.cwd, None
         return self.workspace, (self.cwd, self.workspace)
-
-    def _enterable(self, directory: str) -> bool:
-        """Whether `directory` is, inside a new shell's sandbox, the one the host has
-        (or one of the sandbox's own mounts): symlinks are followed on the host, so a
-        link to an earlier shell's private /tmp does not pass."""
-        if not os.path.isdir(directory):
-            return False
-        policy = self.config.sandbox
-        return policy is None or (
-            policy.keeps(directory) and policy.keeps(os.path.realpath(directory))
-        )
 
     def background_jobs(self, scan: Scan | None = None) -> int:
         """Processes the idle shell started that are still running."""

@@ -11,7 +11,7 @@ How a command's end is found without reading its output:
   record, not the output, marks the end; anything else in the FIFO kills
   the shell (its session's next command starts a new one).
 - Background jobs keep the FIFO open. After the status arrives the output is
-  drained until EOF or a short silence (see `fifo.py` and `drain.py`). A FIFO
+  drained until EOF or a short silence (see `channels.py` and `drain.py`). A FIFO
   still held open then keeps being read (and discarded), so a chatty
   background job never blocks or dies of SIGPIPE.
 """

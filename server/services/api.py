@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from protocol.methods import SandboxMode
 from server.output.artifacts import ArtifactStore
+from server.runtime.backend import DirKind
 from server.runtime.runtime import Runtime
 from server.services.commands import CommandService
 from server.services.sessions import SessionService
@@ -22,7 +23,12 @@ class Services:
     def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
         """The HOME a session's commands see, for `~` in paths (creating the session
         as its first command would)."""
-        return self._runtime.session(session_id, sandbox_mode).home
+        session = self._runtime.session(session_id, sandbox_mode)
+        return self._runtime.backend.home(session.env)
+
+    def directory(self, path: str) -> DirKind:
+        """What is at `path` where commands run."""
+        return self._runtime.backend.directory(path)
 
     async def wind_down(self) -> None:
         """Abort every command, then kill every process (idempotent)."""

@@ -1,6 +1,7 @@
 """The command service: one way to run a command, under both surfaces.
 
-`run(spec, listener)` is all that `bash` and `tools/call` call. It checks
+`stream(spec, listener, owner)` is all that `bash` and `tools/call` call
+(`run` under the listener's streams). It checks
 the spec, picks the PTY or the pipes, owns the sink and its artifact, keeps
 the running command findable for abort and cancel, streams what it prints
 to the listener, and ends both paths with the same finishing step.
@@ -8,9 +9,10 @@ to the listener, and ends both paths with the same finishing step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import anyio.abc
 import msgspec
 
 from protocol import messages
@@ -28,6 +30,7 @@ from server.runtime.runners import Execution, RunResult
 from server.runtime.runtime import Runtime
 from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
+from server.services.streams import StreamListener, streaming
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -119,7 +122,9 @@ class CommandService:
     async def run(
         self, spec: CommandSpec, listener: Listener, flight: Flight | None = None
     ) -> Outcome:
-        _reject_nul(spec)
+        reject_nul(
+            {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
+        )
         runtime = self._runtime
         session = runtime.session(spec.session_id, spec.sandbox)
         command_env = envmod.without_guards(spec.env)
@@ -170,6 +175,18 @@ class CommandService:
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
         return any(execution.session_id == session_id for execution in self._executions)
+
+    async def stream(
+        self,
+        spec: CommandSpec,
+        listener: Callable[[anyio.abc.TaskGroup], StreamListener],
+        owner: anyio.abc.TaskGroup,
+        flight: Flight | None = None,
+    ) -> Outcome:
+        """`run` with the listener's streams flushing in `owner`, all flushed
+        before this returns (so every notification precedes the reply)."""
+        async with streaming(listener, owner) as out:
+            return await self.run(spec, out, flight)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all)."""
@@ -229,14 +246,18 @@ def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outco
     )
 
 
-def _reject_nul(spec: CommandSpec) -> None:
-    """NUL cannot reach bash (it ends C strings), so it is refused up front."""
-    values = {"command": spec.command, "cwd": spec.cwd}
-    values.update({f"env.{name}": value for name, value in spec.env.items()})
-    for name, value in values.items():
+def reject_nul(fields: Mapping[str, str | None], field_prefix: str = "") -> None:
+    """NUL cannot reach bash (it ends C strings), so a field holding one is
+    refused up front, by its name in the request."""
+    for name, value in fields.items():
         if value is not None and "\0" in value:
-            field_name = f"{spec.field_prefix}{name}"
+            field_name = f"{field_prefix}{name}"
             raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=field_name))
+
+
+def env_fields(env: Mapping[str, str] | None) -> dict[str, str]:
+    """An `env` object's values, by their names in the request."""
+    return {f"env.{name}": value for name, value in (env or {}).items()}
 
 
 def reject_unexecable(env: dict[str, str], given: dict[str, str], field_prefix: str = "") -> None:

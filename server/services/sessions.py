@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import msgspec
 
 from protocol import messages, paths
@@ -11,7 +9,7 @@ from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import Session, resolve_path
-from server.services.commands import CommandService, reject_unexecable
+from server.services.commands import CommandService, env_fields, reject_nul, reject_unexecable
 from server.settings import stricter
 
 
@@ -39,9 +37,7 @@ class SessionService:
         """(id, cwd) of a new session, or of the existing one of that id, unchanged
         but for a stricter sandbox (see `tighten`)."""
         runtime = self._runtime
-        for name, value in [("cwd", cwd), *(((f"env.{k}", v) for k, v in (env or {}).items()))]:
-            if value is not None and "\0" in value:
-                raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=name))
+        reject_nul({"cwd": cwd, **env_fields(env)})
         session_id = session_id or runtime.sessions.new_id()
         session = runtime.sessions.get(session_id)
         if session is None:
@@ -49,7 +45,7 @@ class SessionService:
                 reject_unexecable(runtime.session_env(env), env)
             directory = runtime.workspace
             if cwd is not None:
-                directory = _existing_dir(directory, cwd)
+                directory = self._existing_dir(directory, cwd)
             session = runtime.new_session(session_id, directory, env, sandbox_mode)
         else:
             self.tighten([session], sandbox_mode)
@@ -91,11 +87,12 @@ class SessionService:
             for s in self._runtime.sessions.all()
         ]
 
-
-def _existing_dir(base: str, path: str) -> str:
-    resolved = resolve_path(base, path, os.environ.get("HOME"))
-    if not os.path.isdir(resolved):
-        raise errors.InvalidArgument(
-            messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved))
-        )
-    return resolved
+    def _existing_dir(self, base: str, path: str) -> str:
+        backend = self._runtime.backend
+        # Relative to the workspace, `~` as the server's own HOME.
+        resolved = resolve_path(base, path, backend.home(None))
+        if backend.directory(resolved) != "dir":
+            raise errors.InvalidArgument(
+                messages.CWD_NOT_DIRECTORY.format(path=paths.printable(resolved))
+            )
+        return resolved

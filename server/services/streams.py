@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+import msgspec
 
+from protocol.methods import PtyOutput
 from server.output.chunks import ChunkStream, RawStream
 from server.runtime.channels import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[str], Awaitable[None]]
+# A request's way to send a notification (it knows whether the client still reads).
+Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
 
 class Stream(Protocol):
@@ -69,6 +73,15 @@ async def streaming(
     finally:
         with anyio.CancelScope(shield=True):
             await listener.close()
+
+
+def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
+    """A PTY's bytes as `pty/output`, the same for every command-like method."""
+
+    async def emit_raw(data: str) -> None:
+        await notify("pty/output", PtyOutput(request_id=request_id, data=data))
+
+    return emit_raw
 
 
 def command_streams(

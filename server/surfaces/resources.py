@@ -22,6 +22,7 @@ from protocol.mcp import (
 from protocol.methods import ARTIFACT_ID_MAX_DIGITS
 from server import errors
 from server.connection import RequestContext
+from server.services.api import Services
 from server.wire.registry import Registry
 
 # One read returns at most this much; `_meta.nextOffset` points artifact/read at the rest.
@@ -30,6 +31,8 @@ _NUMERIC_ID = re.compile(r"[0-9]+")
 
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
+# What a handler gets: the connection and these services, typed.
+Ctx = RequestContext[Services]
 
 
 def parse_artifact_uri(uri: str) -> str:
@@ -49,7 +52,7 @@ def _invalid(reason: str) -> errors.InvalidArgument:
 
 
 @methods.method("resources/list")
-def resources_list(ctx: RequestContext, params: EmptyParams) -> ResourcesListResult:
+def resources_list(ctx: Ctx, params: EmptyParams) -> ResourcesListResult:
     resources = [
         Resource(
             uri=f"{ARTIFACT_URI_SCHEME}{artifact_id}", name=f"artifact {artifact_id}", size=size
@@ -60,7 +63,7 @@ def resources_list(ctx: RequestContext, params: EmptyParams) -> ResourcesListRes
 
 
 @methods.method("resources/templates/list")
-def templates_list(ctx: RequestContext, params: EmptyParams) -> ResourceTemplatesListResult:
+def templates_list(ctx: Ctx, params: EmptyParams) -> ResourceTemplatesListResult:
     return ResourceTemplatesListResult(
         resource_templates=[
             ResourceTemplate(
@@ -73,7 +76,7 @@ def templates_list(ctx: RequestContext, params: EmptyParams) -> ResourceTemplate
 
 
 @methods.method("resources/read")
-def resources_read(ctx: RequestContext, params: ResourcesReadParams) -> ResourcesReadResult:
+def resources_read(ctx: Ctx, params: ResourcesReadParams) -> ResourcesReadResult:
     digits = parse_artifact_uri(params.uri)
     store = ctx.services.artifacts
     if len(digits.lstrip("0")) > ARTIFACT_ID_MAX_DIGITS:

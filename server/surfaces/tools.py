@@ -1,7 +1,8 @@
 """The model's surface, MCP-compatible: handshake, ping, cancellation, `tools/list`, `tools/call`.
 
-`tools/call` is an adapter over the tool-call steps in `services.toolcall`
-and the command service, the same one the host's `bash` uses.
+`tools/call` is an adapter over the tool-call steps (`services.toolplan`,
+`toolupdates`, `toolfinish`) and the command service, in the same shape as
+the host's `bash`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ from protocol.mcp import (
     ToolsCallParams,
     ToolsListResult,
 )
-from protocol.methods import PtyOutput
 from server.connection import RequestContext
-from server.services import toolargs, toolcall
-from server.services.streams import streaming
+from server.services import toolargs, toolfinish, toolplan, toolupdates
+from server.services.api import Services
 from server.settings import for_connection
 from server.wire.registry import Registry
 
@@ -41,10 +41,12 @@ INSTRUCTIONS = (
 
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
+# What a handler gets: the connection and these services, typed.
+Ctx = RequestContext[Services]
 
 
 @methods.method("initialize")
-def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResult:
+def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     connection = ctx.connection
     host = params.initialization_options
     if host is None and params.capabilities.experimental is not None:
@@ -68,67 +70,62 @@ def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResul
 
 
 @methods.method("ping")
-def ping(ctx: RequestContext, params: EmptyParams) -> EmptyResult:
+def ping(ctx: Ctx, params: EmptyParams) -> EmptyResult:
     return EmptyResult()
 
 
 @methods.method("notifications/initialized")
-def initialized(ctx: RequestContext, params: EmptyParams) -> None:
+def initialized(ctx: Ctx, params: EmptyParams) -> None:
     return None
 
 
 @methods.method("notifications/cancelled")
-def cancelled(ctx: RequestContext, params: CancelledParams) -> None:
+def cancelled(ctx: Ctx, params: CancelledParams) -> None:
     ctx.connection.cancel(params.request_id)
 
 
 @methods.method("$/cancelRequest")
-def cancel_request(ctx: RequestContext, params: CancelRequestParams) -> None:
+def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
     ctx.connection.cancel(params.id)
 
 
 @methods.method("tools/list")
-def tools_list(ctx: RequestContext, params: EmptyParams) -> ToolsListResult:
-    return ToolsListResult(tools=[toolcall.tool_definition(ctx.connection.settings)])
+def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
+    return ToolsListResult(tools=[toolplan.tool_definition(ctx.connection.settings)])
 
 
-def _admit_call(ctx: RequestContext, params: ToolsCallParams) -> None:
+def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
     """A call that will run on a PTY takes input and size from now on, as `bash` does."""
     connection = ctx.connection
-    pty = toolcall.pty_terminal(connection.settings, os.environ, connection.host)
+    pty = toolplan.pty_terminal(connection.settings, os.environ, connection.host)
     if pty is not None and params.name == BASH_TOOL:
         assert ctx.flight is not None
         ctx.flight.keep(ctx.services.commands.accept_pty(ctx.id, pty).close)
 
 
 @methods.method("tools/call", admit=_admit_call)
-async def tools_call(ctx: RequestContext, params: ToolsCallParams) -> CallToolResult:
+async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
-    plan = toolcall.plan(
+    plan = toolplan.plan(
         toolargs.arguments(params),
         request_id=ctx.id,
         settings=connection.settings,
         host=connection.host,
         environ=os.environ,
         workspace=services.workspace,
-        home=services.home(toolcall.TOOL_SESSION_ID, connection.settings.sandbox.mode),
+        home=services.home(toolplan.TOOL_SESSION_ID, connection.settings.sandbox.mode),
+        directory=services.directory,
     )
     if plan.spec is None:
         assert plan.early is not None
         return plan.early
-
-    async def emit_raw(data: str) -> None:
-        await ctx.notify("pty/output", PtyOutput(request_id=ctx.id, data=data))
-
-    listener = toolcall.updates(
+    listener = toolupdates.listener(
         ctx.notify,
-        emit_raw,
         ctx.id,
         host=connection.host,
         progress_token=None if params.meta is None else params.meta.progress_token,
         settings=connection.settings,
         terminal=plan.spec.terminal is not None,
     )
-    async with streaming(listener, ctx.tasks) as out:
-        outcome = await services.commands.run(plan.spec, out, ctx.flight)
-    return toolcall.finish(outcome, plan, services.artifacts)
+    outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
+    return toolfinish.finish(outcome, plan.shaping, services.artifacts)

@@ -19,7 +19,7 @@ from typing import Any
 from protocol import messages
 from protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
 from server.wire.errormap import error_object, sole
-from server.wire.registry import Method, Registry, merge
+from server.wire.registry import Method, Registry, check_complete, merge
 from server.wire.rpclib import ERROR_METHOD_NOT_FOUND, Error, Methods, Request, Success, to_response
 
 Reply = ErrorResponse | SuccessResponse
@@ -31,6 +31,10 @@ class Dispatcher:
         self._typed: dict[str, Method] = merge(*registries)
         # jsonrpcserver's table: name -> handler.
         self.table: Methods = {name: m.handler for name, m in self._typed.items()}
+
+    def check_complete(self) -> None:
+        """Every method the protocol declares has a handler here (RegistrationError)."""
+        check_complete(self._typed)
 
     def lookup(self, name: str) -> Method | None:
         return self._typed.get(name)

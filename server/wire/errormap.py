@@ -82,8 +82,12 @@ def error_object(exc: BaseException, method: str, params: bytes | None = None) -
         if mapper is not None:
             return mapper(exc)
     _log.error("method %s failed:\n%s", method, "".join(traceback.format_exception(exc)))
-    summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return ErrorObject(ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, summary)
+    return ErrorObject(ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, summary(exc))
+
+
+def summary(exc: BaseException) -> str:
+    """A bug's one line on the wire (its traceback goes to stderr)."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def sole(exc: BaseException) -> BaseException:

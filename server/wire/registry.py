@@ -8,9 +8,11 @@ runs. An `async def` may also name an `admit` step, a plain function
 before any later request is read: what must take effect in the order
 requests arrive (a PTY that input may already be sent to, a write's place in
 line) happens there. It may raise, and the request is then answered at once.
-The params type comes from the protocol's tables, and the handler's
-annotation must name that same type, so a handler cannot drift from the
-published schema.
+The params and result types come from the protocol's tables, and the
+handler's annotations must name those same types, so a handler cannot drift
+from the published schema; `check_complete` holds the whole table to the
+protocol's list of methods, and `NOTIFICATION_TYPES` is what the server may
+send.
 
 A surface also says whether its requests are still answered once the input
 has ended (see `Registry`).
@@ -35,6 +37,20 @@ PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
     **{name: params for name, (params, _result) in mcp.METHODS.items()},
     **methods.NOTIFICATIONS_FROM_CLIENT,
     **mcp.NOTIFICATIONS_FROM_CLIENT,
+}
+
+# What a handler returns: a method's result type; None for a notification, or a
+# method whose reply carries no result.
+RESULT_TYPES: dict[str, type | None] = {
+    **{name: result for name, (_params, result) in methods.METHODS.items()},
+    **{name: result for name, (_params, result) in mcp.METHODS.items()},
+    **dict.fromkeys(methods.NOTIFICATIONS_FROM_CLIENT),
+    **dict.fromkeys(mcp.NOTIFICATIONS_FROM_CLIENT),
+}
+# Every notification the server may send, with its params type.
+NOTIFICATION_TYPES: dict[str, type[msgspec.Struct]] = {
+    **methods.NOTIFICATIONS_FROM_SERVER,
+    **mcp.NOTIFICATIONS_FROM_SERVER,
 }
 
 
@@ -75,10 +91,17 @@ class Registry:
             if name not in PARAMS_TYPES:
                 raise RegistrationError(f"method {name!r} is not in the protocol's tables")
             params = PARAMS_TYPES[name]
-            annotated = typing.get_type_hints(handler).get("params")
+            hints = typing.get_type_hints(handler)
+            annotated = hints.get("params")
             if annotated is not params:
                 raise RegistrationError(
                     f"{handler.__qualname__} takes {annotated!r}; {name!r} sends {params.__name__}"
+                )
+            result = RESULT_TYPES[name]
+            returns = hints.get("return")
+            if returns is not (type(None) if result is None else result):
+                raise RegistrationError(
+                    f"{handler.__qualname__} returns {returns!r}; {name!r} answers {result!r}"
                 )
             is_async = inspect.iscoroutinefunction(handler)
             if admit is not None and not is_async:
@@ -106,3 +129,10 @@ def merge(*registries: Registry) -> dict[str, Method]:
                 raise RegistrationError(f"method {name!r} is registered by two surfaces")
             table[name] = method
     return table
+
+
+def check_complete(table: dict[str, Method]) -> None:
+    """Every method and client notification of the protocol has its handler."""
+    missing = sorted(set(PARAMS_TYPES) - set(table))
+    if missing:
+        raise RegistrationError(f"no handler for {', '.join(missing)}")

@@ -10,6 +10,8 @@ from protocol import messages
 from protocol.envelope import ErrorResponse, Notification, SuccessResponse, encode, error_response
 from protocol.errors import ErrorCode
 from server import log
+from server.wire.errormap import summary
+from server.wire.registry import NOTIFICATION_TYPES
 
 _log = log.get("replies")
 
@@ -20,9 +22,8 @@ def encode_reply(reply: ErrorResponse | SuccessResponse) -> bytes:
         return encode(reply)
     except Exception as exc:
         _log.error("reply to %r not encodable:\n%s", reply.id, traceback.format_exc())
-        summary = f"{type(exc).__name__}: {exc}".splitlines()[0]
         failed = error_response(
-            ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, reply.id, summary
+            ErrorCode.INTERNAL_ERROR, messages.INTERNAL_ERROR, reply.id, summary(exc)
         )
         return encode(failed)
 
@@ -32,7 +33,12 @@ def encode_batch(replies: list[ErrorResponse | SuccessResponse]) -> bytes:
 
 
 def encode_notification(method: str, params: msgspec.Struct) -> bytes | None:
-    """The line, or None (and the reason on stderr) when it cannot be encoded."""
+    """The line, or None (and the reason on stderr) when it cannot be encoded, or
+    is not a notification the protocol declares with these params."""
+    declared = NOTIFICATION_TYPES.get(method)
+    if declared is None or type(params) is not declared:
+        _log.error("notification %s with %s not sent: not in the protocol", method, type(params))
+        return None
     try:
         return encode(Notification(method=method, params=params))
     except Exception:

@@ -14,10 +14,19 @@ from protocol import messages
 from protocol.envelope import Call, ErrorResponse, SuccessResponse
 from protocol.errors import ErrorCode, TooManyShellsData
 from protocol.mcp import EmptyParams, EmptyResult
-from protocol.methods import AbortBashParams, AbortBashResult, SessionListParams
+from protocol.methods import (
+    AbortBashParams,
+    AbortBashResult,
+    BashChunk,
+    PtyOutput,
+    SessionListParams,
+    SessionListResult,
+)
 from server import errors
+from server.serve import dispatcher
 from server.wire.dispatch import Dispatcher
 from server.wire.registry import RegistrationError, Registry
+from server.wire.replies import encode_notification
 
 
 def call(method: str, params: bytes = b"", ident: object = 1) -> Call:
@@ -36,7 +45,7 @@ def make() -> tuple[Dispatcher, Registry]:
         raise ValueError("secret internals\nline two")
 
     @registry.method("session/list")
-    async def nested(ctx: object, params: SessionListParams) -> None:
+    async def nested(ctx: object, params: SessionListParams) -> SessionListResult:
         async with anyio.create_task_group() as tg:
             tg.start_soon(anyio.sleep, 0)
             raise errors.TooManyShells(7)
@@ -120,12 +129,12 @@ def test_a_method_is_registered_once() -> None:
     with pytest.raises(RegistrationError, match="twice"):
 
         @registry.method("ping")
-        def again(ctx: object, params: EmptyParams) -> None: ...
+        def again(ctx: object, params: EmptyParams) -> EmptyResult: ...
 
     other = Registry()
 
     @other.method("ping")
-    def elsewhere(ctx: object, params: EmptyParams) -> None: ...
+    def elsewhere(ctx: object, params: EmptyParams) -> EmptyResult: ...
 
     with pytest.raises(RegistrationError, match="two surfaces"):
         Dispatcher(registry, other)
@@ -142,6 +151,37 @@ def test_a_handler_must_take_the_protocols_params_type() -> None:
 
         @registry.method("made/up")
         def unknown(ctx: object, params: EmptyParams) -> None: ...
+
+
+def test_a_handler_must_return_the_protocols_result_type() -> None:
+    registry = Registry()
+    with pytest.raises(RegistrationError, match="AbortBashResult"):
+
+        @registry.method("abort_bash")
+        def wrong(ctx: object, params: AbortBashParams) -> EmptyResult: ...
+
+    with pytest.raises(RegistrationError, match="answers None"):
+
+        @registry.method("notifications/initialized")
+        def replies(ctx: object, params: EmptyParams) -> EmptyResult: ...
+
+
+def test_every_method_of_the_protocol_has_a_handler() -> None:
+    dispatcher().check_complete()
+    with pytest.raises(RegistrationError, match=r"no handler for .*tools/call"):
+        make()[0].check_complete()
+
+
+def test_only_notifications_the_protocol_declares_are_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chunk = BashChunk(request_id=1, session_id="s", seq=0, text="hi", skipped=0)
+    assert encode_notification("bash/chunk", chunk) is not None
+    with caplog.at_level(logging.ERROR, logger="bashrpc"):
+        assert encode_notification("bash/chunks", chunk) is None
+        assert encode_notification("pty/output", chunk) is None
+    assert encode_notification("pty/output", PtyOutput(request_id=1, data="x")) is not None
+    assert sum("not in the protocol" in r.getMessage() for r in caplog.records) == 2
 
 
 def test_the_server_never_imports_jsonschema() -> None:

@@ -2,7 +2,7 @@ import msgspec
 import pytest
 
 from protocol.mcp import HostOptions, UiSize
-from server.services.toolcall import wants_pty
+from server.services.toolplan import wants_pty
 from server.settings import BashSettings, Settings
 
 ON = msgspec.structs.replace(Settings(), bash=BashSettings(virtual_terminal="on"))

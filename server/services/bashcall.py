@@ -1,0 +1,83 @@
+"""The host's `bash`, in the shape of every command-like method (see
+`toolplan`): `plan` makes the spec from the params, the command service runs
+it while `listener` streams `bash/chunk` (or `pty/output` on a PTY), and
+`finish` makes the result. Commands run exactly as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio.abc
+
+from protocol import paths
+from protocol.methods import BashChunk, BashParams, BashResult, PtySize
+from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from server.services.outcome import Outcome
+from server.services.streams import Notify, StreamListener, command_streams, raw_emitter
+from server.settings import Settings
+
+
+def pty_terminal(params: BashParams) -> Terminal | None:
+    """The PTY the command asks for, within limits; None: pipes."""
+    if not params.pty:
+        return None
+    size = params.pty if isinstance(params.pty, PtySize) else PtySize()
+    return terminal(size.cols, size.rows)
+
+
+def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandSpec:
+    return CommandSpec(
+        command=params.command,
+        session_id=params.session_id,
+        cwd=params.cwd,
+        timeout=None if params.timeout is None else clamp_timeout(params.timeout),
+        max_bytes=settings.output.max_bytes,
+        request_id=request_id,
+        env=params.env or {},
+        terminal=pty_terminal(params),
+        sandbox=settings.sandbox.mode,
+    )
+
+
+def listener(notify: Notify, spec: CommandSpec) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+    request_id, session_id = spec.request_id, spec.session_id
+
+    async def emit_chunk(seq: int, text: str, skipped: int) -> None:
+        chunk = BashChunk(
+            request_id=request_id, session_id=session_id, seq=seq, text=text, skipped=skipped
+        )
+        await notify("bash/chunk", chunk)
+
+    emit_raw = raw_emitter(notify, request_id)
+    return command_streams(emit_chunk, emit_raw, terminal=spec.terminal is not None)
+
+
+def finish(outcome: Outcome) -> BashResult:
+    s = outcome.summary
+    # How the command ended, then what became of its shell; the output; the sandbox.
+    heading = (line for line in (outcome.notice, outcome.shell_notice) if line is not None)
+    text = "".join(f"{line}\n" for line in heading) + s.text
+    if outcome.sandbox_denied is not None:
+        text += ("" if not text or text.endswith("\n") else "\n") + outcome.sandbox_denied + "\n"
+    working_dir, working_dir_base64 = (None, None)
+    if outcome.working_dir is not None:
+        working_dir, working_dir_base64 = paths.to_wire(outcome.working_dir)
+    return BashResult(
+        output=text,
+        exit_code=outcome.exit_code,
+        cancelled=outcome.cancelled,
+        timed_out=outcome.timed_out,
+        truncated=s.truncated,
+        total_lines=s.total_lines,
+        total_bytes=s.total_bytes,
+        output_lines=s.output_lines,
+        output_bytes=s.output_bytes,
+        working_dir=working_dir,
+        working_dir_base64=working_dir_base64,
+        artifact_id=outcome.artifact_id,
+        artifact_truncated=outcome.artifact_truncated,
+        sandbox_denied=outcome.sandbox_denied is not None,
+        shell_restarted=outcome.shell_restarted,
+    )

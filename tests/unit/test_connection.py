@@ -1,0 +1,232 @@
+"""`Connection` driven over the in-memory pair, on the fake backend: the
+request lifecycle (batches, cancels, the in-flight limit, the wind-down and
+its flush) with no bash and no process, so each case is exact about order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from protocol import messages
+from protocol.errors import ErrorCode
+from server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
+from server.runtime.containment import Containment
+from server.runtime.runtime import Options, Runtime
+from server.serve import dispatcher
+from server.services.api import Services
+from server.settings import Settings
+from server.wire.transport import Transport, memory_pair
+from tests.fakebackend import FAKE, NO_TERMINALS, FakeBackend
+
+# Generous, to catch a hang: every wait here is for something already under way.
+HANG_SECONDS = 10.0
+# The fake runs no rc file; enough shells for every request in flight at once.
+SETTINGS = "[bash]\nsnapshot = false\n[sessions]\nmaxShells = 300\n"
+
+
+class Client:
+    """The host's end: lines out, lines in, nothing else."""
+
+    def __init__(self, transport: Transport, backend: FakeBackend, workspace: Path) -> None:
+        self._transport = transport
+        self.backend = backend
+        self.workspace = workspace
+        self._pending = b""
+        self._lines: list[bytes] = []
+
+    async def send(self, *messages_: Any) -> None:
+        """All in one write, so the reader sees them without a pause between."""
+        await self._transport.send.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages_))
+
+    async def receive(self) -> Any:
+        with anyio.fail_after(HANG_SECONDS):
+            while not self._lines:
+                self._pending += await self._transport.receive.receive()
+                *lines, self._pending = self._pending.split(b"\n")
+                self._lines += lines
+        return json.loads(self._lines.pop(0))
+
+    async def until_end(self) -> list[Any]:
+        """Everything still to come, until the server closes its side."""
+        received = []
+        try:
+            while True:
+                received.append(await self.receive())
+        except anyio.EndOfStream:
+            return received
+
+    async def close_input(self) -> None:
+        await self._transport.send.aclose()
+
+
+def request(ident: int, method: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def bash(ident: int, command: str, **params: Any) -> dict[str, Any]:
+    return request(ident, "bash", command=command, **params)
+
+
+@asynccontextmanager
+async def connected(tmp: Path) -> AsyncIterator[Client]:
+    settings = msgspec.toml.decode(SETTINGS.encode(), type=Settings)
+    options = Options(settings, tmp, "/nonexistent/bash", tmp / "artifacts", backend=FAKE)
+    server_end, client_end = memory_pair()
+    (tmp / "run").mkdir()
+    async with Runtime.open(options, tmp / "run", Containment(None)) as runtime:
+        assert isinstance(runtime.backend, FakeBackend)
+        runtime.backend.files[str(tmp)] = "dir"
+        connection = Connection(Services(runtime), dispatcher(), server_end, settings)
+
+        async def serve() -> None:
+            try:
+                await connection.serve()
+            finally:
+                await server_end.send.aclose()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve)
+            yield Client(client_end, runtime.backend, tmp)
+            with anyio.fail_after(HANG_SECONDS):
+                await client_end.send.aclose()
+
+
+def run(tmp: Path, case: Callable[[Client], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with connected(tmp) as client:
+            await case(client)
+
+    anyio.run(main)
+
+
+def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        batch = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", sessionId="b")]
+        await client.send(batch, request(4, "ping"))
+        # The request after the batch is answered while the batch still waits.
+        assert (await client.receive())["id"] == 4
+        chunk = await client.receive()
+        assert chunk["method"] == "bash/chunk" and chunk["params"]["text"] == "quick\n"
+        client.backend.gate("go").set()
+        replies = await client.receive()
+        assert sorted(r["id"] for r in replies) == [1, 2, 3]
+        results = {r["id"]: r["result"] for r in replies}
+        assert results[1]["exitCode"] == 0 and results[3]["output"] == "quick\n"
+
+    run(tmp_path, case)
+
+
+def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "echo never"), request(2, "abort_bash", requestId=1))
+        replies = {m["id"]: m for m in [await client.receive(), await client.receive()]}
+        assert replies[2]["result"] == {"aborted": True}
+        result = replies[1]["result"]
+        assert result["cancelled"] is True and result["exitCode"] is None
+        assert client.backend.ran == []
+
+    run(tmp_path, case)
+
+
+def test_the_request_past_the_in_flight_limit_is_refused_not_queued(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        limit = MAX_IN_FLIGHT_REQUESTS
+        await client.send(*(bash(i, "wait go", sessionId=f"s{i}") for i in range(limit + 1)))
+        refused = await client.receive()
+        assert refused["id"] == limit and refused["error"]["code"] == ErrorCode.SERVER_BUSY
+        await client.send(request(-1, "ping"))
+        assert (await client.receive())["id"] == -1
+        client.backend.gate("go").set()
+        done = [await client.receive() for _ in range(limit)]
+        assert sorted(m["id"] for m in done) == list(range(limit))
+        assert all(m["result"]["exitCode"] == 0 for m in done)
+        # The slots are free again.
+        await client.send(bash(limit + 1, "true"))
+        assert (await client.receive())["result"]["exitCode"] == 0
+
+    run(tmp_path, case)
+
+
+def test_shutdown_aborts_and_answers_then_refuses_then_exit_flushes(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "echo started; wait never"))
+        assert (await client.receive())["params"]["text"] == "started\n"
+        await client.send(request(2, "shutdown"))
+        replies = {m["id"]: m for m in [await client.receive(), await client.receive()]}
+        assert replies[1]["result"]["cancelled"] is True and replies[2]["result"] is None
+        await client.send(bash(3, "echo late"), {"jsonrpc": "2.0", "method": "exit"})
+        refused, *rest = await client.until_end()
+        assert refused["error"]["code"] == ErrorCode.SHUTTING_DOWN and rest == []
+        assert client.backend.ran == ["echo started; wait never"]
+
+    run(tmp_path, case)
+
+
+def test_the_input_ending_answers_what_runs_before_the_output_closes(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "echo started; wait never"))
+        assert (await client.receive())["params"]["text"] == "started\n"
+        await client.close_input()
+        (reply,) = await client.until_end()
+        assert reply["id"] == 1 and reply["result"]["cancelled"] is True
+        assert all(shell.dead for shell in client.backend.shells)
+
+    run(tmp_path, case)
+
+
+def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        client.backend.files[str(tmp_path / "file")] = "other"
+        tool = {"name": "bash", "arguments": {"command": "true", "cwd": "gone"}}
+        await client.send(
+            request(1, "tools/call", **tool),
+            request(2, "session/open", cwd="file"),
+            bash(3, "true", pty=True),
+        )
+        replies = {m["id"]: m for m in [await client.receive() for _ in range(3)]}
+        missing = messages.CWD_MISSING.format(path=tmp_path / "gone")
+        assert replies[1]["result"]["content"][0]["text"] == missing
+        assert replies[2]["error"]["code"] == ErrorCode.INVALID_PARAMS
+        assert NO_TERMINALS in replies[3]["result"]["output"]
+        assert client.backend.ran == []
+
+    run(tmp_path, case)
+
+
+def test_a_shell_that_died_is_replaced_on_the_next_lease(tmp_path: Path) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "cd .; exit"))
+        died = (await client.receive())["result"]
+        await client.send(bash(2, "echo again"))
+        await client.receive()  # its chunk
+        again = (await client.receive())["result"]
+        assert died["shellRestarted"] is True and "shellRestarted" not in again
+        assert again["output"] == "again\n"
+        first, second = client.backend.shells
+        assert first.dead and not second.dead
+
+    run(tmp_path, case)
+
+
+def test_whether_a_new_shell_can_enter_the_sessions_directory_is_the_backends(
+    tmp_path: Path,
+) -> None:
+    async def case(client: Client) -> None:
+        sub = str(tmp_path / "sub")
+        client.backend.files[sub] = "dir"
+        await client.send(request(1, "session/open", sessionId="x", cwd="sub"))
+        assert (await client.receive())["result"]["cwd"] == sub
+        del client.backend.files[sub]
+        await client.send(bash(2, "true", sessionId="x"))
+        result = (await client.receive())["result"]
+        gone = messages.SHELL_CWD_GONE.format(cwd=sub, workspace=tmp_path)
+        assert result["output"] == f"{gone}\n" and result["workingDir"] == str(tmp_path)
+
+    run(tmp_path, case)
