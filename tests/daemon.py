@@ -97,20 +97,33 @@ class AttachProcess(ServerProcess):
     """`bashrpc attach` as a host runs it; it starts the daemon behind it."""
 
     def __init__(self, *args: str, tmp: Path, socket_path: Path | None = None, **kw: Any) -> None:
+        # A daemon on a socket of its own is this bridge's, and is stopped with it.
+        self.owns_daemon = socket_path is None
         self.socket_path = socket_path or fresh_socket(tmp)
         super().__init__("attach", "--socket", str(self.socket_path), *args, tmp=tmp, **kw)
 
+    _daemon_pid: int | None = None
+
     @property
-    def daemon_pid(self) -> int:
-        return daemon_pid(self.socket_path)
+    def server_pid(self) -> int:
+        """The daemon behind this bridge (found once: it may exit later)."""
+        if self._daemon_pid is None:
+            self._daemon_pid = daemon_pid(self.socket_path)
+        return self._daemon_pid
+
+    def stderr(self) -> str:
+        """The bridge's stderr, then the log of the daemon it started."""
+        log = self.socket_path.with_name(self.socket_path.name + ".log")
+        return super().stderr() + (log.read_text(errors="replace") if log.exists() else "")
 
     def owned_processes(self) -> list[int]:
         """Processes started through the daemon behind this bridge."""
-        return owned_processes(self.daemon_pid)
+        return owned_processes(self.server_pid)
 
     def kill(self) -> None:
         super().kill()
-        stop_daemon(self.socket_path)
+        if self.owns_daemon:
+            stop_daemon(self.socket_path)
 
 
 class SocketClient(RpcClient):

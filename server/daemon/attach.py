@@ -9,14 +9,16 @@ other says so in the log and exits, and both bridges reach the winner.
 
 The end of stdin is passed on as a half-close, so the daemon winds the
 connection down as a stdio server does on EOF and the replies still come
-back; the bridge ends when the daemon closes its side. Killed, the bridge's
-socket closes, and the daemon takes the connection for gone.
+back; the bridge ends when the daemon closes its side. Stopped by a signal
+(exit status 0, as a stdio server) or killed, the bridge's socket closes,
+and the daemon takes the connection for gone.
 """
 
 from __future__ import annotations
 
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +36,7 @@ CONNECT_POLL_SECONDS = 0.02
 COPY_BYTES = 256 * 1024
 LOG_SUFFIX = ".log"
 EXIT_FAILURE = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def attach(path: Path, daemon_argv: list[str]) -> int:
@@ -43,12 +46,24 @@ def attach(path: Path, daemon_argv: list[str]) -> int:
         print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
         return EXIT_FAILURE
     fds = stdio.take_over_stdio()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _stop)
     try:
         _bridge(fds.input, fds.output, sock)
+    except _Stopped:
+        pass  # as a stdio server stops on these: cleanly, status 0
     finally:
         sock.close()
         stdio.restore_stdio(fds)
     return 0
+
+
+class _Stopped(Exception):
+    """A stop signal arrived."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
 
 
 def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
