@@ -21,6 +21,7 @@ that client has closed its side (see `Registry`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -115,6 +116,8 @@ class Connection:
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
+        # Told when `initialize` has set `host` (the daemon picks the owner's sessions).
+        self.on_initialize: Callable[[Connection], None] | None = None
 
     # -- the loop ---------------------------------------------------------
 

@@ -14,6 +14,8 @@ from server.daemon import socketpath
 
 # An idle daemon (no connection, no session) exits after this long.
 DEFAULT_IDLE_EXIT_SECONDS = 300.0
+# A client's sessions outlive its last connection for this long.
+DEFAULT_DETACH_GRACE_SECONDS = 300.0
 EXIT_FAILURE = 1
 
 
@@ -45,6 +47,14 @@ def add_parsers(sub: Any) -> None:
         f"(default {DEFAULT_IDLE_EXIT_SECONDS:g})",
     )
     daemon.add_argument("--stay", action="store_true", help="never exit for idleness")
+    daemon.add_argument(
+        "--detach-grace",
+        type=float,
+        default=DEFAULT_DETACH_GRACE_SECONDS,
+        metavar="SECONDS",
+        help="keep a clientId's sessions this long after its last connection ends "
+        f"(default {DEFAULT_DETACH_GRACE_SECONDS:g})",
+    )
     attach = sub.add_parser(
         "attach",
         help="bridge stdio to the daemon's socket, starting the daemon if none runs",
@@ -79,4 +89,8 @@ def claim_socket(args: argparse.Namespace) -> Any:
 
 
 def idle_seconds(args: argparse.Namespace) -> float | None:
-    return None if args.stay else max(0.0, args.idle_exit)
+    return None if args.stay else max(0.0, float(args.idle_exit))
+
+
+def detach_grace(args: argparse.Namespace) -> float:
+    return max(0.0, float(args.detach_grace))

@@ -155,6 +155,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         sock = daemon.claim_socket(args)
         if isinstance(sock, int):
             return sock
-        idle = daemon.idle_seconds(args)
-        return anyio.run(run_daemon, options, sock, idle, backend_options=backend)
+        idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
+        return anyio.run(run_daemon, options, sock, idle, grace, backend_options=backend)
     return anyio.run(serve, options, backend_options=backend)

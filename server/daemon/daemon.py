@@ -17,9 +17,7 @@ ends when the last one has wound down.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-import shutil
 import signal
 import socket
 
@@ -31,11 +29,10 @@ from server import log
 from server.connection import Connection
 from server.daemon import socketpath
 from server.daemon.idle import IdleClock
+from server.daemon.tenants import ConnectionServices, Tenant, Tenants
 from server.runtime import procs
-from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
+from server.runtime.runtime import Options
 from server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
-from server.services.api import Services
 from server.wire import liveness
 from server.wire.transport import Transport
 
@@ -44,13 +41,45 @@ HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 _log = log.get("daemon")
 
 
+class View:
+    """One connection's view onto its owner's tenant: a private one until
+    `initialize` names a `clientId`, then that client's."""
+
+    def __init__(self, tenants: Tenants, connection: Connection, tenant: Tenant) -> None:
+        self._tenants = tenants
+        self.connection = connection
+        self.tenant = tenant
+        self.services = [connection.services]
+        tenant.attach()
+
+    def introduced(self, connection: Connection) -> None:
+        client_id = connection.host.client_id
+        if client_id is None:
+            return
+        tenant = self._tenants.get(client_id)
+        if tenant is self.tenant:
+            return
+        tenant.attach()
+        self.tenant.detach()
+        self.tenant = tenant
+        connection.services = ConnectionServices(tenant)
+        self.services.append(connection.services)
+
+    def close(self) -> None:
+        for services in self.services:
+            services.commands.abort()
+        self.tenant.detach()
+
+
 class Daemon:
-    def __init__(self, options: Options, guard: Guard, idle_seconds: float | None) -> None:
+    def __init__(
+        self, options: Options, guard: Guard, idle_seconds: float | None, grace: float
+    ) -> None:
         self._options = options
         self._guard = guard
-        self._ids = itertools.count(1)
+        self._grace = grace
         self.connections: set[Connection] = set()
-        self.runtimes: set[Runtime] = set()
+        self._tenants: Tenants | None = None
         self._idle = IdleClock(idle_seconds, anyio.current_time())
         self._accepting = anyio.CancelScope()
         self.stopping = False
@@ -60,6 +89,7 @@ class Daemon:
             watchers.start_soon(self._watch_signals)
             watchers.start_soon(self._housekeeping)
             async with listener, anyio.create_task_group() as connections:
+                self._tenants = Tenants(self._options, self._guard, connections, self._grace)
                 with self._accepting:
                     while True:
                         stream = await listener.accept()
@@ -70,11 +100,14 @@ class Daemon:
             watchers.cancel_scope.cancel()
 
     def stop(self) -> None:
-        """Take no more connections; end every one (each winds down as on EOF)."""
+        """Take no more connections; end every one (each winds down as on EOF),
+        and every tenant."""
         self.stopping = True
         self._accepting.cancel()
         for connection in self.connections:
             connection.stop.set()
+        if self._tenants is not None:
+            self._tenants.end_all()
 
     def _admitted(self, stream: anyio.abc.SocketStream) -> bool:
         """Only a peer of our own uid may talk to the daemon."""
@@ -87,54 +120,39 @@ class Daemon:
         )
         return False
 
-    def _containment(self, name: str) -> Containment:
-        """A connection's own: a cgroup inside the daemon's (killed with it), or
-        ancestry tracking reported to the daemon's watchdog."""
-        guard = self._guard
-        root = None if guard.cgroup_root is None else guard.cgroup_root.nested(name)
-        containment = Containment(root, None if root else guard.watchdog.report)
-        containment.spare = guard.containment.spare
-        return containment
-
     async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
-        name = f"c{next(self._ids)}"
-        runtime_dir = self._guard.runtime_dir / name
-        runtime_dir.mkdir(mode=0o700)
+        assert self._tenants is not None
         settings = self._options.settings
-        try:
-            async with (
-                stream,
-                Runtime.open(self._options, runtime_dir, self._containment(name)) as runtime,
-            ):
-                transport = liveness.watched(
-                    Transport(stream, stream), settings.server.client_timeout
-                )
-                connection = Connection(Services(runtime), dispatcher(), transport, settings)
-                self.connections.add(connection)
-                self.runtimes.add(runtime)
-                if self.stopping:
-                    connection.stop.set()
-                try:
-                    await connection.serve()
-                finally:
-                    self.connections.discard(connection)
-                    self.runtimes.discard(runtime)
-        except Exception:
-            # One connection's bug must not end the others.
-            _log.exception("connection %s failed", name)
-        finally:
-            shutil.rmtree(runtime_dir, ignore_errors=True)
+        async with stream:
+            tenant = self._tenants.get(None)
+            transport = liveness.watched(Transport(stream, stream), settings.server.client_timeout)
+            services = ConnectionServices(tenant)
+            connection = Connection(services, dispatcher(), transport, settings)
+            view = View(self._tenants, connection, tenant)
+            connection.on_initialize = view.introduced
+            self.connections.add(connection)
+            if self.stopping:
+                connection.stop.set()
+            try:
+                await connection.serve()
+            except Exception:
+                # One connection's bug must not end the others.
+                _log.exception("a connection failed")
+            finally:
+                self.connections.discard(connection)
+                view.close()
 
     async def _housekeeping(self) -> None:
         """Once a second: collect orphans no runtime waits for; exit when idle."""
         while True:
             await anyio.sleep(HOUSEKEEPING_INTERVAL_SECONDS)
+            tenants = [] if self._tenants is None else list(self._tenants.all.values())
             known = set(self._guard.containment.spare)
-            for runtime in self.runtimes:
-                known |= runtime.pool.pids()
+            for tenant in tenants:
+                known |= tenant.runtime.pool.pids()
             procs.reap_orphans(known)
             now = anyio.current_time()
-            self._idle.note(now, len(self.connections))
+            self._idle.note(now, len(self.connections) + len(tenants))
             if self._idle.expired(now) and not self.stopping:
                 seconds = messages.format_seconds(self._idle.seconds or 0)
                 _log.info(messages.DAEMON_IDLE_EXIT.format(seconds=seconds))
@@ -147,14 +165,16 @@ class Daemon:
                 self.stop()
 
 
-async def run_daemon(options: Options, sock: socket.socket, idle_seconds: float | None) -> int:
+async def run_daemon(
+    options: Options, sock: socket.socket, idle_seconds: float | None, grace: float
+) -> int:
     """Serve the bound socket until stopped (a signal, or idleness)."""
     path = sock.getsockname()
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)
             _log.info(messages.DAEMON_LISTENING.format(path=path))
-            await Daemon(options, guard, idle_seconds).run(listener)
+            await Daemon(options, guard, idle_seconds, grace).run(listener)
     finally:
         # Ours still: the lock, held until this process ends, kept any other daemon off.
         with contextlib.suppress(OSError):

@@ -213,6 +213,8 @@ async def pty_screen(ctx: RequestContext, params: PtyScreenParams) -> PtyScreen:
 @methods.method("shutdown")
 async def shutdown(ctx: RequestContext, params: ShutdownParams) -> None:
     await ctx.connection.wind_down()
+    # The host is done with its sessions, not just this connection (under the daemon).
+    await ctx.services.shut_down()
 
 
 @methods.method("exit")

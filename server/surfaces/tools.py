@@ -53,6 +53,8 @@ def initialize(ctx: RequestContext, params: InitializeParams) -> InitializeResul
     connection.settings = connection.file_settings
     if connection.host.settings is not None:
         connection.settings = with_overrides(connection.settings, connection.host.settings)
+    if connection.on_initialize is not None:
+        connection.on_initialize(connection)
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION

@@ -7,12 +7,13 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemon import DaemonProcess
+from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
@@ -168,3 +169,66 @@ def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=server_environment(tmp_path),
         timeout=EXIT_BOUND_SECONDS,
     )
+
+
+def introduce(client: SocketClient, client_id: str | None) -> SocketClient:
+    options = {} if client_id is None else {"clientId": client_id}
+    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    return client
+
+
+def test_a_client_finds_its_sessions_after_a_reconnect_and_others_do_not(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    daemon = spawn_daemon()
+    first = introduce(daemon.connect(), "agent-1")
+    first.bash("export KEPT=yes; cd /tmp; exec -a daemon-kept-mark sleep 300 &")
+    first.bash("true", sessionId="second")
+    first.close()
+    again = introduce(daemon.connect(), "agent-1")
+    assert set(again.sessions()) == {"default", "second"}
+    assert again.bash('echo "$KEPT"; pwd').output == "yes\n/tmp\n"
+    assert marked_processes("daemon-kept-mark")
+    stranger = introduce(daemon.connect(), "agent-2")
+    assert stranger.sessions() == {}
+    assert stranger.bash('echo "[$KEPT]"').output == "[]\n"
+    anonymous = daemon.connect()  # no initialize: a view of its own, never another's
+    assert anonymous.sessions() == {}
+    for client in (again, stranger, anonymous):
+        client.close()
+
+
+def test_past_the_grace_a_clients_sessions_are_closed(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--detach-grace", "1")
+    first = introduce(daemon.connect(), "brief")
+    first.bash("export KEPT=yes; exec -a daemon-grace-mark sleep 300 &")
+    assert wait_until(lambda: marked_processes("daemon-grace-mark"))
+    first.close()
+    assert wait_until(lambda: not marked_processes("daemon-grace-mark"), timeout=10)
+    again = introduce(daemon.connect(), "brief")
+    assert again.sessions() == {}
+    assert again.bash('echo "[$KEPT]"').output == "[]\n"
+    again.close()
+
+
+def test_an_idle_daemon_waits_for_a_detached_clients_grace(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--idle-exit", "0", "--detach-grace", "3")
+    client = introduce(daemon.connect(), "late")
+    client.bash("true")
+    client.close()
+    started = time.monotonic()
+    assert daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert time.monotonic() - started >= 2.5  # the sessions held it for their grace
+    assert daemon.owned_processes() == []
+
+
+def test_shutdown_ends_a_clients_sessions_for_good(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon()
+    first = introduce(daemon.connect(), "done")
+    first.bash("export KEPT=yes; exec -a daemon-done-mark sleep 300 &")
+    assert first.call("shutdown")["result"] is None
+    assert wait_until(lambda: not marked_processes("daemon-done-mark"), timeout=10)
+    first.close()
+    again = introduce(daemon.connect(), "done")
+    assert again.sessions() == {}
+    again.close()
