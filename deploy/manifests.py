@@ -1,7 +1,7 @@
 """Check deploy/kubernetes without a cluster: each YAML document loads, has the
 fields its kind needs, and keeps bashrpc's own rules (stdio never on a terminal,
 a drain shorter than the grace period, artifacts on a volume, references that
-resolve).
+resolve; a pod in the daemon form names its socket and stays up between hosts).
 
     python3 deploy/manifests.py [FILE ...]    (default: every deploy/kubernetes/*.yaml)
 
@@ -51,13 +51,19 @@ def check_pod_spec(spec: dict[str, Any], where: str, *, stdio: bool) -> list[str
     mounted = {m["mountPath"] for c in containers for m in c.get("volumeMounts") or []}
     if ARTIFACTS_MOUNT not in mounted:
         problems.append(f"{where}: no volume at {ARTIFACTS_MOUNT}")
-    if stdio:
-        main = containers[0] if containers else {}
+    main = containers[0] if containers else {}
+    args = [str(a) for a in main.get("args") or []]
+    if stdio and args[:1] == ["daemon"]:
+        if "--socket" not in args:
+            problems.append(f"{where}: a daemon pod must name its --socket (attach's target)")
+        if "--stay" not in args:
+            problems.append(f"{where}: a daemon pod needs --stay, or it ends when idle")
+    elif stdio:
         if not (main.get("stdin") and main.get("stdinOnce")):
             problems.append(f"{where}: stdio needs stdin and stdinOnce")
         if "activeDeadlineSeconds" not in spec:
             problems.append(f"{where}: no activeDeadlineSeconds")
-        drain = _flag([str(a) for a in main.get("args") or []], "--drain-seconds")
+        drain = _flag(args, "--drain-seconds")
         grace = spec.get("terminationGracePeriodSeconds")
         if drain is None or grace is None or not drain < grace:
             problems.append(f"{where}: --drain-seconds must be set below the grace period")

@@ -25,6 +25,8 @@ LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 BASH_TOOL = "bash"
 DEFAULT_TOOL_TIMEOUT_SECONDS = 300.0
 ARTIFACT_URI_SCHEME = "artifact://"
+# A clientId names an owner; longer ones are a mistake, not a name.
+MAX_CLIENT_ID_CHARS = 256
 ARTIFACT_URI_TEMPLATE = "artifact://{id}"
 TEXT_MIME_TYPE = "text/plain"
 
@@ -141,6 +143,14 @@ class HostOptions(Strict):
     opt_out_notifications: Annotated[
         list[str], described('Notifications not to send: "tool/update", "notifications/progress".')
     ] = msgspec.field(default_factory=list)
+    client_id: Annotated[
+        Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] | None,
+        described(
+            "Under `bashrpc daemon`: who owns this connection's sessions. A later "
+            "connection with the same clientId lists and drives them, and they outlive "
+            "a cut connection for the daemon's --detach-grace."
+        ),
+    ] = None
 
 
 class Implementation(Open):

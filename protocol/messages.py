@@ -181,6 +181,30 @@ STDOUT_GONE = "stdout is gone ({reason}); shutting down"
 DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"
 CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); taking it for gone"
 
+# The daemon and its attach bridge.
+DAEMON_ALREADY_RUNNING = "another daemon (pid {pid}) is serving {path}; not starting a second one"
+DAEMON_DIR_NOT_DIRECTORY = "the socket's directory {path} is not a directory"
+DAEMON_DIR_NOT_PRIVATE = (
+    "the socket's directory {path} must be ours and mode 700 (it is {mode}); "
+    "choose another --socket, or `chmod 700` it"
+)
+DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
+DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
+DAEMON_LISTENING = "daemon listening on {path}"
+DAEMON_PEER_REFUSED = "refused a connection from pid {pid}, uid {uid}: not our uid ({ours})"
+DAEMON_IDLE_EXIT = "no session and no connection for {seconds} s (--idle-exit); exiting"
+DAEMON_STOPPING = "received {signal}; ending every connection"
+ATTACH_NO_DAEMON = "no daemon came up at {path} within {seconds} s; see its log at {log}"
+DAEMON_DESCRIPTION = """\
+Serve JSON-RPC on a unix socket to many connections at once, each as a stdio
+server would serve it: its own initialize, host options, sessions and shells.
+Only one daemon serves a path; a stale socket (its daemon died) is replaced.
+The socket is 0600 in a 0700 directory, and peers of another uid are refused."""
+ATTACH_DESCRIPTION = """\
+Bridge stdin and stdout to the daemon's socket, starting the daemon (with the
+options given here) if none runs there. To a host this is `bashrpc` on stdio:
+run it as the target of ssh or `kubectl exec -i`."""
+
 # Command-line errors (one line on stderr, exit status 2) and the exec client.
 CLI_ERROR = "bashrpc: {message}"
 CLI_LINE_LIMIT_TOO_SMALL = "--max-line-bytes must be at least {minimum}"

@@ -21,6 +21,7 @@ that client has closed its side (see `Registry`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -39,7 +40,7 @@ from protocol.errors import ErrorCode
 from protocol.framing import LineFramer, Oversized
 from protocol.mcp import HostOptions
 from protocol.methods import ServerDraining
-from server import errors, log
+from server import errors
 from server.settings import Settings
 from server.wire.dispatch import Dispatcher, Reply
 from server.wire.frames import frames
@@ -57,8 +58,6 @@ SHUTDOWN_FLUSH_SECONDS = 0.5
 LIFECYCLE_METHODS = frozenset({"shutdown", "exit"})
 # What starts a command: refused while draining, when everything else still works.
 COMMAND_METHODS = frozenset({"bash", "tools/call"})
-
-_log = log.get("connection")
 
 
 class ConnectionServices(Protocol):
@@ -124,6 +123,8 @@ class Connection(Generic[S]):
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
+        # Told when `initialize` has set `host` (the daemon picks the owner's sessions).
+        self.on_initialize: Callable[[Connection[S]], None] | None = None
 
     # -- the loop ---------------------------------------------------------
 

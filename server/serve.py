@@ -17,9 +17,12 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from protocol import messages
 from server import log
@@ -47,8 +50,20 @@ def dispatcher() -> Dispatcher:
     return table
 
 
-async def serve(options: Options) -> int:
-    fds = stdio.take_over_stdio()
+class Guard(msgspec.Struct, frozen=True):
+    """What a serving process sets up before any shell: see `guarded`."""
+
+    runtime_dir: Path
+    cgroup_root: CgroupRoot | None
+    containment: Containment
+    watchdog: Watchdog
+
+
+@asynccontextmanager
+async def guarded(options: Options) -> AsyncIterator[Guard]:
+    """The process as a server: a subreaper with a private runtime dir, a cgroup
+    root (where one can be made) and a watchdog. However the block ends, every
+    process below the server is killed before this returns."""
     # Before any thread starts: threads take their signal mask from their creator.
     child.clear_inherited_signals()
     procs.become_subreaper()
@@ -60,17 +75,7 @@ async def serve(options: Options) -> int:
     containment = Containment(cgroup_root, None if cgroup_root else watchdog.report)
     containment.spare.add(watchdog.pid)
     try:
-        async with (
-            anyio.create_task_group() as signals,
-            Runtime.open(options, runtime_dir, containment, reap_orphans=True) as runtime,
-        ):
-            transport = liveness.watched(
-                stdio.transport(fds), options.settings.server.client_timeout
-            )
-            connection = Connection(Services(runtime), dispatcher(), transport, options.settings)
-            signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
-            await connection.serve()
-            signals.cancel_scope.cancel()
+        yield Guard(runtime_dir, cgroup_root, containment, watchdog)
     finally:
         with anyio.CancelScope(shield=True):
             await containment.kill_everything()
@@ -78,8 +83,26 @@ async def serve(options: Options) -> int:
             await _kill_descendants(containment.spare, SHUTDOWN_GRACE_SECONDS)
             procs.reap_orphans(containment.spare)
         shutil.rmtree(runtime_dir, ignore_errors=True)
-        stdio.restore_stdio(fds)
         watchdog.close()
+
+
+async def serve(options: Options) -> int:
+    fds = stdio.take_over_stdio()
+    try:
+        async with (
+            guarded(options) as guard,
+            anyio.create_task_group() as signals,
+            Runtime.open(options, guard.runtime_dir, guard.containment, reap_orphans=True) as rt,
+        ):
+            transport = liveness.watched(
+                stdio.transport(fds), options.settings.server.client_timeout
+            )
+            connection = Connection(Services(rt), dispatcher(), transport, options.settings)
+            signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
+            await connection.serve()
+            signals.cancel_scope.cancel()
+    finally:
+        stdio.restore_stdio(fds)
     return 0
 
 

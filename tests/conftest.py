@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon import AttachProcess
 from tests.inprocess import InProcessServer, environment
 from tests.rpc import ServerProcess
 
@@ -47,13 +48,48 @@ def server(spawn: SpawnInProcess) -> InProcessServer:
     return spawn()
 
 
+# The stdio suite runs against `bashrpc attach` too (a daemon behind a bridge): to a
+# host the two must be the same. A case about one process itself (its pid, its
+# signals, its own stdio fds) is marked `stdio_only` with the reason.
+BOTH_TRANSPORTS = (
+    "e2e/test_stdio.py",
+    "e2e/test_lifecycle.py",
+    "reliability/test_faults.py",
+    "reliability/test_hostile_input.py",
+)
+TRANSPORTS = ("stdio", "attach")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "stdio_only(reason): about the stdio server's own process, not attach"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "transport" not in metafunc.fixturenames:
+        return
+    path = metafunc.definition.path.as_posix()
+    if path.endswith(BOTH_TRANSPORTS) and not metafunc.definition.get_closest_marker("stdio_only"):
+        metafunc.parametrize("transport", TRANSPORTS, indirect=True)
+
+
 @pytest.fixture
-def spawn_process(tmp_path: Path) -> Iterator[SpawnProcess]:
-    """Server processes with custom arguments; all killed at teardown."""
+def transport(request: pytest.FixtureRequest) -> str:
+    """How process fixtures reach the server: "stdio", or "attach" (a daemon behind
+    `bashrpc attach`) for the modules that run against both."""
+    return str(getattr(request, "param", TRANSPORTS[0]))
+
+
+@pytest.fixture
+def spawn_process(tmp_path: Path, transport: str) -> Iterator[SpawnProcess]:
+    """Server processes with custom arguments (over `bashrpc attach` for the
+    "attach" transport); all killed at teardown."""
     started: list[ServerProcess] = []
+    kind = AttachProcess if transport == "attach" else ServerProcess
 
     def start(*args: str, **kwargs: object) -> ServerProcess:
-        proc = ServerProcess(*args, tmp=tmp_path, **kwargs)  # type: ignore[arg-type]
+        proc = kind(*args, tmp=tmp_path, **kwargs)  # type: ignore[arg-type]
         started.append(proc)
         return proc
 

@@ -363,6 +363,11 @@ class ServerProcess(RpcClient):
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def server_pid(self) -> int:
+        """The process that runs the shells (a bridge's daemon; here the same)."""
+        return self.proc.pid
+
     def close(self, timeout: float = 10.0) -> int:
         if self.proc.stdin and not self.proc.stdin.closed:
             try:

@@ -14,6 +14,7 @@ import msgspec
 from protocol import __version__, messages
 from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from server import log
+from server.cli import daemon
 from server.cli.artifact import print_artifact
 from server.cli.exec import run_exec
 from server.cli.options import add_server_options, command_timeout
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"kill the command after this long ({MIN_TIMEOUT_SECONDS:g} to "
         f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
     )
+    daemon.add_parsers(sub)
     show = sub.add_parser(
         "artifact",
         help="print an artifact (a long command's full output) to stdout",
@@ -107,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command_name == "exec":
         return run_exec(args)
+    if args.command_name == "attach":
+        return daemon.run_attach(args)
     log.setup(args.log_level)
     try:
         settings = load(args.config)
@@ -148,4 +152,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         settings=settings, workspace=workspace, shell=shell, artifacts_dir=artifacts_dir
     )
     use_uvloop = settings.uvloop and importlib.util.find_spec("uvloop") is not None
-    return anyio.run(serve, options, backend_options={"use_uvloop": use_uvloop})
+    backend = {"use_uvloop": use_uvloop}
+    if args.command_name == "daemon":
+        from server.daemon.daemon import run_daemon
+
+        sock = daemon.claim_socket(args)
+        if isinstance(sock, int):
+            return sock
+        idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
+        return anyio.run(run_daemon, options, sock, idle, grace, backend_options=backend)
+    return anyio.run(serve, options, backend_options=backend)

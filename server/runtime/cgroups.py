@@ -149,6 +149,11 @@ class CgroupRoot(Cgroup):
             return None
         return root
 
+    def nested(self, name: str) -> CgroupRoot | None:
+        """A root of its own inside this one (a daemon's connection), killed with it."""
+        group = self.child(name)
+        return None if group is None else CgroupRoot(group.path)
+
     def child(self, name: str) -> Cgroup | None:
         path = self.path / name
         try:

@@ -34,3 +34,7 @@ class Services:
         """Abort every command, then kill every process (idempotent)."""
         self.commands.abort()
         await self._runtime.wind_down()
+
+    async def shut_down(self) -> None:
+        """`shutdown`: every session's processes killed (idempotent)."""
+        await self._runtime.wind_down()

@@ -155,6 +155,8 @@ async def pty_screen(ctx: Ctx, params: PtyScreenParams) -> PtyScreen:
 @methods.method("shutdown")
 async def shutdown(ctx: Ctx, params: ShutdownParams) -> None:
     await ctx.connection.wind_down()
+    # The host is done with its sessions, not just this connection (under the daemon).
+    await ctx.services.shut_down()
 
 
 @methods.method("exit")

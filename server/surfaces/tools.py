@@ -52,12 +52,15 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Refused before anything changes: a looser sandbox than the connection has, or
-    # a stricter one while a session it would tighten runs a command.
+    # Refused before anything changes: a looser sandbox than the connection has.
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
+    connection.host = host
+    if connection.on_initialize is not None:
+        # A daemon's connection now sees the sessions of the client it names.
+        connection.on_initialize(connection)
+    # Refused while a session it would tighten runs a command.
     ctx.services.sessions.tighten_all(settings.sandbox.mode)
     connection.settings = settings
-    connection.host = host
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION

@@ -52,6 +52,24 @@ def test_the_check_catches_what_breaks_bashrpc(
     assert any(problem in p for p in problems), problems
 
 
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (('"--stay", ', ""), "--stay"),
+        (('"--socket", "/run/bashrpc/private/daemon.sock", ', ""), "--socket"),
+    ],
+)
+def test_the_check_keeps_the_daemon_pod_reachable_and_up(
+    tmp_path: Path, change: tuple[str, str], problem: str
+) -> None:
+    text = (DEPLOY / "kubernetes" / "daemon-pod.yaml").read_text()
+    assert change[0] in text
+    broken = tmp_path / "pod.yaml"
+    broken.write_text(text.replace(change[0], change[1]))
+    _, problems = manifests().check([broken])
+    assert any(problem in p for p in problems), problems
+
+
 def test_a_claim_must_name_a_template(tmp_path: Path) -> None:
     text = (DEPLOY / "kubernetes" / "warm-pool.yaml").read_text()
     broken = tmp_path / "pool.yaml"
@@ -74,6 +92,6 @@ def test_deploy_check_runs_what_it_can_here() -> None:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("verified: 5 Kubernetes documents")
+    assert lines[0].startswith("verified: 6 Kubernetes documents")
     assert lines[1].startswith(("verified: bundle", "skipped: bundle"))
     assert lines[2].startswith(("verified: image", "skipped: image"))

@@ -56,7 +56,7 @@ def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
     started = time.monotonic()
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
     assert time.monotonic() - started < 10  # shutdown's 1 s grace, not the 60 s sleep
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
     # The aborted command was still answered before the exit.
     assert server.bash_result(running, timeout=1).cancelled
 
@@ -65,7 +65,7 @@ def test_shutdown_then_exit(server: ServerProcess) -> None:
     start_escapees(server)
     reply = server.call("shutdown")
     assert "result" in reply and reply["result"] is None
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
     reply = server.call("bash", {"command": "echo late"})
     assert reply["error"]["code"] == -32004
     server.notify("exit")
@@ -77,9 +77,10 @@ def test_signals_shut_down_cleanly(server: ServerProcess, sig: signal.Signals) -
     start_escapees(server)
     server.proc.send_signal(sig)
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
 
 
+@pytest.mark.stdio_only("a daemon's runtime directory outlives each connection, by design")
 def test_temporary_files_are_removed_and_artifacts_kept(spawn, tmp_path: Path) -> None:
     private_tmp = tmp_path / "tmpdir"
     private_tmp.mkdir()
@@ -154,7 +155,7 @@ def test_excluded_variables_are_gone_from_the_servers_own_environment(
     cfg = tmp_path / "env.toml"
     cfg.write_text("[env]\nexclude = ['*TOKEN*']\n")
     server = spawn_process("--config", str(cfg), env={"BASHRPC_TEST_TOKEN": "ghp"})
-    out = server.bash(f"[ $PPID = {server.pid} ] && tr '\\0' '\\n' < /proc/$PPID/environ")
+    out = server.bash(f"[ $PPID = {server.server_pid} ] && tr '\\0' '\\n' < /proc/$PPID/environ")
     assert "BASHRPC_TEST_TOKEN" not in out.output and "PATH=" in out.output
 
 

@@ -68,7 +68,7 @@ def test_term_ignoring_grandchild_holding_the_pipe(server: ServerProcess) -> Non
     elapsed = time.monotonic() - started
     # Well before the 60 s the command would take; generous for a loaded machine.
     assert result.timed_out and elapsed < 2 + GRACE_SECONDS + 10
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
     assert server.bash("echo fine").output == "fine\n"
 
 
@@ -85,14 +85,14 @@ def test_escaped_processes_die_with_their_session(server: ServerProcess) -> None
     assert wait_until(lambda: len(server.owned_processes()) >= 2 * len(ESCAPES))
     for name in ESCAPES:
         assert server.result("session/close", {"sessionId": name}) == {"closed": True}
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
 
 
 def test_escaped_processes_die_at_shutdown(server: ServerProcess) -> None:
     server.bash("\n".join(ESCAPES.values()))
     assert wait_until(lambda: len(server.owned_processes()) >= 4)
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
 
 
 def test_stdin_closed_mid_command(server: ServerProcess) -> None:
@@ -100,7 +100,7 @@ def test_stdin_closed_mid_command(server: ServerProcess) -> None:
     time.sleep(0.3)
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
     assert server.bash_result(ident, timeout=1).cancelled
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
 
 
 CLIENT_SCRIPT = """
@@ -141,7 +141,7 @@ def test_stdout_closed_mid_command(server: ServerProcess) -> None:
     assert server.proc.stdout is not None
     server.proc.stdout.close()
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
-    assert_all_gone(server.pid)
+    assert_all_gone(server.server_pid)
 
 
 def test_artifacts_on_a_full_disk(spawn, tmp_path: Path) -> None:
@@ -177,10 +177,10 @@ def test_fork_storm_leaves_no_zombies(server: ServerProcess) -> None:
     assert result.output == "forked\n"
 
     def zombies() -> list[int]:
-        return [pid for pid in live_pids() if proc_stat(pid) == ("Z", server.pid)]
+        return [pid for pid in live_pids() if proc_stat(pid) == ("Z", server.server_pid)]
 
     # The orphans were re-parented to the server (its subreaper), died after
     # 0.2 s, and must have been reaped by it since.
     time.sleep(0.5)
     assert wait_until(lambda: zombies() == [], timeout=10)
-    assert not process_gone(server.pid)
+    assert not process_gone(server.server_pid)

@@ -1,0 +1,96 @@
+"""The `daemon` and `attach` subcommands: their options, and the daemon's start."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from protocol import messages
+from server.cli.options import add_server_options, server_argv
+from server.daemon import socketpath
+
+# An idle daemon (no connection, no session) exits after this long.
+DEFAULT_IDLE_EXIT_SECONDS = 300.0
+# A client's sessions outlive its last connection for this long.
+DEFAULT_DETACH_GRACE_SECONDS = 300.0
+EXIT_FAILURE = 1
+
+
+def _socket_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--socket",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the daemon's unix socket (default: $XDG_RUNTIME_DIR/bashrpc/daemon.sock, "
+        "else /tmp/bashrpc-UID/daemon.sock); its directory must be private (0700)",
+    )
+
+
+def add_parsers(sub: Any) -> None:
+    daemon = sub.add_parser(
+        "daemon",
+        help="serve many connections on a unix socket, one runtime each",
+        description=messages.DAEMON_DESCRIPTION,
+    )
+    add_server_options(daemon, suppress=True)
+    _socket_option(daemon)
+    daemon.add_argument(
+        "--idle-exit",
+        type=float,
+        default=DEFAULT_IDLE_EXIT_SECONDS,
+        metavar="SECONDS",
+        help="exit once no connection or session has been there for this long "
+        f"(default {DEFAULT_IDLE_EXIT_SECONDS:g})",
+    )
+    daemon.add_argument("--stay", action="store_true", help="never exit for idleness")
+    daemon.add_argument(
+        "--detach-grace",
+        type=float,
+        default=DEFAULT_DETACH_GRACE_SECONDS,
+        metavar="SECONDS",
+        help="keep a clientId's sessions this long after its last connection ends "
+        f"(default {DEFAULT_DETACH_GRACE_SECONDS:g})",
+    )
+    attach = sub.add_parser(
+        "attach",
+        help="bridge stdio to the daemon's socket, starting the daemon if none runs",
+        description=messages.ATTACH_DESCRIPTION,
+    )
+    add_server_options(attach, suppress=True)
+    _socket_option(attach)
+
+
+def socket_path(args: argparse.Namespace) -> Path:
+    return Path(os.path.abspath(args.socket or socketpath.default_path()))
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    from server.daemon.attach import attach
+
+    daemon_argv = [sys.executable, "-m", "server", "daemon", *server_argv(args)]
+    return attach(socket_path(args), daemon_argv)
+
+
+def claim_socket(args: argparse.Namespace) -> Any:
+    """The daemon's listening socket, bound with the lock held; or an exit status
+    when another daemon serves the path or it can't be served safely."""
+    path = socket_path(args)
+    try:
+        socketpath.private_dir(path.parent)
+        socketpath.take_lock(path)
+        return socketpath.bind(path)
+    except (socketpath.SocketPathError, OSError) as exc:
+        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def idle_seconds(args: argparse.Namespace) -> float | None:
+    return None if args.stay else max(0.0, float(args.idle_exit))
+
+
+def detach_grace(args: argparse.Namespace) -> float:
+    return max(0.0, float(args.detach_grace))

@@ -1,0 +1,185 @@
+"""`bashrpc daemon`: many connections on one unix socket, in one guarded process.
+
+Each accepted connection is a `Connection` over the socket, with its own
+`initialize` and host options, and a runtime of its own (sessions, shells)
+in a cgroup nested in the daemon's: when the connection ends, its shells and
+everything they started are killed as on the end of a stdio server, and the
+other connections' are untouched. The daemon as a whole is guarded like a
+stdio server (`serve.guarded`): subreaper, watchdog, the final kill.
+
+Task groups, outermost first: the guard; the watchers' (signals,
+housekeeping); the connections' (the accept loop in a cancel scope of its
+own, then one task per connection, each holding its runtime). Stopping
+cancels the accept loop and stops every connection; the connections' group
+ends when the last one has wound down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+
+import anyio
+import anyio.abc
+
+from protocol import messages
+from server import log
+from server.connection import Connection
+from server.daemon import socketpath
+from server.daemon.idle import IdleClock
+from server.daemon.tenants import Tenant, Tenants, TenantServices
+from server.runtime import procs
+from server.runtime.runtime import Options
+from server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
+from server.services.api import Services
+from server.wire import liveness
+from server.wire.transport import Transport
+
+HOUSEKEEPING_INTERVAL_SECONDS = 1.0
+
+_log = log.get("daemon")
+
+
+class View:
+    """One connection's view onto its owner's tenant: a private one until
+    `initialize` names a `clientId`, then that client's."""
+
+    def __init__(self, tenants: Tenants, connection: Connection[Services], tenant: Tenant) -> None:
+        self._tenants = tenants
+        self.connection = connection
+        self.tenant = tenant
+        self.services = [connection.services]
+        tenant.attach()
+
+    def introduced(self, connection: Connection[Services]) -> None:
+        client_id = connection.host.client_id
+        if client_id is None:
+            return
+        tenant = self._tenants.get(client_id)
+        if tenant is self.tenant:
+            return
+        tenant.attach()
+        self.tenant.detach()
+        self.tenant = tenant
+        connection.services = TenantServices(tenant)
+        self.services.append(connection.services)
+
+    def close(self) -> None:
+        for services in self.services:
+            services.commands.abort()
+        self.tenant.detach()
+
+
+class Daemon:
+    def __init__(
+        self, options: Options, guard: Guard, idle_seconds: float | None, grace: float
+    ) -> None:
+        self._options = options
+        self._guard = guard
+        self._grace = grace
+        self.connections: set[Connection[Services]] = set()
+        self._tenants: Tenants | None = None
+        self._idle = IdleClock(idle_seconds, anyio.current_time())
+        self._accepting = anyio.CancelScope()
+        self.stopping = False
+
+    async def run(self, listener: anyio.abc.SocketListener) -> None:
+        async with anyio.create_task_group() as watchers:
+            watchers.start_soon(self._watch_signals)
+            watchers.start_soon(self._housekeeping)
+            async with listener, anyio.create_task_group() as connections:
+                self._tenants = Tenants(self._options, self._guard, connections, self._grace)
+                with self._accepting:
+                    while True:
+                        stream = await listener.accept()
+                        if self._admitted(stream):
+                            connections.start_soon(self._serve_one, stream)
+                        else:
+                            await stream.aclose()
+            watchers.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """Take no more connections; end every one (each winds down as on EOF),
+        and every tenant."""
+        self.stopping = True
+        self._accepting.cancel()
+        for connection in self.connections:
+            connection.stop.set()
+        if self._tenants is not None:
+            self._tenants.end_all()
+
+    def _admitted(self, stream: anyio.abc.SocketStream) -> bool:
+        """Only a peer of our own uid may talk to the daemon."""
+        sock: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+        peer = socketpath.peer(sock)
+        if peer.uid == os.getuid():
+            return True
+        _log.warning(
+            messages.DAEMON_PEER_REFUSED.format(pid=peer.pid, uid=peer.uid, ours=os.getuid())
+        )
+        return False
+
+    async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
+        assert self._tenants is not None
+        settings = self._options.settings
+        async with stream:
+            tenant = self._tenants.get(None)
+            transport = liveness.watched(Transport(stream, stream), settings.server.client_timeout)
+            services = TenantServices(tenant)
+            connection: Connection[Services] = Connection(
+                services, dispatcher(), transport, settings
+            )
+            view = View(self._tenants, connection, tenant)
+            connection.on_initialize = view.introduced
+            self.connections.add(connection)
+            if self.stopping:
+                connection.stop.set()
+            try:
+                await connection.serve()
+            except Exception:
+                # One connection's bug must not end the others.
+                _log.exception("a connection failed")
+            finally:
+                self.connections.discard(connection)
+                view.close()
+
+    async def _housekeeping(self) -> None:
+        """Once a second: collect orphans no runtime waits for; exit when idle."""
+        while True:
+            await anyio.sleep(HOUSEKEEPING_INTERVAL_SECONDS)
+            tenants = [] if self._tenants is None else list(self._tenants.all.values())
+            known = set(self._guard.containment.spare)
+            for tenant in tenants:
+                known |= tenant.runtime.pool.pids()
+            procs.reap_orphans(known)
+            now = anyio.current_time()
+            self._idle.note(now, len(self.connections) + len(tenants))
+            if self._idle.expired(now) and not self.stopping:
+                seconds = messages.format_seconds(self._idle.seconds or 0)
+                _log.info(messages.DAEMON_IDLE_EXIT.format(seconds=seconds))
+                self.stop()
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async for signum in signals:
+                _log.info(messages.DAEMON_STOPPING.format(signal=signal.Signals(signum).name))
+                self.stop()
+
+
+async def run_daemon(
+    options: Options, sock: socket.socket, idle_seconds: float | None, grace: float
+) -> int:
+    """Serve the bound socket until stopped (a signal, or idleness)."""
+    path = sock.getsockname()
+    try:
+        async with guarded(options) as guard:
+            listener = await anyio.abc.SocketListener.from_socket(sock)
+            _log.info(messages.DAEMON_LISTENING.format(path=path))
+            await Daemon(options, guard, idle_seconds, grace).run(listener)
+    finally:
+        # Ours still: the lock, held until this process ends, kept any other daemon off.
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return 0

@@ -1,0 +1,145 @@
+"""Owners and their runtimes: the sessions a daemon keeps between connections.
+
+A tenant is one owner's runtime (sessions, shells, artifacts), in a cgroup of
+its own nested in the daemon's. The owner is the `clientId` a connection
+gives in `initialize`, or, without one, the connection itself. A connection
+is a view onto its owner's tenant: it lists and drives that tenant's
+sessions only. When its last connection goes, a tenant of a `clientId`
+lives on for the detach grace (`grace.Grace`), so a reconnect finds its
+shells with their variables and directory; a connection's own tenant has no
+one to come back and ends at once.
+
+Each tenant is kept by one task of the daemon's (`keep`), which winds the
+runtime down (every process killed) when the grace runs out or the daemon
+stops. The runtime's shells run in the daemon's group for tenants, so a
+tenant can be made at once when `initialize` names its owner.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from server.daemon.grace import Grace
+from server.runtime.containment import Containment
+from server.runtime.runtime import Options, Runtime
+from server.serve import Guard
+from server.services.api import Services
+
+CLIENT_PREFIX = "client:"
+
+
+class Tenant:
+    def __init__(self, key: str, runtime: Runtime, runtime_dir: Path, grace: float) -> None:
+        self.key = key
+        self.runtime = runtime
+        self.runtime_dir = runtime_dir
+        self.grace = Grace(grace)
+        self._changed = anyio.Event()
+        self.ending = False
+
+    def attach(self) -> None:
+        self.grace.attach()
+        self._poke()
+
+    def detach(self) -> None:
+        self.grace.detach(anyio.current_time())
+        self._poke()
+
+    def end(self) -> None:
+        """End now, whoever is attached (the daemon stops)."""
+        self.ending = True
+        self._poke()
+
+    def _poke(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def until_gone(self) -> None:
+        """Until the grace has run out with no connection back, or `end`."""
+        while not self.ending:
+            changed = self._changed
+            deadline = self.grace.deadline()
+            if deadline is None:
+                await changed.wait()
+                continue
+            with anyio.move_on_at(deadline):
+                await changed.wait()
+            if self.grace.expired(anyio.current_time()):
+                return
+
+
+class TenantServices(Services):
+    """What one connection may ask of its tenant's runtime. Its end aborts the
+    commands it started; the shells are the tenant's, and outlive it, unless
+    the host says `shutdown`: then the tenant ends with them."""
+
+    def __init__(self, tenant: Tenant) -> None:
+        super().__init__(tenant.runtime)
+        self._tenant = tenant
+
+    async def wind_down(self) -> None:
+        self.commands.abort()
+
+    async def shut_down(self) -> None:
+        await super().shut_down()
+        self._tenant.end()
+
+
+class Tenants:
+    def __init__(
+        self, options: Options, guard: Guard, shells: anyio.abc.TaskGroup, grace: float
+    ) -> None:
+        self._options = options
+        self._guard = guard
+        self._shells = shells
+        self._grace = grace
+        self._names = 0
+        self.all: dict[str, Tenant] = {}
+
+    def get(self, client_id: str | None) -> Tenant:
+        """The tenant of `client_id` (made if none), or a new one of a connection's own."""
+        key = None if client_id is None else CLIENT_PREFIX + client_id
+        if key is not None and key in self.all:
+            return self.all[key]
+        self._names += 1
+        name = f"t{self._names}"
+        runtime_dir = self._guard.runtime_dir / name
+        runtime_dir.mkdir(mode=0o700)
+        runtime = Runtime(
+            self._options, runtime_dir, self._containment(name), self._shells, reap_orphans=False
+        )
+        tenant = Tenant(key or name, runtime, runtime_dir, self._grace if key else 0.0)
+        self.all[tenant.key] = tenant
+        self._shells.start_soon(self.keep, tenant)
+        return tenant
+
+    def _containment(self, name: str) -> Containment:
+        """A tenant's own: a cgroup inside the daemon's (killed with it), or
+        ancestry tracking reported to the daemon's watchdog."""
+        guard = self._guard
+        root = None if guard.cgroup_root is None else guard.cgroup_root.nested(name)
+        containment = Containment(root, None if root else guard.watchdog.report)
+        containment.spare = guard.containment.spare
+        return containment
+
+    async def keep(self, tenant: Tenant) -> None:
+        runtime = tenant.runtime
+        try:
+            async with anyio.create_task_group() as chores:
+                chores.start_soon(runtime.housekeeping)
+                chores.start_soon(runtime.prepare_snapshot)
+                await tenant.until_gone()
+                chores.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                self.all.pop(tenant.key, None)
+                await runtime.wind_down()
+                shutil.rmtree(tenant.runtime_dir, ignore_errors=True)
+
+    def end_all(self) -> None:
+        for tenant in list(self.all.values()):
+            tenant.end()

@@ -1,0 +1,234 @@
+"""`bashrpc daemon`: many connections on one socket, its gates, its lock, its exit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemon import DaemonProcess, SocketClient
+from tests.rpc import marked_processes, server_environment, wait_until
+
+pytestmark = pytest.mark.slow
+
+# A bound that only catches a hang.
+EXIT_BOUND_SECONDS = 15.0
+NOBODY = 65534
+
+SpawnDaemon = Callable[..., DaemonProcess]
+
+
+@pytest.fixture
+def spawn_daemon(tmp_path: Path) -> Iterator[SpawnDaemon]:
+    started: list[DaemonProcess] = []
+
+    def start(*args: str, socket_path: Path | None = None) -> DaemonProcess:
+        daemon = DaemonProcess(*args, tmp=tmp_path, socket_path=socket_path)
+        started.append(daemon)
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            daemon.kill()
+
+
+def test_connections_at_once_each_with_its_own_sessions(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon()
+    first, second = daemon.connect(), daemon.connect()
+    assert first.bash("export MINE=first; cd /; echo ok").output == "ok\n"
+    assert second.bash('echo "[$MINE]"; pwd').output == f"[]\n{daemon.socket_path.parents[1]}\n"
+    assert first.bash('echo "$MINE"; pwd').output == "first\n/\n"
+    first.close()
+    second.close()
+
+
+def test_a_connection_that_ends_takes_its_processes_and_only_its_own(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    daemon = spawn_daemon()
+    leaving, staying = daemon.connect(), daemon.connect()
+    leaving.bash("exec -a daemon-leaving-mark sleep 300 &")
+    staying.bash("exec -a daemon-staying-mark sleep 300 &")
+    assert wait_until(lambda: marked_processes("daemon-leaving-mark"))
+    assert wait_until(lambda: marked_processes("daemon-staying-mark"))
+    leaving.close()
+    assert wait_until(lambda: not marked_processes("daemon-leaving-mark"), timeout=10)
+    assert marked_processes("daemon-staying-mark")
+    assert staying.bash("echo still").output == "still\n"
+    staying.close()
+    assert wait_until(lambda: not marked_processes("daemon-staying-mark"), timeout=10)
+    assert daemon.proc.poll() is None  # the daemon itself goes on
+
+
+def test_socket_is_0600_in_a_0700_directory(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon().wait_listening()
+    assert stat.S_IMODE(os.stat(daemon.socket_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(daemon.socket_path.parent).st_mode) == 0o700
+
+
+def test_a_directory_others_can_enter_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    done = _run_daemon(tmp_path, "--socket", str(shared / "d.sock"))
+    assert done.returncode == 1
+    assert "must be ours and mode 700" in done.stderr
+    assert not (shared / "d.sock").exists()
+
+
+def test_a_second_daemon_on_the_path_fails_and_the_first_serves_on(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    daemon = spawn_daemon().wait_listening()
+    client = daemon.connect()
+    done = _run_daemon(tmp_path, "--socket", str(daemon.socket_path))
+    assert done.returncode == 1
+    assert f"another daemon (pid {daemon.proc.pid}) is serving" in done.stderr
+    assert client.bash("echo alive").output == "alive\n"
+    assert daemon.connect().bash("echo new").output == "new\n"
+
+
+def test_a_stale_socket_is_replaced(spawn_daemon: SpawnDaemon) -> None:
+    dead = spawn_daemon().wait_listening()
+    dead.proc.send_signal(signal.SIGKILL)
+    dead.proc.wait()
+    assert dead.socket_path.exists()  # left behind, with no daemon holding the lock
+    daemon = spawn_daemon(socket_path=dead.socket_path)
+    assert wait_until(lambda: "daemon listening" in daemon.stderr()), daemon.stderr()
+    assert daemon.connect().bash("echo fresh").output == "fresh\n"
+
+
+def test_a_peer_of_another_uid_is_refused_and_logged(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon().wait_listening()
+    # Open the first gate (the modes) on purpose, so only the peer check stands.
+    daemon.socket_path.parent.chmod(0o755)
+    daemon.socket_path.chmod(0o666)
+    # The pytest directories above it are private: reach the socket's own directory
+    # through an fd opened before dropping root (dumpable again, so /proc/self is ours).
+    probe = (
+        "import ctypes, os, socket, sys\n"
+        "d = os.open(os.path.dirname(sys.argv[1]), os.O_PATH)\n"
+        f"os.setgid({NOBODY}); os.setuid({NOBODY})\n"
+        "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.connect(f'/proc/self/fd/{d}/' + os.path.basename(sys.argv[1]))\n"
+        's.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n\')\n'
+        "s.settimeout(10)\n"
+        "try:\n    print(repr(s.recv(100)))\n"
+        "except ConnectionResetError:\n    print(repr(b''))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(daemon.socket_path)],
+        capture_output=True,
+        text=True,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.stdout.strip() == "b''", done.stderr
+    assert wait_until(lambda: f"uid {NOBODY}: not our uid" in daemon.stderr())
+
+
+def test_an_idle_daemon_exits_after_its_last_connection(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--idle-exit", "1")
+    client = daemon.connect()
+    client.bash("true")
+    assert daemon.proc.poll() is None
+    client.close()
+    assert daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert "--idle-exit" in daemon.stderr()
+
+
+def test_sigterm_ends_every_connection_and_leaves_no_process(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--stay")
+    clients = [daemon.connect() for _ in range(2)]
+    for client in clients:
+        client.bash("exec -a daemon-term-mark sleep 300 &")
+    running = clients[0].request("bash", {"command": "sleep 60"})
+    assert wait_until(lambda: len(marked_processes("daemon-term-mark")) == 2)
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert clients[0].bash_result(running).cancelled
+    assert wait_until(lambda: daemon.owned_processes() == [], timeout=5)
+    assert not marked_processes("daemon-term-mark")
+    assert not daemon.socket_path.exists()
+
+
+def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server", "daemon", *args],
+        capture_output=True,
+        text=True,
+        env=server_environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS,
+    )
+
+
+def introduce(client: SocketClient, client_id: str | None) -> SocketClient:
+    options = {} if client_id is None else {"clientId": client_id}
+    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    return client
+
+
+def test_a_client_finds_its_sessions_after_a_reconnect_and_others_do_not(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    daemon = spawn_daemon()
+    first = introduce(daemon.connect(), "agent-1")
+    first.bash("export KEPT=yes; cd /tmp; exec -a daemon-kept-mark sleep 300 &")
+    first.bash("true", sessionId="second")
+    first.close()
+    again = introduce(daemon.connect(), "agent-1")
+    assert set(again.sessions()) == {"default", "second"}
+    assert again.bash('echo "$KEPT"; pwd').output == "yes\n/tmp\n"
+    assert marked_processes("daemon-kept-mark")
+    stranger = introduce(daemon.connect(), "agent-2")
+    assert stranger.sessions() == {}
+    assert stranger.bash('echo "[$KEPT]"').output == "[]\n"
+    anonymous = daemon.connect()  # no initialize: a view of its own, never another's
+    assert anonymous.sessions() == {}
+    for client in (again, stranger, anonymous):
+        client.close()
+
+
+def test_past_the_grace_a_clients_sessions_are_closed(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--detach-grace", "1")
+    first = introduce(daemon.connect(), "brief")
+    first.bash("export KEPT=yes; exec -a daemon-grace-mark sleep 300 &")
+    assert wait_until(lambda: marked_processes("daemon-grace-mark"))
+    first.close()
+    assert wait_until(lambda: not marked_processes("daemon-grace-mark"), timeout=10)
+    again = introduce(daemon.connect(), "brief")
+    assert again.sessions() == {}
+    assert again.bash('echo "[$KEPT]"').output == "[]\n"
+    again.close()
+
+
+def test_an_idle_daemon_waits_for_a_detached_clients_grace(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--idle-exit", "0", "--detach-grace", "3")
+    client = introduce(daemon.connect(), "late")
+    client.bash("true")
+    client.close()
+    started = time.monotonic()
+    assert daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert time.monotonic() - started >= 2.5  # the sessions held it for their grace
+    assert daemon.owned_processes() == []
+
+
+def test_shutdown_ends_a_clients_sessions_for_good(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon()
+    first = introduce(daemon.connect(), "done")
+    first.bash("export KEPT=yes; exec -a daemon-done-mark sleep 300 &")
+    assert first.call("shutdown")["result"] is None
+    assert wait_until(lambda: not marked_processes("daemon-done-mark"), timeout=10)
+    first.close()
+    again = introduce(daemon.connect(), "done")
+    assert again.sessions() == {}
+    again.close()
