@@ -25,12 +25,15 @@ reaches is bound so that what decides those stays as the host had it:
   Commits there fail (`index.lock`): the price of a link nothing can pin.
 - What the config names in a root is bound read-only too, with every directory
   down to it bound over itself: the `core.hooksPath` directory (made when
-  missing: husky's `.husky/_` before its install), files the config includes,
-  and the program of a command key (`diff.pdf.textconv = ./tools/pdf2txt`).
+  missing: husky's `.husky/_` before its install), files the config includes
+  (made empty when missing), and the program of a command key
+  (`diff.pdf.textconv = ./tools/pdf2txt`).
 - A `.git` file in a root (a linked worktree, a submodule's checkout) is bound
   read-only, so it keeps naming its git dir. That git dir, when outside the roots,
   is bound writable (its `HEAD`, `index`), pinned as above; the common dir it
   names stays read-only but for `objects/`, `refs/` and `logs/`.
+- bwrap binds a directory without what is mounted inside it, so the order is
+  kept such that no bind uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
