@@ -25,12 +25,15 @@ reaches is bound so that what decides those stays as the host had it:
   Commits there fail (`index.lock`): the price of a link nothing can pin.
 - What the config names in a root is bound read-only too, with every directory
   down to it bound over itself: the `core.hooksPath` directory (made when
-  missing: husky's `.husky/_` before its install), files the config includes,
-  and the program of a command key (`diff.pdf.textconv = ./tools/pdf2txt`).
+  missing: husky's `.husky/_` before its install), files the config includes
+  (made empty when missing), and the program of a command key
+  (`diff.pdf.textconv = ./tools/pdf2txt`).
 - A `.git` file in a root (a linked worktree, a submodule's checkout) is bound
   read-only, so it keeps naming its git dir. That git dir, when outside the roots,
   is bound writable (its `HEAD`, `index`), pinned as above; the common dir it
   names stays read-only but for `objects/`, `refs/` and `logs/`.
+- bwrap binds a directory without what is mounted inside it, so the order is
+  kept such that no bind uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class GitDir(msgspec.Struct, frozen=True):
     found: frozenset[str] = frozenset()
     # PINNED entries that are symlinks, with where they point.
     links: tuple[tuple[str, str], ...] = ()
-    # The `.git` file naming it, when that is in a root.
+    # The `.git` file naming it, in a root: a linked worktree's, a submodule checkout's.
     link: str | None = None
     # The git dir it is nested in (`modules/`, `worktrees/`), when it is.
     parent: str | None = None
@@ -155,7 +158,7 @@ def plan(dirs: Sequence[GitDir], roots: Sequence[str]) -> Plan:
         made: dict[str, str | None] = {p: None for p in git_dir.hooks_dirs}
         made.update((path, "") for path in git_dir.includes)
         for path in (*made, *git_dir.referenced):
-            root = max((r for r in roots if _within(path, r)), key=len, default=None)
+            root = _root_of(path, roots)
             if root is None or any(_within(path, b.path) for b in binds if not b.writable):
                 continue  # outside the roots, or read-only already (`.git/hooks/x`)
             if path in made:
@@ -183,7 +186,12 @@ def _settled(binds: Sequence[Bind]) -> tuple[Bind, ...]:
 def _pins(
     git_dir: GitDir, roots: Sequence[str], placeholders: list[tuple[str, str | None]]
 ) -> list[Bind]:
-    binds = [] if git_dir.link is None else [Bind(git_dir.link, writable=False)]
+    binds = []
+    if git_dir.link is not None:
+        # A submodule's checkout keeps its `.git` file, and cannot be moved aside.
+        root = _root_of(git_dir.link, roots)
+        between = [] if root is None else _between(root, git_dir.link)
+        binds += [*(Bind(d, writable=True) for d in between), Bind(git_dir.link, writable=False)]
     if within_any(git_dir.path, roots):
         binds += [Bind(path, writable=True) for path in _chain(git_dir)]
     elif git_dir.link is not None:
@@ -204,6 +212,10 @@ def _pins(
             placeholders.append((path, PLACEHOLDERS[name]))
             binds.append(Bind(path, writable=False))
     return binds
+
+
+def _root_of(path: str, roots: Sequence[str]) -> str | None:
+    return max((r for r in roots if _within(path, r)), key=len, default=None)
 
 
 def _between(root: str, path: str) -> list[str]:

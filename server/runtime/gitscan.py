@@ -93,7 +93,8 @@ def _nested(parent: GitDir) -> Iterator[GitDir]:
                     return
                 own = kind == "modules"
                 worktree = _worktree(path, own)
-                git_dir = _described(path, own=own, parent=outer.path, worktree=worktree)
+                link = _checkout_link(path, worktree)
+                git_dir = _described(path, own=own, parent=outer.path, worktree=worktree, link=link)
                 yield git_dir
                 pending.append(git_dir)
 
@@ -124,6 +125,17 @@ def _worktree(git_dir: str, own: bool) -> str | None:
         pointer = _pointer(os.path.join(git_dir, "gitdir"))
         found = None if pointer is None else os.path.dirname(pointer)
     return None if found is None else os.path.normpath(os.path.join(git_dir, found))
+
+
+def _checkout_link(git_dir: str, worktree: str | None) -> str | None:
+    """A submodule's or linked worktree's `.git` file, when it names `git_dir`."""
+    if worktree is None:
+        return None
+    dot = os.path.join(worktree, DOT_GIT)
+    target = _pointer(dot, GITDIR_PREFIX) if _kind(dot) == stat.S_IFREG else None
+    if target is None or os.path.realpath(os.path.join(worktree, target)) != git_dir:
+        return None
+    return dot
 
 
 def _references(git_dir: str, own: bool, worktree: str | None) -> gitguard.References:

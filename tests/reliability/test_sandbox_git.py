@@ -147,7 +147,8 @@ def test_a_hooks_symlink_replaced_by_a_directory(spawn, tmp_path: Path, mode: st
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
 def test_a_submodules_config_and_hooks(spawn, tmp_path: Path, mode: str) -> None:
     """9: a submodule's `.git/modules/<name>/config` and hooks, written in place or
-    in a fresh `modules/` after moving the old one aside."""
+    in a fresh `modules/` after moving the old one aside; and its checkout's `.git`
+    file pointed at a planted copy, in place or in a fresh checkout."""
     library = make_repo(tmp_path / "library")
     repo = make_repo(tmp_path / "repo")
     # Two: the second's way down through `modules/` must not uncover the first's pins.
@@ -160,7 +161,11 @@ def test_a_submodules_config_and_hooks(spawn, tmp_path: Path, mode: str) -> None
         f"git --git-dir={module} config core.fsmonitor '{payload(marker)}'; "
         f"{hooks(marker)} plant {module}/hooks/pre-commit; "
         f"mv .git/modules .git/moved && cp -r .git/moved .git/modules && "
-        f"git --git-dir={module} config core.fsmonitor '{payload(marker)}'"
+        f"git --git-dir={module} config core.fsmonitor '{payload(marker)}'; "
+        f"cp -r {module} planted; git config --file planted/config core.worktree $PWD/lib; "
+        f"git config --file planted/config core.fsmonitor '{payload(marker)}'; "
+        'echo "gitdir: $PWD/planted" > lib/.git; '
+        'mv lib lib-old; mkdir -p lib; echo "gitdir: $PWD/planted" > lib/.git'
     )
     output = attack(spawn, repo, mode, command)
     assert planted(repo, marker, "lib") is (mode == "off"), output

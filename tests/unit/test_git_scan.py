@@ -19,6 +19,8 @@ def test_a_repository_with_a_nested_submodule_and_a_linked_worktree(tmp_path: Pa
     assert list(found) == [str(git), str(git / "modules/deps/lib"), str(git / "worktrees/side")]
     module = found[str(git / "modules/deps/lib")]
     assert module.own and module.parent == str(git) and "config" in module.found
+    # Its checkout's `.git` file, which names it, is pinned with it.
+    assert module.link == str(repo / "deps/lib/.git")
     assert not found[str(git / "worktrees/side")].own
 
 
