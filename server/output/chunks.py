@@ -22,8 +22,9 @@ from server.output.throttle import Throttle
 
 CHUNK_INTERVAL_SECONDS = 0.02
 MAX_PENDING_BYTES = 1024 * 1024
-# Pending text worth a notification at once, without waiting out the interval.
-FLUSH_BYTES = 256 * 1024
+# Pending text worth a notification at once, without waiting out the interval; also
+# the most another request's reply waits for, behind a chunk already begun.
+FLUSH_BYTES = 64 * 1024
 CLIENT_STALL_SECONDS = 2.0
 # Where the producer cannot be paused (a command's last output, read after it
 # ended), pending text is still bounded: beyond this many times the cap, skip.

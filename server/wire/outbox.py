@@ -43,7 +43,7 @@ CONTROL_MAX_BYTES = 256 * 1024
 SLICE_BYTES = 64 * 1024
 # Lines joined into one write when several are ready; small, since a line that
 # arrives while a write is under way waits for all of it.
-WRITE_BATCH_BYTES = 256 * 1024
+WRITE_BATCH_BYTES = 64 * 1024
 
 _log = log.get("outbox")
 

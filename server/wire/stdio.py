@@ -35,8 +35,9 @@ from server.wire.transport import Transport
 READ_CHUNK_BYTES = 256 * 1024
 # Chunks read ahead of the connection before reading stops for a while.
 BUFFERED_CHUNKS = 4
-# A bigger stdout pipe means fewer writes and wakeups for a fast client.
-PIPE_BUFFER_BYTES = 1024 * 1024
+# stdout's pipe: bigger means fewer writes and wakeups for a fast client, but every
+# byte in it is one that a reply queued after it cannot overtake (see the outbox).
+PIPE_BUFFER_BYTES = 256 * 1024
 _F_SETPIPE_SZ = 1031
 
 

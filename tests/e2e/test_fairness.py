@@ -12,16 +12,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from server.runtime.channels import PIPE_BUFFER_BYTES
 from server.wire.outbox import OUTBOX_MAX_BYTES
+from server.wire.stdio import PIPE_BUFFER_BYTES
 from tests.rpc import DEFAULT_TIMEOUT, ServerProcess, wait_until
 
 FLOOD = "head -c 2000M /dev/zero | tr '\\0' x | fold -w 100"
 TRIES = 3
 # What may stand between a request and its reply: what the server already wrote to
-# the pipe, and at most half the outbox (a write under way and a slice of the flood).
-# Behind the flood's backlog it would be the pipe and the whole outbox.
-FAIR_BYTES_BOUND = PIPE_BUFFER_BYTES + OUTBOX_MAX_BYTES // 2
+# stdout's pipe, and a fraction of the outbox (a write under way and a slice of the
+# flood). Behind the flood's backlog it would be the pipe and the whole outbox.
+FAIR_BYTES_BOUND = PIPE_BUFFER_BYTES + OUTBOX_MAX_BYTES // 4
 # Long enough for the server to fill its outbox and the pipe while no one reads, and
 # for a `true` to run, so its reply waits among the flood's and no byte count
 # depends on how fast anything ran.
