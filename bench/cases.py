@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.client import BenchServer, rss_kib
+from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.rows import MB, Row, percentile
 from server.runtime.bwrap import probe as sandbox_probe
@@ -56,6 +57,8 @@ class Sizes:
     peer_zero_bytes: str = "100M"
     flood_megabytes: int = 1500
     many_sessions: int = 128
+    daemon_connections: int = 64
+    daemon_calls: int = 200
 
 
 QUICK = Sizes(
@@ -78,6 +81,8 @@ QUICK = Sizes(
     peer_zero_bytes="1M",
     flood_megabytes=8,
     many_sessions=4,
+    daemon_connections=4,
+    daemon_calls=5,
 )
 
 
@@ -438,7 +443,7 @@ CASES = {
     "small-writes": Bench.small_writes,
     "interceptor": Bench.interceptor,
     "sandbox": Bench.sandbox,
-    "fairness": fairness,
+    "fairness": lambda b: fairness(b) + daemon_connections(b),
 }
 
 
