@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import socket
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -169,10 +170,9 @@ class Daemon:
 
 
 async def run_daemon(
-    options: Options, sock: socket.socket, idle_seconds: float | None, grace: float
+    options: Options, path: Path, sock: socket.socket, idle_seconds: float | None, grace: float
 ) -> int:
-    """Serve the bound socket until stopped (a signal, or idleness)."""
-    path = sock.getsockname()
+    """Serve the socket bound at `path` until stopped (a signal, or idleness)."""
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)

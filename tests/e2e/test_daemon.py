@@ -121,10 +121,11 @@ def test_a_peer_of_another_uid_is_refused_and_logged(spawn_daemon: SpawnDaemon) 
         "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
         "s = socket.socket(socket.AF_UNIX)\n"
         "s.connect(f'/proc/self/fd/{d}/' + os.path.basename(sys.argv[1]))\n"
-        's.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n\')\n'
         "s.settimeout(10)\n"
-        "try:\n    print(repr(s.recv(100)))\n"
-        "except ConnectionResetError:\n    print(repr(b''))\n"
+        "try:\n"
+        '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n\')\n'
+        "    print(repr(s.recv(100)))\n"
+        "except (BrokenPipeError, ConnectionResetError):\n    print(repr(b''))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(daemon.socket_path)],
@@ -232,3 +233,14 @@ def test_shutdown_ends_a_clients_sessions_for_good(spawn_daemon: SpawnDaemon) ->
     again = introduce(daemon.connect(), "done")
     assert again.sessions() == {}
     again.close()
+
+
+def test_a_file_that_is_not_a_socket_is_never_replaced(tmp_path: Path) -> None:
+    directory = tmp_path / "private"
+    directory.mkdir(mode=0o700)
+    precious = directory / "d.sock"
+    precious.write_text("keep me")
+    done = _run_daemon(tmp_path, "--socket", str(precious))
+    assert done.returncode == 1
+    assert "is not a socket" in done.stderr
+    assert precious.read_text() == "keep me"
