@@ -52,6 +52,7 @@ class View:
         self.connection = connection
         self.tenant = tenant
         self.services = [connection.services]
+        self._attached = True
         tenant.attach()
 
     def introduced(self, connection: Connection[Services]) -> None:
@@ -66,11 +67,19 @@ class View:
         self.tenant = tenant
         connection.services = TenantServices(tenant)
         self.services.append(connection.services)
+        # A client's commands outlive a cut connection, as its sessions do.
+        connection.on_detach = self.detach
+
+    def detach(self) -> None:
+        """The connection is cut: its owner's grace starts now."""
+        if self._attached:
+            self._attached = False
+            self.tenant.detach()
 
     def close(self) -> None:
         for services in self.services:
             services.commands.abort()
-        self.tenant.detach()
+        self.detach()
 
 
 class Daemon:
