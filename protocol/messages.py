@@ -188,6 +188,7 @@ DAEMON_DIR_NOT_PRIVATE = (
     "the socket's directory {path} must be ours and mode 700 (it is {mode}); "
     "choose another --socket, or `chmod 700` it"
 )
+DAEMON_PATH_NOT_SOCKET = "{path} exists and is not a socket; not replacing it"
 DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
 DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
 DAEMON_LISTENING = "daemon listening on {path}"

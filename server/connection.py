@@ -1,22 +1,19 @@
 """One client connection: its request loop, its requests in flight, its state.
 
-It owns the reader (bytes, frames, calls), the replies (through the outbox:
-the reader's own in its control lane, so they never wait behind output),
-its requests in flight (`wire.inflight.Flights`, where a request's states
-are written down), the shutdown checks, and what the host said in
-`initialize`. It starts no
-process: commands are the business of the services it is given.
+It owns the reader (bytes, frames, calls), the replies (through the outbox: the reader's
+own in its control lane, so they never wait behind output), its requests in flight
+(`wire.inflight.Flights`, where their states are written down), the shutdown checks, and
+what the host said in `initialize`. It starts no process: that is its services' business.
 
-Where a request runs is decided by its handler alone (see wire.registry): a
-plain function answers on the reader at once; a coroutine always runs as a
-task of its own in the requests group, inside its own cancel scope, so no
-request can stall the reader, and an abort always gets through.
+Where a request runs is decided by its handler alone (see wire.registry): a plain
+function answers on the reader at once; a coroutine always runs as a task of its own
+in the requests group, inside its own cancel scope, so no request can stall the
+reader, and an abort always gets through.
 
-Task groups, each with one owner: `serve` holds the writer's group around
-the requests group around the reader's group, so the reader stops first,
-then running requests are wound down and answered, then the outbox flushes.
-When the input ended (EOF), the MCP surfaces' requests are wound down silently:
-that client has closed its side (see `Registry`).
+Task groups, each with one owner: `serve` holds the writer's group around the requests
+group around the reader's group, so the reader stops first, then running requests are
+wound down and answered (under the daemon a cut may leave them running: `on_detach`),
+then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`).
 """
 
 from __future__ import annotations
@@ -123,8 +120,9 @@ class Connection(Generic[S]):
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
-        # Told when `initialize` has set `host` (the daemon picks the owner's sessions).
+        # The daemon's hooks: told of `initialize`, and of a cut (the requests then run on).
         self.on_initialize: Callable[[Connection[S]], None] | None = None
+        self.on_detach: Callable[[], None] | None = None
 
     # -- the loop ---------------------------------------------------------
 
@@ -138,6 +136,9 @@ class Connection(Generic[S]):
                     reader.start_soon(self._read, reader.cancel_scope)
                     reader.start_soon(_cancel_when, self.stop, reader.cancel_scope)
                     reader.start_soon(_cancel_when, self._outbox.broken, reader.cancel_scope)
+                if self.on_detach is not None and not (self.stop.is_set() or self.shutting_down):
+                    self.on_detach()
+                    await self._flights.wait_idle()
                 await self.wind_down()
                 # Aborted requests answer quickly; one stuck on a full outbox is dropped.
                 with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
@@ -155,8 +156,7 @@ class Connection(Generic[S]):
         await self.services.wind_down()
 
     async def drain(self, seconds: float) -> None:
-        """Take no new commands; give the running ones `seconds` to finish, then
-        stop (which aborts what is left, with its results)."""
+        """No new commands; running ones get `seconds` to finish, then stop (aborting the rest)."""
         self.draining = True
         await self.notify("server/draining", ServerDraining(seconds=seconds))
         with anyio.move_on_after(seconds):

@@ -160,5 +160,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         if isinstance(sock, int):
             return sock
         idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
-        return anyio.run(run_daemon, options, sock, idle, grace, backend_options=backend)
+        path = daemon.socket_path(args)
+        return anyio.run(run_daemon, options, path, sock, idle, grace, backend_options=backend)
     return anyio.run(serve, options, backend_options=backend)

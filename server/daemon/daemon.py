@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import socket
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -51,6 +52,7 @@ class View:
         self.connection = connection
         self.tenant = tenant
         self.services = [connection.services]
+        self._attached = True
         tenant.attach()
 
     def introduced(self, connection: Connection[Services]) -> None:
@@ -65,11 +67,19 @@ class View:
         self.tenant = tenant
         connection.services = TenantServices(tenant)
         self.services.append(connection.services)
+        # A client's commands outlive a cut connection, as its sessions do.
+        connection.on_detach = self.detach
+
+    def detach(self) -> None:
+        """The connection is cut: its owner's grace starts now."""
+        if self._attached:
+            self._attached = False
+            self.tenant.detach()
 
     def close(self) -> None:
         for services in self.services:
             services.commands.abort()
-        self.tenant.detach()
+        self.detach()
 
 
 class Daemon:
@@ -169,10 +179,9 @@ class Daemon:
 
 
 async def run_daemon(
-    options: Options, sock: socket.socket, idle_seconds: float | None, grace: float
+    options: Options, path: Path, sock: socket.socket, idle_seconds: float | None, grace: float
 ) -> int:
-    """Serve the bound socket until stopped (a signal, or idleness)."""
-    path = sock.getsockname()
+    """Serve the socket bound at `path` until stopped (a signal, or idleness)."""
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)

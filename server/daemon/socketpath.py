@@ -16,6 +16,7 @@ peer of another uid is refused, root's included.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -110,24 +111,32 @@ def holder_pid(path: Path) -> int | None:
 
 def bind(path: Path) -> socket.socket:
     """A listening socket at `path`, 0600; call with the lock held, so whatever
-    socket file is there already is a dead daemon's and may go."""
+    socket file is there already is a dead daemon's and may go. It is bound
+    under a name of its own and renamed into place once listening, so a client
+    that finds the path can always connect."""
     try:
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise SocketPathError(messages.DAEMON_PATH_NOT_SOCKET.format(path=path))
     except FileNotFoundError:
         pass
+    staging = path.with_name(f"{path.name}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(staging)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(SOCKET_UMASK)
     try:
-        sock.bind(str(path))
+        sock.bind(str(staging))
+        sock.listen(socket.SOMAXCONN)
+        os.rename(staging, path)
     except OSError as exc:
         sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
         raise SocketPathError(
             messages.DAEMON_CANNOT_BIND.format(path=path, reason=exc.strerror)
         ) from None
     finally:
         os.umask(old)
-    sock.listen(socket.SOMAXCONN)
     return sock
 
 

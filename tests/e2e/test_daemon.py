@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -121,10 +122,11 @@ def test_a_peer_of_another_uid_is_refused_and_logged(spawn_daemon: SpawnDaemon) 
         "ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
         "s = socket.socket(socket.AF_UNIX)\n"
         "s.connect(f'/proc/self/fd/{d}/' + os.path.basename(sys.argv[1]))\n"
-        's.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n\')\n'
         "s.settimeout(10)\n"
-        "try:\n    print(repr(s.recv(100)))\n"
-        "except ConnectionResetError:\n    print(repr(b''))\n"
+        "try:\n"
+        '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n\')\n'
+        "    print(repr(s.recv(100)))\n"
+        "except (BrokenPipeError, ConnectionResetError):\n    print(repr(b''))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(daemon.socket_path)],
@@ -232,3 +234,65 @@ def test_shutdown_ends_a_clients_sessions_for_good(spawn_daemon: SpawnDaemon) ->
     again = introduce(daemon.connect(), "done")
     assert again.sessions() == {}
     again.close()
+
+
+def test_a_file_that_is_not_a_socket_is_never_replaced(tmp_path: Path) -> None:
+    directory = tmp_path / "private"
+    directory.mkdir(mode=0o700)
+    precious = directory / "d.sock"
+    precious.write_text("keep me")
+    done = _run_daemon(tmp_path, "--socket", str(precious))
+    assert done.returncode == 1
+    assert "is not a socket" in done.stderr
+    assert precious.read_text() == "keep me"
+
+
+def cut(client: SocketClient) -> None:
+    """The stream is gone at once, as when a launcher dies, with no request to end.
+    (shutdown first: a bare close would wait for the reader thread's recv.)"""
+    client.sock.shutdown(socket.SHUT_RDWR)
+    client.sock.close()
+
+
+def test_a_clients_running_command_lives_on_past_a_cut(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    daemon = spawn_daemon()
+    finished = tmp_path / "finished"
+    first = introduce(daemon.connect(), "rollout")
+    first.bash("export KEPT=yes; cd /tmp")
+    first.request("bash", {"command": f"sleep 2; echo done > {finished}; export LATER=1"})
+    assert wait_until(lambda: first.sessions()["default"].state == "busy")
+    cut(first)
+    again = introduce(daemon.connect(), "rollout")
+    assert wait_until(lambda: finished.exists(), timeout=20)
+    assert wait_until(lambda: again.sessions()["default"].state == "idle")
+    # Nothing was aborted: the shell that ran it is the one that holds the state.
+    assert again.bash('echo "$KEPT $LATER"; pwd').output == "yes 1\n/tmp\n"
+    again.close()
+
+
+def test_a_cut_connection_of_its_own_aborts_its_command(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    daemon = spawn_daemon()
+    finished = tmp_path / "finished"
+    anonymous = daemon.connect()
+    anonymous.request("bash", {"command": f"exec -a daemon-own-mark sleep 3; touch {finished}"})
+    assert wait_until(lambda: marked_processes("daemon-own-mark"))
+    cut(anonymous)
+    assert wait_until(lambda: not marked_processes("daemon-own-mark"), timeout=10)
+    time.sleep(3.5)
+    assert not finished.exists()
+
+
+def test_a_detached_command_dies_with_its_sessions_at_the_end_of_the_grace(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    daemon = spawn_daemon("--detach-grace", "1")
+    client = introduce(daemon.connect(), "short")
+    client.request("bash", {"command": "exec -a daemon-detached-mark sleep 300"})
+    assert wait_until(lambda: marked_processes("daemon-detached-mark"))
+    cut(client)
+    assert wait_until(lambda: not marked_processes("daemon-detached-mark"), timeout=10)
+    assert wait_until(lambda: daemon.owned_processes() == [], timeout=5)

@@ -68,8 +68,9 @@ def test_a_client_that_vanishes_mid_stream_takes_only_its_command(
     vanishing = daemon.connect()
     vanishing.request("bash", {"command": "exec -a daemon-vanish-mark yes"})
     vanishing.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "bash/chunk")
-    # Gone at once, with unread output in flight: a reset, not a polite close.
-    vanishing.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+    # Gone at once, with unread output in flight (shutdown first: a bare close would
+    # wait for the reader thread's recv).
+    vanishing.sock.shutdown(socket.SHUT_RDWR)
     vanishing.sock.close()
     assert wait_until(lambda: daemon.owned_processes() == [], timeout=10)
     assert staying.bash("echo fine").output == "fine\n"
