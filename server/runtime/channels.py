@@ -25,7 +25,9 @@ from server import fdio
 from server.runtime import drain
 from server.runtime.shellproto import TOKEN_BYTES, BadRecord, RecordReader, StatusRecord
 
-READ_CHUNK_BYTES = 256 * 1024
+# One read of a command's output is processed whole in one loop callback (sanitize,
+# count, artifact, chunk): the slice of CPU another session's reply may wait behind.
+READ_CHUNK_BYTES = 64 * 1024
 STATUS_READ_BYTES = 4096
 PIPE_BUFFER_BYTES = 1024 * 1024
 _F_SETPIPE_SZ = 1031
