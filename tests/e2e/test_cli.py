@@ -21,7 +21,7 @@ from tests.rpc import marked_processes, server_environment, wait_until
 # Every case here starts processes of its own: slow (see tests/conftest.py).
 pytestmark = pytest.mark.slow
 
-EXIT_BOUND_SECONDS = 10.0
+EXIT_BOUND_SECONDS = 30.0
 SERVER = [sys.executable, "-m", "server"]
 
 
