@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import msgspec
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from protocol import messages
@@ -96,10 +97,10 @@ async def listen(listener: WebSocketListener, serve_one: Serve) -> None:
 
     async def handler(websocket: ServerConnection) -> None:
         await serve_one(websocket_transport(websocket))
-        code = websocket.close_code
-        if code is not None:
-            reason = websocket.close_reason or ""
-            _log.info(messages.WS_ENDED.format(peer=_peer(websocket), code=code, reason=reason))
+        sent = websocket.protocol.close_sent
+        if sent is not None and sent.code == CloseCode.MESSAGE_TOO_BIG:
+            peer = _peer(websocket)
+            _log.warning(messages.WS_TOO_BIG.format(peer=peer, limit=listener.max_size))
 
     if _library_log.getEffectiveLevel() < logging.WARNING:
         _library_log.setLevel(logging.WARNING)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -120,6 +121,7 @@ def test_a_frame_over_the_limit_closes_only_its_connection(start_listener: Start
     with pytest.raises(EOFError):
         huge.response(1, timeout=EXIT_BOUND_SECONDS)
     assert huge.ws.close_code == 1009  # message too big
+    assert wait_until(lambda: f"over {SMALL_LINE_LIMIT} bytes" in listener.daemon.stderr())
     assert other.bash("echo served").output == "served\n"
     other.close()
     huge.close()
@@ -251,3 +253,21 @@ def test_without_the_library_listen_says_how_to_get_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "pip install 'bashrpc[ws]'" in done.stderr
+
+
+def test_sigterm_ends_websocket_connections_and_leaves_no_process(
+    start_listener: StartListener,
+) -> None:
+    listener = start_listener("--stay", token=secrets.token_hex(16))
+    client = listener.connect()
+    client.bash("exec -a ws-term-mark sleep 300 &")
+    running = client.request("bash", {"command": "sleep 60"})
+    assert wait_until(lambda: marked_processes("ws-term-mark"))
+    listener.daemon.proc.send_signal(signal.SIGTERM)
+    assert listener.daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert client.bash_result(running).cancelled
+    assert wait_until(lambda: not marked_processes("ws-term-mark"), timeout=5)
+    with pytest.raises(EOFError):
+        client.next_message(timeout=EXIT_BOUND_SECONDS)
+    client.close()
+    assert "Traceback" not in listener.daemon.stderr()
