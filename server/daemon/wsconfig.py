@@ -24,8 +24,9 @@ SCHEME = "ws"
 LOCALHOST = "127.0.0.1"
 # A bearer token shorter than this is guessable; `openssl rand -hex 32` gives 64.
 MIN_TOKEN_CHARS = 16
-# Group and others: no access at all to the token file.
-TOKEN_FILE_PRIVATE_MASK = 0o077
+# Others: no access to the token file; group: no write. Group read stays allowed:
+# it is how Kubernetes gives a Secret to a non-root container (fsGroup, 0440).
+TOKEN_FILE_OPEN_MASK = 0o027
 BEARER = "bearer"
 
 
@@ -77,11 +78,12 @@ def check_token(text: str) -> str:
 
 
 def read_token(path: Path) -> str:
-    """The token, read once at the start; a file open to group or others is refused."""
+    """The token, read once at the start; a file others may read, or anyone but
+    its owner write, is refused."""
     try:
         with open(path, encoding="utf-8") as f:
             mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
-            if mode & TOKEN_FILE_PRIVATE_MASK:
+            if mode & TOKEN_FILE_OPEN_MASK:
                 raise ListenError(messages.WS_TOKEN_EXPOSED.format(mode=f"{mode:o}"))
             return check_token(f.read())
     except (ListenError, OSError, UnicodeDecodeError) as exc:

@@ -241,7 +241,7 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     token = write_token(tmp_path, secrets.token_hex(16), mode=0o644)
     done = _start(tmp_path, "--listen", LOOPBACK, "--token-file", str(token))
     assert done.returncode == 2
-    assert "group or others may read it (mode 644)" in done.stderr
+    assert "others may read it, or the group write it (mode 644)" in done.stderr
 
 
 def test_without_the_library_listen_says_how_to_get_it(tmp_path: Path) -> None:

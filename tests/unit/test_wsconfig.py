@@ -70,13 +70,17 @@ def _token_file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 def test_token_file_read_without_its_newline(tmp_path: Path) -> None:
     assert read_token(_token_file(tmp_path, TOKEN + "\n")) == TOKEN
     assert read_token(_token_file(tmp_path, TOKEN, 0o400)) == TOKEN
+    # A Kubernetes Secret as a non-root container gets it: its group (fsGroup) reads it.
+    assert read_token(_token_file(tmp_path, TOKEN, 0o440)) == TOKEN
 
 
 @pytest.mark.parametrize(
     ("text", "mode", "why"),
     [
-        (TOKEN, 0o640, "group or others may read it"),
-        (TOKEN, 0o604, "group or others may read it"),
+        (TOKEN, 0o604, "others may read it"),
+        (TOKEN, 0o644, "others may read it"),
+        (TOKEN, 0o660, "the group write it"),
+        (TOKEN, 0o602, "others may read it"),
         ("", 0o600, "at least 16"),
         ("\n", 0o600, "at least 16"),
         ("short", 0o600, "at least 16"),
