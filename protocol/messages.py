@@ -282,3 +282,17 @@ SANDBOX_DENIED = (
     " Ask the user to run it, or to widen the sandbox.]"
 )
 SANDBOX_PRIVATE_TMP = "/tmp (private to this shell)"
+
+# The daemon's WebSocket listener (`--listen`).
+WS_NEEDS_LIBRARY = "--listen needs the websockets library: pip install 'bashrpc[ws]'"
+WS_BAD_LISTEN = "--listen {url!r}: expected ws://HOST:PORT, HOST an IP address or localhost"
+WS_NO_TOKEN = "--listen needs --token-file, or --insecure-loopback on a loopback address"
+WS_INSECURE_NOT_LOOPBACK = "--insecure-loopback: {host} is not a loopback address"
+WS_TOKEN_FILE = "--token-file {path}: {reason}"
+WS_TOKEN_EXPOSED = "others may read it, or the group write it (mode {mode}); chmod 600 it"
+WS_TOKEN_WEAK = "the token must be at least {minimum} printable ASCII characters, no spaces"
+WS_REFUSED = "refused a websocket from {peer}: {reason}"
+WS_NO_BEARER = "no bearer token"
+WS_WRONG_TOKEN = "wrong token"
+WS_FROM_BROWSER = "an Origin header ({origin}): no browser is let in"
+WS_TOO_BIG = "closed the websocket from {peer}: a message over {limit} bytes (--max-line-bytes)"

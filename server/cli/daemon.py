@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -10,13 +12,14 @@ from typing import Any
 
 from protocol import messages
 from server.cli.options import add_server_options, server_argv
-from server.daemon import socketpath
+from server.daemon import socketpath, wsconfig
 
 # An idle daemon (no connection, no session) exits after this long.
 DEFAULT_IDLE_EXIT_SECONDS = 300.0
 # A client's sessions outlive its last connection for this long.
 DEFAULT_DETACH_GRACE_SECONDS = 300.0
 EXIT_FAILURE = 1
+EXIT_USAGE = 2
 
 
 def _socket_option(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +50,7 @@ def add_parsers(sub: Any) -> None:
         f"(default {DEFAULT_IDLE_EXIT_SECONDS:g})",
     )
     daemon.add_argument("--stay", action="store_true", help="never exit for idleness")
+    _listen_options(daemon)
     daemon.add_argument(
         "--detach-grace",
         type=float,
@@ -62,6 +66,56 @@ def add_parsers(sub: Any) -> None:
     )
     add_server_options(attach, suppress=True)
     _socket_option(attach)
+
+
+def _listen_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--listen",
+        default=None,
+        metavar="ws://HOST:PORT",
+        help="also serve WebSocket connections here, one message per text frame "
+        "(needs pip install 'bashrpc[ws]'; TLS belongs to a router or sidecar)",
+    )
+    gate = parser.add_mutually_exclusive_group()
+    gate.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the bearer token --listen requires, read once (mode 600 or stricter)",
+    )
+    gate.add_argument(
+        "--insecure-loopback",
+        action="store_true",
+        help="let --listen run without a token, on a loopback address only",
+    )
+
+
+def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
+    """The WebSocket listener to run beside the socket (None without --listen),
+    bound already; or an exit status when it can't run as asked."""
+    if args.listen is None:
+        return None
+    if importlib.util.find_spec("websockets") is None:
+        print(messages.CLI_ERROR.format(message=messages.WS_NEEDS_LIBRARY), file=sys.stderr)
+        return EXIT_USAGE
+    from server.daemon import websocket
+
+    try:
+        address = wsconfig.parse_listen(args.listen)
+        token = None if args.token_file is None else wsconfig.read_token(args.token_file)
+        wsconfig.check_start(address, token, args.insecure_loopback)
+    except wsconfig.ListenError as exc:
+        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        sock = websocket.bind(address)
+    except OSError as exc:
+        reason = messages.DAEMON_CANNOT_BIND.format(path=address.url(), reason=exc.strerror)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return EXIT_FAILURE
+    listener = websocket.WebSocketListener(address, sock, token, max_message_bytes)
+    return functools.partial(websocket.listen, listener)
 
 
 def socket_path(args: argparse.Namespace) -> Path:

@@ -156,10 +156,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.command_name == "daemon":
         from server.daemon.daemon import run_daemon
 
+        also = daemon.claim_listener(args, settings.max_line_bytes)
+        if isinstance(also, int):
+            return also
         sock = daemon.claim_socket(args)
         if isinstance(sock, int):
             return sock
         idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
         path = daemon.socket_path(args)
-        return anyio.run(run_daemon, options, path, sock, idle, grace, backend_options=backend)
+        run = (options, path, sock, idle, grace, also)
+        return anyio.run(run_daemon, *run, backend_options=backend)
     return anyio.run(serve, options, backend_options=backend)

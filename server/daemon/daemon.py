@@ -20,6 +20,7 @@ import contextlib
 import os
 import signal
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -41,6 +42,10 @@ from server.wire.transport import Transport
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 
 _log = log.get("daemon")
+
+# Another listener (the WebSocket one): it serves each connection it accepts
+# through the callable it is given, until cancelled.
+Listen = Callable[[Callable[[Transport], Awaitable[None]]], Awaitable[None]]
 
 
 class View:
@@ -93,15 +98,18 @@ class Daemon:
         self._tenants: Tenants | None = None
         self._idle = IdleClock(idle_seconds, anyio.current_time())
         self._accepting = anyio.CancelScope()
+        self._accepting_also = anyio.CancelScope()
         self.stopping = False
 
-    async def run(self, listener: anyio.abc.SocketListener) -> None:
+    async def run(self, listener: anyio.abc.SocketListener, also: Listen | None = None) -> None:
         async with anyio.create_task_group() as watchers:
             watchers.start_soon(self._watch_signals)
             watchers.start_soon(self._housekeeping)
             async with listener, anyio.create_task_group() as connections:
                 self._tenants = Tenants(self._options, self._guard, connections, self._grace)
                 with self._accepting:
+                    if also is not None:
+                        connections.start_soon(self._listen_also, also)
                     while True:
                         stream = await listener.accept()
                         if self._admitted(stream):
@@ -110,11 +118,16 @@ class Daemon:
                             await stream.aclose()
             watchers.cancel_scope.cancel()
 
+    async def _listen_also(self, listen: Listen) -> None:
+        with self._accepting_also:
+            await listen(self.serve)
+
     def stop(self) -> None:
         """Take no more connections; end every one (each winds down as on EOF),
         and every tenant."""
         self.stopping = True
         self._accepting.cancel()
+        self._accepting_also.cancel()
         for connection in self.connections:
             connection.stop.set()
         if self._tenants is not None:
@@ -132,28 +145,30 @@ class Daemon:
         return False
 
     async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await self.serve(Transport(stream, stream))
+
+    async def serve(self, transport: Transport) -> None:
+        """One connection, from whichever listener, until it ends."""
         assert self._tenants is not None
         settings = self._options.settings
-        async with stream:
-            tenant = self._tenants.get(None)
-            transport = liveness.watched(Transport(stream, stream), settings.server.client_timeout)
-            services = TenantServices(tenant)
-            connection: Connection[Services] = Connection(
-                services, dispatcher(), transport, settings
-            )
-            view = View(self._tenants, connection, tenant)
-            connection.on_initialize = view.introduced
-            self.connections.add(connection)
-            if self.stopping:
-                connection.stop.set()
-            try:
-                await connection.serve()
-            except Exception:
-                # One connection's bug must not end the others.
-                _log.exception("a connection failed")
-            finally:
-                self.connections.discard(connection)
-                view.close()
+        tenant = self._tenants.get(None)
+        transport = liveness.watched(transport, settings.server.client_timeout)
+        services = TenantServices(tenant)
+        connection: Connection[Services] = Connection(services, dispatcher(), transport, settings)
+        view = View(self._tenants, connection, tenant)
+        connection.on_initialize = view.introduced
+        self.connections.add(connection)
+        if self.stopping:
+            connection.stop.set()
+        try:
+            await connection.serve()
+        except Exception:
+            # One connection's bug must not end the others.
+            _log.exception("a connection failed")
+        finally:
+            self.connections.discard(connection)
+            view.close()
 
     async def _housekeeping(self) -> None:
         """Once a second: collect orphans no runtime waits for; exit when idle."""
@@ -179,14 +194,19 @@ class Daemon:
 
 
 async def run_daemon(
-    options: Options, path: Path, sock: socket.socket, idle_seconds: float | None, grace: float
+    options: Options,
+    path: Path,
+    sock: socket.socket,
+    idle_seconds: float | None,
+    grace: float,
+    also: Listen | None = None,
 ) -> int:
     """Serve the socket bound at `path` until stopped (a signal, or idleness)."""
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)
             _log.info(messages.DAEMON_LISTENING.format(path=path))
-            await Daemon(options, guard, idle_seconds, grace).run(listener)
+            await Daemon(options, guard, idle_seconds, grace).run(listener, also)
     finally:
         # Ours still: the lock, held until this process ends, kept any other daemon off.
         with contextlib.suppress(OSError):

@@ -62,6 +62,7 @@ LATE_IMPORTS = {
     ("server.cli.main", "server.runtime.runtime"): "the same",
     ("server.cli.main", "server.daemon.daemon"): "the same",
     ("server.cli.daemon", "server.daemon.attach"): "the bridge never pays for the server's",
+    ("server.cli.daemon", "server.daemon.websocket"): "websockets is an optional extra",
 }
 
 

@@ -1,0 +1,270 @@
+"""The daemon's WebSocket listener, against a real `websockets` client on loopback:
+the token, its refusals and their log, a huge frame, a slow reader, a reconnect."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from tests.daemon import DaemonProcess, fresh_socket
+from tests.rpc import marked_processes, server_environment, wait_until
+from tests.websocket import WebSocketClient, bearer, listening_url, write_token
+
+pytestmark = pytest.mark.slow
+
+# Bounds that only catch a hang.
+EXIT_BOUND_SECONDS = 15.0
+LOOPBACK = "ws://127.0.0.1:0"
+PROTOCOL_VERSION = "2025-06-18"
+SMALL_LINE_LIMIT = 64 * 1024
+# How much the daemon may grow while a client reads nothing of a flood: the
+# outbox holds 2 MiB, the library's buffers a few frames; unbounded, `yes`
+# would add hundreds of MiB a second.
+FLOOD_GROWTH_BOUND_BYTES = 64 * 1024 * 1024
+FLOOD_SECONDS = 2.0
+
+
+class Listener:
+    """A daemon with a WebSocket listener, and what a client needs to reach it."""
+
+    def __init__(self, daemon: DaemonProcess, token: str | None) -> None:
+        self.daemon = daemon
+        self.token = token
+        self.url = listening_url(daemon)
+
+    def connect(self, **options: object) -> WebSocketClient:
+        return WebSocketClient(self.url, self.token, **options)
+
+
+StartListener = Callable[..., Listener]
+
+
+@pytest.fixture
+def start_listener(tmp_path: Path) -> Iterator[StartListener]:
+    started: list[DaemonProcess] = []
+
+    def start(*args: str, token: str | None = None) -> Listener:
+        gate = ["--insecure-loopback"] if token is None else ["--token-file"]
+        if token is not None:
+            gate.append(str(write_token(tmp_path, token)))
+        daemon = DaemonProcess("--listen", LOOPBACK, *gate, *args, tmp=tmp_path)
+        started.append(daemon)
+        return Listener(daemon, token)
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            daemon.kill()
+
+
+def _refusal(url: str, headers: dict[str, str]) -> int:
+    with (
+        pytest.raises(InvalidStatus) as refused,
+        connect(url, additional_headers=headers, open_timeout=EXIT_BOUND_SECONDS),
+    ):
+        pass
+    return refused.value.response.status_code
+
+
+def test_the_token_holder_is_served(start_listener: StartListener) -> None:
+    listener = start_listener(token=secrets.token_hex(16))
+    client = listener.connect()
+    assert client.bash("echo hi").output == "hi\n"
+    # A message with newlines of its own (pretty-printed JSON) is one message.
+    client.ws.send(json.dumps({"jsonrpc": "2.0", "id": "pretty", "method": "ping"}, indent=2))
+    assert client.response("pretty")["result"] == {}
+    client.close()
+
+
+def test_a_wrong_or_missing_token_is_refused_and_logged(start_listener: StartListener) -> None:
+    token = secrets.token_hex(16)
+    listener = start_listener(token=token)
+    assert _refusal(listener.url, bearer(token + "x")) == 401
+    assert _refusal(listener.url, {}) == 401
+    assert _refusal(listener.url, {"Authorization": f"Basic {token}"}) == 401
+    # A browser (it always sends an Origin) is refused even with the token.
+    assert _refusal(listener.url, {**bearer(token), "Origin": "http://evil.example"}) == 403
+    assert wait_until(lambda: "wrong token" in listener.daemon.stderr())
+    log = listener.daemon.stderr()
+    assert "refused a websocket from 127.0.0.1:" in log
+    assert log.count("no bearer token") == 2
+    assert "no browser is let in" in log
+    assert token not in log
+    # The listener goes on serving the holder.
+    client = listener.connect()
+    assert client.bash("echo still").output == "still\n"
+    client.close()
+
+
+def test_a_frame_over_the_limit_closes_only_its_connection(start_listener: StartListener) -> None:
+    listener = start_listener(
+        "--max-line-bytes", str(SMALL_LINE_LIMIT), token=secrets.token_hex(16)
+    )
+    other = listener.connect()
+    huge = listener.connect()
+    filler = "x" * (SMALL_LINE_LIMIT - 200)
+    assert huge.bash(f": {filler}; echo under").output == "under\n"
+    huge.ws.send(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": filler * 2}})
+    )
+    with pytest.raises(EOFError):
+        huge.response(1, timeout=EXIT_BOUND_SECONDS)
+    assert huge.ws.close_code == 1009  # message too big
+    assert wait_until(lambda: f"over {SMALL_LINE_LIMIT} bytes" in listener.daemon.stderr())
+    assert other.bash("echo served").output == "served\n"
+    other.close()
+    huge.close()
+
+
+def _rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return kib * 1024
+
+
+def _written(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+
+
+def test_a_slow_reader_holds_the_flood_and_others_are_served(
+    start_listener: StartListener,
+) -> None:
+    listener = start_listener(token=secrets.token_hex(16))
+    pid = listener.daemon.proc.pid
+    slow, other = listener.connect(), listener.connect()
+    slow.keep_chunks = False
+    flood = slow.request("bash", {"command": "yes ws-flood-marker", "sessionId": "flood"})
+    assert wait_until(lambda: slow.chunks_dropped > 0, timeout=EXIT_BOUND_SECONDS)
+    slow.pause_reading()
+    received = slow.chunks_dropped
+    # The daemon's outbox and both ends' buffers fill; past the stall the
+    # server skips the chunks (the artifact keeps all), it never queues them.
+    before = _rss_bytes(pid)
+    time.sleep(FLOOD_SECONDS)
+    assert other.bash("echo answered").output == "answered\n"
+    time.sleep(FLOOD_SECONDS)
+    assert _rss_bytes(pid) - before < FLOOD_GROWTH_BOUND_BYTES
+    assert slow.chunks_dropped - received <= 1  # the one being read when it paused
+    assert marked_processes("ws-flood-marker")
+    # A slow reader's requests are still read: its abort acts while it reads nothing.
+    abort = slow.request("abort_bash", {"sessionId": "flood"})
+    assert wait_until(lambda: not marked_processes("ws-flood-marker"), timeout=EXIT_BOUND_SECONDS)
+    slow.resume_reading()
+    assert slow.response(abort)["result"] == {"aborted": True}
+    assert slow.bash_result(flood, timeout=EXIT_BOUND_SECONDS * 2).cancelled
+    slow.close()
+    other.close()
+
+
+def _introduce(client: WebSocketClient, client_id: str) -> WebSocketClient:
+    options = {"clientId": client_id}
+    client.result(
+        "initialize", {"protocolVersion": PROTOCOL_VERSION, "initializationOptions": options}
+    )
+    return client
+
+
+def test_a_reconnect_finds_the_clients_session(start_listener: StartListener) -> None:
+    listener = start_listener(token=secrets.token_hex(16))
+    first = _introduce(listener.connect(), "ws-agent")
+    first.bash("export KEPT=yes; cd /tmp")
+    first.ws.close()  # the connection is gone; the client's sessions stay for the grace
+    again = _introduce(listener.connect(), "ws-agent")
+    assert again.bash('echo "$KEPT"; pwd').output == "yes\n/tmp\n"
+    stranger = _introduce(listener.connect(), "someone-else")
+    assert stranger.bash('echo "[$KEPT]"').output == "[]\n"
+    again.close()
+    stranger.close()
+
+
+def test_insecure_loopback_serves_without_a_token(start_listener: StartListener) -> None:
+    listener = start_listener()
+    client = listener.connect()
+    assert client.bash("echo open").output == "open\n"
+    client.close()
+
+
+def _start(
+    tmp_path: Path, *args: str, python: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    socket_path = fresh_socket(tmp_path)
+    done = subprocess.run(
+        [
+            *(python or [sys.executable, "-m", "server"]),
+            "daemon",
+            "--socket",
+            str(socket_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=server_environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert not socket_path.exists()  # refused before the socket was taken
+    return done
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--listen", "ws://0.0.0.0:0"], "needs --token-file"),
+        (["--listen", "ws://127.0.0.1:0"], "needs --token-file"),
+        (["--listen", "ws://0.0.0.0:0", "--insecure-loopback"], "not a loopback address"),
+        (["--listen", "wss://127.0.0.1:0", "--insecure-loopback"], "expected ws://HOST:PORT"),
+    ],
+)
+def test_a_listener_without_a_token_refuses_to_start(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    done = _start(tmp_path, *args)
+    assert done.returncode == 2, done.stderr
+    assert why in done.stderr
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    token = write_token(tmp_path, secrets.token_hex(16), mode=0o644)
+    done = _start(tmp_path, "--listen", LOOPBACK, "--token-file", str(token))
+    assert done.returncode == 2
+    assert "others may read it, or the group write it (mode 644)" in done.stderr
+
+
+def test_without_the_library_listen_says_how_to_get_it(tmp_path: Path) -> None:
+    # The interpreter with `websockets` made unimportable, as where it is not installed.
+    hide = "import sys; sys.modules['websockets'] = None; import runpy; "
+    hide += "sys.argv[0] = 'server'; runpy.run_module('server', run_name='__main__')"
+    done = _start(
+        tmp_path, "--listen", LOOPBACK, "--insecure-loopback", python=[sys.executable, "-c", hide]
+    )
+    assert done.returncode == 2
+    assert "pip install 'bashrpc[ws]'" in done.stderr
+
+
+def test_sigterm_ends_websocket_connections_and_leaves_no_process(
+    start_listener: StartListener,
+) -> None:
+    listener = start_listener("--stay", token=secrets.token_hex(16))
+    client = listener.connect()
+    client.bash("exec -a ws-term-mark sleep 300 &")
+    running = client.request("bash", {"command": "sleep 60"})
+    assert wait_until(lambda: marked_processes("ws-term-mark"))
+    listener.daemon.proc.send_signal(signal.SIGTERM)
+    assert listener.daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
+    assert client.bash_result(running).cancelled
+    assert wait_until(lambda: not marked_processes("ws-term-mark"), timeout=5)
+    with pytest.raises(EOFError):
+        client.next_message(timeout=EXIT_BOUND_SECONDS)
+    client.close()
+    assert "Traceback" not in listener.daemon.stderr()
