@@ -122,7 +122,9 @@ class Resumables:
             for chunk in replay.chunks:
                 await send(chunk.seq, chunk.text, chunk.skipped)
                 seen = chunk.seq
-            if record.state == "finished" and seen + 1 >= record.log.next_seq:
+            if seen + 1 < record.log.next_seq:
+                continue  # more came while those were sent
+            if record.state == "finished":
                 break
             if owner in self._cut:
                 raise errors.RequestCancelled()

@@ -158,3 +158,32 @@ def test_a_reused_id_on_the_new_connection_leaves_the_held_request_alone(
     held = again.typed(BashResult, "bash/attach", {"requestId": 7}, timeout=20)
     assert held.output == "held\n"
     again.close()
+
+
+def test_an_attach_replays_then_follows_a_command_still_running(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    command = f"seq 1 200000; until [ -e {go} ]; do sleep 0.05; done; seq 200001 400000"
+    first = introduce(daemon.connect(), "follower")
+    ident = first.request("bash", {"command": command})
+    first.receive_until(lambda: len(first.chunks_for(ident)) >= 3, STREAM_BOUND_SECONDS)
+    cut(first)
+    drain(first)
+    before = first.chunks_for(ident)
+    again = introduce(daemon.connect(), "follower")
+    attach = again.request("bash/attach", {"requestId": ident, "afterSeq": before[-1].seq})
+    # The replay reaches the command's pause, and the request is still running.
+    again.receive_until(
+        lambda: "".join(c.text for c in again.chunks_for(ident)).endswith("\n200000\n"),
+        STREAM_BOUND_SECONDS,
+    )
+    assert [r["state"] for r in requests_of(again)] == ["running"]
+    go.touch()
+    result = msgspec.convert(again.response(attach, STREAM_BOUND_SECONDS)["result"], BashResult)
+    chunks = before + again.chunks_for(ident)
+    assert [c.seq for c in chunks] == list(range(len(chunks)))
+    expected = subprocess.run(["seq", "1", "400000"], capture_output=True).stdout
+    assert "".join(c.text for c in chunks).encode() == expected
+    assert result.exit_code == 0
+    again.close()
