@@ -14,9 +14,11 @@ from collections import deque
 
 import msgspec
 
-# Chunk text kept per request for a resume: the output a cut connection had
-# not yet read (the outbox and socket buffers hold a few MiB) plus what the
-# command printed while no one was attached.
+# Chunk text kept per request for a resume. While its connection is there, only
+# what that connection may not have read yet: the outbox and the socket and
+# pipe buffers on the way hold a few MiB.
+REPLAY_ATTACHED_MAX_BYTES = 8 * 1024 * 1024
+# Once it is cut, also what the command prints while no one is attached.
 REPLAY_MAX_BYTES = 32 * 1024 * 1024
 
 
@@ -36,7 +38,8 @@ class Replay(msgspec.Struct, frozen=True):
 
 class ChunkLog:
     def __init__(self, max_bytes: int = REPLAY_MAX_BYTES) -> None:
-        self._max = max_bytes
+        # May grow later (a cut connection); what was dropped stays dropped.
+        self.max_bytes = max_bytes
         self._chunks: deque[Chunk] = deque()
         self._bytes = 0
         self.next_seq = 0
@@ -48,7 +51,7 @@ class ChunkLog:
         self._bytes += chunk.size
         self.next_seq = seq + 1
         # The newest chunk is always kept, however large.
-        while self._bytes > self._max and len(self._chunks) > 1:
+        while self._bytes > self.max_bytes and len(self._chunks) > 1:
             old = self._chunks.popleft()
             self._bytes -= old.size
 

@@ -23,7 +23,7 @@ import anyio
 from protocol import messages
 from protocol.methods import BashResult, RequestState
 from server import errors
-from server.output.replay import Chunk, ChunkLog
+from server.output.replay import REPLAY_ATTACHED_MAX_BYTES, REPLAY_MAX_BYTES, Chunk, ChunkLog
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
 SendChunk = Callable[[int, str, int], Awaitable[None]]
@@ -38,7 +38,7 @@ class Resumable:
         self.session_id = session_id
         # The connection that started it; None once that one is cut.
         self.owner: object | None = owner
-        self.log = ChunkLog()
+        self.log = ChunkLog(REPLAY_ATTACHED_MAX_BYTES)
         self.result: BashResult | None = None
         # Set when the request ended without a result (its error went to its connection).
         self.failed = False
@@ -93,6 +93,7 @@ class Resumables:
         for record in self.records.values():
             if record.owner is owner:
                 record.owner = None
+                record.log.max_bytes = REPLAY_MAX_BYTES
             # An attach on that connection stops waiting.
             record.poke()
 

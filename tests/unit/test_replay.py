@@ -59,3 +59,13 @@ def test_sizes_are_utf8_bytes() -> None:
     assert [c.seq for c in log.after(-1).chunks] == [0, 1]
     log.add(2, "é", 0)
     assert [c.seq for c in log.after(-1).chunks] == [1, 2]
+
+
+def test_a_log_that_grows_keeps_what_it_still_had() -> None:
+    log = _log(["abcd"] * 4, max_bytes=8)
+    assert log.first_kept == 2
+    log.max_bytes = 100
+    for seq in range(4, 10):
+        log.add(seq, "abcd", 0)
+    assert log.first_kept == 2
+    assert log.after(0).missed == 1
