@@ -64,6 +64,14 @@ NOT_FOUND_LISTED_IDS = 20
 # Notices written into command output.
 NOTICE_CANCELLED = "[Command cancelled]"
 NOTICE_TIMED_OUT = "[Command timed out after {seconds} {unit}]"
+NOTICE_RESUME_MISSED = (
+    "\n[... {count} chunks of streamed output are no longer kept for a resume;"
+    " the result and the artifact are complete ...]\n"
+)
+NO_SUCH_RESUMABLE = "requestId: no request {request_id!r} of this client to attach to"
+RESUMED_REQUEST_FAILED = (
+    "requestId: request {request_id!r} ended without a result (aborted or failed)"
+)
 NOTICE_CHUNKS_SKIPPED = (
     "\n[... {count} bytes of streamed output skipped because the client read"
     " slowly; the result and the artifact are complete ...]\n"

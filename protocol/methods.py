@@ -164,6 +164,17 @@ class SessionListParams(Params):
 
 
 SessionState = Literal["idle", "busy"]
+RequestState = Literal["running", "finished"]
+
+
+class RequestInfo(Result):
+    request_id: Annotated[RequestId, described("The request's id, as its client gave it.")]
+    method: Annotated[str, described("The request's method.")]
+    seq: Annotated[int, described("`bash/chunk`s sent so far: the next one's seq.")]
+    state: Annotated[
+        RequestState,
+        described("running, or finished with its result kept for a `bash/attach`."),
+    ]
 
 
 class SessionInfo(Result, omit_defaults=True):
@@ -177,10 +188,23 @@ class SessionInfo(Result, omit_defaults=True):
         int, described("Processes the idle shell started that still run (0 while busy).")
     ]
     cwd_base64: Annotated[str | None, described(_CWD_BASE64)] = None
+    requests: Annotated[
+        list[RequestInfo] | None,
+        described("Under the daemon, a clientId's requests that `bash/attach` can resume."),
+    ] = None
 
 
 class SessionListResult(Result):
     sessions: Annotated[list[SessionInfo], described("Every session.")]
+
+
+class BashAttachParams(Params):
+    request_id: Annotated[RequestId, described("The `bash` request to resume, by its id.")]
+    after_seq: Annotated[
+        int,
+        msgspec.Meta(ge=-1),
+        described("The last `bash/chunk` seq already received; -1 (default): from the start."),
+    ] = -1
 
 
 # -- artifacts --------------------------------------------------------------
@@ -303,6 +327,7 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "session/open": (SessionOpenParams, SessionOpenResult),
     "session/close": (SessionCloseParams, SessionCloseResult),
     "session/list": (SessionListParams, SessionListResult),
+    "bash/attach": (BashAttachParams, BashResult),
     "artifact/read": (ArtifactReadParams, ArtifactReadResult),
     "shutdown": (ShutdownParams, None),
     "pty/input": (PtyInputParams, PtyInputResult),

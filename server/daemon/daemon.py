@@ -79,6 +79,8 @@ class View:
         """The connection is cut: its owner's grace starts now."""
         if self._attached:
             self._attached = False
+            if self.tenant.resumables is not None:
+                self.tenant.resumables.cut(self.connection)
             self.tenant.detach()
 
     def close(self) -> None:

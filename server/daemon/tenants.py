@@ -28,6 +28,7 @@ from server.runtime.containment import Containment
 from server.runtime.runtime import Options, Runtime
 from server.serve import Guard
 from server.services.api import Services
+from server.services.detached import Resumables
 
 CLIENT_PREFIX = "client:"
 
@@ -40,6 +41,8 @@ class Tenant:
         self.grace = Grace(grace)
         self._changed = anyio.Event()
         self.ending = False
+        # A client's requests, for `bash/attach` from its next connection.
+        self.resumables = Resumables() if key.startswith(CLIENT_PREFIX) else None
 
     def attach(self) -> None:
         self.grace.attach()
@@ -80,6 +83,7 @@ class TenantServices(Services):
     def __init__(self, tenant: Tenant) -> None:
         super().__init__(tenant.runtime)
         self._tenant = tenant
+        self.resumables = tenant.resumables
 
     async def wind_down(self) -> None:
         self.commands.abort()

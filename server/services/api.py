@@ -7,6 +7,7 @@ from server.output.artifacts import ArtifactStore
 from server.runtime.backend import DirKind
 from server.runtime.runtime import Runtime
 from server.services.commands import CommandService
+from server.services.detached import Resumables
 from server.services.sessions import SessionService
 from server.settings import Settings
 
@@ -19,6 +20,8 @@ class Services:
         self.artifacts: ArtifactStore = runtime.artifacts
         self.settings: Settings = runtime.settings
         self.workspace = runtime.workspace
+        # Requests a client may resume elsewhere (a daemon's clientId); None: none are kept.
+        self.resumables: Resumables | None = None
 
     def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
         """The HOME a session's commands see, for `~` in paths (creating the session

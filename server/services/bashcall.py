@@ -14,6 +14,7 @@ import anyio.abc
 from protocol import paths
 from protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from server.services.detached import Resumable
 from server.services.outcome import Outcome
 from server.services.streams import Notify, StreamListener, command_streams, raw_emitter
 from server.settings import Settings
@@ -41,10 +42,15 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
     )
 
 
-def listener(notify: Notify, spec: CommandSpec) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+def listener(
+    notify: Notify, spec: CommandSpec, record: Resumable | None = None
+) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+    """Chunks to the connection, and logged in `record` for a resume elsewhere."""
     request_id, session_id = spec.request_id, spec.session_id
 
     async def emit_chunk(seq: int, text: str, skipped: int) -> None:
+        if record is not None:
+            record.add(seq, text, skipped)
         chunk = BashChunk(
             request_id=request_id, session_id=session_id, seq=seq, text=text, skipped=skipped
         )

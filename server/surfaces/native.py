@@ -5,13 +5,15 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
-from protocol import paths
+from protocol import messages, paths
 from protocol.methods import (
     DEFAULT_SESSION_ID,
     AbortBashParams,
     AbortBashResult,
     ArtifactReadParams,
     ArtifactReadResult,
+    BashAttachParams,
+    BashChunk,
     BashParams,
     BashResult,
     Cursor,
@@ -22,6 +24,7 @@ from protocol.methods import (
     PtyResizeResult,
     PtyScreen,
     PtyScreenParams,
+    RequestInfo,
     SessionCloseParams,
     SessionCloseResult,
     SessionInfo,
@@ -31,6 +34,7 @@ from protocol.methods import (
     SessionOpenResult,
     ShutdownParams,
 )
+from server import errors
 from server.connection import RequestContext
 from server.services import bashcall
 from server.services.api import Services
@@ -55,9 +59,44 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 @methods.method("bash", admit=_admit_bash)
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
-    listener = bashcall.listener(ctx.notify, spec)
-    outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight)
-    return bashcall.finish(outcome)
+    resumables = ctx.services.resumables
+    # PTY requests are not resumed (yet): only text chunks are logged.
+    record = None
+    if resumables is not None and spec.terminal is None:
+        record = resumables.start(ctx.id, "bash", spec.session_id, ctx.connection)
+    listener = bashcall.listener(ctx.notify, spec, record)
+    result: BashResult | None = None
+    try:
+        outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight)
+        result = bashcall.finish(outcome)
+        return result
+    finally:
+        if record is not None and resumables is not None:
+            resumables.end(record, result)
+
+
+@methods.method("bash/attach")
+async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
+    """A request of this client's, maybe begun on a cut connection: its chunks
+    after `afterSeq`, then live ones, then its result."""
+    resumables = ctx.services.resumables
+    if resumables is None:
+        raise errors.InvalidArgument(
+            messages.NO_SUCH_RESUMABLE.format(request_id=params.request_id)
+        )
+    record = resumables.find(params.request_id)
+
+    async def send(seq: int, text: str, skipped: int) -> None:
+        chunk = BashChunk(
+            request_id=record.request_id,
+            session_id=record.session_id,
+            seq=seq,
+            text=text,
+            skipped=skipped,
+        )
+        await ctx.notify("bash/chunk", chunk)
+
+    return await resumables.follow(record, params.after_seq, ctx.connection, send)
 
 
 @methods.method("abort_bash")
@@ -97,9 +136,22 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 cwd=cwd,
                 cwd_base64=cwd_base64,
                 background_jobs=view.background_jobs,
+                requests=_requests(ctx, view.id),
             )
         )
     return SessionListResult(sessions=infos)
+
+
+def _requests(ctx: Ctx, session_id: str) -> list[RequestInfo] | None:
+    """The session's requests a `bash/attach` may resume (under the daemon, for a clientId)."""
+    resumables = ctx.services.resumables
+    if resumables is None:
+        return None
+    return [
+        RequestInfo(request_id=r.request_id, method=r.method, seq=r.log.next_seq, state=r.state)
+        for r in resumables.records.values()
+        if r.session_id == session_id
+    ]
 
 
 @methods.method("artifact/read")

@@ -1,0 +1,111 @@
+"""Resumable records: a follower joining at any point sees each chunk once, then the result."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from protocol.methods import BashResult
+from server import errors
+from server.services.detached import Resumables
+
+RESULT = BashResult(
+    output="",
+    exit_code=0,
+    cancelled=False,
+    timed_out=False,
+    truncated=False,
+    total_lines=0,
+    total_bytes=0,
+    output_lines=0,
+    output_bytes=0,
+    working_dir=None,
+)
+TEXTS = [f"{n}\n" for n in range(20)]
+
+
+class Owner:
+    """A connection, as the records know it: an identity."""
+
+
+@pytest.mark.parametrize("joined_at", range(len(TEXTS) + 1))
+def test_a_follower_joining_at_any_chunk_gets_the_rest_once(joined_at: int) -> None:
+    resumables = Resumables()
+    first, second = Owner(), Owner()
+    record = resumables.start(1, "bash", "default", first)
+
+    async def main() -> tuple[list[tuple[int, str]], BashResult]:
+        got: list[tuple[int, str]] = []
+
+        async def send(seq: int, text: str, skipped: int) -> None:
+            got.append((seq, text))
+            await anyio.sleep(0)
+
+        for seq in range(joined_at):
+            record.add(seq, TEXTS[seq], 0)
+        resumables.cut(first)
+        async with anyio.create_task_group() as tg:
+
+            async def produce() -> None:
+                for seq in range(joined_at, len(TEXTS)):
+                    record.add(seq, TEXTS[seq], 0)
+                    await anyio.sleep(0)
+                resumables.end(record, RESULT)
+
+            tg.start_soon(produce)
+            result = await resumables.follow(record, joined_at // 2 - 1, second, send)
+        return got, result
+
+    got, result = anyio.run(main)
+    start = max(0, joined_at // 2)
+    assert got == [(seq, TEXTS[seq]) for seq in range(start, len(TEXTS))]
+    assert result is RESULT
+    # Delivered: the id is free again.
+    assert resumables.records == {}
+
+
+def test_a_record_ended_on_a_live_connection_is_not_kept() -> None:
+    resumables = Resumables()
+    record = resumables.start(1, "bash", "default", Owner())
+    resumables.end(record, RESULT)
+    assert resumables.records == {}
+
+
+def test_an_id_still_held_is_not_taken_by_a_new_request() -> None:
+    resumables = Resumables()
+    gone, new = Owner(), Owner()
+    held = resumables.start(1, "bash", "default", gone)
+    resumables.cut(gone)
+    again = resumables.start(1, "bash", "default", new)
+    assert resumables.find(1) is held
+    resumables.end(again, RESULT)
+    assert resumables.find(1) is held
+
+
+def test_a_follow_on_a_connection_cut_in_turn_stops_and_keeps_the_record() -> None:
+    resumables = Resumables()
+    first, second = Owner(), Owner()
+    record = resumables.start(1, "bash", "default", first)
+    resumables.cut(first)
+
+    async def main() -> None:
+        async def send(seq: int, text: str, skipped: int) -> None:
+            pass
+
+        async with anyio.create_task_group() as tg:
+
+            async def cut_soon() -> None:
+                await anyio.sleep(0)
+                resumables.cut(second)
+
+            tg.start_soon(cut_soon)
+            with pytest.raises(errors.RequestCancelled):
+                await resumables.follow(record, -1, second, send)
+
+    anyio.run(main)
+    assert resumables.find(1) is record
+
+
+def test_an_unknown_id_is_invalid() -> None:
+    with pytest.raises(errors.InvalidArgument):
+        Resumables().find(5)
