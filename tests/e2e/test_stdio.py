@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -104,15 +105,17 @@ def stopped_writing(pid: int) -> Callable[[], bool]:
 def test_an_abort_gets_through_to_a_client_that_stopped_reading(process: ServerProcess) -> None:
     """Replies to inline requests never wait behind bulk output: while a flood fills
     stdout, `session/list` and `abort_bash` are still read, and the abort acts."""
-    flood = process.request("bash", {"command": "yes flood-marker", "sessionId": "flood"})
+    # Unique: the same case runs over stdio and attach at once, on other workers.
+    marker = f"flood-marker-{uuid.uuid4().hex}"
+    flood = process.request("bash", {"command": f"yes {marker}", "sessionId": "flood"})
     process.wait_for(lambda m: m.get("method") == "bash/chunk", timeout=EXIT_BOUND_SECONDS)
-    (producer,) = marked_processes("flood-marker")
+    (producer,) = marked_processes(marker)
     process.pause_reading()
     # Stdout and the server's queue are full once the server stops taking the output.
     assert wait_until(stopped_writing(producer), timeout=EXIT_BOUND_SECONDS, interval=0.1)
     listed = process.request("session/list")
     abort = process.request("abort_bash", {"sessionId": "flood"})
-    assert wait_until(lambda: not marked_processes("flood-marker"), timeout=EXIT_BOUND_SECONDS)
+    assert wait_until(lambda: not marked_processes(marker), timeout=EXIT_BOUND_SECONDS)
     process.resume_reading()
     assert process.response(abort)["result"] == {"aborted": True}
     assert "sessions" in process.response(listed)["result"]
