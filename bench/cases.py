@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.client import BenchServer, rss_kib
+from bench.client import BenchServer, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.rows import MB, Row, percentile
@@ -84,15 +84,6 @@ QUICK = Sizes(
     daemon_connections=4,
     daemon_calls=5,
 )
-
-
-def time_calls(server: BenchServer, method: str, params: object, calls: int) -> list[float]:
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        server.call(method, params)
-        samples.append(time.perf_counter() - started)
-    return samples
 
 
 def spawn_per_call(command: str, calls: int) -> list[float]:

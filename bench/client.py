@@ -8,8 +8,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -19,18 +20,46 @@ from server.cli.keepalive import Keepalive
 _decode = msgspec.json.Decoder(ServerMessage).decode
 
 
+class Caller(Protocol):
+    def call(self, method: str, params: Any) -> ServerMessage: ...
+
+
+def spawn_server(
+    artifacts_dir: Path, *args: str, home: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """`python -m server` on pipes, its log discarded."""
+    env = dict(os.environ)
+    if home is not None:
+        env["HOME"] = str(home)
+    return subprocess.Popen(
+        [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def time_calls_while(
+    server: Caller, method: str, params: object, go_on: Callable[[], bool]
+) -> list[float]:
+    """Each call's seconds, one call at a time, for as long as `go_on()` holds."""
+    samples = []
+    while go_on():
+        started = time.perf_counter()
+        server.call(method, params)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def time_calls(server: Caller, method: str, params: object, calls: int) -> list[float]:
+    left = itertools.count(calls, -1)
+    return time_calls_while(server, method, params, lambda: next(left) > 0)
+
+
 class BenchServer:
     def __init__(self, artifacts_dir: Path, *args: str, home: Path | None = None) -> None:
-        env = dict(os.environ)
-        if home is not None:
-            env["HOME"] = str(home)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        self.proc = spawn_server(artifacts_dir, *args, home=home)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout

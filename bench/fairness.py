@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from bench.client import rss_kib
+from bench.client import rss_kib, spawn_server, time_calls, time_calls_while
 from bench.rows import MB, Row, percentile
 from protocol.envelope import Request, ServerMessage, encode
 
@@ -45,12 +45,7 @@ class ReadingServer:
     handed to the callers waiting for them, notifications only counted."""
 
     def __init__(self, artifacts_dir: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self.proc = spawn_server(artifacts_dir, *args)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout
@@ -106,6 +101,10 @@ class ReadingServer:
         with self._lock:
             return ident in self._replies
 
+    def unanswered(self, ident: int) -> Callable[[], bool]:
+        """A test that holds until request `ident` is answered."""
+        return lambda: not self.answered(ident)
+
     def rss_mib(self) -> float:
         return rss_kib(self.pid) / 1024
 
@@ -116,25 +115,8 @@ class ReadingServer:
         self._reader.join(timeout=30)
 
 
-def true_latencies(server: ReadingServer, session: str, calls: int) -> list[float]:
-    samples = []
-    params = {"command": "true", "sessionId": session}
-    for _ in range(calls):
-        started = time.perf_counter()
-        server.call("bash", params)
-        samples.append(time.perf_counter() - started)
-    return samples
-
-
-def latencies_during(server: ReadingServer, ident: int, session: str) -> list[float]:
-    """`true` in `session`, again and again, until request `ident` is answered."""
-    samples = []
-    params = {"command": "true", "sessionId": session}
-    while not server.answered(ident):
-        started = time.perf_counter()
-        server.call("bash", params)
-        samples.append(time.perf_counter() - started)
-    return samples
+def true_params(session: str) -> dict[str, str]:
+    return {"command": "true", "sessionId": session}
 
 
 def latencies_beside(
@@ -143,15 +125,12 @@ def latencies_beside(
     """`true` in `session` while `command` runs outside the server, and the seconds
     it ran: what the machine's CPU alone costs a reply and the flood, the floor
     the server cannot go under."""
-    samples = []
-    params = {"command": "true", "sessionId": session}
     started = time.perf_counter()
     outside = subprocess.Popen(["bash", "-c", command], stdout=subprocess.DEVNULL)
     try:
-        while outside.poll() is None:
-            before = time.perf_counter()
-            server.call("bash", params)
-            samples.append(time.perf_counter() - before)
+        samples = time_calls_while(
+            server, "bash", true_params(session), lambda: outside.poll() is None
+        )
     finally:
         outside.wait()
     return samples, time.perf_counter() - started
@@ -212,8 +191,8 @@ def fairness(bench: Bench) -> list[Row]:
     for _ in range(s.repeat):
         server = ReadingServer(bench.artifacts)
         try:
-            true_latencies(server, "a", s.warmup_calls)
-            idle = true_latencies(server, "a", s.latency_calls)
+            time_calls(server, "bash", true_params("a"), s.warmup_calls)
+            idle = time_calls(server, "bash", true_params("a"), s.latency_calls)
             idle_p50.values.append(percentile(idle, 0.5) * 1e3)
             beside, beside_seconds = latencies_beside(server, flood_command(s.flood_megabytes), "a")
             kept_outside.values.append(
@@ -224,7 +203,8 @@ def fairness(bench: Bench) -> list[Row]:
             ident = server.send(
                 "bash", {"command": flood_command(s.flood_megabytes), "sessionId": "b"}
             )
-            busy = latencies_during(server, ident, "a")
+            # `true` in a, again and again, until the flood is answered.
+            busy = time_calls_while(server, "bash", true_params("a"), server.unanswered(ident))
             server.wait(ident)
             shared.values.append(size / (time.perf_counter() - started))
         finally:
