@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -133,13 +132,12 @@ class SocketClient(RpcClient):
         super().__init__()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(path))
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._start_reading()
 
     def _read(self) -> None:
         pending = b""
         try:
-            while data := self.sock.recv(1 << 20):
+            while self._reading.wait() and (data := self.sock.recv(1 << 20)):
                 pending += data
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
@@ -156,5 +154,6 @@ class SocketClient(RpcClient):
             self.sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+        self._reading.set()  # a paused reader reads on to the end
         self._reader.join(DAEMON_STOP_SECONDS)
         self.sock.close()

@@ -146,6 +146,25 @@ class RpcClient:
     def _ended(self) -> None:
         self._queue.put(None)
 
+    def _start_reading(self) -> None:
+        """Read on a thread of its own (a subclass's `_read`, which waits on
+        `_reading` before each read), so that `pause_reading` can stall it."""
+        # Cleared: the reader stops taking the server's output, and its pipe fills.
+        self._reading = threading.Event()
+        self._reading.set()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        raise NotImplementedError
+
+    def pause_reading(self) -> None:
+        """Stop reading (after the read under way), as a client that stalls."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
+
     # -- messages -----------------------------------------------------------
 
     def send(self, message: Any) -> None:
@@ -309,18 +328,7 @@ class ServerProcess(RpcClient):
             # Its own process group, so a test can SIGKILL the group without pytest.
             start_new_session=new_session,
         )
-        # Cleared: the reader stops taking the server's stdout, and its pipe fills.
-        self._reading = threading.Event()
-        self._reading.set()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def pause_reading(self) -> None:
-        """Stop reading stdout (after the read under way), as a client that stalls."""
-        self._reading.clear()
-
-    def resume_reading(self) -> None:
-        self._reading.set()
+        self._start_reading()
 
     def _read(self) -> None:
         """Big reads, split here: iterating the pipe's file reads 8 KiB at a time,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +55,7 @@ class WebSocketClient(RpcClient):
         self.ws: ClientConnection = self._opened.enter_context(
             connect(url, additional_headers=headers, **options)
         )
-        self._reading = threading.Event()
-        self._reading.set()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def pause_reading(self) -> None:
-        self._reading.clear()
-
-    def resume_reading(self) -> None:
-        self._reading.set()
+        self._start_reading()
 
     def _read(self) -> None:
         try:
