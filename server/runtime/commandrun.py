@@ -138,7 +138,8 @@ class CommandRun:
         self._fifos.settle(self.pipe)
 
     def stop(self) -> None:
-        """The shell is gone: stop reading (its `Fifos` close the FIFO)."""
+        """The shell is gone: stop reading. (The FIFO is the run's own until it is
+        given back: its task may still be draining it.)"""
         self.pipe.stop()
 
     def _close_hold(self) -> None:
