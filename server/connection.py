@@ -252,8 +252,7 @@ class Connection(Generic[S]):
         reply: Reply
         try:
             ctx = RequestContext(self, call.reply_id, flight, method.answers_after_eof)
-            with flight.scope:
-                flight.started = True
+            with self._flights.start(flight):
                 try:
                     result = await method.handler(ctx, task.params)
                 except Exception as exc:

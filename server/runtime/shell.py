@@ -18,7 +18,6 @@ How a command's end is found without reading its output:
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -29,16 +28,12 @@ import anyio.abc
 import anyio.lowlevel
 
 from server import log
-from server.runtime import bwrap, child, drain, procs, startlog
-from server.runtime.channels import Backpressure, Fifos, OutputPipe
+from server.runtime import bwrap, child, procs, startlog
+from server.runtime.channels import Backpressure, Fifos
+from server.runtime.commandrun import CommandRun
 from server.runtime.containment import Tracker
 from server.runtime.procs import Scan
-from server.runtime.shellproto import (
-    SNAPSHOT_ENV,
-    BadRecord,
-    StatusRecord,
-    command_fields,
-)
+from server.runtime.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
 from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 from server.runtime.shellwire import ShellWire
 
@@ -48,7 +43,8 @@ _log = log.get("shell")
 
 
 class Shell:
-    """A bash process that keeps its state between commands.
+    """A bash process that keeps its state between commands, one `CommandRun`
+    at a time.
 
     Its lifetime is the ``serve`` task, started in a task group that outlives
     requests; the readers of its output live in the shell's own task group and
@@ -65,6 +61,7 @@ class Shell:
         tracker: Tracker,
     ) -> None:
         self.config = config
+        # Where it starts; where each command ended is in its Completion.
         self.cwd = cwd
         self.name = name
         self.tracker = tracker
@@ -80,12 +77,10 @@ class Shell:
         self._chain: set[int] | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._wire: ShellWire | None = None
-        # Shell text that restores the user's traps, from the last record.
-        self._restore = ""
-        self._last_job: int | None = None
-        self._current: OutputPipe | None = None
-        self._record: StatusRecord | None = None
-        self._record_ready = anyio.Event()
+        # The command running, or the one cut short until its output is collected.
+        self._run: CommandRun | None = None
+        # The last command's record, which the next one starts from (its traps, its jobs).
+        self._last: StatusRecord | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closed = anyio.Event()
         self._exited = anyio.Event()
@@ -109,8 +104,8 @@ class Shell:
             self.dead = True
             if self._wire is not None:
                 self._wire.close()
-            if self._current is not None:
-                self._current.stop()
+            if self._run is not None:
+                self._run.stop()
             if self._fifos is not None:
                 self._fifos.close()
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -146,14 +141,9 @@ class Shell:
         await wire.start(self.config.snapshot is not None)
 
     def _on_record(self, record: StatusRecord | None) -> None:
-        """A record, or the shell's end, ends the running command (the first of
-        them): wake `run`, which was forwarding output."""
-        if self._record_ready.is_set():
-            return
-        self._record = record
-        self._record_ready.set()
-        if self._current is not None:
-            self._current.poke()
+        """A record, or the shell's end, ends the running command (the first of them)."""
+        if self._run is not None:
+            self._run.end(record)
 
     async def _watch_exit(self) -> None:
         """The one waiter on the shell's exit (a second would lose the status)."""
@@ -198,53 +188,27 @@ class Shell:
         wire = self._wire
         if wire is None or wire.status.ended:
             raise ShellDied
-        fifo = self._fifos.take()
-        hold = fifo.hold()
-        pipe = OutputPipe(fifo, on_output, backpressure)
-        self._current = pipe
-        self._record = None
-        ready = self._record_ready = anyio.Event()
-        completion: Completion | None = None
+        run = self._run = CommandRun(self._fifos, self._last, on_output, backpressure)
         try:
-            fields = command_fields(
-                output=str(fifo.path), cwd=cwd, prefix=self._restore, command=command, env=env
-            )
-            await wire.hand(fields, env)
-            # Output is forwarded (by callback) until the status record; our own
-            # writer (hold) keeps the FIFO from ending first.
-            await pipe.until(ready)
-            os.close(hold)
-            hold = -1
-            completion = await self._complete(pipe, self._record)
-            return completion
-        finally:
-            if hold >= 0:
-                os.close(hold)
-            if completion is not None:
-                self._current = None
-                self._fifos.settle(pipe)
-            else:
-                # Cut short: the pipe stays current, forwarding what the dying
-                # command still writes, until `collect_after_kill`.
-                pipe.release()
+            await wire.hand(run.fields(command, cwd, env), env)
+            completion = await self._outcome(await run.until_ended())
+            await run.drain()
+        except BaseException:
+            # The run stays current, forwarding what the dying command still
+            # writes, until `collect_after_kill`.
+            run.cut()
+            raise
+        self._run = None
+        return completion
 
-    async def _complete(self, pipe: OutputPipe, record: StatusRecord | None) -> Completion:
-        """After the status record, or the shell's end: drain, then report."""
+    async def _outcome(self, record: StatusRecord | None) -> Completion:
+        """What the record, or the shell's end, says of the command."""
         if record is None:
             # The shell is gone or was replaced (`exec`): its exit status is the
             # command's. Cancellable: `exec sleep 60` must still be abortable.
             await self._wait_exit()
-            await pipe.drain(drain.HELD_QUIET_SECONDS)
             return Completion(self.returncode, None, shell_died=True)
-        self.cwd = record.pwd
-        self._restore = record.restore_prefix()
-        # A command that started background jobs: keep what they print at
-        # once. Without, only something that left the job table (a subshell's
-        # `&`, a daemon) can still hold the FIFO.
-        started_jobs = record.last_job != self._last_job
-        self._last_job = record.last_job
-        quiet = drain.JOBS_QUIET_SECONDS if started_jobs else drain.HELD_QUIET_SECONDS
-        await pipe.drain(quiet)
+        self._last = record
         return Completion(record.status, record.pwd, shell_died=False)
 
     async def _wait_exit(self) -> None:
@@ -254,14 +218,11 @@ class Shell:
 
     async def collect_after_kill(self) -> None:
         """After a kill, take what the dying command still wrote, then stop forwarding."""
-        pipe = self._current
-        if pipe is None:
+        run = self._run
+        if run is None or run.state != "cut":
             return
-        self._current = None
-        with anyio.move_on_after(drain.POST_KILL_SECONDS):
-            await pipe.eof.wait()
-        if self._fifos is not None:
-            self._fifos.settle(pipe)
+        self._run = None
+        await run.collect()
 
     def tree(self, scan: Scan | None = None) -> set[int]:
         """Live processes this shell started, itself included, escapees too."""

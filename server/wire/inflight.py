@@ -55,7 +55,7 @@ class Flights:
 
     - admitted: `admit`, on the reader; refused (ServerBusy) at the limit, so
       the reader never waits and an abort can always be read;
-    - started: its task entered the flight's cancel scope (`InFlight.started`);
+    - started: `start`, as its task enters the flight's cancel scope;
     - finished: `release`, however it ended; what it held is released.
 
     `cancel` may come in any state before finished: before the start it only
@@ -80,6 +80,12 @@ class Flights:
             # One event for each busy spell, so a waiter never holds a stale one.
             self._idle = anyio.Event()
         return flight
+
+    def start(self, flight: InFlight) -> anyio.CancelScope:
+        """The scope its task runs in, entered at once: from now on a cancel
+        cancels the task (before, it only marks the flight)."""
+        flight.started = True
+        return flight.scope
 
     def release(self, flight: InFlight) -> None:
         flight.finished = True

@@ -1,0 +1,134 @@
+"""One command's life on a shell: the transition table (pure), then a `CommandRun`
+on real FIFOs, written by the test as the shell would."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from server.runtime.channels import Fifos
+from server.runtime.commandrun import (
+    STATES,
+    TRANSITIONS,
+    CommandRun,
+    Event,
+    InvalidTransition,
+    State,
+    advance,
+)
+from server.runtime.shellproto import StatusRecord
+
+
+def walk(*events: Event) -> State:
+    state: State = "running"
+    for event in events:
+        state = advance(state, event)
+    return state
+
+
+def test_a_command_ends_drained_or_cut_and_collected() -> None:
+    assert walk("end") == "ended"
+    assert walk("end", "drained") == "done"
+    assert walk("cut", "collected") == "done"
+    # Cut while draining (an abort after the record).
+    assert walk("end", "cut", "collected") == "done"
+
+
+def test_only_the_first_end_counts() -> None:
+    ended: tuple[State, ...] = ("ended", "cut", "done")
+    for state in ended:
+        assert advance(state, "end") == state
+
+
+@pytest.mark.parametrize(
+    ("events", "bad"),
+    [
+        ((), "drained"),  # drained before it ended
+        ((), "collected"),  # collected though never cut
+        (("end",), "collected"),
+        (("cut",), "cut"),
+        (("cut",), "drained"),
+        (("end", "drained"), "cut"),  # a finished command is not cut
+        (("cut", "collected"), "collected"),
+    ],
+)
+def test_what_the_table_does_not_allow_is_refused(events: tuple[Event, ...], bad: Event) -> None:
+    state = walk(*events)
+    with pytest.raises(InvalidTransition, match=f"{bad} in {state}"):
+        advance(state, bad)
+
+
+def test_every_state_leads_to_done_and_done_leads_nowhere() -> None:
+    reaches_done = {"done"}
+    while True:
+        more = {s for (s, _), t in TRANSITIONS.items() if t in reaches_done} - reaches_done
+        if not more:
+            break
+        reaches_done |= more
+    assert reaches_done == set(STATES)
+    assert {t for (s, _), t in TRANSITIONS.items() if s == "done"} == {"done"}
+
+
+def record(last_job: int | None = None, traps: str = "") -> StatusRecord:
+    return StatusRecord(status=0, pwd="/", flags="hB", traps=traps, last_job=last_job)
+
+
+def test_the_first_end_is_the_record_and_the_fifo_is_kept_for_the_next(tmp_path: Path) -> None:
+    async def main() -> None:
+        fifos = Fifos(tmp_path, "s")
+        out: list[bytes] = []
+        run = CommandRun(fifos, None, out.append, None)
+        writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
+        os.write(writer, b"hello\n")
+        first = record()
+        run.end(first)
+        run.end(None)  # the shell exiting after its record
+        assert await run.until_ended() is first
+        os.close(writer)
+        await run.drain()
+        assert run.state == "done" and b"".join(out) == b"hello\n"
+        # A FIFO that reached EOF serves the next command.
+        assert fifos.take() is run.pipe.fifo
+        fifos.close()
+
+    anyio.run(main)
+
+
+def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_path: Path) -> None:
+    async def main() -> None:
+        fifos = Fifos(tmp_path, "s")
+        out: list[bytes] = []
+        run = CommandRun(fifos, None, out.append, None)
+        writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
+        run.cut()
+        run.end(None)  # the kill's end changes nothing
+        assert (run.state, run.record) == ("cut", None)
+        os.write(writer, b"dying words\n")
+        os.close(writer)
+        await run.collect()
+        assert run.state == "done" and b"".join(out) == b"dying words\n"
+        assert fifos.take() is run.pipe.fifo
+        fifos.close()
+
+    anyio.run(main)
+
+
+def test_the_fields_restore_what_the_command_before_left(tmp_path: Path) -> None:
+    async def main() -> None:
+        fifos = Fifos(tmp_path, "s")
+        out: list[bytes] = []
+        first = CommandRun(fifos, None, out.append, None)
+        after_traps = CommandRun(fifos, record(traps="trap -- 'echo x' DEBUG\n"), out.append, None)
+        fresh = first.fields("true", None, {}).split(b"\0")
+        restored = after_traps.fields("true", None, {}).split(b"\0")
+        assert fresh[2] == b"\ntrue"
+        assert restored[2] == b"\\builtin trap -- 'echo x' DEBUG\ntrue"
+        for run in (first, after_traps):
+            run.cut()
+            await run.collect()
+        fifos.close()
+
+    anyio.run(main)

@@ -1,0 +1,65 @@
+"""A request's states in flight, all moved by `Flights`: admitted, started, finished."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from server import errors
+from server.wire.inflight import Flights
+
+
+def test_a_cancel_before_the_start_only_marks_the_flight() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit(1)
+        assert flights.cancel(1) is True
+        assert flight.cancelled and not flight.started
+        assert not flight.scope.cancel_called
+
+    anyio.run(main)
+
+
+def test_a_cancel_after_the_start_cancels_the_task() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit("a")
+        with anyio.fail_after(5), flights.start(flight):
+            assert flight.started
+            assert flights.cancel("a") is True
+            await anyio.sleep(10)
+        assert flight.scope.cancelled_caught
+
+    anyio.run(main)
+
+
+def test_a_cancel_after_the_release_finds_nothing_and_the_flights_are_idle() -> None:
+    async def main() -> None:
+        flights = Flights(1)
+        flight = flights.admit(1)
+        with pytest.raises(errors.ServerBusy):
+            flights.admit(2)
+        with flights.start(flight):
+            pass
+        flights.release(flight)
+        assert flight.finished and flights.cancel(1) is False
+        with anyio.fail_after(5):
+            await flights.wait_idle()
+        flights.admit(2)
+
+    anyio.run(main)
+
+
+def test_a_command_attached_after_a_cancel_is_aborted_and_its_task_goes_on() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit(1)
+        flights.cancel(1)
+        aborted: list[bool] = []
+        with flights.start(flight):
+            flight.attach(lambda: aborted.append(True) or True)
+            await anyio.sleep(0)
+        # Aborted gracefully: the reply then says cancelled, from the handler.
+        assert aborted == [True] and not flight.scope.cancelled_caught
+
+    anyio.run(main)
