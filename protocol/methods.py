@@ -292,6 +292,7 @@ class PtyOutput(Result):
     """Params of ``pty/output``: raw terminal bytes, base64, escape sequences intact."""
 
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
+    seq: Annotated[int, described("The notification's number for its request, from 0.")]
     data: Annotated[str, described("Raw terminal bytes, base64.")]
 
 
