@@ -39,7 +39,8 @@ from server import errors
 from server.connection import RequestContext
 from server.services import bashcall
 from server.services.api import Services
-from server.services.commands import terminal
+from server.services.commands import CommandSpec, terminal
+from server.services.detached import Resumable, Resumables
 from server.services.keys import encode_keys
 from server.settings import tightened
 from server.wire.registry import Registry
@@ -61,10 +62,7 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
     resumables = ctx.services.resumables
-    record = None
-    if resumables is not None:
-        lane = None if spec.terminal is None else ctx.services.commands.accepted_pty(ctx.id)
-        record = resumables.start(ctx.id, "bash", spec.session_id, ctx.connection, lane)
+    record = None if resumables is None else _record(ctx, resumables, spec)
     listener = bashcall.listener(ctx.notify, spec, record)
     result: BashResult | None = None
     try:
@@ -74,6 +72,17 @@ async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     finally:
         if record is not None and resumables is not None:
             resumables.end(record, result)
+
+
+def _record(ctx: Ctx, resumables: Resumables, spec: CommandSpec) -> Resumable | None:
+    """The request's record for a resume; a PTY's holds the lane accepted for it
+    (always there: its command has not started yet)."""
+    if spec.terminal is None:
+        return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection)
+    lane = ctx.services.commands.accepted_pty(ctx.id)
+    if lane is None:
+        return None
+    return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection, lane)
 
 
 @methods.method("bash/attach")
