@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 STREAM_BOUND_SECONDS = 120.0
 LINES = 200
 # Numbered lines, slowly, then a question.
-COUNT_THEN_ASK = f"for i in $(seq 1 {LINES}); do echo line$i; sleep 0.01; done; read x; echo got:$x"
+COUNT_THEN_ASK = f"for i in $(seq 1 {LINES}); do echo line$i; sleep 0.02; done; read x; echo got:$x"
 ROWS = 10
 
 
