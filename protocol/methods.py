@@ -170,11 +170,16 @@ RequestState = Literal["running", "finished"]
 class RequestInfo(Result):
     request_id: Annotated[RequestId, described("The request's id, as its client gave it.")]
     method: Annotated[str, described("The request's method.")]
-    seq: Annotated[int, described("`bash/chunk`s sent so far: the next one's seq.")]
+    seq: Annotated[
+        int, described("`bash/chunk`s (`pty/output`s on a PTY) sent so far: the next one's seq.")
+    ]
     state: Annotated[
         RequestState,
         described("running, or finished with its result kept for a `bash/attach`."),
     ]
+    pty: Annotated[
+        bool, described("It runs on a PTY: its output comes as `pty/output`, not `bash/chunk`.")
+    ] = False
 
 
 class SessionInfo(Result, omit_defaults=True):
@@ -203,7 +208,10 @@ class BashAttachParams(Params):
     after_seq: Annotated[
         int,
         msgspec.Meta(ge=-1),
-        described("The last `bash/chunk` seq already received; -1 (default): from the start."),
+        described(
+            "The last `bash/chunk` (or `pty/output`) seq already received;"
+            " -1 (default): from the start."
+        ),
     ] = -1
 
 
@@ -292,6 +300,7 @@ class PtyOutput(Result):
     """Params of ``pty/output``: raw terminal bytes, base64, escape sequences intact."""
 
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
+    seq: Annotated[int, described("The notification's number for its request, from 0.")]
     data: Annotated[str, described("Raw terminal bytes, base64.")]
 
 

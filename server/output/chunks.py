@@ -115,11 +115,12 @@ class ChunkStream:
 
 
 class RawStream:
-    """Raw PTY bytes, coalesced like text chunks, sent base64-encoded."""
+    """Raw PTY bytes, coalesced like text chunks, sent base64-encoded and
+    numbered from 0 (a resume replays them by number)."""
 
     def __init__(
         self,
-        emit: Callable[[str], Awaitable[None]],
+        emit: Callable[[int, str], Awaitable[None]],
         owner: anyio.abc.TaskGroup,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_RAW_BYTES,
@@ -127,6 +128,7 @@ class RawStream:
         self._emit = emit
         self._max_pending = max_pending
         self._pending = bytearray()
+        self._seq = 0
         self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
@@ -136,9 +138,12 @@ class RawStream:
         self._throttle.poke()
 
     async def _send(self) -> None:
+        if not self._pending:
+            return
         data = base64.b64encode(self._pending).decode("ascii")
         self._pending.clear()
-        await self._emit(data)
+        seq, self._seq = self._seq, self._seq + 1
+        await self._emit(seq, data)
 
     async def close(self) -> None:
         await self._throttle.close()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from protocol.methods import SandboxMode
+from server import errors
 from server.output.artifacts import ArtifactStore
 from server.runtime.backend import DirKind
+from server.runtime.ptylane import PtyLane
 from server.runtime.runtime import Runtime
 from server.services.commands import CommandService
 from server.services.detached import Resumables
@@ -22,6 +26,18 @@ class Services:
         self.workspace = runtime.workspace
         # Requests a client may resume elsewhere (a daemon's clientId); None: none are kept.
         self.resumables: Resumables | None = None
+
+    def pty(self, request_id: Any) -> PtyLane:
+        """A PTY request's lane, for input, resize and screen: this connection's
+        own, else (under the daemon) a running one of its client's, begun on
+        another connection, maybe one that was cut."""
+        try:
+            return self.commands.pty(request_id)
+        except errors.NoSuchPty:
+            lane = None if self.resumables is None else self.resumables.lane(request_id)
+            if lane is None:
+                raise
+            return lane
 
     def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
         """The HOME a session's commands see, for `~` in paths (creating the session

@@ -45,7 +45,8 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
 def listener(
     notify: Notify, spec: CommandSpec, record: Resumable | None = None
 ) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
-    """Chunks to the connection, and logged in `record` for a resume elsewhere."""
+    """Chunks (or a PTY's bytes) to the connection, and logged in `record` for
+    a resume elsewhere."""
     request_id, session_id = spec.request_id, spec.session_id
 
     async def emit_chunk(seq: int, text: str, skipped: int) -> None:
@@ -56,7 +57,13 @@ def listener(
         )
         await notify("bash/chunk", chunk)
 
-    emit_raw = raw_emitter(notify, request_id)
+    send_raw = raw_emitter(notify, request_id)
+
+    async def emit_raw(seq: int, data: str) -> None:
+        if record is not None:
+            record.add(seq, data, 0)
+        await send_raw(seq, data)
+
     return command_streams(emit_chunk, emit_raw, terminal=spec.terminal is not None)
 
 

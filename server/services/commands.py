@@ -214,14 +214,19 @@ class CommandService:
                 return lane
         raise errors.NoSuchPty(request_id)
 
+    def accepted_pty(self, request_id: Any) -> PtyLane | None:
+        """The oldest lane accepted for this id that no command has taken yet:
+        requests start in the order they were accepted, so a request asking
+        before its command runs gets its own."""
+        for lane in self._lanes:
+            if lane.request_id == request_id and not lane.claimed:
+                return lane
+        return None
+
     def _claim(self, request_id: Any, size: Terminal) -> PtyLane:
         """The lane accepted for this request, or one made now (a caller that
         accepted none, such as a test driving the service directly)."""
-        for lane in self._lanes:
-            if lane.request_id == request_id and not lane.claimed:
-                break
-        else:
-            lane = self.accept_pty(request_id, size)
+        lane = self.accepted_pty(request_id) or self.accept_pty(request_id, size)
         lane.claimed = True
         return lane
 

@@ -3,9 +3,12 @@
 Under the daemon, a tenant of a `clientId` keeps one `Resumable` per request
 of its `bash` (keyed by the id its client gave), owned by the tenant, not the
 connection: the command's chunks are logged as they are sent (`ChunkLog`),
-and its result is kept when it ends. A record whose connection is still there
-at the end is dropped; one whose connection was cut is kept, finished, until
-a `bash/attach` delivers its result or the tenant ends.
+and its result is kept when it ends. A PTY request is one too: what it logs
+is its `pty/output`s (their base64 data, as sent), and it holds the PTY's
+lane, so a new connection of the client reaches its input, size and screen.
+A record whose connection is still there at the end is dropped; one whose
+connection was cut is kept, finished, until a `bash/attach` delivers its
+result or the tenant ends.
 
 An id is held by one record at a time: a new request whose id a record still
 holds (a new connection counts from 1 again) runs as usual but is not
@@ -24,6 +27,7 @@ from protocol import messages
 from protocol.methods import BashResult, RequestState
 from server import errors
 from server.output.replay import REPLAY_ATTACHED_MAX_BYTES, REPLAY_MAX_BYTES, Chunk, ChunkLog
+from server.runtime.ptylane import PtyLane
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
 SendChunk = Callable[[int, str, int], Awaitable[None]]
@@ -32,10 +36,14 @@ MAX_FINISHED_RECORDS = 64
 
 
 class Resumable:
-    def __init__(self, request_id: Any, method: str, session_id: str, owner: object) -> None:
+    def __init__(
+        self, request_id: Any, method: str, session_id: str, owner: object, lane: PtyLane | None
+    ) -> None:
         self.request_id = request_id
         self.method = method
         self.session_id = session_id
+        # A PTY request's control side; None on pipes.
+        self.lane = lane
         # The connection that started it; None once that one is cut.
         self.owner: object | None = owner
         self.log = ChunkLog(REPLAY_ATTACHED_MAX_BYTES)
@@ -44,6 +52,11 @@ class Resumable:
         self.failed = False
         self.state: RequestState = "running"
         self._changed = anyio.Event()
+
+    @property
+    def pty(self) -> bool:
+        """Its output is `pty/output` (raw bytes), not `bash/chunk`."""
+        return self.lane is not None
 
     def add(self, seq: int, text: str, skipped: int) -> None:
         self.log.add(seq, text, skipped)
@@ -65,9 +78,16 @@ class Resumables:
         # Connections that were cut: an attach they made stops.
         self._cut: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    def start(self, request_id: Any, method: str, session_id: str, owner: object) -> Resumable:
+    def start(
+        self,
+        request_id: Any,
+        method: str,
+        session_id: str,
+        owner: object,
+        lane: PtyLane | None = None,
+    ) -> Resumable:
         """A record for a new request; not kept when its id is still held."""
-        record = Resumable(request_id, method, session_id, owner)
+        record = Resumable(request_id, method, session_id, owner, lane)
         if request_id is not None and request_id not in self.records:
             self.records[request_id] = record
         return record
@@ -108,6 +128,13 @@ class Resumables:
             raise errors.InvalidArgument(messages.NO_SUCH_RESUMABLE.format(request_id=request_id))
         return record
 
+    def lane(self, request_id: Any) -> PtyLane | None:
+        """The PTY of a request still running, for a connection other than its own."""
+        record = self.records.get(request_id)
+        if record is None or record.lane is None or record.lane.closed:
+            return None
+        return record.lane
+
     async def follow(
         self, record: Resumable, after_seq: int, owner: object, send: SendChunk
     ) -> BashResult:
@@ -116,7 +143,9 @@ class Resumables:
         seen = after_seq
         while True:
             replay = record.log.after(seen)
-            if replay.missed:
+            # Raw terminal bytes take no notice: the gap in seq tells, and
+            # `pty/screen` shows the screen now.
+            if replay.missed and not record.pty:
                 first = replay.chunks[0]
                 notice = messages.NOTICE_RESUME_MISSED.format(count=replay.missed)
                 replay.chunks[0] = Chunk(first.seq, notice + first.text, first.skipped, 0)

@@ -23,7 +23,7 @@ from server.output.chunks import ChunkStream, RawStream
 from server.runtime.channels import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
-EmitRaw = Callable[[str], Awaitable[None]]
+EmitRaw = Callable[[int, str], Awaitable[None]]
 # A request's way to send a notification (it knows whether the client still reads).
 Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
@@ -78,8 +78,8 @@ async def streaming(
 def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
     """A PTY's bytes as `pty/output`, the same for every command-like method."""
 
-    async def emit_raw(data: str) -> None:
-        await notify("pty/output", PtyOutput(request_id=request_id, data=data))
+    async def emit_raw(seq: int, data: str) -> None:
+        await notify("pty/output", PtyOutput(request_id=request_id, seq=seq, data=data))
 
     return emit_raw
 

@@ -20,6 +20,7 @@ from protocol.methods import (
     ExitParams,
     PtyInputParams,
     PtyInputResult,
+    PtyOutput,
     PtyResizeParams,
     PtyResizeResult,
     PtyScreen,
@@ -38,7 +39,8 @@ from server import errors
 from server.connection import RequestContext
 from server.services import bashcall
 from server.services.api import Services
-from server.services.commands import terminal
+from server.services.commands import CommandSpec, terminal
+from server.services.detached import Resumable, Resumables
 from server.services.keys import encode_keys
 from server.settings import tightened
 from server.wire.registry import Registry
@@ -60,10 +62,7 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
     resumables = ctx.services.resumables
-    # PTY requests are not resumed (yet): only text chunks are logged.
-    record = None
-    if resumables is not None and spec.terminal is None:
-        record = resumables.start(ctx.id, "bash", spec.session_id, ctx.connection)
+    record = None if resumables is None else _record(ctx, resumables, spec)
     listener = bashcall.listener(ctx.notify, spec, record)
     result: BashResult | None = None
     try:
@@ -75,10 +74,21 @@ async def bash(ctx: Ctx, params: BashParams) -> BashResult:
             resumables.end(record, result)
 
 
+def _record(ctx: Ctx, resumables: Resumables, spec: CommandSpec) -> Resumable | None:
+    """The request's record for a resume; a PTY's holds the lane accepted for it
+    (always there: its command has not started yet)."""
+    if spec.terminal is None:
+        return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection)
+    lane = ctx.services.commands.accepted_pty(ctx.id)
+    if lane is None:
+        return None
+    return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection, lane)
+
+
 @methods.method("bash/attach")
 async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
     """A request of this client's, maybe begun on a cut connection: its chunks
-    after `afterSeq`, then live ones, then its result."""
+    (`pty/output`s on a PTY) after `afterSeq`, then live ones, then its result."""
     resumables = ctx.services.resumables
     if resumables is None:
         raise errors.InvalidArgument(
@@ -87,6 +97,11 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
     record = resumables.find(params.request_id)
 
     async def send(seq: int, text: str, skipped: int) -> None:
+        if record.pty:
+            await ctx.notify(
+                "pty/output", PtyOutput(request_id=record.request_id, seq=seq, data=text)
+            )
+            return
         chunk = BashChunk(
             request_id=record.request_id,
             session_id=record.session_id,
@@ -148,7 +163,9 @@ def _requests(ctx: Ctx, session_id: str) -> list[RequestInfo] | None:
     if resumables is None:
         return None
     return [
-        RequestInfo(request_id=r.request_id, method=r.method, seq=r.log.next_seq, state=r.state)
+        RequestInfo(
+            request_id=r.request_id, method=r.method, seq=r.log.next_seq, state=r.state, pty=r.pty
+        )
         for r in resumables.records.values()
         if r.session_id == session_id
     ]
@@ -169,7 +186,7 @@ def artifact_read(ctx: Ctx, params: ArtifactReadParams) -> ArtifactReadResult:
 def _admit_input(ctx: Ctx, params: PtyInputParams) -> None:
     """Bad keys are refused now; the write takes its place in line behind earlier ones."""
     encode_keys(params.keys or [], app_cursor=False)
-    lane = ctx.services.commands.pty(params.request_id)
+    lane = ctx.services.pty(params.request_id)
     assert ctx.flight is not None
     lane.reserve(ctx.flight)
     ctx.flight.keep(lambda: lane.withdraw(ctx.flight))
@@ -177,7 +194,7 @@ def _admit_input(ctx: Ctx, params: PtyInputParams) -> None:
 
 @methods.method("pty/input", admit=_admit_input)
 async def pty_input(ctx: Ctx, params: PtyInputParams) -> PtyInputResult:
-    lane = ctx.services.commands.pty(params.request_id)
+    lane = ctx.services.pty(params.request_id)
 
     def encode(app_cursor: bool) -> bytes:
         return (params.data or "").encode() + encode_keys(params.keys or [], app_cursor=app_cursor)
@@ -188,13 +205,13 @@ async def pty_input(ctx: Ctx, params: PtyInputParams) -> PtyInputResult:
 @methods.method("pty/resize")
 def pty_resize(ctx: Ctx, params: PtyResizeParams) -> PtyResizeResult:
     size = terminal(params.cols, params.rows)
-    ctx.services.commands.pty(params.request_id).resize(size.cols, size.rows)
+    ctx.services.pty(params.request_id).resize(size.cols, size.rows)
     return PtyResizeResult(cols=size.cols, rows=size.rows)
 
 
 @methods.method("pty/screen")
 async def pty_screen(ctx: Ctx, params: PtyScreenParams) -> PtyScreen:
-    run = await ctx.services.commands.pty(params.request_id).running()
+    run = await ctx.services.pty(params.request_id).running()
     snap = await run.snapshot()
     return PtyScreen(
         cols=snap.cols,

@@ -66,6 +66,17 @@ def test_prompt_answered_through_pty_input(server: InProcessServer) -> None:
     assert b"hi bob\r\n" in raw_output(server, ident)
 
 
+def test_pty_output_is_numbered_from_zero_in_order(server: InProcessServer) -> None:
+    command = "for i in 1 2 3 4 5; do echo piece$i; sleep 0.1; done"
+    result = server.bash(command, pty=True)
+    assert result.exit_code == 0
+    outputs = [m["params"] for m in server.notifications("pty/output")]
+    assert len(outputs) >= 2
+    assert [p["seq"] for p in outputs] == list(range(len(outputs)))
+    raw = b"".join(base64.b64decode(p["data"]) for p in outputs)
+    assert raw == b"".join(f"piece{i}\r\n".encode() for i in range(1, 6))
+
+
 def test_arrow_keys_follow_application_cursor_mode(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": f"python3 -c '{RAW_KEY_REPORTER}'", "pty": True})
     wait_for_output(server, ident, b"ready-normal")

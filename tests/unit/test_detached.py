@@ -7,6 +7,7 @@ import pytest
 
 from protocol.methods import BashResult
 from server import errors
+from server.runtime.ptylane import PtyLane
 from server.services.detached import Resumables
 
 RESULT = BashResult(
@@ -109,3 +110,40 @@ def test_a_follow_on_a_connection_cut_in_turn_stops_and_keeps_the_record() -> No
 def test_an_unknown_id_is_invalid() -> None:
     with pytest.raises(errors.InvalidArgument):
         Resumables().find(5)
+
+
+def test_a_pty_replay_that_lost_its_start_is_sent_as_kept_without_a_notice() -> None:
+    resumables = Resumables()
+    gone, back = Owner(), Owner()
+    lane = PtyLane(1, 80, 24, lambda _lane: None)
+    record = resumables.start(1, "bash", "default", gone, lane)
+    record.log.max_bytes = 8
+    for seq, data in enumerate(["AAAA", "BBBB", "CCCC"]):
+        record.add(seq, data, 0)
+    resumables.cut(gone)
+    resumables.end(record, RESULT)
+
+    async def main() -> list[tuple[int, str]]:
+        got: list[tuple[int, str]] = []
+
+        async def send(seq: int, text: str, skipped: int) -> None:
+            got.append((seq, text))
+
+        await resumables.follow(record, -1, back, send)
+        return got
+
+    # Terminal bytes take no notice: the first seq sent says what is gone.
+    assert anyio.run(main) == [(1, "BBBB"), (2, "CCCC")]
+
+
+def test_a_pty_lane_is_reachable_through_its_record_while_it_is_open() -> None:
+    resumables = Resumables()
+    lane = PtyLane(1, 80, 24, lambda _lane: None)
+    record = resumables.start(1, "bash", "default", Owner(), lane)
+    assert record.pty and resumables.lane(1) is lane
+    assert resumables.lane(2) is None
+    lane.close()
+    assert resumables.lane(1) is None
+    piped = Resumables()
+    assert not piped.start(1, "bash", "default", Owner()).pty
+    assert piped.lane(1) is None

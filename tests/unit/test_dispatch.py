@@ -180,7 +180,7 @@ def test_only_notifications_the_protocol_declares_are_sent(
     with caplog.at_level(logging.ERROR, logger="bashrpc"):
         assert encode_notification("bash/chunks", chunk) is None
         assert encode_notification("pty/output", chunk) is None
-    assert encode_notification("pty/output", PtyOutput(request_id=1, data="x")) is not None
+    assert encode_notification("pty/output", PtyOutput(request_id=1, seq=0, data="x")) is not None
     assert sum("not in the protocol" in r.getMessage() for r in caplog.records) == 2
 
 
