@@ -23,6 +23,7 @@ from server.runtime import env as envmod
 from server.runtime.backend import Backend, BackendSetup
 from server.runtime.containment import Containment
 from server.runtime.pool import PoolLimits, ShellPool
+from server.runtime.runners import Execution
 from server.runtime.sessions import Session, SessionRegistry
 from server.runtime.shelltypes import ShellConfig
 from server.runtime.snapshot import SnapshotStore
@@ -78,6 +79,9 @@ class Runtime:
             settings.artifacts.max_total_bytes,
             settings.artifacts.max_bytes,
         )
+        # Commands running in these sessions, whoever started them: under the
+        # daemon one runtime serves every connection of its tenant.
+        self.executions: set[Execution] = set()
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
 

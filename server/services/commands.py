@@ -138,6 +138,7 @@ class CommandService:
         )
         execution = Execution(spec.request_id, session.id)
         self._executions.add(execution)
+        runtime.executions.add(execution)
         if flight is not None:
             flight.attach(execution.abort)
         request = runners.RunRequest(
@@ -158,6 +159,7 @@ class CommandService:
                 run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
         finally:
             self._executions.discard(execution)
+            runtime.executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
         aborted = outcome.cancelled and not outcome.timed_out
         if run.shell_restarted and (spec.result_when_cancelled or not aborted):
@@ -189,9 +191,12 @@ class CommandService:
             return await self.run(spec, out, flight)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
-        """Abort running commands matching both filters (an absent filter matches all)."""
+        """Abort running commands matching both filters (an absent filter matches all).
+        A session's are found whoever started them (another connection of the
+        daemon's tenant, maybe one since cut); without a session, only this service's."""
         aborted = False
-        for execution in list(self._executions):
+        executions = self._executions if session_id is None else self._runtime.executions
+        for execution in list(executions):
             if request_id is not None and execution.request_id != request_id:
                 continue
             if session_id is not None and execution.session_id != session_id:
