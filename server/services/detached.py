@@ -43,6 +43,8 @@ class Resumable:
         # Set when the request ended without a result (its error went to its connection).
         self.failed = False
         self.state: RequestState = "running"
+        # The request's own cancel, as on its connection: for an abort from another.
+        self.cancel: Callable[[], bool] | None = None
         self._changed = anyio.Event()
 
     def add(self, seq: int, text: str, skipped: int) -> None:
@@ -96,6 +98,14 @@ class Resumables:
                 record.log.max_bytes = REPLAY_MAX_BYTES
             # An attach on that connection stops waiting.
             record.poke()
+
+    def abort(self, request_id: Any) -> bool:
+        """Abort a request still running whose connection was cut, as an abort on
+        that connection would (its result, kept, says cancelled)."""
+        record = self.records.get(request_id)
+        if record is None or record.owner is not None or record.state != "running":
+            return False
+        return record.cancel is not None and record.cancel()
 
     def _bound(self) -> None:
         finished = [r for r in self.records.values() if r.state == "finished"]

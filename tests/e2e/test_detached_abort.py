@@ -59,3 +59,38 @@ def test_an_abort_by_session_reaches_a_detached_command(daemon: DaemonProcess) -
     result = again.typed(BashResult, "bash/attach", {"requestId": ident})
     assert result.cancelled
     again.close()
+
+
+def test_an_abort_by_request_id_reaches_a_detached_command(daemon: DaemonProcess) -> None:
+    marker = "detached-abort-request-mark"
+    ident = start_detached(daemon, "by-request", marker)
+    # Another client's connection, or one of no client, cannot reach it.
+    stranger = introduce(daemon.connect(), "someone-else")
+    anonymous = daemon.connect()
+    assert not stranger.abort(requestId=ident)
+    assert not anonymous.abort(requestId=ident)
+    assert marked_processes(marker)
+    again = introduce(daemon.connect(), "by-request")
+    assert again.abort(requestId=ident)
+    assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
+    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    assert result.cancelled
+    assert not again.abort(requestId=ident)
+    for client in (again, stranger, anonymous):
+        client.close()
+
+
+def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonProcess) -> None:
+    held, own = "detached-abort-held-mark", "detached-abort-own-mark"
+    start_detached(daemon, "same-id", held, id=5)
+    again = introduce(daemon.connect(), "same-id")
+    mine = again.request("bash", {"command": f"exec -a {own} sleep 300"}, id=5)
+    assert wait_until(lambda: marked_processes(own))
+    assert again.abort(requestId=5)
+    assert again.bash_result(mine).cancelled
+    assert marked_processes(held)
+    # Its own is over: now the id names the detached one.
+    assert again.abort(requestId=5)
+    assert wait_until(lambda: not marked_processes(held), GONE_BOUND_SECONDS)
+    assert again.typed(BashResult, "bash/attach", {"requestId": 5}).cancelled
+    again.close()
