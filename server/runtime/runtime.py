@@ -127,6 +127,7 @@ class Runtime:
         cwd: str,
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
+        owner: str | None = None,
     ) -> Session:
         session_env = envmod.without_guards(env)
         config = ShellConfig(
@@ -137,7 +138,9 @@ class Runtime:
             sandbox=self.sandbox_policy(sandbox_mode, cwd),
         )
         full_env = self._shell_env(session_env)
-        session = Session(session_id, config, full_env, cwd, self.workspace, opened_in=cwd)
+        session = Session(
+            session_id, config, full_env, cwd, self.workspace, opened_in=cwd, owner=owner
+        )
         return self.sessions.add(session)
 
     def tighten(self, session: Session, mode: SandboxMode) -> None:
@@ -165,11 +168,14 @@ class Runtime:
         if self.pool.snapshots is not None:
             await self.pool.snapshots.get(self.options.shell, self._shell_env({}))
 
-    def session(self, session_id: str, sandbox_mode: SandboxMode = "off") -> Session:
-        """The named session, created in the workspace on first use (in that sandbox)."""
+    def session(
+        self, session_id: str, sandbox_mode: SandboxMode = "off", owner: str | None = None
+    ) -> Session:
+        """The named session, created in the workspace on first use (in that sandbox,
+        recording `owner` as its opener)."""
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.new_session(session_id, self.workspace, None, sandbox_mode)
+            session = self.new_session(session_id, self.workspace, None, sandbox_mode, owner)
         return session
 
     async def close_session(self, session: Session) -> None:

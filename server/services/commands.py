@@ -113,8 +113,10 @@ class _Pipeline:
 
 
 class CommandService:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, owner: str | None = None) -> None:
         self._runtime = runtime
+        # Who opens the sessions a first command creates (see `Session.owner`).
+        self.owner = owner
         self._executions: set[Execution] = set()
         # PTY requests accepted and not yet over, oldest first.
         self._lanes: list[PtyLane] = []
@@ -126,7 +128,7 @@ class CommandService:
             {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
         )
         runtime = self._runtime
-        session = runtime.session(spec.session_id, spec.sandbox)
+        session = runtime.session(spec.session_id, spec.sandbox, self.owner)
         command_env = envmod.without_guards(spec.env)
         if command_env:
             # The command's children exec the session's variables and these.

@@ -20,6 +20,7 @@ class SessionView(msgspec.Struct, frozen=True):
     pid: int | None
     cwd: str
     background_jobs: int
+    owner: str | None
 
 
 class SessionService:
@@ -46,7 +47,8 @@ class SessionService:
             directory = runtime.workspace
             if cwd is not None:
                 directory = self._existing_dir(directory, cwd)
-            session = runtime.new_session(session_id, directory, env, sandbox_mode)
+            owner = self._commands.owner
+            session = runtime.new_session(session_id, directory, env, sandbox_mode, owner)
         else:
             self.tighten([session], sandbox_mode)
         return session.id, session.cwd
@@ -83,6 +85,7 @@ class SessionService:
                 pid=None if s.shell is None else s.shell.pid,
                 cwd=s.cwd,
                 background_jobs=s.background_jobs(scan),
+                owner=s.owner,
             )
             for s in self._runtime.sessions.all()
         ]

@@ -142,6 +142,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 cwd=cwd,
                 cwd_base64=cwd_base64,
                 background_jobs=view.background_jobs,
+                owner=view.owner,
                 requests=_requests(ctx, view.id),
             )
         )
