@@ -28,9 +28,11 @@ from server.runtime.ptylane import PtyLane
 from server.runtime.ptyrunner import Terminal
 from server.runtime.runners import Execution, RunResult
 from server.runtime.runtime import Runtime
+from server.runtime.sessions import Session
 from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
 from server.services.streams import StreamListener, streaming
+from server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -129,6 +131,8 @@ class CommandService:
         )
         runtime = self._runtime
         session = runtime.session(spec.session_id, spec.sandbox, self.owner)
+        # Another connection of the tenant may have opened it looser: this one's mode holds.
+        self.tighten([session], spec.sandbox)
         command_env = envmod.without_guards(spec.env)
         if command_env:
             # The command's children exec the session's variables and these.
@@ -178,7 +182,19 @@ class CommandService:
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
-        return any(execution.session_id == session_id for execution in self._executions)
+        executions = self._runtime.executions
+        return any(execution.session_id == session_id for execution in executions)
+
+    def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
+        """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or
+        none: one running a command, whoever started it, is refused (-32602) first."""
+        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
+        for session in looser:
+            if self.running(session.id):
+                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
+                raise errors.InvalidArgument(message)
+        for session in looser:
+            self._runtime.tighten(session, mode)
 
     async def stream(
         self,

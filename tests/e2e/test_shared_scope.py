@@ -12,6 +12,7 @@ from protocol.errors import ErrorCode
 from protocol.methods import BashResult
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, wait_until
+from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -19,10 +20,14 @@ pytestmark = pytest.mark.slow
 GONE_BOUND_SECONDS = 10.0
 
 
-def introduce(client: SocketClient, client_id: str | None, scope: str | None) -> SocketClient:
-    options = {"clientId": client_id, "scope": scope}
+def initialize_params(client_id: str | None, scope: str | None, **more: object) -> object:
+    options = {"clientId": client_id, "scope": scope, **more}
     options = {name: value for name, value in options.items() if value is not None}
-    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    return {"protocolVersion": "2025-06-18", "initializationOptions": options}
+
+
+def introduce(client: SocketClient, client_id: str | None, scope: str | None) -> SocketClient:
+    client.result("initialize", initialize_params(client_id, scope))
     return client
 
 
@@ -126,4 +131,29 @@ def test_a_session_abort_reaches_another_owners_command_in_the_scope(
     assert alice.bash_result(running).cancelled
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     for client in (alice, bob):
+        client.close()
+
+
+@pytest.mark.parametrize(("second", "scope"), [("alice", None), ("bob", "sandboxes")])
+def test_each_connections_sandbox_holds_on_the_sessions_it_shares(
+    daemon: DaemonProcess, tmp_path: Path, second: str, scope: str | None
+) -> None:
+    skip_without_sandbox()
+    loose = introduce(daemon.connect(), "alice", scope)
+    ident = loose.request("bash", {"command": "echo started; sleep 30"})
+    loose.wait_for(lambda m: m.get("method") == "bash/chunk")
+    strict = daemon.connect()
+    read_only = initialize_params(second, scope, settings={"sandbox": {"mode": "read-only"}})
+    # Not while a command of the other connection runs where it would tighten.
+    assert strict.error("initialize", read_only).code == ErrorCode.INVALID_PARAMS
+    assert loose.abort(sessionId="default")
+    assert loose.bash_result(ident).cancelled
+    strict.result("initialize", read_only)
+    assert loose.bash("echo x > f").sandbox_denied
+    # A session the looser connection opens since is tightened for the stricter one's command.
+    assert loose.bash("echo x > f && cat f", sessionId="new").output == "x\n"
+    result = strict.bash("echo y > g", sessionId="new")
+    assert result.sandbox_denied and result.shell_restarted
+    assert not (tmp_path / "g").exists()
+    for client in (loose, strict):
         client.close()
