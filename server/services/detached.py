@@ -79,6 +79,7 @@ class Resumables:
         record.result = result
         record.failed = result is None
         record.state = "finished"
+        record.cancel = None
         record.poke()
         if record.owner is not None or result is None:
             self.drop(record)

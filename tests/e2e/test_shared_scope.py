@@ -95,6 +95,29 @@ def test_the_scope_lives_on_after_a_connection_leaves(daemon: DaemonProcess) -> 
     again.close()
 
 
+def test_past_the_grace_after_its_last_connection_a_scopes_sessions_end(
+    tmp_path: Path,
+) -> None:
+    marker = "shared-scope-grace-mark"
+    daemon = DaemonProcess("--detach-grace", "1", tmp=tmp_path).wait_listening()
+    try:
+        alice = introduce(daemon.connect(), "alice", "brief")
+        bob = introduce(daemon.connect(), "bob", "brief")
+        alice.bash(f"export KEPT=yes; exec -a {marker} sleep 300 &")
+        assert wait_until(lambda: marked_processes(marker))
+        alice.close()
+        # Held by bob for longer than the grace.
+        assert not wait_until(lambda: not marked_processes(marker), timeout=2)
+        bob.close()
+        assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
+        again = introduce(daemon.connect(), "alice", "brief")
+        assert again.sessions() == {}
+        assert again.bash('echo "[$KEPT]"').output == "[]\n"
+        again.close()
+    finally:
+        daemon.kill()
+
+
 def test_a_scopes_detached_request_is_its_clients_to_resume(daemon: DaemonProcess) -> None:
     marker = "shared-scope-detached-mark"
     first = introduce(daemon.connect(), "alice", "resume")
