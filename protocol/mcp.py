@@ -27,6 +27,8 @@ DEFAULT_TOOL_TIMEOUT_SECONDS = 300.0
 ARTIFACT_URI_SCHEME = "artifact://"
 # A clientId names an owner; longer ones are a mistake, not a name.
 MAX_CLIENT_ID_CHARS = 256
+# The same for a shared scope's name.
+MAX_SCOPE_CHARS = 256
 ARTIFACT_URI_TEMPLATE = "artifact://{id}"
 TEXT_MIME_TYPE = "text/plain"
 
@@ -149,6 +151,15 @@ class HostOptions(Strict):
             "Under `bashrpc daemon`: who owns this connection's sessions. A later "
             "connection with the same clientId lists and drives them, and they outlive "
             "a cut connection for the daemon's --detach-grace."
+        ),
+    ] = None
+    scope: Annotated[
+        Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_SCOPE_CHARS)] | None,
+        described(
+            "Under `bashrpc daemon`: a shared scope to join. Every connection naming "
+            "it, whatever its clientId, lists and drives the scope's sessions instead "
+            "of its owner's own; they outlive the scope's last connection for the "
+            "--detach-grace. A convenience between one user's clients, not a trust boundary."
         ),
     ] = None
 

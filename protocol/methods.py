@@ -197,6 +197,13 @@ class SessionInfo(Result, omit_defaults=True):
         list[RequestInfo] | None,
         described("Under the daemon, a clientId's requests that `bash/attach` can resume."),
     ] = None
+    owner: Annotated[
+        str | None,
+        described(
+            "Under the daemon: the clientId of the connection that opened the session;"
+            " absent when it named none."
+        ),
+    ] = None
 
 
 class SessionListResult(Result):

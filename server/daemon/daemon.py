@@ -31,7 +31,7 @@ from server import log
 from server.connection import Connection
 from server.daemon import socketpath
 from server.daemon.idle import IdleClock
-from server.daemon.tenants import Tenant, Tenants, TenantServices
+from server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
 from server.runtime import procs
 from server.runtime.runtime import Options
 from server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
@@ -50,7 +50,7 @@ Listen = Callable[[Callable[[Transport], Awaitable[None]]], Awaitable[None]]
 
 class View:
     """One connection's view onto its owner's tenant: a private one until
-    `initialize` names a `clientId`, then that client's."""
+    `initialize` names a `clientId` or a shared scope, then that one's."""
 
     def __init__(self, tenants: Tenants, connection: Connection[Services], tenant: Tenant) -> None:
         self._tenants = tenants
@@ -62,25 +62,28 @@ class View:
 
     def introduced(self, connection: Connection[Services]) -> None:
         client_id = connection.host.client_id
-        if client_id is None:
+        key = tenant_key(client_id, connection.host.scope)
+        if key is None:
             return
-        tenant = self._tenants.get(client_id)
+        tenant = self._tenants.get(key)
         if tenant is self.tenant:
             return
         tenant.attach()
         self.tenant.detach()
         self.tenant = tenant
-        connection.services = TenantServices(tenant)
+        connection.services = TenantServices(tenant, client_id)
         self.services.append(connection.services)
-        # A client's commands outlive a cut connection, as its sessions do.
-        connection.on_detach = self.detach
+        if client_id is not None:
+            # A client's commands outlive a cut connection, as its sessions do.
+            connection.on_detach = self.detach
 
     def detach(self) -> None:
         """The connection is cut: its owner's grace starts now."""
         if self._attached:
             self._attached = False
-            if self.tenant.resumables is not None:
-                self.tenant.resumables.cut(self.connection)
+            resumables = self.connection.services.resumables
+            if resumables is not None:
+                resumables.cut(self.connection)
             self.tenant.detach()
 
     def close(self) -> None:

@@ -4,10 +4,15 @@ A tenant is one owner's runtime (sessions, shells, artifacts), in a cgroup of
 its own nested in the daemon's. The owner is the `clientId` a connection
 gives in `initialize`, or, without one, the connection itself. A connection
 is a view onto its owner's tenant: it lists and drives that tenant's
-sessions only. When its last connection goes, a tenant of a `clientId`
-lives on for the detach grace (`grace.Grace`), so a reconnect finds its
-shells with their variables and directory; a connection's own tenant has no
-one to come back and ends at once.
+sessions only, unless it opts in to a shared scope (`initialize`'s `scope`):
+then its tenant is the scope's, shared by every connection naming it,
+whatever their owners. When its last connection goes, a tenant of a
+`clientId` or a scope lives on for the detach grace (`grace.Grace`), so a
+reconnect finds its shells with their variables and directory; a
+connection's own tenant has no one to come back and ends at once.
+
+Requests a client may resume (`detached.Resumables`) are kept per clientId,
+also in a scope: ids are each client's own, and only it may attach to them.
 
 Each tenant is kept by one task of the daemon's (`keep`), which winds the
 runtime down (every process killed) when the grace runs out or the daemon
@@ -31,6 +36,15 @@ from server.services.api import Services
 from server.services.detached import Resumables
 
 CLIENT_PREFIX = "client:"
+SCOPE_PREFIX = "scope:"
+
+
+def tenant_key(client_id: str | None, scope: str | None) -> str | None:
+    """The tenant a connection's `initialize` names: a scope's over its client's;
+    None for a connection's own."""
+    if scope is not None:
+        return SCOPE_PREFIX + scope
+    return None if client_id is None else CLIENT_PREFIX + client_id
 
 
 class Tenant:
@@ -41,8 +55,14 @@ class Tenant:
         self.grace = Grace(grace)
         self._changed = anyio.Event()
         self.ending = False
-        # A client's requests, for `bash/attach` from its next connection.
-        self.resumables = Resumables() if key.startswith(CLIENT_PREFIX) else None
+        # Each client's requests, for `bash/attach` from its next connection.
+        self._resumables: dict[str, Resumables] = {}
+
+    def resumables(self, client_id: str | None) -> Resumables | None:
+        """The client's records here; None for a connection that named no client."""
+        if client_id is None:
+            return None
+        return self._resumables.setdefault(client_id, Resumables())
 
     def attach(self) -> None:
         self.grace.attach()
@@ -78,17 +98,20 @@ class Tenant:
 class TenantServices(Services):
     """What one connection may ask of its tenant's runtime. Its end aborts the
     commands it started; the shells are the tenant's, and outlive it, unless
-    the host says `shutdown`: then the tenant ends with them."""
+    the host says `shutdown`: then the tenant ends with them, but for a shared
+    scope's, whose sessions are not this host's alone: they wait for the grace."""
 
-    def __init__(self, tenant: Tenant) -> None:
-        super().__init__(tenant.runtime)
+    def __init__(self, tenant: Tenant, client_id: str | None = None) -> None:
+        super().__init__(tenant.runtime, client_id)
         self._tenant = tenant
-        self.resumables = tenant.resumables
+        self.resumables = tenant.resumables(client_id)
 
     async def wind_down(self) -> None:
         self.commands.abort()
 
     async def shut_down(self) -> None:
+        if self._tenant.key.startswith(SCOPE_PREFIX):
+            return
         await super().shut_down()
         self._tenant.end()
 
@@ -104,9 +127,9 @@ class Tenants:
         self._names = 0
         self.all: dict[str, Tenant] = {}
 
-    def get(self, client_id: str | None) -> Tenant:
-        """The tenant of `client_id` (made if none), or a new one of a connection's own."""
-        key = None if client_id is None else CLIENT_PREFIX + client_id
+    def get(self, key: str | None) -> Tenant:
+        """The tenant of `key` (made if none; see `tenant_key`), or a new one of a
+        connection's own."""
         if key is not None and key in self.all:
             return self.all[key]
         self._names += 1

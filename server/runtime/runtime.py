@@ -23,6 +23,7 @@ from server.runtime import env as envmod
 from server.runtime.backend import Backend, BackendSetup
 from server.runtime.containment import Containment
 from server.runtime.pool import PoolLimits, ShellPool
+from server.runtime.runners import Execution
 from server.runtime.sessions import Session, SessionRegistry
 from server.runtime.shelltypes import ShellConfig
 from server.runtime.snapshot import SnapshotStore
@@ -78,6 +79,9 @@ class Runtime:
             settings.artifacts.max_total_bytes,
             settings.artifacts.max_bytes,
         )
+        # Commands running in these sessions, whoever started them: under the
+        # daemon one runtime serves every connection of its tenant.
+        self.executions: set[Execution] = set()
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
 
@@ -123,6 +127,7 @@ class Runtime:
         cwd: str,
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
+        owner: str | None = None,
     ) -> Session:
         session_env = envmod.without_guards(env)
         config = ShellConfig(
@@ -133,7 +138,9 @@ class Runtime:
             sandbox=self.sandbox_policy(sandbox_mode, cwd),
         )
         full_env = self._shell_env(session_env)
-        session = Session(session_id, config, full_env, cwd, self.workspace, opened_in=cwd)
+        session = Session(
+            session_id, config, full_env, cwd, self.workspace, opened_in=cwd, owner=owner
+        )
         return self.sessions.add(session)
 
     def tighten(self, session: Session, mode: SandboxMode) -> None:
@@ -161,11 +168,14 @@ class Runtime:
         if self.pool.snapshots is not None:
             await self.pool.snapshots.get(self.options.shell, self._shell_env({}))
 
-    def session(self, session_id: str, sandbox_mode: SandboxMode = "off") -> Session:
-        """The named session, created in the workspace on first use (in that sandbox)."""
+    def session(
+        self, session_id: str, sandbox_mode: SandboxMode = "off", owner: str | None = None
+    ) -> Session:
+        """The named session, created in the workspace on first use (in that sandbox,
+        recording `owner` as its opener)."""
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.new_session(session_id, self.workspace, None, sandbox_mode)
+            session = self.new_session(session_id, self.workspace, None, sandbox_mode, owner)
         return session
 
     async def close_session(self, session: Session) -> None:

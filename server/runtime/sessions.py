@@ -51,6 +51,8 @@ class Session:
     opened_in: str = ""
     # The mode the sandbox was tightened to, closing a shell, and no result has said so yet.
     tightened_to: SandboxMode | None = None
+    # Under the daemon, the clientId of the connection that opened it (if it named one).
+    owner: str | None = None
 
     @property
     def sandbox_mode(self) -> SandboxMode:

@@ -17,9 +17,10 @@ from server.settings import Settings
 
 
 class Services:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, owner: str | None = None) -> None:
+        """`owner`: the clientId recorded on the sessions these services open."""
         self._runtime = runtime
-        self.commands = CommandService(runtime)
+        self.commands = CommandService(runtime, owner)
         self.sessions = SessionService(runtime, self.commands)
         self.artifacts: ArtifactStore = runtime.artifacts
         self.settings: Settings = runtime.settings
@@ -42,7 +43,7 @@ class Services:
     def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
         """The HOME a session's commands see, for `~` in paths (creating the session
         as its first command would)."""
-        session = self._runtime.session(session_id, sandbox_mode)
+        session = self._runtime.session(session_id, sandbox_mode, self.commands.owner)
         return self._runtime.backend.home(session.env)
 
     def directory(self, path: str) -> DirKind:

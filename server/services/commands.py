@@ -28,9 +28,11 @@ from server.runtime.ptylane import PtyLane
 from server.runtime.ptyrunner import Terminal
 from server.runtime.runners import Execution, RunResult
 from server.runtime.runtime import Runtime
+from server.runtime.sessions import Session
 from server.services.denials import denial_notice, denied_path
 from server.services.outcome import Outcome
 from server.services.streams import StreamListener, streaming
+from server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -113,8 +115,10 @@ class _Pipeline:
 
 
 class CommandService:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, owner: str | None = None) -> None:
         self._runtime = runtime
+        # Who opens the sessions a first command creates (see `Session.owner`).
+        self.owner = owner
         self._executions: set[Execution] = set()
         # PTY requests accepted and not yet over, oldest first.
         self._lanes: list[PtyLane] = []
@@ -126,7 +130,9 @@ class CommandService:
             {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
         )
         runtime = self._runtime
-        session = runtime.session(spec.session_id, spec.sandbox)
+        session = runtime.session(spec.session_id, spec.sandbox, self.owner)
+        # Another connection of the tenant may have opened it looser: this one's mode holds.
+        self.tighten([session], spec.sandbox)
         command_env = envmod.without_guards(spec.env)
         if command_env:
             # The command's children exec the session's variables and these.
@@ -138,6 +144,7 @@ class CommandService:
         )
         execution = Execution(spec.request_id, session.id)
         self._executions.add(execution)
+        runtime.executions.add(execution)
         if flight is not None:
             flight.attach(execution.abort)
         request = runners.RunRequest(
@@ -158,6 +165,7 @@ class CommandService:
                 run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
         finally:
             self._executions.discard(execution)
+            runtime.executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
         aborted = outcome.cancelled and not outcome.timed_out
         if run.shell_restarted and (spec.result_when_cancelled or not aborted):
@@ -174,7 +182,19 @@ class CommandService:
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
-        return any(execution.session_id == session_id for execution in self._executions)
+        executions = self._runtime.executions
+        return any(execution.session_id == session_id for execution in executions)
+
+    def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
+        """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or
+        none: one running a command, whoever started it, is refused (-32602) first."""
+        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
+        for session in looser:
+            if self.running(session.id):
+                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
+                raise errors.InvalidArgument(message)
+        for session in looser:
+            self._runtime.tighten(session, mode)
 
     async def stream(
         self,
@@ -189,9 +209,12 @@ class CommandService:
             return await self.run(spec, out, flight)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
-        """Abort running commands matching both filters (an absent filter matches all)."""
+        """Abort running commands matching both filters (an absent filter matches all).
+        A session's are found whoever started them (another connection of the
+        daemon's tenant, maybe one since cut); without a session, only this service's."""
         aborted = False
-        for execution in list(self._executions):
+        executions = self._executions if session_id is None else self._runtime.executions
+        for execution in list(executions):
             if request_id is not None and execution.request_id != request_id:
                 continue
             if session_id is not None and execution.session_id != session_id:

@@ -51,6 +51,8 @@ class Resumable:
         # Set when the request ended without a result (its error went to its connection).
         self.failed = False
         self.state: RequestState = "running"
+        # The request's own cancel, as on its connection: for an abort from another.
+        self.cancel: Callable[[], bool] | None = None
         self._changed = anyio.Event()
 
     @property
@@ -97,6 +99,7 @@ class Resumables:
         record.result = result
         record.failed = result is None
         record.state = "finished"
+        record.cancel = None
         record.poke()
         if record.owner is not None or result is None:
             self.drop(record)
@@ -116,6 +119,14 @@ class Resumables:
                 record.log.max_bytes = REPLAY_MAX_BYTES
             # An attach on that connection stops waiting.
             record.poke()
+
+    def abort(self, request_id: Any) -> bool:
+        """Abort a request still running whose connection was cut, as an abort on
+        that connection would (its result, kept, says cancelled)."""
+        record = self.records.get(request_id)
+        if record is None or record.owner is not None or record.state != "running":
+            return False
+        return record.cancel is not None and record.cancel()
 
     def _bound(self) -> None:
         finished = [r for r in self.records.values() if r.state == "finished"]

@@ -10,7 +10,6 @@ from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import Session, resolve_path
 from server.services.commands import CommandService, env_fields, reject_nul, reject_unexecable
-from server.settings import stricter
 
 
 class SessionView(msgspec.Struct, frozen=True):
@@ -20,6 +19,7 @@ class SessionView(msgspec.Struct, frozen=True):
     pid: int | None
     cwd: str
     background_jobs: int
+    owner: str | None
 
 
 class SessionService:
@@ -46,21 +46,14 @@ class SessionService:
             directory = runtime.workspace
             if cwd is not None:
                 directory = self._existing_dir(directory, cwd)
-            session = runtime.new_session(session_id, directory, env, sandbox_mode)
+            owner = self._commands.owner
+            session = runtime.new_session(session_id, directory, env, sandbox_mode, owner)
         else:
             self.tighten([session], sandbox_mode)
         return session.id, session.cwd
 
     def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
-        """Put the sessions looser than `mode` under it (see `Runtime.tighten`). All
-        or none: a session running a command is refused (-32602) before any changes."""
-        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
-        for session in looser:
-            if self._commands.running(session.id):
-                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
-                raise errors.InvalidArgument(message)
-        for session in looser:
-            self._runtime.tighten(session, mode)
+        self._commands.tighten(sessions, mode)
 
     def tighten_all(self, mode: SandboxMode) -> None:
         self.tighten(self._runtime.sessions.all(), mode)
@@ -83,6 +76,7 @@ class SessionService:
                 pid=None if s.shell is None else s.shell.pid,
                 cwd=s.cwd,
                 background_jobs=s.background_jobs(scan),
+                owner=s.owner,
             )
             for s in self._runtime.sessions.all()
         ]

@@ -63,6 +63,8 @@ async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
     resumables = ctx.services.resumables
     record = None if resumables is None else _record(ctx, resumables, spec)
+    if record is not None:
+        record.cancel = None if ctx.flight is None else ctx.flight.cancel
     listener = bashcall.listener(ctx.notify, spec, record)
     result: BashResult | None = None
     try:
@@ -117,8 +119,13 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
 @methods.method("abort_bash")
 def abort_bash(ctx: Ctx, params: AbortBashParams) -> AbortBashResult:
     if params.request_id is not None and params.session_id is None:
-        # Any request of this connection in flight under that id: a command, or a PTY write.
-        return AbortBashResult(aborted=ctx.connection.cancel(params.request_id))
+        # Any request of this connection in flight under that id (a command, or a PTY
+        # write); only when there is none, its client's request of a cut connection.
+        if ctx.connection.cancel(params.request_id):
+            return AbortBashResult(aborted=True)
+        resumables = ctx.services.resumables
+        aborted = resumables is not None and resumables.abort(params.request_id)
+        return AbortBashResult(aborted=aborted)
     aborted = ctx.services.commands.abort(
         request_id=params.request_id, session_id=params.session_id or DEFAULT_SESSION_ID
     )
@@ -151,6 +158,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 cwd=cwd,
                 cwd_base64=cwd_base64,
                 background_jobs=view.background_jobs,
+                owner=view.owner,
                 requests=_requests(ctx, view.id),
             )
         )

@@ -83,6 +83,19 @@ def test_an_id_still_held_is_not_taken_by_a_new_request() -> None:
     assert resumables.find(1) is held
 
 
+def test_an_abort_reaches_only_a_running_request_of_a_cut_connection() -> None:
+    resumables = Resumables()
+    live, gone = Owner(), Owner()
+    cancelled: list[int] = []
+    for request_id, owner in ((1, live), (2, gone), (3, gone)):
+        record = resumables.start(request_id, "bash", "default", owner)
+        record.cancel = lambda request_id=request_id: cancelled.append(request_id) is None
+    resumables.cut(gone)
+    resumables.end(resumables.find(3), RESULT)
+    assert [resumables.abort(n) for n in (1, 2, 3, 4)] == [False, True, False, False]
+    assert cancelled == [2]
+
+
 def test_a_follow_on_a_connection_cut_in_turn_stops_and_keeps_the_record() -> None:
     resumables = Resumables()
     first, second = Owner(), Owner()

@@ -1,0 +1,96 @@
+"""`abort_bash` on a new connection reaches a command its client started on a cut one."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from protocol.methods import BashResult
+from tests.daemon import DaemonProcess, SocketClient
+from tests.rpc import marked_processes, wait_until
+
+pytestmark = pytest.mark.slow
+
+# Generous bounds, only to catch a hang.
+GONE_BOUND_SECONDS = 10.0
+
+
+def introduce(client: SocketClient, client_id: str) -> SocketClient:
+    options = {"clientId": client_id}
+    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    return client
+
+
+def cut(client: SocketClient) -> None:
+    client.sock.shutdown(socket.SHUT_RDWR)
+    client.sock.close()
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
+    process = DaemonProcess(tmp=tmp_path)
+    try:
+        yield process.wait_listening()
+    finally:
+        process.kill()
+
+
+def start_detached(
+    daemon: DaemonProcess, client_id: str, marker: str, id: int | None = None, **params: object
+) -> object:
+    """A command that runs on after its connection is cut; its request id."""
+    first = introduce(daemon.connect(), client_id)
+    command = f"exec -a {marker} sleep 300"
+    ident = first.request("bash", {"command": command, **params}, id=id)
+    assert wait_until(lambda: marked_processes(marker))
+    cut(first)
+    return ident
+
+
+def test_an_abort_by_session_reaches_a_detached_command(daemon: DaemonProcess) -> None:
+    marker = "detached-abort-session-mark"
+    ident = start_detached(daemon, "by-session", marker, sessionId="work")
+    again = introduce(daemon.connect(), "by-session")
+    assert again.abort(sessionId="work")
+    assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
+    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    assert result.cancelled
+    again.close()
+
+
+def test_an_abort_by_request_id_reaches_a_detached_command(daemon: DaemonProcess) -> None:
+    marker = "detached-abort-request-mark"
+    ident = start_detached(daemon, "by-request", marker)
+    # Another client's connection, or one of no client, cannot reach it.
+    stranger = introduce(daemon.connect(), "someone-else")
+    anonymous = daemon.connect()
+    assert not stranger.abort(requestId=ident)
+    assert not anonymous.abort(requestId=ident)
+    assert marked_processes(marker)
+    again = introduce(daemon.connect(), "by-request")
+    assert again.abort(requestId=ident)
+    assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
+    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    assert result.cancelled
+    assert not again.abort(requestId=ident)
+    for client in (again, stranger, anonymous):
+        client.close()
+
+
+def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonProcess) -> None:
+    held, own = "detached-abort-held-mark", "detached-abort-own-mark"
+    start_detached(daemon, "same-id", held, id=5)
+    again = introduce(daemon.connect(), "same-id")
+    mine = again.request("bash", {"command": f"exec -a {own} sleep 300"}, id=5)
+    assert wait_until(lambda: marked_processes(own))
+    assert again.abort(requestId=5)
+    assert again.bash_result(mine).cancelled
+    assert marked_processes(held)
+    # Its own is over: now the id names the detached one.
+    assert again.abort(requestId=5)
+    assert wait_until(lambda: not marked_processes(held), GONE_BOUND_SECONDS)
+    assert again.typed(BashResult, "bash/attach", {"requestId": 5}).cancelled
+    again.close()
