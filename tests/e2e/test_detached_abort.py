@@ -94,3 +94,15 @@ def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonP
     assert wait_until(lambda: not marked_processes(held), GONE_BOUND_SECONDS)
     assert again.typed(BashResult, "bash/attach", {"requestId": 5}).cancelled
     again.close()
+
+
+def test_an_abort_by_request_id_reaches_a_detached_pty(daemon: DaemonProcess) -> None:
+    """A PTY request is kept as a record too, so its id reaches it after the cut."""
+    marker = "detached-abort-pty-mark"
+    ident = start_detached(daemon, "pty-by-request", marker, pty=True)
+    again = introduce(daemon.connect(), "pty-by-request")
+    assert again.abort(requestId=ident)
+    assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
+    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    assert result.cancelled
+    again.close()
