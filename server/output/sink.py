@@ -70,7 +70,7 @@ class OutputSink:
         self._open_spill = open_spill
         self._sanitizer = Sanitizer()
         self._folder = CarriageReturnFolder()
-        self._tail = bytearray()
+        self._tail: bytes | bytearray = bytearray()
         self._spill: Spill | None = None
         self.total_bytes = 0
         self._ends_with_newline = True
@@ -110,9 +110,12 @@ class OutputSink:
                     self._spill.write(bytes(self._tail))
                     self._spill.write(data)
         if len(data) >= self._max:
-            # Only the newest `max` bytes can be kept: copy no more than those.
-            self._tail = bytearray(memoryview(data)[-self._max :])
+            # Only the newest `max` bytes can be kept. A piece of a read's size is
+            # kept by reference, uncopied (bytes are immutable); a larger one is cut.
+            self._tail = data if len(data) <= self._max * _COMPACT_FACTOR else data[-self._max :]
             return
+        if type(self._tail) is not bytearray:
+            self._tail = bytearray(self._tail)
         self._tail += data
         if len(self._tail) > self._max * _COMPACT_FACTOR:
             del self._tail[: len(self._tail) - self._max]
