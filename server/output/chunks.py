@@ -96,7 +96,9 @@ class ChunkStream:
         """Send what is pending, a batch per notification, so no one message is huge."""
         while self._pending:
             cut = utf8.char_start(self._pending, min(len(self._pending), self._flush_bytes))
-            text = self._pending[:cut].decode()
+            # Decoded in place: a slice of a bytearray would be one more copy.
+            with memoryview(self._pending) as pending:
+                text = str(pending[:cut], "utf-8")
             del self._pending[:cut]
             skipped = self._skipped
             if skipped:

@@ -67,7 +67,8 @@ _DROP = re.compile(_COMPLETE_SEQUENCE + "|" + _PLAIN_CONTROLS)
 # Characters per ESC below which the one-substitution pass is not tried.
 _ESCAPES_FOR_MACHINE = 1024
 _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
-_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+# Printable ASCII but LF: what the fast path deletes, leaving the LFs to be counted.
+_PRINTABLE_ASCII_BUT_LF = bytes(range(0x20, 0x7F)) + b"\t\r"
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
@@ -91,9 +92,14 @@ class Sanitizer:
 
     Bytes, not str, because most output is printable ASCII: then the input
     itself is the output, with no decode, no copy and no re-encode.
+
+    It counts the LFs it passes on (`newlines`): the fast path's one pass over
+    the bytes finds them anyway, where a `bytes.count` would be a second pass
+    as long as the first.
     """
 
     def __init__(self) -> None:
+        self.newlines = 0
         # Made on the first byte that is not printable ASCII: most commands never need one.
         self._decoder: codecs.IncrementalDecoder | None = None
         self._decoder_empty = True
@@ -102,15 +108,18 @@ class Sanitizer:
     def feed(self, data: bytes) -> bytes:
         if self._state is _State.GROUND and self._decoder_empty:
             # Fast path: printable ASCII needs no decoder state and no parsing.
-            if not data.translate(None, _PRINTABLE_ASCII):
+            # What is left once it is deleted is all LFs, or holds something else.
+            rest = data.translate(None, _PRINTABLE_ASCII_BUT_LF)
+            if not rest.strip(b"\n"):
+                self.newlines += len(rest)
                 return data
             if data.isascii():
-                return self._run(data.decode("ascii"))
+                return self._counted(self._run(data.decode("ascii")))
         if self._decoder is None:
             self._decoder = _UTF8("replace")
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
-        return self._run(text)
+        return self._counted(self._run(text))
 
     def finish(self) -> bytes:
         """Flush a cut-off character; an unfinished sequence is dropped."""
@@ -118,8 +127,13 @@ class Sanitizer:
             return b""
         text = self._decoder.decode(b"", final=True)
         self._decoder_empty = True
-        out = self._run(text) if text else b""
+        out = self._counted(self._run(text)) if text else b""
         self._state = _State.GROUND
+        return out
+
+    def _counted(self, out: bytes) -> bytes:
+        if b"\n" in out:
+            self.newlines += out.count(b"\n")
         return out
 
     def _run(self, text: str) -> bytes:

@@ -34,12 +34,18 @@ class Throttle:
         self._done: anyio.Event | None = None
         self._urgent: anyio.Event | None = None
         self._dirty = False
+        # An urgent poke came since the last flush: flush without waiting.
+        self._hurry = False
+        # When the interval since the last flush is over (anyio's clock).
+        self._due = 0.0
         self._closing = False
 
     def poke(self, urgent: bool = False) -> None:
         self._dirty = True
-        if urgent and self._urgent is not None:
-            self._urgent.set()
+        if urgent:
+            self._hurry = True
+            if self._urgent is not None:
+                self._urgent.set()
         if self._wake is not None:
             self._wake.set()
         elif not self._closing:
@@ -52,13 +58,10 @@ class Throttle:
         try:
             while True:
                 if self._dirty:
-                    self._dirty = False
+                    await self._interval_over()
+                    self._dirty = self._hurry = False
                     await self._flush()
-                    if not self._closing:
-                        self._urgent = anyio.Event()
-                        with anyio.move_on_after(self._interval):
-                            await self._urgent.wait()
-                        self._urgent = None
+                    self._due = anyio.current_time() + self._interval
                     continue
                 if self._closing:
                     return
@@ -66,6 +69,20 @@ class Throttle:
                 await self._wake.wait()
         finally:
             self._done.set()
+
+    async def _interval_over(self) -> None:
+        """Until the interval since the last flush is over, or an urgent poke or
+        close cuts it short. A stream that is always urgent (a flood) never
+        arms a timer or a cancel scope here: one less of each per batch."""
+        if self._hurry or self._closing:
+            return
+        wait = self._due - anyio.current_time()
+        if wait <= 0:
+            return
+        self._urgent = anyio.Event()
+        with anyio.move_on_after(wait):
+            await self._urgent.wait()
+        self._urgent = None
 
     async def close(self) -> None:
         """Flush what is pending and wait for the pump to finish."""

@@ -163,3 +163,25 @@ def test_the_total_cap_spans_every_workspace_and_old_flat_files(tmp_path: Path) 
     assert not (tmp_path / "7.bash.log").exists()
     make(mine, b"n" * 100)
     assert not theirs.path(old).exists() and mine.ids() == [1, 2]
+
+
+def test_gathered_pieces_are_written_in_order_and_cut_exactly_at_the_cap(
+    tmp_path: Path,
+) -> None:
+    store = ArtifactStore(tmp_path, WORKSPACE, max_bytes=100_000)
+    writer = store.create()
+    assert writer is not None
+    # Small pieces are gathered, big ones too, and a bytearray changed after its
+    # write must not change what the file holds.
+    pieces = [bytes([65 + i % 26]) * (7 + i * 13 % 500) for i in range(400)]
+    reused = bytearray(b"!" * 10)
+    sent = b""
+    for index, piece in enumerate(pieces):
+        writer.write(piece)
+        sent += piece
+        if index == 5:
+            writer.write(reused)
+            sent += bytes(reused)
+            reused[:] = b"?" * 10
+    assert writer.close() == writer.id and writer.cut
+    assert store.path(writer.id).read_bytes() == sent[:100_000]

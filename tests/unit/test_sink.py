@@ -105,3 +105,35 @@ def test_a_line_being_redrawn_streams_at_once() -> None:
     assert sink.feed(b"\rdone\n") == b"done\n"
     sink.finish()
     assert sink.summary().text == "done\n" and sink.summary().total_lines == 1
+
+
+LINES_OF_EVERY_KIND = (
+    b"plain\n"
+    b"\x1b[31mred\x1b[0m\n"
+    b"title\x1b]0;set\x07\n"
+    b"osc cut by a line feed \x1b]0;never ended\n"
+    b"caf\xc3\xa9 \xff invalid\n"
+    b"tab\there\x01\x7f\n"
+    b"10%\r50%\r100%\r\n"
+    b"redrawn\rover\n"
+    b"no newline at the end"
+)
+
+
+def test_total_lines_count_every_line_kept_whatever_the_path_and_the_reads() -> None:
+    for cut in range(len(LINES_OF_EVERY_KIND) + 1):
+        sink = OutputSink(max_bytes=10_000)
+        sink.feed(LINES_OF_EVERY_KIND[:cut])
+        sink.feed(LINES_OF_EVERY_KIND[cut:])
+        sink.finish()
+        summary = sink.summary()
+        assert summary.total_lines == count_lines(summary.text) == 9, cut
+
+
+def test_total_lines_of_a_truncated_stream_count_what_went_past() -> None:
+    sink = OutputSink(max_bytes=1000)
+    line = b"x" * 99 + b"\n"
+    for _ in range(3000):
+        sink.feed(line * 7 + b"\x1b[1mbold\x1b[0m\n" + "é\n".encode())
+    sink.finish()
+    assert sink.summary().total_lines == 3000 * 9
