@@ -9,7 +9,7 @@ to the listener, and ends both paths with the same finishing step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio.abc
@@ -21,7 +21,7 @@ from server import errors
 from server.output.crfold import CarriageReturnFolder
 from server.output.sink import OutputSink
 from server.runtime import env as envmod
-from server.runtime import execlimits, ptyrunner, runners
+from server.runtime import ptyrunner, runners
 from server.runtime.channels import Backpressure
 from server.runtime.pty import clamp_size
 from server.runtime.ptylane import PtyLane
@@ -30,6 +30,7 @@ from server.runtime.runners import Execution, RunResult
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import Session
 from server.services.denials import denial_notice, denied_path
+from server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from server.services.outcome import Outcome
 from server.services.streams import StreamListener, streaming
 from server.settings import stricter
@@ -272,34 +273,3 @@ def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outco
         shell_restarted=run.shell_restarted,
         cwd_fallback=run.cwd_fallback,
     )
-
-
-def reject_nul(fields: Mapping[str, str | None], field_prefix: str = "") -> None:
-    """NUL cannot reach bash (it ends C strings), so a field holding one is
-    refused up front, by its name in the request."""
-    for name, value in fields.items():
-        if value is not None and "\0" in value:
-            field_name = f"{field_prefix}{name}"
-            raise errors.InvalidArgument(messages.FIELD_HAS_NUL.format(field=field_name))
-
-
-def env_fields(env: Mapping[str, str] | None) -> dict[str, str]:
-    """An `env` object's values, by their names in the request."""
-    return {f"env.{name}": value for name, value in (env or {}).items()}
-
-
-def reject_unexecable(env: dict[str, str], given: dict[str, str], field_prefix: str = "") -> None:
-    """An environment the kernel would refuse to exec is refused here, naming the limit."""
-    refusal = execlimits.refusal(env, given, execlimits.current())
-    if refusal is None:
-        return
-    if isinstance(refusal, execlimits.TooLong):
-        field = f"{field_prefix}env.{refusal.name}"
-        detail = messages.ENV_ENTRY_TOO_LONG.format(
-            name=refusal.name, size=refusal.size, limit=refusal.limit, field=field
-        )
-    else:
-        detail = messages.ENV_TOO_LARGE.format(
-            size=refusal.size, limit=refusal.limit, room=refusal.room, field=f"{field_prefix}env"
-        )
-    raise errors.InvalidArgument(detail, message=detail)

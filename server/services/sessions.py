@@ -9,7 +9,8 @@ from protocol.methods import SandboxMode
 from server import errors
 from server.runtime.runtime import Runtime
 from server.runtime.sessions import Session, resolve_path
-from server.services.commands import CommandService, env_fields, reject_nul, reject_unexecable
+from server.services.commands import CommandService
+from server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
 
 class SessionView(msgspec.Struct, frozen=True):

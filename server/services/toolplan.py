@@ -31,7 +31,8 @@ from protocol.schema import inline_schema
 from server import log
 from server.runtime.backend import DirKind
 from server.runtime.sessions import resolve_path
-from server.services.commands import CommandSpec, Terminal, clamp_timeout, reject_nul, terminal
+from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from server.services.fieldchecks import reject_nul
 from server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
 from server.services.normalize import normalize
 from server.services.shaping import DEFAULT_MAX_LINES, Shaping

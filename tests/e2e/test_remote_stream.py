@@ -35,8 +35,9 @@ def start_command(server: ServerProcess) -> object:
 
 def test_a_silent_client_is_taken_for_gone(spawn_process) -> None:
     server = spawn_process("--client-timeout", str(CLIENT_TIMEOUT_SECONDS))
-    ident = start_command(server)
+    # Taken before the request is written: the server's silence starts after it.
     sent = time.monotonic()
+    ident = start_command(server)
     # stdin stays open: no EOF comes, only silence.
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
     assert time.monotonic() - sent >= CLIENT_TIMEOUT_SECONDS
