@@ -229,7 +229,8 @@ class ServerMessage(msgspec.Struct):
     method: str | None = None
     # Raw stays empty when the member is absent; a JSON null is Raw(b"null").
     params: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
-    id: RequestId | None = None
+    # UNSET when absent (a notification); None when the server wrote null.
+    id: RequestId | msgspec.UnsetType | None = msgspec.UNSET
     result: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     error: ErrorObject | None = None
 

@@ -1,0 +1,151 @@
+"""The client side of the protocol, sans I/O: request lines out, server messages in.
+
+A client's transport (a pipe, a socket, an in-memory stream) writes the bytes
+`ClientCore` hands it and feeds it the bytes it reads. The core numbers the
+requests, frames and decodes what comes back, and keeps replies by id until
+they are taken. Blocking, threads and timeouts stay with the transport, so the
+exec CLI, the bench and the tests share this and differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Iterator
+from typing import TypeVar
+
+import msgspec
+
+from protocol import mcp, methods
+from protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
+from protocol.framing import LineFramer, Oversized
+
+__all__ = [
+    "RESULT_TYPES",
+    "ClientCore",
+    "ErrorReply",
+    "Received",
+    "Unparsable",
+    "notification_params",
+    "reply_key",
+    "result_of",
+]
+
+T = TypeVar("T")
+
+# A server line may carry a whole artifact page or a big batch reply; anything
+# past this is a server bug, reported as Unparsable rather than held.
+CLIENT_MAX_LINE_BYTES = 256 * 1024 * 1024
+
+# Method name -> the Struct its result decodes into (None: it answers null).
+RESULT_TYPES: dict[str, type[msgspec.Struct] | None] = {
+    name: result for table in (methods.METHODS, mcp.METHODS) for name, (_, result) in table.items()
+}
+
+_decode_message = msgspec.json.Decoder(ServerMessage).decode
+
+
+class ErrorReply(Exception):
+    """An error reply where a result was expected; `error` is the server's own."""
+
+    def __init__(self, error: ErrorObject) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.error = error
+
+
+class Unparsable(msgspec.Struct, frozen=True):
+    """A line from the server that is not a JSON-RPC message: always a server bug."""
+
+    line: bytes
+    reason: str
+
+
+Received = ServerMessage | Unparsable
+
+ReplyKey = tuple[type, RequestId]
+
+
+def reply_key(ident: object) -> ReplyKey | None:
+    """How replies are matched: equal ids of the same JSON type (1 is not 1.0 or
+    true). None for what cannot be an id at all."""
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    return (type(ident), ident)
+
+
+def result_of(message: ServerMessage, kind: type[T]) -> T:
+    """A reply's result decoded into `kind`; an error reply raises ErrorReply."""
+    if message.error is not None:
+        raise ErrorReply(message.error)
+    return msgspec.json.decode(message.result, type=kind)
+
+
+def notification_params(message: ServerMessage, kind: type[T]) -> T:
+    """A notification's params decoded into `kind`."""
+    return msgspec.json.decode(message.params, type=kind)
+
+
+class ClientCore:
+    """One connection's client state: the next id, the framer, the replies not yet taken."""
+
+    def __init__(self, max_line_bytes: int = CLIENT_MAX_LINE_BYTES) -> None:
+        self._ids = itertools.count(1)
+        self._framer = LineFramer(max_line_bytes)
+        # Replies by (type of id, id), in arrival order: a lookup, not a scan of
+        # everything received (the hostile-input properties receive thousands).
+        self._replies: dict[ReplyKey, collections.deque[ServerMessage]] = {}
+
+    def request(
+        self,
+        method: str,
+        params: msgspec.Struct | msgspec.UnsetType = msgspec.UNSET,
+        id: RequestId | None = None,
+    ) -> tuple[RequestId, bytes]:
+        """The id (the next number unless given) and the line that asks for `method`."""
+        ident = next(self._ids) if id is None else id
+        return ident, encode(Request(id=ident, method=method, params=params))
+
+    def notification(
+        self, method: str, params: msgspec.Struct | msgspec.UnsetType = msgspec.UNSET
+    ) -> bytes:
+        return encode(Request(method=method, params=params))
+
+    def feed(self, data: bytes) -> list[Received]:
+        """What the bytes read so far complete, in order; replies are also kept."""
+        return list(self._messages(self._framer.feed(data)))
+
+    def end(self) -> list[Received]:
+        """The server closed its output: a last line without a newline still counts."""
+        return list(self._messages(self._framer.close()))
+
+    def _messages(self, frames: list[bytes | Oversized]) -> Iterator[Received]:
+        for frame in frames:
+            if isinstance(frame, Oversized):
+                yield Unparsable(b"", f"a line of {frame.size} bytes, past the client's limit")
+            else:
+                yield self.line(frame)
+
+    def line(self, line: bytes) -> Received:
+        """One whole line, for transports that frame for themselves."""
+        try:
+            message = _decode_message(line)
+        except msgspec.DecodeError as exc:
+            return Unparsable(line, str(exc))
+        if message.method is None:
+            key = reply_key(message.id)
+            if key is not None:
+                self._replies.setdefault(key, collections.deque()).append(message)
+        return message
+
+    def take_reply(self, ident: RequestId) -> ServerMessage | None:
+        """The first reply to `ident` received and not yet taken, or None."""
+        key = reply_key(ident)
+        if key is None:
+            return None
+        waiting = self._replies.get(key)
+        if not waiting:
+            return None
+        message = waiting.popleft()
+        if not waiting:
+            del self._replies[key]
+        return message
