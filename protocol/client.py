@@ -137,7 +137,7 @@ class ClientCore:
                 self._replies.setdefault(key, collections.deque()).append(message)
         return message
 
-    def take_reply(self, ident: RequestId) -> ServerMessage | None:
+    def take_reply(self, ident: object) -> ServerMessage | None:
         """The first reply to `ident` received and not yet taken, or None."""
         key = reply_key(ident)
         if key is None:

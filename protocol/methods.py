@@ -33,8 +33,11 @@ def described(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
-class Params(msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True):
-    """Base of all method params."""
+class Params(
+    msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True, omit_defaults=True
+):
+    """Base of all method params. A client leaves out what it did not set, as a
+    hand-written request would."""
 
 
 class Result(msgspec.Struct, rename="camel", kw_only=True):

@@ -63,7 +63,7 @@ class InProcessServer(RpcClient):
         )
         self._log = _Capture()
         logging.getLogger("bashrpc").addHandler(self._log)
-        self.connection: Connection | None = None
+        self.connection: Connection[Services] | None = None
         self._portal_context = start_blocking_portal()
         self.portal: BlockingPortal = self._portal_context.__enter__()
         server_end, self._client = memory_pair()

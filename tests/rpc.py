@@ -8,24 +8,34 @@ code on an in-memory transport in this process.
 
 from __future__ import annotations
 
-import collections
+import io
 import itertools
-import json
 import os
 import queue
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 
-from protocol.envelope import ErrorObject
+from protocol.client import (
+    RESULT_TYPES,
+    ClientCore,
+    Unparsable,
+    notification_params,
+    reply_key,
+    result_of,
+)
+from protocol.envelope import JSONRPC_VERSION, ErrorObject, RequestId, ServerMessage
 from protocol.methods import (
+    AbortBashParams,
     AbortBashResult,
     BashChunk,
+    BashParams,
     BashResult,
     SessionInfo,
     SessionListResult,
@@ -99,30 +109,26 @@ READ_BYTES = 1024 * 1024
 # How the server begins a `bash/chunk` notification line.
 _CHUNK_PREFIX = b'{"jsonrpc":"2.0","method":"bash/chunk"'
 
-
-def _reply_key(ident: Any) -> tuple[type, Any] | None:
-    """How replies are matched: equal ids of the same JSON type (1 is not 1.0 or true)."""
-    try:
-        hash(ident)
-    except TypeError:
-        return None
-    return (type(ident), ident)
+NoParams = msgspec.UnsetType
+NO_PARAMS: NoParams = msgspec.UNSET
 
 
 class RpcClient:
-    """The client side of one connection; subclasses call `_received` per line."""
+    """The client side of one connection, blocking, on the protocol's `ClientCore`;
+    subclasses supply the bytes and call `_received` per line.
+
+    Requests are the protocol's params Structs and replies stay `ServerMessage`s.
+    The `_raw` methods put any JSON value on the wire as params, for the tests of
+    what a server does with params no well-typed client would send."""
 
     def __init__(self) -> None:
-        self._ids = itertools.count(1)
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self.messages: list[Any] = []
+        self.core = ClientCore()
+        self._queue: queue.Queue[ServerMessage | None] = queue.Queue()
+        self.messages: list[ServerMessage] = []
         self._taken: set[int] = set()
-        # Replies not yet taken, by (type of id, id): `response` is a lookup, not a scan
-        # of everything received (the hostile-input properties receive thousands).
-        self._replies: dict[tuple[type, Any], collections.deque[Any]] = {}
         self.raw_lines: list[bytes] = []
-        # Lines that were not JSON: always a bug, checked at teardown.
-        self.garbage: list[bytes] = []
+        # Lines that were not JSON-RPC: always a bug, checked at teardown.
+        self.garbage: list[Unparsable] = []
         # False: streamed chunks are counted, not kept (a test of gigabytes of output
         # would otherwise hold them all, twice).
         self.keep_chunks = True
@@ -138,10 +144,11 @@ class RpcClient:
             self.chunks_dropped += 1
             return
         self.raw_lines.append(line)
-        try:
-            self._queue.put(json.loads(line))
-        except ValueError:
-            self.garbage.append(line)
+        message = self.core.line(line)
+        if isinstance(message, Unparsable):
+            self.garbage.append(message)
+        else:
+            self._queue.put(message)
 
     def _ended(self) -> None:
         self._queue.put(None)
@@ -167,24 +174,28 @@ class RpcClient:
 
     # -- messages -----------------------------------------------------------
 
-    def send(self, message: Any) -> None:
-        self.send_raw(json.dumps(message).encode() + b"\n")
-
-    def request(self, method: str, params: Any = None, id: Any = None) -> Any:
-        ident = next(self._ids) if id is None else id
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
+    def request(
+        self,
+        method: str,
+        params: msgspec.Struct | NoParams = NO_PARAMS,
+        id: RequestId | None = None,
+    ) -> RequestId:
+        ident, line = self.core.request(method, params, id)
+        self.send_raw(line)
         return ident
 
-    def notify(self, method: str, params: Any = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
+    def notify(self, method: str, params: msgspec.Struct | NoParams = NO_PARAMS) -> None:
+        self.send_raw(self.core.notification(method, params))
 
-    def next_message(self, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    def request_raw(self, method: str, params: object, id: object = None) -> object:
+        """A request whose params (and id) are any JSON value, as given."""
+        ident = next(_raw_ids) if id is None else id
+        self.send_raw(
+            msgspec.json.encode(_RawRequest(id=ident, method=method, params=params)) + b"\n"
+        )
+        return ident
+
+    def next_message(self, timeout: float = DEFAULT_TIMEOUT) -> ServerMessage:
         try:
             message = self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -193,13 +204,11 @@ class RpcClient:
             self._queue.put(None)
             raise EOFError("the server closed its output")
         self.messages.append(message)
-        if isinstance(message, dict) and "method" not in message:
-            key = _reply_key(message.get("id"))
-            if key is not None:
-                self._replies.setdefault(key, collections.deque()).append(message)
         return message
 
-    def wait_for(self, predicate: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    def wait_for(
+        self, predicate: Callable[[ServerMessage], bool], timeout: float = DEFAULT_TIMEOUT
+    ) -> ServerMessage:
         """The first message, received or still to come, that matches and was not taken."""
         for message in self.messages:
             if id(message) not in self._taken and predicate(message):
@@ -215,7 +224,9 @@ class RpcClient:
                 self._taken.add(id(message))
                 return message
 
-    def receive_until(self, condition: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def receive_until(
+        self, condition: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         """Keep receiving until `condition()` holds over what has arrived."""
         deadline = time.monotonic() + timeout
         while not condition():
@@ -224,15 +235,12 @@ class RpcClient:
                 raise TimeoutError("condition not met")
             self.next_message(left)
 
-    def response(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    def response(self, ident: object, timeout: float = DEFAULT_TIMEOUT) -> ServerMessage:
         """The first reply to `ident`, received or still to come, not taken before."""
-        key = _reply_key(ident)
-        assert key is not None, ident
+        assert reply_key(ident) is not None, ident
         deadline = time.monotonic() + timeout
         while True:
-            waiting = self._replies.get(key)
-            while waiting:
-                message = waiting.popleft()
+            while (message := self.core.take_reply(ident)) is not None:
                 if id(message) not in self._taken:
                     self._taken.add(id(message))
                     return message
@@ -241,55 +249,104 @@ class RpcClient:
                 raise TimeoutError("expected message did not arrive")
             self.next_message(left)
 
-    def call(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    def call(
+        self,
+        method: str,
+        params: msgspec.Struct | NoParams = NO_PARAMS,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> ServerMessage:
         return self.response(self.request(method, params), timeout)
 
-    def result(self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    def call_raw(
+        self, method: str, params: object, timeout: float = DEFAULT_TIMEOUT
+    ) -> ServerMessage:
+        return self.response(self.request_raw(method, params), timeout)
+
+    def result(
+        self,
+        method: str,
+        params: msgspec.Struct | NoParams = NO_PARAMS,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> msgspec.Struct | None:
+        """A method's result, as the Struct the protocol declares for it."""
+        kind = RESULT_TYPES[method]
         reply = self.call(method, params, timeout)
-        assert "result" in reply, reply
-        return reply["result"]
+        assert reply.error is None, reply.error
+        return None if kind is None else result_of(reply, kind)
 
     def typed(
-        self, kind: type[T], method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT
+        self,
+        kind: type[T],
+        method: str,
+        params: msgspec.Struct | NoParams = NO_PARAMS,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> T:
         """A method's result, decoded into the protocol's Struct."""
-        return msgspec.convert(self.result(method, params, timeout), kind)
+        reply = self.call(method, params, timeout)
+        assert reply.error is None, reply.error
+        return result_of(reply, kind)
 
     def error(
-        self, method: str, params: Any = None, timeout: float = DEFAULT_TIMEOUT
+        self,
+        method: str,
+        params: msgspec.Struct | NoParams = NO_PARAMS,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> ErrorObject:
-        """A method's error reply, decoded."""
-        reply = self.call(method, params, timeout)
-        assert "error" in reply, reply
-        return msgspec.convert(reply["error"], ErrorObject)
+        """A method's error reply."""
+        return _error_of(self.call(method, params, timeout))
+
+    def error_raw(
+        self, method: str, params: object, timeout: float = DEFAULT_TIMEOUT
+    ) -> ErrorObject:
+        """The error reply to params that are any JSON value."""
+        return _error_of(self.call_raw(method, params, timeout))
 
     def sessions(self) -> dict[str, SessionInfo]:
         return {s.session_id: s for s in self.typed(SessionListResult, "session/list").sessions}
 
-    def abort(self, **params: Any) -> bool:
-        return self.typed(AbortBashResult, "abort_bash", params).aborted
+    def abort(self, **fields: Any) -> bool:
+        """`abort_bash` with these AbortBashParams fields."""
+        return self.typed(AbortBashResult, "abort_bash", AbortBashParams(**fields)).aborted
 
-    def bash(self, command: str, wait: float = DEFAULT_TIMEOUT, **params: Any) -> BashResult:
-        """Run a command and return its BashResult; ``params`` go on the wire."""
-        return self.typed(BashResult, "bash", {"command": command, **params}, wait)
+    def bash(self, command: str, wait: float = DEFAULT_TIMEOUT, **fields: Any) -> BashResult:
+        """Run a command and return its BashResult; `fields` are BashParams'."""
+        return self.typed(BashResult, "bash", BashParams(command=command, **fields), wait)
 
-    def bash_result(self, ident: Any, timeout: float = DEFAULT_TIMEOUT) -> BashResult:
+    def bash_result(self, ident: object, timeout: float = DEFAULT_TIMEOUT) -> BashResult:
         reply = self.response(ident, timeout)
-        assert "result" in reply, reply
-        return msgspec.convert(reply["result"], BashResult)
+        assert reply.error is None, reply.error
+        return result_of(reply, BashResult)
 
-    def notifications(self, method: str) -> list[Any]:
-        return [m for m in self.messages if isinstance(m, dict) and m.get("method") == method]
+    def notifications(self, method: str) -> list[ServerMessage]:
+        return [m for m in self.messages if m.method == method]
 
-    def chunks_for(self, ident: Any) -> list[BashChunk]:
-        return [
-            msgspec.convert(m["params"], BashChunk)
-            for m in self.notifications("bash/chunk")
-            if m["params"]["requestId"] == ident
-        ]
+    def notified(self, method: str, kind: type[T]) -> list[T]:
+        """The params of every `method` notification received, decoded into `kind`."""
+        return [notification_params(m, kind) for m in self.notifications(method)]
+
+    def chunks_for(self, ident: object) -> list[BashChunk]:
+        return [c for c in self.notified("bash/chunk", BashChunk) if c.request_id == ident]
 
     def stderr(self) -> str:
         raise NotImplementedError
+
+
+class _RawRequest(msgspec.Struct):
+    """A request with params of any shape, for the tests of bad params."""
+
+    id: object
+    method: str
+    params: object
+    jsonrpc: str = JSONRPC_VERSION
+
+
+# Raw requests' ids: apart from the core's numbers, so the two never collide.
+_raw_ids = (f"raw-{n}" for n in itertools.count(1))
+
+
+def _error_of(reply: ServerMessage) -> ErrorObject:
+    assert reply.error is not None, reply
+    return reply.error
 
 
 class ServerProcess(RpcClient):
@@ -333,11 +390,12 @@ class ServerProcess(RpcClient):
     def _read(self) -> None:
         """Big reads, split here: iterating the pipe's file reads 8 KiB at a time,
         which for gigabytes of chunk lines was most of a test's own CPU."""
-        assert self.proc.stdout is not None
+        stdout = self.proc.stdout
+        assert isinstance(stdout, io.BufferedReader)
         part: list[bytes] = []
         try:
             # read1 (not os.read on the fd): a test may close the file to break the pipe.
-            while self._reading.wait() and (data := self.proc.stdout.read1(READ_BYTES)):
+            while self._reading.wait() and (data := stdout.read1(READ_BYTES)):
                 start = 0
                 while (end := data.find(b"\n", start)) >= 0:
                     part.append(data[start : end + 1])

@@ -107,7 +107,7 @@ def test_abort_a_running_command(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo before; sleep 60"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     started = time.monotonic()
-    assert server.abort(sessionId="default") is True
+    assert server.abort(session_id="default") is True
     result = server.bash_result(ident)
     assert time.monotonic() - started < 2.5
     assert result.cancelled and not result.timed_out and result.exit_code is None
@@ -120,7 +120,7 @@ def test_abort_kills_a_term_ignoring_child_after_the_grace(server: InProcessServ
     ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     started = time.monotonic()
-    assert server.abort(requestId=ident) is True
+    assert server.abort(request_id=ident) is True
     result = server.bash_result(ident)
     elapsed = time.monotonic() - started
     assert result.cancelled
@@ -140,10 +140,10 @@ def test_abort_after_exec_replaced_the_shell(server: InProcessServer) -> None:
 
 def test_abort_is_idempotent(server: InProcessServer) -> None:
     assert server.abort() is False
-    assert server.abort(requestId="never") is False
+    assert server.abort(request_id="never") is False
     ident = server.request("bash", {"command": "echo x"})
     server.response(ident)
-    assert server.abort(requestId=ident) is False
+    assert server.abort(request_id=ident) is False
 
 
 def test_timeout_returns_partial_output(server: InProcessServer) -> None:
@@ -262,13 +262,13 @@ def test_sessions_open_list_close(server: InProcessServer) -> None:
         "session/open", {"sessionId": "w", "cwd": "work", "env": {"MODE": "test"}}
     )
     assert opened == {"sessionId": "w", "cwd": str(server.tmp / "work")}
-    assert server.bash("pwd; echo $MODE", sessionId="w").output == f"{server.tmp}/work\ntest\n"
+    assert server.bash("pwd; echo $MODE", session_id="w").output == f"{server.tmp}/work\ntest\n"
     auto = server.result("session/open", {})
     assert auto["sessionId"] and auto["sessionId"] != "w"
     listed = server.sessions()
     pid = listed["w"].pid
     assert listed["w"].state == "idle" and pid is not None and pid > 0
-    server.bash("sleep 300 &", sessionId="w")
+    server.bash("sleep 300 &", session_id="w")
     assert server.result("session/close", {"sessionId": "w"}) == {"closed": True}
     assert wait_until(lambda: not server.owned_processes() or pid not in server.owned_processes())
     assert server.result("session/close", {"sessionId": "w"}) == {"closed": False}
@@ -361,7 +361,7 @@ def test_an_env_the_kernel_cannot_exec_is_refused(server: InProcessServer) -> No
     assert "big" not in server.sessions()
     # The longest value the kernel takes is taken, and its session runs commands.
     server.result("session/open", {"sessionId": "big", "env": {"BIG": longest}})
-    assert server.bash('echo "${#BIG}"', sessionId="big").output == f"{len(longest)}\n"
+    assert server.bash('echo "${#BIG}"', session_id="big").output == f"{len(longest)}\n"
     out = server.bash("bash -c 'echo \"${#BIG}\"'", env={"BIG": longest})
     assert out.output == f"{len(longest)}\n"
 

@@ -74,7 +74,7 @@ ESCAPEE_COUNT = 4
 
 
 def spawn_escapees(server: ServerProcess, marker: str, session: str) -> None:
-    assert server.bash(escapees(marker), sessionId=session).output == "spawned\n"
+    assert server.bash(escapees(marker), session_id=session).output == "spawned\n"
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT, timeout=5)
 
 
@@ -83,7 +83,7 @@ def test_escapees_die_when_their_command_is_aborted(server: ServerProcess) -> No
     ident = server.request("bash", {"command": escapees(marker) + "; sleep 60"})
     server.wait_for(lambda m: m.get("method") == "bash/chunk")
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT, timeout=5)
-    assert server.abort(requestId=ident)
+    assert server.abort(request_id=ident)
     assert server.bash_result(ident).cancelled
     assert wait_until(lambda: marked_processes(marker) == [], timeout=GONE_SECONDS)
 

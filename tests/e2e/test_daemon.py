@@ -185,7 +185,7 @@ def test_a_client_finds_its_sessions_after_a_reconnect_and_others_do_not(
     daemon = spawn_daemon()
     first = introduce(daemon.connect(), "agent-1")
     first.bash("export KEPT=yes; cd /tmp; exec -a daemon-kept-mark sleep 300 &")
-    first.bash("true", sessionId="second")
+    first.bash("true", session_id="second")
     first.close()
     again = introduce(daemon.connect(), "agent-1")
     assert set(again.sessions()) == {"default", "second"}

@@ -52,9 +52,9 @@ def start_detached(
 
 def test_an_abort_by_session_reaches_a_detached_command(daemon: DaemonProcess) -> None:
     marker = "detached-abort-session-mark"
-    ident = start_detached(daemon, "by-session", marker, sessionId="work")
+    ident = start_detached(daemon, "by-session", marker, session_id="work")
     again = introduce(daemon.connect(), "by-session")
-    assert again.abort(sessionId="work")
+    assert again.abort(session_id="work")
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     result = again.typed(BashResult, "bash/attach", {"requestId": ident})
     assert result.cancelled
@@ -67,15 +67,15 @@ def test_an_abort_by_request_id_reaches_a_detached_command(daemon: DaemonProcess
     # Another client's connection, or one of no client, cannot reach it.
     stranger = introduce(daemon.connect(), "someone-else")
     anonymous = daemon.connect()
-    assert not stranger.abort(requestId=ident)
-    assert not anonymous.abort(requestId=ident)
+    assert not stranger.abort(request_id=ident)
+    assert not anonymous.abort(request_id=ident)
     assert marked_processes(marker)
     again = introduce(daemon.connect(), "by-request")
-    assert again.abort(requestId=ident)
+    assert again.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     result = again.typed(BashResult, "bash/attach", {"requestId": ident})
     assert result.cancelled
-    assert not again.abort(requestId=ident)
+    assert not again.abort(request_id=ident)
     for client in (again, stranger, anonymous):
         client.close()
 
@@ -86,11 +86,11 @@ def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonP
     again = introduce(daemon.connect(), "same-id")
     mine = again.request("bash", {"command": f"exec -a {own} sleep 300"}, id=5)
     assert wait_until(lambda: marked_processes(own))
-    assert again.abort(requestId=5)
+    assert again.abort(request_id=5)
     assert again.bash_result(mine).cancelled
     assert marked_processes(held)
     # Its own is over: now the id names the detached one.
-    assert again.abort(requestId=5)
+    assert again.abort(request_id=5)
     assert wait_until(lambda: not marked_processes(held), GONE_BOUND_SECONDS)
     assert again.typed(BashResult, "bash/attach", {"requestId": 5}).cancelled
     again.close()
@@ -101,7 +101,7 @@ def test_an_abort_by_request_id_reaches_a_detached_pty(daemon: DaemonProcess) ->
     marker = "detached-abort-pty-mark"
     ident = start_detached(daemon, "pty-by-request", marker, pty=True)
     again = introduce(daemon.connect(), "pty-by-request")
-    assert again.abort(requestId=ident)
+    assert again.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     result = again.typed(BashResult, "bash/attach", {"requestId": ident})
     assert result.cancelled

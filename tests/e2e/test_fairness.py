@@ -48,7 +48,7 @@ class CountingServer(ServerProcess):
 def test_a_reply_overtakes_another_requests_backlog(tmp_path: Path) -> None:
     server = CountingServer(tmp=tmp_path)
     try:
-        assert server.bash("true", sessionId="a").exit_code == 0
+        assert server.bash("true", session_id="a").exit_code == 0
         flood = server.request("bash", {"command": FLOOD, "sessionId": "b"})
         assert wait_until(lambda: server.chunks_dropped > 0)
         behind = []
@@ -62,7 +62,7 @@ def test_a_reply_overtakes_another_requests_backlog(tmp_path: Path) -> None:
             assert server.bash_result(ident).exit_code == 0
             behind.append(server.read_at_reply[ident] - before)
         assert max(behind) < FAIR_BYTES_BOUND, behind
-        assert server.abort(requestId=flood)
+        assert server.abort(request_id=flood)
         server.response(flood, timeout=DEFAULT_TIMEOUT)
     finally:
         server.close()

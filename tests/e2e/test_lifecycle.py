@@ -39,7 +39,7 @@ EXIT_BOUND_SECONDS = 10.0
 
 def start_escapees(server: ServerProcess) -> None:
     assert server.bash(ESCAPES).output == "spawned\n"
-    server.bash("sleep 305 &", sessionId="other")
+    server.bash("sleep 305 &", session_id="other")
     assert wait_until(
         lambda: len([c for c in server.owned_commands() if c.startswith("sleep 30")]) == 6
     )

@@ -175,7 +175,7 @@ def test_timeout_leaves_nothing_behind(server: InProcessServer) -> None:
 def test_abort_during_sleep(server: InProcessServer) -> None:
     ident = server.request("bash", {"command": "echo go; sleep 60", "pty": True})
     wait_for_output(server, ident, b"go")
-    assert server.abort(requestId=ident)
+    assert server.abort(request_id=ident)
     result = server.bash_result(ident, timeout=HANG_SECONDS)
     assert result.cancelled and not result.timed_out
     assert result.output == f"{messages.NOTICE_CANCELLED}\ngo\n"

@@ -140,7 +140,7 @@ def test_an_unknown_request_and_another_clients_are_refused(daemon: DaemonProces
     anonymous = daemon.connect()
     error = anonymous.error("bash/attach", {"requestId": ident})
     assert error.code == ErrorCode.INVALID_PARAMS
-    assert owner.abort(requestId=ident)
+    assert owner.abort(request_id=ident)
     for client in (owner, stranger, anonymous):
         client.close()
 

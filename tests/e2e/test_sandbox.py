@@ -116,8 +116,8 @@ def test_a_session_opened_outside_the_workspace_is_there_read_only(spawn, tmp_pa
     (elsewhere / "notes.txt").write_text("kept\n")
     server = sandboxed(spawn, "workspace-write")
     server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
-    assert server.bash("pwd; cat notes.txt", sessionId="o").output == f"{elsewhere}\nkept\n"
-    assert server.bash("echo x > new.txt", sessionId="o").sandbox_denied
+    assert server.bash("pwd; cat notes.txt", session_id="o").output == f"{elsewhere}\nkept\n"
+    assert server.bash("echo x > new.txt", session_id="o").sandbox_denied
 
 
 def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(spawn, listener) -> None:
@@ -144,7 +144,7 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path)
     error = server.error("session/open", {"sessionId": "s", "sandbox": "full"})
     assert error.code == ErrorCode.INVALID_PARAMS and error.data == looser
     server.result("session/open", {"sessionId": "strict", "sandbox": "read-only"})
-    assert server.bash("echo x > f", sessionId="strict").sandbox_denied
+    assert server.bash("echo x > f", session_id="strict").sandbox_denied
     assert server.bash("echo x > f").exit_code == 0
     params = {"protocolVersion": "2025-06-18", "capabilities": {}}
     options = {"initializationOptions": {"settings": {"sandbox": {"mode": "off"}}}}
@@ -177,7 +177,7 @@ def test_a_later_initialize_never_loosens_the_connections_sandbox(
     server.result("initialize", {**params, "initializationOptions": {}})
     server.result("session/open", {"sessionId": "new"})
     for session in ("new", "other"):
-        assert server.bash("echo x > f", sessionId=session).sandbox_denied
+        assert server.bash("echo x > f", session_id=session).sandbox_denied
     assert not (tmp_path / "f").exists()
 
 
@@ -206,7 +206,7 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
     strict = {"initializationOptions": {"settings": {"sandbox": {"mode": "read-only"}}}}
     assert server.error("initialize", {**params, **strict}).code == ErrorCode.INVALID_PARAMS
     assert server.bash("echo x > f && cat f").output == "x\n"
-    server.abort(sessionId="busy")
+    server.abort(session_id="busy")
     server.bash_result(ident)
     # An initialize after the sessions exist tightens them all, the tool call's too.
     call_tool(server, command="true")
@@ -214,7 +214,7 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
     assert server.bash("echo y > g").shell_restarted
     # (The aborted command took its shell: there was none to restart.)
     for session in ("default", "busy"):
-        assert server.bash("echo y > g", sessionId=session).sandbox_denied, session
+        assert server.bash("echo y > g", session_id=session).sandbox_denied, session
     tool = call_tool(server, command="echo y > g")
     assert tool.is_error and "[The sandbox (read-only) denied writing" in text_of(tool)
     assert not (tmp_path / "g").exists()

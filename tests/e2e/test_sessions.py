@@ -111,7 +111,7 @@ def test_least_recently_used_shell_is_evicted(spawn, tmp_path: Path) -> None:
     server = spawn("[sessions]\nmaxShells = 2\n")
     pids: dict[str, int] = {}
     for session in ("a", "b", "c"):
-        server.bash("true", sessionId=session)
+        server.bash("true", session_id=session)
         pid = server.sessions()[session].pid
         assert pid is not None
         pids[session] = pid
@@ -120,7 +120,7 @@ def test_least_recently_used_shell_is_evicted(spawn, tmp_path: Path) -> None:
     assert listed == {"a": None, "b": pids["b"], "c": pids["c"]}
     # Session a still works: it gets a fresh shell, evicting b, now the least recent,
     # and says its old shell's state is gone.
-    result = server.bash("echo back", sessionId="a")
+    result = server.bash("echo back", session_id="a")
     assert result.output == f"{messages.SHELL_RESTARTED}\nback\n" and result.shell_restarted
     assert wait_until(lambda: process_gone(pids["b"]))
 
@@ -134,7 +134,7 @@ def test_too_many_live_shells(spawn, tmp_path: Path) -> None:
     assert error.message == messages.TOO_MANY_SHELLS
     for ident in busy:
         assert server.bash_result(ident).exit_code == 0
-    assert server.bash("echo ok", sessionId="c").output == "ok\n"
+    assert server.bash("echo ok", session_id="c").output == "ok\n"
 
 
 def test_idle_shell_is_closed(spawn, tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_idle_shell_is_closed(spawn, tmp_path: Path) -> None:
 def test_shell_with_background_jobs_survives_idle_eviction(spawn, tmp_path: Path) -> None:
     server = spawn("[sessions]\nidleSeconds = 1\n")
     server.bash("sleep 300 &")
-    server.bash("true", sessionId="plain")
+    server.bash("true", session_id="plain")
     plain = server.sessions()["plain"].pid
     assert plain is not None
     assert wait_until(lambda: process_gone(plain), timeout=10)
@@ -191,7 +191,7 @@ def full_proc_scan_seconds() -> float:
 def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
     server = spawn("[sessions]\nmaxShells = 64\n" + tracking)
     for i in range(SESSION_LIST_SESSIONS):
-        server.bash("sleep 300 &" if i % 2 else "true", sessionId=f"s{i}")
+        server.bash("sleep 300 &" if i % 2 else "true", session_id=f"s{i}")
     jobs = {name: info.background_jobs for name, info in server.sessions().items()}
     assert all(jobs[f"s{i}"] == i % 2 for i in range(SESSION_LIST_SESSIONS))
     # In-process, the server's CPU time is this process's. The best of a few rounds:

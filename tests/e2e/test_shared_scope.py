@@ -48,23 +48,23 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
 def test_owners_in_one_scope_drive_each_others_sessions(daemon: DaemonProcess) -> None:
     alice = introduce(daemon.connect(), "alice", "team")
     bob = introduce(daemon.connect(), "bob", "team")
-    alice.bash("export SET_BY=alice; cd /tmp", sessionId="a")
-    bob.bash("export SET_BY=bob; cd /", sessionId="b")
+    alice.bash("export SET_BY=alice; cd /tmp", session_id="a")
+    bob.bash("export SET_BY=bob; cd /", session_id="b")
     for client in (alice, bob):
         listed = client.sessions()
         assert {name: s.owner for name, s in listed.items()} == {"a": "alice", "b": "bob"}
     # One shell per session, whoever drives it: its state is the opener's.
-    assert bob.bash('echo "$SET_BY"; pwd; export SEEN=bob', sessionId="a").output == (
+    assert bob.bash('echo "$SET_BY"; pwd; export SEEN=bob', session_id="a").output == (
         "alice\n/tmp\n"
     )
-    assert alice.bash('echo "$SET_BY $SEEN"', sessionId="a").output == "alice bob\n"
-    assert alice.bash('echo "$SET_BY"; pwd', sessionId="b").output == "bob\n/\n"
+    assert alice.bash('echo "$SET_BY $SEEN"', session_id="a").output == "alice bob\n"
+    assert alice.bash('echo "$SET_BY"; pwd', session_id="b").output == "bob\n/\n"
     # Outside the scope: a third owner, and each owner's own sessions.
     carol = introduce(daemon.connect(), "carol", None)
     assert carol.sessions() == {}
     alice_alone = introduce(daemon.connect(), "alice", None)
     assert alice_alone.sessions() == {}
-    alice_alone.bash("true", sessionId="mine")
+    alice_alone.bash("true", session_id="mine")
     assert set(alice.sessions()) == {"a", "b"}
     other_scope = introduce(daemon.connect(), "alice", "elsewhere")
     assert other_scope.sessions() == {}
@@ -127,15 +127,15 @@ def test_a_scopes_detached_request_is_its_clients_to_resume(daemon: DaemonProces
     bob_request = bob.request("bash", {"command": "sleep 300", "sessionId": "b"}, id=3)
     cut(first)
     # Ids are each client's: bob's 3 is his own request, never alice's.
-    assert bob.abort(requestId=ident)
+    assert bob.abort(request_id=ident)
     assert bob.bash_result(bob_request).cancelled
-    assert not bob.abort(requestId=ident)
+    assert not bob.abort(request_id=ident)
     error = bob.error("bash/attach", {"requestId": ident})
     assert error.code == ErrorCode.INVALID_PARAMS
     assert marked_processes(marker)
     alice = introduce(daemon.connect(), "alice", "resume")
     assert [r.request_id for r in alice.sessions()["default"].requests or []] == [ident]
-    assert alice.abort(requestId=ident)
+    assert alice.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     assert alice.typed(BashResult, "bash/attach", {"requestId": ident}).cancelled
     for client in (alice, bob):
@@ -150,7 +150,7 @@ def test_a_session_abort_reaches_another_owners_command_in_the_scope(
     running = alice.request("bash", {"command": f"exec -a {marker} sleep 300"})
     assert wait_until(lambda: marked_processes(marker))
     bob = introduce(daemon.connect(), "bob", "abort")
-    assert bob.abort(sessionId="default")
+    assert bob.abort(session_id="default")
     assert alice.bash_result(running).cancelled
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
     for client in (alice, bob):
@@ -169,13 +169,13 @@ def test_each_connections_sandbox_holds_on_the_sessions_it_shares(
     read_only = initialize_params(second, scope, settings={"sandbox": {"mode": "read-only"}})
     # Not while a command of the other connection runs where it would tighten.
     assert strict.error("initialize", read_only).code == ErrorCode.INVALID_PARAMS
-    assert loose.abort(sessionId="default")
+    assert loose.abort(session_id="default")
     assert loose.bash_result(ident).cancelled
     strict.result("initialize", read_only)
     assert loose.bash("echo x > f").sandbox_denied
     # A session the looser connection opens since is tightened for the stricter one's command.
-    assert loose.bash("echo x > f && cat f", sessionId="new").output == "x\n"
-    result = strict.bash("echo y > g", sessionId="new")
+    assert loose.bash("echo x > f && cat f", session_id="new").output == "x\n"
+    result = strict.bash("echo y > g", session_id="new")
     assert result.sandbox_denied and result.shell_restarted
     assert not (tmp_path / "g").exists()
     for client in (loose, strict):

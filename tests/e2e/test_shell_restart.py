@@ -36,7 +36,7 @@ def running(server: InProcessServer, command: str) -> int:
 
 def test_an_abort_says_the_shell_restarted(server: InProcessServer) -> None:
     ident = running(server, f"sleep {BUSY_SECONDS}")
-    assert server.abort(requestId=ident)
+    assert server.abort(request_id=ident)
     result = server.bash_result(ident)
     assert result.cancelled and result.shell_restarted
     assert result.output == f"{messages.NOTICE_CANCELLED}\n{messages.SHELL_RESTARTED}\nstarted\n"

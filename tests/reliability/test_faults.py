@@ -82,7 +82,7 @@ ESCAPES = {
 
 def test_escaped_processes_die_with_their_session(server: ServerProcess) -> None:
     for name, command in ESCAPES.items():
-        server.bash(command, sessionId=name)
+        server.bash(command, session_id=name)
     assert wait_until(lambda: len(server.owned_processes()) >= 2 * len(ESCAPES))
     for name in ESCAPES:
         assert server.result("session/close", {"sessionId": name}) == {"closed": True}

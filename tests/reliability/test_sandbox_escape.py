@@ -125,7 +125,7 @@ def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode
     # as the server's is wherever TMPDIR points outside /tmp.
     server = sandboxed(spawn, mode)
     server.result("session/open", {"sessionId": "other"})
-    assert server.bash("echo other-session-secret", sessionId="other").exit_code == 0
+    assert server.bash("echo other-session-secret", session_id="other").exit_code == 0
     runtime = next(tmp_path.glob("bashrpc-test-*"))
     assert len(list(runtime.iterdir())) >= 2
     own = server.bash('dirname "$__bashrpc_in"').output.strip()
@@ -147,7 +147,7 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tm
     try:
         server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
         server.result("session/open", {"sessionId": "other"})
-        secret = server.bash("echo ok", sessionId="other", env={"SECRET": "other-value"})
+        secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
         assert secret.output == "ok\n"
         own = server.bash('basename "$__bashrpc_in"').output.strip()
         (runtime,) = tmpdir.glob("bashrpc-*")

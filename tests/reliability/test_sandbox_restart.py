@@ -54,7 +54,7 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
     elif how == "abort":
         ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
-        assert server.abort(requestId=ident)
+        assert server.abort(request_id=ident)
         assert server.bash_result(ident).shell_restarted
     elif how == "idle":
         pid = server.sessions()["default"].pid
@@ -67,7 +67,7 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
         ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
         result = server.bash(probe)
-        server.abort(requestId=ident)
+        server.abort(request_id=ident)
         server.bash_result(ident)
         return result.output
     elif how == "pty":
@@ -121,8 +121,8 @@ def test_a_session_the_host_opened_elsewhere_survives_a_restart(spawn, tmp_path:
     (elsewhere / "notes.txt").write_text("kept\n")
     server = confined(spawn)
     server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
-    assert server.bash("exit", sessionId="o").shell_restarted
-    result = server.bash("pwd; cat notes.txt; touch new 2>/dev/null || echo ro", sessionId="o")
+    assert server.bash("exit", session_id="o").shell_restarted
+    result = server.bash("pwd; cat notes.txt; touch new 2>/dev/null || echo ro", session_id="o")
     assert result.output == f"{elsewhere}\nkept\nro\n"
     assert not result.shell_restarted
 
@@ -135,7 +135,7 @@ def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: 
     assert wait_until(lambda: server.sessions()["default"].state == "busy")
     result = server.bash("pwd")
     assert result.output == f"{tmp_path}/sub\n" and not result.shell_restarted
-    server.abort(requestId=ident)
+    server.abort(request_id=ident)
     server.bash_result(ident)
 
 
@@ -146,5 +146,5 @@ def test_a_command_with_a_cwd_of_its_own_is_not_told_of_a_fallback(spawn, tmp_pa
     assert structured(call_tool(server, command="exit")).shell_restarted
     result = call_tool(server, command="pwd")
     assert text_of(result) == f"{tmp_path}\n"
-    pty = server.bash("pwd", pty=True, cwd=str(tmp_path), sessionId="@tools")
+    pty = server.bash("pwd", pty=True, cwd=str(tmp_path), session_id="@tools")
     assert pty.output == f"{tmp_path}\n"

@@ -98,7 +98,7 @@ def test_no_shell_syntax_through_request_fields(server: InProcessServer) -> None
     server.bash("pwd", cwd=f"$(touch {tmp}/from-cwd)")
     # A session id never reaches a shell at all.
     session = f"$(touch {tmp}/from-session); `touch {tmp}/from-session2`"
-    assert server.bash("echo ok", sessionId=session).output == "ok\n"
+    assert server.bash("echo ok", session_id=session).output == "ok\n"
     listed = list(server.sessions())
     assert session in listed
     for tool_cwd in (f"$(touch {tmp}/from-tool)", odd_dir.name):

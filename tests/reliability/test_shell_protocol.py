@@ -38,12 +38,12 @@ def server(request: pytest.FixtureRequest, spawn_process) -> ServerProcess:
 
 def test_no_descriptor_reaches_the_status_channel(server: ServerProcess, tmp_path: Path) -> None:
     server.result("session/open", {"sessionId": "other"})
-    assert server.bash("echo hi", sessionId="other").output == "hi\n"
+    assert server.bash("echo hi", session_id="other").output == "hi\n"
     for command in (FORGED, MALFORMED, JUNK):
         ident = server.request("bash", {"command": command})
         # Meanwhile another session answers at once.
         started = time.monotonic()
-        assert server.bash("echo hi", sessionId="other").output == "hi\n"
+        assert server.bash("echo hi", session_id="other").output == "hi\n"
         assert time.monotonic() - started < RESPONSIVE_SECONDS
         result = server.bash_result(ident, timeout=60)
         # (What reached the output is the loop's own stderr, saved at fd 11.)
@@ -51,7 +51,7 @@ def test_no_descriptor_reaches_the_status_channel(server: ServerProcess, tmp_pat
         assert result.working_dir == str(tmp_path)
         assert not result.shell_restarted
     # The session's own shell is still the one it had.
-    assert server.bash("echo $$", sessionId="other").exit_code == 0
+    assert server.bash("echo $$", session_id="other").exit_code == 0
     for session in ("default", "other"):
         server.result("session/close", {"sessionId": session})
     assert wait_until(lambda: server.owned_processes() == [])
@@ -59,7 +59,7 @@ def test_no_descriptor_reaches_the_status_channel(server: ServerProcess, tmp_pat
 
 def test_a_record_written_by_path_kills_only_that_shell(server: ServerProcess) -> None:
     server.result("session/open", {"sessionId": "other"})
-    server.bash("echo up", sessionId="other")
+    server.bash("echo up", session_id="other")
     server.bash("sleep 300 &")
     # The FIFO's path is no secret; the command's token is, so its record is forged.
     forged = server.bash(
@@ -69,7 +69,7 @@ def test_a_record_written_by_path_kills_only_that_shell(server: ServerProcess) -
     assert forged.working_dir != "/" and forged.shell_restarted
     again = server.bash("echo back")
     assert again.output == "back\n" and not again.shell_restarted
-    assert server.bash("echo hi", sessionId="other").output == "hi\n"
+    assert server.bash("echo hi", session_id="other").output == "hi\n"
     # The shell died with all it started: `sleep 300` twice.
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep" in c])
 

@@ -108,7 +108,7 @@ def run(tmp: Path, case: Callable[[Client], Awaitable[None]]) -> None:
 
 def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
-        batch = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", sessionId="b")]
+        batch = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", session_id="b")]
         await client.send(batch, request(4, "ping"))
         # The request after the batch is answered while the batch still waits.
         assert (await client.receive())["id"] == 4
@@ -125,7 +125,7 @@ def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Pat
 
 def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
-        await client.send(bash(1, "echo never"), request(2, "abort_bash", requestId=1))
+        await client.send(bash(1, "echo never"), request(2, "abort_bash", request_id=1))
         replies = {m["id"]: m for m in [await client.receive(), await client.receive()]}
         assert replies[2]["result"] == {"aborted": True}
         result = replies[1]["result"]
@@ -138,7 +138,7 @@ def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None
 def test_the_request_past_the_in_flight_limit_is_refused_not_queued(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         limit = MAX_IN_FLIGHT_REQUESTS
-        await client.send(*(bash(i, "wait go", sessionId=f"s{i}") for i in range(limit + 1)))
+        await client.send(*(bash(i, "wait go", session_id=f"s{i}") for i in range(limit + 1)))
         refused = await client.receive()
         assert refused["id"] == limit and refused["error"]["code"] == ErrorCode.SERVER_BUSY
         await client.send(request(-1, "ping"))
@@ -221,10 +221,10 @@ def test_whether_a_new_shell_can_enter_the_sessions_directory_is_the_backends(
     async def case(client: Client) -> None:
         sub = str(tmp_path / "sub")
         client.backend.files[sub] = "dir"
-        await client.send(request(1, "session/open", sessionId="x", cwd="sub"))
+        await client.send(request(1, "session/open", session_id="x", cwd="sub"))
         assert (await client.receive())["result"]["cwd"] == sub
         del client.backend.files[sub]
-        await client.send(bash(2, "true", sessionId="x"))
+        await client.send(bash(2, "true", session_id="x"))
         result = (await client.receive())["result"]
         gone = messages.SHELL_CWD_GONE.format(cwd=sub, workspace=tmp_path)
         assert result["output"] == f"{gone}\n" and result["workingDir"] == str(tmp_path)
