@@ -5,7 +5,6 @@ its flush) with no bash and no process, so each case is exact about order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,7 +14,20 @@ import anyio
 import msgspec
 
 from protocol import messages
+from protocol.client import ClientCore, notification_params, result_of
+from protocol.envelope import ServerMessage
 from protocol.errors import ErrorCode
+from protocol.mcp import BashToolArguments, CallToolResult, EmptyResult
+from protocol.mcpclient import bash_tool_call
+from protocol.methods import (
+    AbortBashParams,
+    AbortBashResult,
+    BashChunk,
+    BashParams,
+    BashResult,
+    SessionOpenParams,
+    SessionOpenResult,
+)
 from server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
 from server.runtime.containment import Containment
 from server.runtime.runtime import Options, Runtime
@@ -32,7 +44,7 @@ SETTINGS = "[bash]\nsnapshot = false\n[sessions]\nmaxShells = 300\n"
 
 
 class Client:
-    """The host's end: lines out, lines in, nothing else."""
+    """The host's end: the protocol's client core over the memory pair, nothing else."""
 
     def __init__(self, transport: Transport, backend: FakeBackend, workspace: Path) -> None:
         self._transport = transport
@@ -41,19 +53,27 @@ class Client:
         self._pending = b""
         self._lines: list[bytes] = []
 
-    async def send(self, *messages_: Any) -> None:
+    async def send(self, *lines: bytes) -> None:
         """All in one write, so the reader sees them without a pause between."""
-        await self._transport.send.send(b"".join(json.dumps(m).encode() + b"\n" for m in messages_))
+        await self._transport.send.send(b"".join(lines))
 
-    async def receive(self) -> Any:
+    async def line(self) -> list[ServerMessage]:
+        """The messages of the next line: one, or a batch's replies."""
         with anyio.fail_after(HANG_SECONDS):
             while not self._lines:
                 self._pending += await self._transport.receive.receive()
                 *lines, self._pending = self._pending.split(b"\n")
                 self._lines += lines
-        return json.loads(self._lines.pop(0))
+        received = ClientCore.line(self._lines.pop(0))
+        assert all(isinstance(m, ServerMessage) for m in received), received
+        return [m for m in received if isinstance(m, ServerMessage)]
 
-    async def until_end(self) -> list[Any]:
+    async def receive(self) -> ServerMessage:
+        """The next line, which holds one message."""
+        (message,) = await self.line()
+        return message
+
+    async def until_end(self) -> list[ServerMessage]:
         """Everything still to come, until the server closes its side."""
         received = []
         try:
@@ -66,12 +86,30 @@ class Client:
         await self._transport.send.aclose()
 
 
-def request(ident: int, method: str, **params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+_encoder = ClientCore()
 
 
-def bash(ident: int, command: str, **params: Any) -> dict[str, Any]:
-    return request(ident, "bash", command=command, **params)
+def request(
+    ident: int, method: str, params: msgspec.Struct | msgspec.UnsetType = msgspec.UNSET
+) -> bytes:
+    return _encoder.request(method, params, ident)[1]
+
+
+def bash(ident: int, command: str, **fields: Any) -> bytes:
+    return request(ident, "bash", BashParams(command=command, **fields))
+
+
+def batch(*lines: bytes) -> bytes:
+    return b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]\n"
+
+
+def bash_result(message: ServerMessage) -> BashResult:
+    return result_of(message, BashResult)
+
+
+def error_code(message: ServerMessage) -> int:
+    assert message.error is not None, message
+    return message.error.code
 
 
 @asynccontextmanager
@@ -108,28 +146,32 @@ def run(tmp: Path, case: Callable[[Client], Awaitable[None]]) -> None:
 
 def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
-        batch = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", session_id="b")]
-        await client.send(batch, request(4, "ping"))
+        members = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", session_id="b")]
+        await client.send(batch(*members), request(4, "ping"))
         # The request after the batch is answered while the batch still waits.
-        assert (await client.receive())["id"] == 4
+        assert (await client.receive()).id == 4
         chunk = await client.receive()
-        assert chunk["method"] == "bash/chunk" and chunk["params"]["text"] == "quick\n"
+        assert chunk.method == "bash/chunk"
+        assert notification_params(chunk, BashChunk).text == "quick\n"
         client.backend.gate("go").set()
-        replies = await client.receive()
-        assert sorted(r["id"] for r in replies) == [1, 2, 3]
-        results = {r["id"]: r["result"] for r in replies}
-        assert results[1]["exitCode"] == 0 and results[3]["output"] == "quick\n"
+        replies = {r.id: r for r in await client.line()}
+        assert set(replies) == {1, 2, 3}
+        assert result_of(replies[2], EmptyResult) == EmptyResult()
+        assert bash_result(replies[1]).exit_code == 0
+        assert bash_result(replies[3]).output == "quick\n"
 
     run(tmp_path, case)
 
 
 def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
-        await client.send(bash(1, "echo never"), request(2, "abort_bash", request_id=1))
-        replies = {m["id"]: m for m in [await client.receive(), await client.receive()]}
-        assert replies[2]["result"] == {"aborted": True}
-        result = replies[1]["result"]
-        assert result["cancelled"] is True and result["exitCode"] is None
+        await client.send(
+            bash(1, "echo never"), request(2, "abort_bash", AbortBashParams(request_id=1))
+        )
+        replies = {m.id: m for m in [await client.receive(), await client.receive()]}
+        assert result_of(replies[2], AbortBashResult).aborted is True
+        result = bash_result(replies[1])
+        assert result.cancelled is True and result.exit_code is None
         assert client.backend.ran == []
 
     run(tmp_path, case)
@@ -140,16 +182,16 @@ def test_the_request_past_the_in_flight_limit_is_refused_not_queued(tmp_path: Pa
         limit = MAX_IN_FLIGHT_REQUESTS
         await client.send(*(bash(i, "wait go", session_id=f"s{i}") for i in range(limit + 1)))
         refused = await client.receive()
-        assert refused["id"] == limit and refused["error"]["code"] == ErrorCode.SERVER_BUSY
+        assert refused.id == limit and error_code(refused) == ErrorCode.SERVER_BUSY
         await client.send(request(-1, "ping"))
-        assert (await client.receive())["id"] == -1
+        assert (await client.receive()).id == -1
         client.backend.gate("go").set()
         done = [await client.receive() for _ in range(limit)]
-        assert sorted(m["id"] for m in done) == list(range(limit))
-        assert all(m["result"]["exitCode"] == 0 for m in done)
+        assert sorted(m.id for m in done if isinstance(m.id, int)) == list(range(limit))
+        assert all(bash_result(m).exit_code == 0 for m in done)
         # The slots are free again.
         await client.send(bash(limit + 1, "true"))
-        assert (await client.receive())["result"]["exitCode"] == 0
+        assert bash_result(await client.receive()).exit_code == 0
 
     run(tmp_path, case)
 
@@ -157,13 +199,14 @@ def test_the_request_past_the_in_flight_limit_is_refused_not_queued(tmp_path: Pa
 def test_shutdown_aborts_and_answers_then_refuses_then_exit_flushes(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         await client.send(bash(1, "echo started; wait never"))
-        assert (await client.receive())["params"]["text"] == "started\n"
+        assert notification_params(await client.receive(), BashChunk).text == "started\n"
         await client.send(request(2, "shutdown"))
-        replies = {m["id"]: m for m in [await client.receive(), await client.receive()]}
-        assert replies[1]["result"]["cancelled"] is True and replies[2]["result"] is None
-        await client.send(bash(3, "echo late"), {"jsonrpc": "2.0", "method": "exit"})
+        replies = {m.id: m for m in [await client.receive(), await client.receive()]}
+        assert bash_result(replies[1]).cancelled is True
+        assert replies[2].error is None and bytes(replies[2].result) == b"null"
+        await client.send(bash(3, "echo late"), _encoder.notification("exit"))
         refused, *rest = await client.until_end()
-        assert refused["error"]["code"] == ErrorCode.SHUTTING_DOWN and rest == []
+        assert error_code(refused) == ErrorCode.SHUTTING_DOWN and rest == []
         assert client.backend.ran == ["echo started; wait never"]
 
     run(tmp_path, case)
@@ -172,10 +215,10 @@ def test_shutdown_aborts_and_answers_then_refuses_then_exit_flushes(tmp_path: Pa
 def test_the_input_ending_answers_what_runs_before_the_output_closes(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         await client.send(bash(1, "echo started; wait never"))
-        assert (await client.receive())["params"]["text"] == "started\n"
+        assert notification_params(await client.receive(), BashChunk).text == "started\n"
         await client.close_input()
         (reply,) = await client.until_end()
-        assert reply["id"] == 1 and reply["result"]["cancelled"] is True
+        assert reply.id == 1 and bash_result(reply).cancelled is True
         assert all(shell.dead for shell in client.backend.shells)
 
     run(tmp_path, case)
@@ -184,17 +227,17 @@ def test_the_input_ending_answers_what_runs_before_the_output_closes(tmp_path: P
 def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         client.backend.files[str(tmp_path / "file")] = "other"
-        tool = {"name": "bash", "arguments": {"command": "true", "cwd": "gone"}}
+        tool = bash_tool_call(BashToolArguments(command="true", cwd="gone"))
         await client.send(
-            request(1, "tools/call", **tool),
-            request(2, "session/open", cwd="file"),
+            request(1, "tools/call", tool),
+            request(2, "session/open", SessionOpenParams(cwd="file")),
             bash(3, "true", pty=True),
         )
-        replies = {m["id"]: m for m in [await client.receive() for _ in range(3)]}
+        replies = {m.id: m for m in [await client.receive() for _ in range(3)]}
         missing = messages.CWD_MISSING.format(path=tmp_path / "gone")
-        assert replies[1]["result"]["content"][0]["text"] == missing
-        assert replies[2]["error"]["code"] == ErrorCode.INVALID_PARAMS
-        assert NO_TERMINALS in replies[3]["result"]["output"]
+        assert result_of(replies[1], CallToolResult).content[0].text == missing
+        assert error_code(replies[2]) == ErrorCode.INVALID_PARAMS
+        assert NO_TERMINALS in bash_result(replies[3]).output
         assert client.backend.ran == []
 
     run(tmp_path, case)
@@ -203,12 +246,12 @@ def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
 def test_a_shell_that_died_is_replaced_on_the_next_lease(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         await client.send(bash(1, "cd .; exit"))
-        died = (await client.receive())["result"]
+        died = bash_result(await client.receive())
         await client.send(bash(2, "echo again"))
         await client.receive()  # its chunk
-        again = (await client.receive())["result"]
-        assert died["shellRestarted"] is True and "shellRestarted" not in again
-        assert again["output"] == "again\n"
+        again = bash_result(await client.receive())
+        assert died.shell_restarted is True and again.shell_restarted is False
+        assert again.output == "again\n"
         first, second = client.backend.shells
         assert first.dead and not second.dead
 
@@ -221,12 +264,12 @@ def test_whether_a_new_shell_can_enter_the_sessions_directory_is_the_backends(
     async def case(client: Client) -> None:
         sub = str(tmp_path / "sub")
         client.backend.files[sub] = "dir"
-        await client.send(request(1, "session/open", session_id="x", cwd="sub"))
-        assert (await client.receive())["result"]["cwd"] == sub
+        await client.send(request(1, "session/open", SessionOpenParams(session_id="x", cwd="sub")))
+        assert result_of(await client.receive(), SessionOpenResult).cwd == sub
         del client.backend.files[sub]
         await client.send(bash(2, "true", session_id="x"))
-        result = (await client.receive())["result"]
+        result = bash_result(await client.receive())
         gone = messages.SHELL_CWD_GONE.format(cwd=sub, workspace=tmp_path)
-        assert result["output"] == f"{gone}\n" and result["workingDir"] == str(tmp_path)
+        assert result.output == f"{gone}\n" and result.working_dir == str(tmp_path)
 
     run(tmp_path, case)
