@@ -6,14 +6,26 @@ import msgspec
 import pytest
 
 from protocol import messages
-from protocol.mcp import Recovery
-from tests.e2e.test_tools import ALL_TOOLS, blocked, call_tool, initialize, text_of
+from protocol.mcp import ConnectionSettings, InterceptorOverrides, InterceptorRule, Recovery
+from tests.e2e.test_tools import (
+    ALL_TOOLS,
+    INTERCEPTING,
+    blocked,
+    call_tool,
+    initialize,
+    text_of,
+)
 from tests.inprocess import InProcessServer
+
+
+def intercepting_with(rules: list[InterceptorRule]) -> ConnectionSettings:
+    """The interceptor on, with these rules instead of the defaults."""
+    return ConnectionSettings(interceptor=InterceptorOverrides(enabled=True, rules=rules))
 
 
 @pytest.fixture
 def guarded(server: InProcessServer) -> InProcessServer:
-    initialize(server, toolNames=ALL_TOOLS, settings={"interceptor": {"enabled": True}})
+    initialize(server, tool_names=ALL_TOOLS, settings=INTERCEPTING)
     return server
 
 
@@ -79,12 +91,10 @@ def test_commands_that_only_look_like_interceptable_ones_run(guarded: InProcessS
 
 def test_custom_rules_match_each_simple_command(server: InProcessServer) -> None:
     rules = [
-        {"pattern": r"^git\s+commit", "tool": "commit", "message": "Use commit.", "name": "gc"},
-        {"pattern": "(unclosed", "tool": "commit", "message": "never"},
+        InterceptorRule(pattern=r"^git\s+commit", tool="commit", message="Use commit.", name="gc"),
+        InterceptorRule(pattern="(unclosed", tool="commit", message="never"),
     ]
-    initialize(
-        server, toolNames=["commit"], settings={"interceptor": {"enabled": True, "rules": rules}}
-    )
+    initialize(server, tool_names=["commit"], settings=intercepting_with(rules))
     result = call_tool(server, command="npm test && git commit -m x")
     assert blocked(result).rule == "gc"
     assert text_of(result) == (
@@ -98,9 +108,7 @@ def test_custom_rules_match_each_simple_command(server: InProcessServer) -> None
 
 
 def test_custom_rules_match_the_whole_command_too(server: InProcessServer) -> None:
-    rules = [{"pattern": r"^git add file && git commit", "tool": "commit", "message": "m"}]
-    initialize(
-        server, toolNames=["commit"], settings={"interceptor": {"enabled": True, "rules": rules}}
-    )
+    rules = [InterceptorRule(pattern=r"^git add file && git commit", tool="commit", message="m")]
+    initialize(server, tool_names=["commit"], settings=intercepting_with(rules))
     result = call_tool(server, command="git add file && git commit -m message")
-    assert blocked(result).rule == rules[0]["pattern"]
+    assert blocked(result).rule == rules[0].pattern

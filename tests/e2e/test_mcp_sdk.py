@@ -49,6 +49,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
+    from mcp.types import TextResourceContents
 
     server_pids: list[int] = []
 
@@ -92,6 +93,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                 artifact = big.structured_content["truncation"]["artifactId"]
                 resource = await session.read_resource(f"artifact://{artifact}")
                 body = resource.contents[0]
+                assert isinstance(body, TextResourceContents), body
                 assert str(body.uri) == f"artifact://{artifact}"
                 assert body.text == "".join(f"{i}\n" for i in range(1, 100001))
 

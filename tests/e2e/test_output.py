@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 
 CAP = 1_000_000
@@ -22,7 +23,7 @@ def dir_sizes(directory: Path) -> tuple[int, int]:
     return sum(sizes), max(sizes, default=0)
 
 
-def test_artifact_cap_holds_while_a_command_runs(spawn) -> None:
+def test_artifact_cap_holds_while_a_command_runs(spawn: SpawnInProcess) -> None:
     server = spawn(f"[artifacts]\nmaxTotalBytes = {CAP}\n")
     older = server.bash("seq 1 100000").artifact_id  # 588,895 bytes, finished
     seen: list[tuple[int, int]] = []
@@ -52,7 +53,7 @@ def test_artifact_cap_holds_while_a_command_runs(spawn) -> None:
     assert result.output.endswith("y\n")  # the tail in memory is as always
 
 
-def test_per_artifact_limit(spawn) -> None:
+def test_per_artifact_limit(spawn: SpawnInProcess) -> None:
     server = spawn("[artifacts]\nmaxBytes = 100000\n")
     result = server.bash("seq 1 100000")
     assert result.artifact_truncated is True and result.total_bytes == 588895

@@ -62,6 +62,6 @@ def test_the_readme_prefix_works_before_any_command(spawn: SpawnInProcess, comma
 
 def test_the_readme_prefix_works_on_a_pty(spawn: SpawnInProcess) -> None:
     server = spawn(settings_with(readme_prefix()))
-    result = server.result("bash", {"command": "for i in 1 2; do nice; done", "pty": True})
-    assert result["exitCode"] == 0
-    assert result["output"].split() == [NICENESS, NICENESS]
+    result = server.bash("for i in 1 2; do nice; done", pty=True)
+    assert result.exit_code == 0
+    assert result.output.split() == [NICENESS, NICENESS]

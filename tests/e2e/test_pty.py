@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import time
-from typing import Any
+
+import msgspec
 
 from protocol import messages
+from protocol.client import result_of
+from protocol.envelope import Request, RequestId, encode
 from protocol.errors import ErrorCode
-from protocol.mcp import CallToolResult
-from protocol.methods import PtyInputResult, PtyResizeResult, PtyScreen
+from protocol.mcp import (
+    BashOverrides,
+    CallToolResult,
+    ConnectionSettings,
+    InterceptorOverrides,
+    UiSize,
+)
+from protocol.methods import (
+    BashParams,
+    PtyInputParams,
+    PtyInputResult,
+    PtyOutput,
+    PtyResizeParams,
+    PtyResizeResult,
+    PtyScreen,
+    PtyScreenParams,
+    PtySize,
+)
+from tests.conftest import SpawnInProcess
+from tests.e2e.test_tools import call_tool, initialize, tool_call
 from tests.inprocess import InProcessServer
 from tests.rpc import wait_until
 
@@ -31,15 +51,20 @@ say("app:" + os.read(fd, 16).hex())
 """
 
 
-def raw_output(server: InProcessServer, ident: Any) -> bytes:
+# What a host that renders a terminal declares, with tool calls allowed on a PTY.
+HOST_UI = UiSize(cols=90, rows=20)
+VIRTUAL_TERMINAL = BashOverrides(virtual_terminal="on")
+
+
+def raw_output(server: InProcessServer, ident: RequestId) -> bytes:
     return b"".join(
-        base64.b64decode(m["params"]["data"])
-        for m in server.notifications("pty/output")
-        if m["params"]["requestId"] == ident
+        base64.b64decode(p.data)
+        for p in server.notified("pty/output", PtyOutput)
+        if p.request_id == ident
     )
 
 
-def wait_for_output(server: InProcessServer, ident: Any, needle: bytes) -> None:
+def wait_for_output(server: InProcessServer, ident: RequestId, needle: bytes) -> None:
     server.receive_until(lambda: needle in raw_output(server, ident), timeout=HANG_SECONDS)
 
 
@@ -54,10 +79,12 @@ def test_both_ends_are_a_terminal(server: InProcessServer) -> None:
 
 
 def test_prompt_answered_through_pty_input(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "read -p 'name? ' n; echo \"hi $n\"", "pty": True})
+    ident = server.request(
+        "bash", BashParams(command="read -p 'name? ' n; echo \"hi $n\"", pty=True)
+    )
     wait_for_output(server, ident, b"name? ")
     typed = server.typed(
-        PtyInputResult, "pty/input", {"requestId": ident, "data": "bob", "keys": ["enter"]}
+        PtyInputResult, "pty/input", PtyInputParams(request_id=ident, data="bob", keys=["enter"])
     )
     assert typed.bytes_written == 4
     result = server.bash_result(ident)
@@ -70,19 +97,20 @@ def test_pty_output_is_numbered_from_zero_in_order(server: InProcessServer) -> N
     command = "for i in 1 2 3 4 5; do echo piece$i; sleep 0.1; done"
     result = server.bash(command, pty=True)
     assert result.exit_code == 0
-    outputs = [m["params"] for m in server.notifications("pty/output")]
+    outputs = server.notified("pty/output", PtyOutput)
     assert len(outputs) >= 2
-    assert [p["seq"] for p in outputs] == list(range(len(outputs)))
-    raw = b"".join(base64.b64decode(p["data"]) for p in outputs)
+    assert [p.seq for p in outputs] == list(range(len(outputs)))
+    raw = b"".join(base64.b64decode(p.data) for p in outputs)
     assert raw == b"".join(f"piece{i}\r\n".encode() for i in range(1, 6))
 
 
 def test_arrow_keys_follow_application_cursor_mode(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": f"python3 -c '{RAW_KEY_REPORTER}'", "pty": True})
+    command = f"python3 -c '{RAW_KEY_REPORTER}'"
+    ident = server.request("bash", BashParams(command=command, pty=True))
     wait_for_output(server, ident, b"ready-normal")
-    server.result("pty/input", {"requestId": ident, "keys": ["up"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["up"]))
     wait_for_output(server, ident, b"ready-app")
-    server.result("pty/input", {"requestId": ident, "keys": ["up"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["up"]))
     output = server.bash_result(ident).output
     assert "normal:1b5b41" in output  # ESC [ A
     assert "app:1b4f41" in output  # ESC O A
@@ -90,21 +118,22 @@ def test_arrow_keys_follow_application_cursor_mode(server: InProcessServer) -> N
 
 def test_resize_reaches_the_program(server: InProcessServer) -> None:
     command = "trap 'echo winch' WINCH; echo ready; read -r _; tput cols; stty size"
-    ident = server.request("bash", {"command": command, "pty": {"cols": 80, "rows": 24}})
+    ident = server.request("bash", BashParams(command=command, pty=PtySize(cols=80, rows=24)))
     wait_for_output(server, ident, b"ready")
     resized = server.typed(
-        PtyResizeResult, "pty/resize", {"requestId": ident, "cols": 132, "rows": 50}
+        PtyResizeResult, "pty/resize", PtyResizeParams(request_id=ident, cols=132, rows=50)
     )
     assert (resized.cols, resized.rows) == (132, 50)
-    server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["enter"]))
     output = server.bash_result(ident).output
     assert output.endswith("132\n50 132\n")
     assert "winch" in output
 
 
-def test_the_pty_size_wins_over_the_servers_columns_and_lines(spawn) -> None:
+def test_the_pty_size_wins_over_the_servers_columns_and_lines(spawn: SpawnInProcess) -> None:
     server = spawn(env={"COLUMNS": "80", "LINES": "24"})
-    output = server.bash("tput cols; tput lines; stty size", pty={"cols": 100, "rows": 30}).output
+    size = PtySize(cols=100, rows=30)
+    output = server.bash("tput cols; tput lines; stty size", pty=size).output
     assert output == "100\n30\n30 100\n"
     # On pipes, nothing is a terminal: the caller's values stay.
     assert server.bash("echo $COLUMNS").output == "80\n"
@@ -112,41 +141,41 @@ def test_the_pty_size_wins_over_the_servers_columns_and_lines(spawn) -> None:
 
 def test_resize_is_clamped(server: InProcessServer) -> None:
     ident = server.request(
-        "bash", {"command": "echo ready; read -r _; stty size", "pty": {"cols": 5}}
+        "bash", BashParams(command="echo ready; read -r _; stty size", pty=PtySize(cols=5))
     )
     wait_for_output(server, ident, b"ready")
     resized = server.typed(
-        PtyResizeResult, "pty/resize", {"requestId": ident, "cols": 9999, "rows": 1}
+        PtyResizeResult, "pty/resize", PtyResizeParams(request_id=ident, cols=9999, rows=1)
     )
     assert (resized.cols, resized.rows) == (400, 5)
-    server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["enter"]))
     assert server.bash_result(ident).output.endswith("5 400\n")
 
 
 def test_default_size_and_clamped_request(server: InProcessServer) -> None:
     assert server.bash("stty size", pty=True).output == "40 120\n"
-    assert server.bash("stty size", pty={"cols": 1, "rows": 1000}).output == "200 20\n"
+    assert server.bash("stty size", pty=PtySize(cols=1, rows=1000)).output == "200 20\n"
 
 
 def test_screen_shows_what_the_program_shows(server: InProcessServer) -> None:
     ident = server.request(
         "bash",
-        {
-            "command": "printf 'a\\nb\\n'; read -r _; clear; printf 'after clear'; read -r _",
-            "pty": {"cols": 30, "rows": 6},
-        },
+        BashParams(
+            command="printf 'a\\nb\\n'; read -r _; clear; printf 'after clear'; read -r _",
+            pty=PtySize(cols=30, rows=6),
+        ),
     )
     wait_for_output(server, ident, b"b\r\n")
-    screen = server.typed(PtyScreen, "pty/screen", {"requestId": ident})
+    screen = server.typed(PtyScreen, "pty/screen", PtyScreenParams(request_id=ident))
     assert screen.cols == 30 and screen.rows == 6
     assert screen.lines == ["a", "b", "", "", "", ""]
     assert (screen.cursor.x, screen.cursor.y) == (0, 2)
-    server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["enter"]))
     wait_for_output(server, ident, b"after clear")
-    screen = server.typed(PtyScreen, "pty/screen", {"requestId": ident})
+    screen = server.typed(PtyScreen, "pty/screen", PtyScreenParams(request_id=ident))
     assert screen.lines == ["after clear", "", "", "", "", ""]
     assert (screen.cursor.x, screen.cursor.y) == (len("after clear"), 0)
-    server.result("pty/input", {"requestId": ident, "keys": ["enter"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["enter"]))
     server.response(ident)
 
 
@@ -173,7 +202,7 @@ def test_timeout_leaves_nothing_behind(server: InProcessServer) -> None:
 
 
 def test_abort_during_sleep(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "echo go; sleep 60", "pty": True})
+    ident = server.request("bash", BashParams(command="echo go; sleep 60", pty=True))
     wait_for_output(server, ident, b"go")
     assert server.abort(request_id=ident)
     result = server.bash_result(ident, timeout=HANG_SECONDS)
@@ -189,29 +218,31 @@ def test_background_jobs_do_not_outlive_a_pty_command(server: InProcessServer) -
 
 
 def test_input_to_finished_or_unknown_requests_is_an_error(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "true", "pty": True})
+    ident = server.request("bash", BashParams(command="true", pty=True))
     server.response(ident)
-    for method, params in [
-        ("pty/input", {"requestId": ident, "data": "x"}),
-        ("pty/resize", {"requestId": ident, "cols": 80, "rows": 24}),
-        ("pty/screen", {"requestId": "nope"}),
-    ]:
+    asked: list[tuple[str, PtyInputParams | PtyResizeParams | PtyScreenParams]] = [
+        ("pty/input", PtyInputParams(request_id=ident, data="x")),
+        ("pty/resize", PtyResizeParams(request_id=ident, cols=80, rows=24)),
+        ("pty/screen", PtyScreenParams(request_id="nope")),
+    ]
+    for method, params in asked:
         error = server.error(method, params)
         assert error.code == ErrorCode.NO_SUCH_PTY
-        assert error.message == messages.NO_SUCH_PTY.format(request_id=params["requestId"])
-    pipe = server.request("bash", {"command": "sleep 1"})
+        assert error.message == messages.NO_SUCH_PTY.format(request_id=params.request_id)
+    pipe = server.request("bash", BashParams(command="sleep 1"))
     time.sleep(0.2)
-    assert server.error("pty/input", {"requestId": pipe, "data": "x"}).code == ErrorCode.NO_SUCH_PTY
+    error = server.error("pty/input", PtyInputParams(request_id=pipe, data="x"))
+    assert error.code == ErrorCode.NO_SUCH_PTY
     server.response(pipe)
 
 
 def test_unknown_key_is_invalid_params(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "echo ready; read -r _", "pty": True})
+    ident = server.request("bash", BashParams(command="echo ready; read -r _", pty=True))
     wait_for_output(server, ident, b"ready")
-    error = server.error("pty/input", {"requestId": ident, "keys": ["enter", "hyper+q"]})
+    error = server.error("pty/input", PtyInputParams(request_id=ident, keys=["enter", "hyper+q"]))
     assert error.code == ErrorCode.INVALID_PARAMS
     assert error.data == messages.UNKNOWN_KEY.format(key="hyper+q", index=1)
-    server.result("pty/input", {"requestId": ident, "keys": ["ctrl+d"]})
+    server.result("pty/input", PtyInputParams(request_id=ident, keys=["ctrl+d"]))
     server.response(ident)
 
 
@@ -222,25 +253,8 @@ def test_start_failure_is_a_pty_error(server: InProcessServer) -> None:
 
 
 def test_tool_path_pty_timeout_reads_like_pipes(server: InProcessServer) -> None:
-    server.result(
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "initializationOptions": {
-                "ui": {"cols": 90, "rows": 20},
-                "settings": {"bash": {"virtualTerminal": "on"}},
-            },
-        },
-    )
-    reply = server.typed(
-        CallToolResult,
-        "tools/call",
-        {
-            "name": "bash",
-            "arguments": {"command": "tty >/dev/null && echo on-tty; sleep 30", "timeout": 1},
-        },
-    )
+    initialize(server, ui=HOST_UI, settings=ConnectionSettings(bash=VIRTUAL_TERMINAL))
+    reply = call_tool(server, "tty >/dev/null && echo on-tty; sleep 30", timeout=1)
     text = reply.content[0].text
     assert reply.is_error
     assert reply.structured_content is not None and reply.structured_content.timed_out
@@ -254,28 +268,33 @@ def test_children_get_default_signal_dispositions(server: InProcessServer) -> No
     assert result.output == "y\nSigIgn:\t0000000000000000\n"
 
 
-def lines(*messages: dict[str, Any]) -> bytes:
+def lines(*requests: bytes) -> bytes:
     """Several requests in one write, as a host that types ahead sends them."""
-    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    return b"".join(requests)
 
 
-def call(ident: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+def call(ident: RequestId, method: str, params: msgspec.Struct) -> bytes:
+    """One request's line, with an id of our choosing."""
+    return encode(Request(id=ident, method=method, params=params))
 
 
 def test_input_and_size_sent_with_the_request_are_applied(server: InProcessServer) -> None:
     command = "read x; echo got=$x; stty size"
     server.send_raw(
         lines(
-            call("run", "bash", {"command": command, "pty": {"cols": 80, "rows": 24}}),
-            call("size", "pty/resize", {"requestId": "run", "cols": 100, "rows": 30}),
-            call("typed", "pty/input", {"requestId": "run", "data": "hello", "keys": ["enter"]}),
+            call("run", "bash", BashParams(command=command, pty=PtySize(cols=80, rows=24))),
+            call("size", "pty/resize", PtyResizeParams(request_id="run", cols=100, rows=30)),
+            call(
+                "typed",
+                "pty/input",
+                PtyInputParams(request_id="run", data="hello", keys=["enter"]),
+            ),
         )
     )
     resized = server.response("size", timeout=HANG_SECONDS)
-    assert resized.get("result") == {"cols": 100, "rows": 30}, resized
+    assert result_of(resized, PtyResizeResult) == PtyResizeResult(cols=100, rows=30), resized
     typed = server.response("typed", timeout=HANG_SECONDS)
-    assert typed.get("result") == {"bytesWritten": 6}, typed
+    assert result_of(typed, PtyInputResult) == PtyInputResult(bytes_written=6), typed
     result = server.bash_result("run", timeout=HANG_SECONDS)
     assert result.output.endswith("got=hello\n30 100\n"), result.output
 
@@ -283,12 +302,12 @@ def test_input_and_size_sent_with_the_request_are_applied(server: InProcessServe
 def test_input_for_a_pty_that_never_starts_is_an_error(server: InProcessServer) -> None:
     server.send_raw(
         lines(
-            call("run", "bash", {"command": "true", "pty": True, "cwd": "/no/such/dir"}),
-            call("typed", "pty/input", {"requestId": "run", "data": "x"}),
+            call("run", "bash", BashParams(command="true", pty=True, cwd="/no/such/dir")),
+            call("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
         )
     )
     typed = server.response("typed", timeout=HANG_SECONDS)
-    assert typed["error"]["code"] == ErrorCode.NO_SUCH_PTY, typed
+    assert typed.error is not None and typed.error.code == ErrorCode.NO_SUCH_PTY, typed
     assert server.bash_result("run").output.startswith("PTY error: ")
 
 
@@ -297,99 +316,81 @@ def test_concurrent_input_is_written_whole_and_in_order(server: InProcessServer)
     count, size = 16, 16384
     parts = [f"{n:04d}".encode() * (size // 4) for n in range(count)]
     command = f"stty raw -echo; echo ready; head -c {count * size} | sha256sum"
-    ident = server.request("bash", {"command": command, "pty": True})
+    ident = server.request("bash", BashParams(command=command, pty=True))
     wait_for_output(server, ident, b"ready")
     writes = [
-        call(f"w{n}", "pty/input", {"requestId": ident, "data": part.decode()})
+        call(f"w{n}", "pty/input", PtyInputParams(request_id=ident, data=part.decode()))
         for n, part in enumerate(parts)
     ]
     server.send_raw(lines(*writes))
     for n in range(count):
         reply = server.response(f"w{n}", timeout=HANG_SECONDS)
-        assert reply.get("result") == {"bytesWritten": size}, reply
+        assert result_of(reply, PtyInputResult) == PtyInputResult(bytes_written=size), reply
     result = server.bash_result(ident, timeout=HANG_SECONDS)
     assert hashlib.sha256(b"".join(parts)).hexdigest() in result.output, result.output
 
 
 def test_blocked_input_is_answered_when_the_pty_goes(server: InProcessServer) -> None:
     # The program never reads: its terminal's input queue fills and writes wait.
-    ident = server.request("bash", {"command": "echo ready; sleep 2", "pty": True})
+    ident = server.request("bash", BashParams(command="echo ready; sleep 2", pty=True))
     wait_for_output(server, ident, b"ready")
     big = "x" * 65536
     writes = [f"w{n}" for n in range(8)]
     server.send_raw(
-        lines(*[call(w, "pty/input", {"requestId": ident, "data": big}) for w in writes])
+        lines(*[call(w, "pty/input", PtyInputParams(request_id=ident, data=big)) for w in writes])
     )
     assert server.bash_result(ident, timeout=HANG_SECONDS).exit_code == 0
     for w in writes:
         reply = server.response(w, timeout=HANG_SECONDS)
-        if "error" in reply:
-            assert reply["error"]["code"] == ErrorCode.NO_SUCH_PTY, reply
+        if reply.error is not None:
+            assert reply.error.code == ErrorCode.NO_SUCH_PTY, reply
         else:
-            assert reply["result"] == {"bytesWritten": len(big)}, reply
-    assert (
-        server.error("pty/input", {"requestId": ident, "data": "x"}).code == ErrorCode.NO_SUCH_PTY
-    )
+            written = result_of(reply, PtyInputResult)
+            assert written == PtyInputResult(bytes_written=len(big)), reply
+    error = server.error("pty/input", PtyInputParams(request_id=ident, data="x"))
+    assert error.code == ErrorCode.NO_SUCH_PTY
 
 
 def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) -> None:
-    server.result(
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "initializationOptions": {
-                "ui": {"cols": 90, "rows": 20},
-                "settings": {"bash": {"virtualTerminal": "on"}},
-            },
-        },
-    )
-    arguments = {"command": "read x; echo got=$x"}
+    initialize(server, ui=HOST_UI, settings=ConnectionSettings(bash=VIRTUAL_TERMINAL))
     server.send_raw(
         lines(
-            call("run", "tools/call", {"name": "bash", "arguments": arguments}),
-            call("typed", "pty/input", {"requestId": "run", "data": "hi", "keys": ["enter"]}),
+            call("run", "tools/call", tool_call("read x; echo got=$x")),
+            call("typed", "pty/input", PtyInputParams(request_id="run", data="hi", keys=["enter"])),
         )
     )
-    assert server.response("typed", timeout=HANG_SECONDS).get("result") == {"bytesWritten": 3}
+    typed = server.response("typed", timeout=HANG_SECONDS)
+    assert result_of(typed, PtyInputResult) == PtyInputResult(bytes_written=3), typed
     reply = server.response("run", timeout=HANG_SECONDS)
-    assert "got=hi" in reply["result"]["content"][0]["text"], reply
+    assert "got=hi" in result_of(reply, CallToolResult).content[0].text, reply
 
 
 def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessServer) -> None:
     server.send_raw(
         lines(
-            call("run", "bash", {"command": "read -r _", "pty": {"cols": 30, "rows": 6}}),
-            call("look", "pty/screen", {"requestId": "run"}),
+            call("run", "bash", BashParams(command="read -r _", pty=PtySize(cols=30, rows=6))),
+            call("look", "pty/screen", PtyScreenParams(request_id="run")),
         )
     )
     look = server.response("look", timeout=HANG_SECONDS)
-    assert (look.get("result") or {}).get("cols") == 30, look
-    server.result("pty/input", {"requestId": "run", "keys": ["enter"]})
+    assert look.error is None, look
+    assert result_of(look, PtyScreen).cols == 30, look
+    server.result("pty/input", PtyInputParams(request_id="run", keys=["enter"]))
     assert server.bash_result("run", timeout=HANG_SECONDS).exit_code == 0
 
 
 def test_input_for_a_blocked_tool_call_is_an_error(server: InProcessServer) -> None:
     # The call ends before any command runs: the input queued for its PTY is answered.
-    server.result(
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "initializationOptions": {
-                "toolNames": ["read"],
-                "ui": {"cols": 90, "rows": 20},
-                "settings": {"bash": {"virtualTerminal": "on"}, "interceptor": {"enabled": True}},
-            },
-        },
+    settings = ConnectionSettings(
+        bash=VIRTUAL_TERMINAL, interceptor=InterceptorOverrides(enabled=True)
     )
-    arguments = {"command": "cat notes.txt"}
+    initialize(server, tool_names=["read"], ui=HOST_UI, settings=settings)
     server.send_raw(
         lines(
-            call("run", "tools/call", {"name": "bash", "arguments": arguments}),
-            call("typed", "pty/input", {"requestId": "run", "data": "x"}),
+            call("run", "tools/call", tool_call("cat notes.txt")),
+            call("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
         )
     )
     typed = server.response("typed", timeout=HANG_SECONDS)
-    assert typed["error"]["code"] == ErrorCode.NO_SUCH_PTY, typed
-    assert server.response("run")["result"]["isError"]
+    assert typed.error is not None and typed.error.code == ErrorCode.NO_SUCH_PTY, typed
+    assert result_of(server.response("run"), CallToolResult).is_error

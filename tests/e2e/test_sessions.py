@@ -11,7 +11,9 @@ import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
+from protocol.methods import BashParams
 from server.runtime import procs
+from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import marked_processes, process_gone, wait_until
 
 # The rc capture's deadline, shortened here; the bound only catches a hang.
@@ -36,7 +38,7 @@ def write_rc(tmp: Path, text: str) -> None:
     (home / ".bashrc").write_text(text)
 
 
-def test_the_next_command_sees_the_users_shell(spawn, tmp_path: Path) -> None:
+def test_the_next_command_sees_the_users_shell(spawn: SpawnInProcess, tmp_path: Path) -> None:
     write_rc(tmp_path, RC)
     server = spawn()
     out = server.bash(
@@ -47,12 +49,14 @@ def test_the_next_command_sees_the_users_shell(spawn, tmp_path: Path) -> None:
         f'aliased ll\n<a><b c> it\'s "quoted" $HOME\nglobstar\nnoclobber\n{tmp_path}/home/rc-bin\n'
     )
     # Names starting with _ and shadows of common tools are not carried over.
-    out = server.bash("type -t _hidden || echo no-hidden; echo x | grep -c x; ls /dev/null")
-    assert out.output == "no-hidden\n1\n/dev/null\n"
+    listed = server.bash("type -t _hidden || echo no-hidden; echo x | grep -c x; ls /dev/null")
+    assert listed.output == "no-hidden\n1\n/dev/null\n"
     assert server.stderr() == ""
 
 
-def test_snapshot_file_is_private_and_removed_at_exit(spawn_process, tmp_path: Path) -> None:
+def test_snapshot_file_is_private_and_removed_at_exit(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
     write_rc(tmp_path, RC)
     private_tmp = tmp_path / "tmpdir"
     private_tmp.mkdir()
@@ -65,13 +69,13 @@ def test_snapshot_file_is_private_and_removed_at_exit(spawn_process, tmp_path: P
     assert not snapshot.exists() and list(private_tmp.iterdir()) == []
 
 
-def test_snapshot_can_be_turned_off(spawn, tmp_path: Path) -> None:
+def test_snapshot_can_be_turned_off(spawn: SpawnInProcess, tmp_path: Path) -> None:
     write_rc(tmp_path, RC)
     server = spawn("[bash]\nsnapshot = false\n")
     assert "command not found" in server.bash("ll").output
 
 
-def test_set_e_in_the_rc_is_not_carried_over(spawn, tmp_path: Path) -> None:
+def test_set_e_in_the_rc_is_not_carried_over(spawn: SpawnInProcess, tmp_path: Path) -> None:
     write_rc(tmp_path, "set -e\nset -u\nalias ok='echo ok'\n")
     server = spawn()
     first = server.bash("false; echo after-false")
@@ -91,7 +95,9 @@ def test_set_e_in_the_rc_is_not_carried_over(spawn, tmp_path: Path) -> None:
         ("fancy prompt", "PS1='`date` $(whoami) \\u@\\h \\w'\nPROMPT_COMMAND='echo prompt'\n"),
     ],
 )
-def test_a_hostile_rc_never_breaks_the_server(spawn, tmp_path: Path, name: str, rc: str) -> None:
+def test_a_hostile_rc_never_breaks_the_server(
+    spawn: SpawnInProcess, tmp_path: Path, name: str, rc: str
+) -> None:
     write_rc(tmp_path, rc)
     server = spawn(SNAPSHOT_TIMEOUT)
     started = time.monotonic()
@@ -107,7 +113,7 @@ def test_a_hostile_rc_never_breaks_the_server(spawn, tmp_path: Path, name: str, 
     assert "hello from rc" not in result.output and "prompt" not in result.output
 
 
-def test_least_recently_used_shell_is_evicted(spawn, tmp_path: Path) -> None:
+def test_least_recently_used_shell_is_evicted(spawn: SpawnInProcess, tmp_path: Path) -> None:
     server = spawn("[sessions]\nmaxShells = 2\n")
     pids: dict[str, int] = {}
     for session in ("a", "b", "c"):
@@ -125,11 +131,11 @@ def test_least_recently_used_shell_is_evicted(spawn, tmp_path: Path) -> None:
     assert wait_until(lambda: process_gone(pids["b"]))
 
 
-def test_too_many_live_shells(spawn, tmp_path: Path) -> None:
+def test_too_many_live_shells(spawn: SpawnInProcess, tmp_path: Path) -> None:
     server = spawn("[sessions]\nmaxShells = 1\n")
-    busy = [server.request("bash", {"command": "sleep 3", "sessionId": s}) for s in ("a", "b")]
+    busy = [server.request("bash", BashParams(command="sleep 3", session_id=s)) for s in ("a", "b")]
     time.sleep(0.5)
-    error = server.error("bash", {"command": "true", "sessionId": "c"})
+    error = server.error("bash", BashParams(command="true", session_id="c"))
     assert error.code == ErrorCode.TOO_MANY_SHELLS
     assert error.message == messages.TOO_MANY_SHELLS
     for ident in busy:
@@ -137,7 +143,7 @@ def test_too_many_live_shells(spawn, tmp_path: Path) -> None:
     assert server.bash("echo ok", session_id="c").output == "ok\n"
 
 
-def test_idle_shell_is_closed(spawn, tmp_path: Path) -> None:
+def test_idle_shell_is_closed(spawn: SpawnInProcess, tmp_path: Path) -> None:
     server = spawn("[sessions]\nidleSeconds = 1\n")
     server.bash("export KEPT=1")
     pid = server.sessions()["default"].pid
@@ -147,7 +153,9 @@ def test_idle_shell_is_closed(spawn, tmp_path: Path) -> None:
     assert server.bash('echo "[$KEPT]"').output == f"{messages.SHELL_RESTARTED}\n[]\n"
 
 
-def test_shell_with_background_jobs_survives_idle_eviction(spawn, tmp_path: Path) -> None:
+def test_shell_with_background_jobs_survives_idle_eviction(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     server = spawn("[sessions]\nidleSeconds = 1\n")
     server.bash("sleep 300 &")
     server.bash("true", session_id="plain")
@@ -160,7 +168,7 @@ def test_shell_with_background_jobs_survives_idle_eviction(spawn, tmp_path: Path
     assert kept.background_jobs == 1
 
 
-def test_pty_commands_see_the_users_shell_too(spawn, tmp_path: Path) -> None:
+def test_pty_commands_see_the_users_shell_too(spawn: SpawnInProcess, tmp_path: Path) -> None:
     write_rc(tmp_path, RC)
     server = spawn()
     out = server.bash("ll; [[ -o noclobber ]] && echo noclobber", pty=True).output
@@ -188,7 +196,7 @@ def full_proc_scan_seconds() -> float:
 
 
 @pytest.mark.parametrize("tracking", ["", "[kill]\ncgroups = false\n"], ids=["cgroup", "ancestry"])
-def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
+def test_session_list_scans_once_per_call(spawn: SpawnInProcess, tracking: str) -> None:
     server = spawn("[sessions]\nmaxShells = 64\n" + tracking)
     for i in range(SESSION_LIST_SESSIONS):
         server.bash("sleep 300 &" if i % 2 else "true", session_id=f"s{i}")
@@ -209,7 +217,7 @@ def test_session_list_scans_once_per_call(spawn, tracking: str) -> None:
 
 @pytest.mark.parametrize("tracking", ["", "[kill]\ncgroups = false\n"], ids=["cgroup", "ancestry"])
 def test_what_the_rc_starts_dies_with_its_capture(
-    spawn_process, tmp_path: Path, tracking: str
+    spawn_process: SpawnProcess, tmp_path: Path, tracking: str
 ) -> None:
     """The capture is in its tracker before the rc runs a line, so an agent the rc
     starts (and detaches) is killed with it, never left running. A process of its
@@ -230,7 +238,7 @@ def test_what_the_rc_starts_dies_with_its_capture(
 LOCKING_RC = 'trap \'rm -f "$HOME/lock"\' EXIT; touch "$HOME/lock"; sleep 100\n'
 
 
-def test_an_rc_given_up_on_runs_its_exit_trap(spawn, tmp_path: Path) -> None:
+def test_an_rc_given_up_on_runs_its_exit_trap(spawn: SpawnInProcess, tmp_path: Path) -> None:
     write_rc(tmp_path, LOCKING_RC)
     server = spawn("[bash]\nsnapshotTimeout = 0.3\n")
     lock = tmp_path / "home" / "lock"
@@ -240,7 +248,9 @@ def test_an_rc_given_up_on_runs_its_exit_trap(spawn, tmp_path: Path) -> None:
     assert not lock.exists()
 
 
-def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(spawn_process, tmp_path: Path) -> None:
+def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
     write_rc(tmp_path, LOCKING_RC)
     lock = tmp_path / "home" / "lock"
     server = spawn_process()

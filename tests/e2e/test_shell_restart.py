@@ -4,10 +4,11 @@ both surfaces; the directory and the session's environment carry over."""
 
 from __future__ import annotations
 
-import json
-
 from protocol import messages
-from protocol.methods import BashResult
+from protocol.client import notification_params
+from protocol.envelope import RequestId
+from protocol.methods import BashChunk, BashParams, BashResult
+from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.inprocess import InProcessServer
 from tests.rpc import process_gone, wait_until
@@ -27,10 +28,12 @@ def test_a_timeout_says_the_shell_restarted_once(server: InProcessServer) -> Non
     assert after.output == f"{server.tmp}/sub\n[]\n" and not after.shell_restarted
 
 
-def running(server: InProcessServer, command: str) -> int:
+def running(server: InProcessServer, command: str) -> RequestId:
     """The id of `command`, once its shell runs it (it prints `started` first)."""
-    ident: int = server.request("bash", {"command": f"echo started; {command}"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk" and m["params"]["requestId"] == ident)
+    ident = server.request("bash", BashParams(command=f"echo started; {command}"))
+    server.wait_for(
+        lambda m: m.method == "bash/chunk" and notification_params(m, BashChunk).request_id == ident
+    )
     return ident
 
 
@@ -43,13 +46,14 @@ def test_an_abort_says_the_shell_restarted(server: InProcessServer) -> None:
 
 
 def test_an_ordinary_result_has_no_shell_restarted_on_the_wire(server: InProcessServer) -> None:
-    reply = server.call("bash", {"command": "echo hi"})
-    assert "shellRestarted" not in json.dumps(reply["result"])
+    reply = server.call("bash", BashParams(command="echo hi"))
+    assert reply.error is None and bytes(reply.result), reply
+    assert b"shellRestarted" not in bytes(reply.result)
     assert not server.bash("true").shell_restarted
 
 
-def test_the_next_command_after_an_idle_close_says_so(spawn) -> None:
-    server: InProcessServer = spawn("[sessions]\nidleSeconds = 1\n")
+def test_the_next_command_after_an_idle_close_says_so(spawn: SpawnInProcess) -> None:
+    server = spawn("[sessions]\nidleSeconds = 1\n")
     server.bash("export GONE=1")
     pid = server.sessions()["default"].pid
     assert pid is not None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocol import messages
+from protocol.methods import BashParams
 from server.output.chunks import CLIENT_STALL_SECONDS, MAX_PENDING_BYTES
 from tests.inprocess import InProcessServer
 
@@ -35,7 +36,7 @@ def test_exec_prints_the_whole_output_byte_for_byte(tmp_path: Path) -> None:
 
 def test_a_client_that_keeps_up_loses_nothing(server: InProcessServer) -> None:
     expected = subprocess.run(["seq", "1", "300000"], capture_output=True, check=True).stdout
-    ident = server.request("bash", {"command": "seq 1 300000"})
+    ident = server.request("bash", BashParams(command="seq 1 300000"))
     result = server.bash_result(ident, timeout=120)
     streamed = "".join(c.text for c in server.chunks_for(ident))
     assert result.total_bytes == len(expected)

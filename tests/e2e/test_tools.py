@@ -6,53 +6,98 @@ import contextlib
 import itertools
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import pytest
 
 from protocol import messages
-from protocol.envelope import ErrorObject
+from protocol.client import notification_params, result_of
+from protocol.envelope import RequestId, ServerMessage
 from protocol.errors import ErrorCode
 from protocol.mcp import (
+    BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
+    BashOverrides,
     BashStructured,
+    BashToolArguments,
     Blocked,
     CallToolResult,
     CancelledOutput,
+    CancelledParams,
+    CancelRequestParams,
+    ClientCapabilities,
+    ConnectionSettings,
+    EmptyParams,
+    EmptyResult,
+    Experimental,
+    HostOptions,
+    Implementation,
+    InitializeParams,
     InitializeResult,
+    InterceptorOverrides,
+    InterceptorRule,
     ProgressParams,
     Recovery,
+    RequestMeta,
     ResourcesListResult,
+    ResourcesReadParams,
     ResourcesReadResult,
     ResourceTemplatesListResult,
     ShownRange,
     TextResourceContents,
+    ToolOverrides,
+    ToolsCallParams,
     ToolsListResult,
     ToolUpdate,
+    UiSize,
 )
+from protocol.methods import BashParams
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
+from tests.rpc import DEFAULT_TIMEOUT, RpcClient
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write", "bash"]
+PROTOCOL_VERSION = "2025-06-18"
+CLIENT_INFO = Implementation(name="test", version="0")
+# The interceptor on, with its default rules.
+INTERCEPTING = ConnectionSettings(interceptor=InterceptorOverrides(enabled=True))
 
 
-def initialize(server: InProcessServer, **options: Any) -> InitializeResult:
-    params: dict[str, Any] = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    }
-    if options:
-        params["initializationOptions"] = options
+def initialize(server: RpcClient, **options: Any) -> InitializeResult:
+    """`options` are HostOptions fields; with none, no initializationOptions at all."""
+    return initialize_with(server, HostOptions(**options) if options else None)
+
+
+def initialize_with(server: RpcClient, options: HostOptions | None) -> InitializeResult:
+    params = InitializeParams(
+        protocol_version=PROTOCOL_VERSION, client_info=CLIENT_INFO, initialization_options=options
+    )
     return server.typed(InitializeResult, "initialize", params)
 
 
+def tool_call(command: str, meta: RequestMeta | None = None, **arguments: Any) -> ToolsCallParams:
+    """A bash tool call; `arguments` are the other BashToolArguments fields."""
+    encoded = msgspec.json.encode(BashToolArguments(command=command, **arguments))
+    return ToolsCallParams(name=BASH_TOOL, arguments=msgspec.Raw(encoded), meta=meta)
+
+
 def call_tool(
-    server: InProcessServer, wait: float = 30, meta: Any = None, **arguments: Any
+    server: RpcClient,
+    command: str,
+    wait: float = DEFAULT_TIMEOUT,
+    meta: RequestMeta | None = None,
+    **arguments: Any,
 ) -> CallToolResult:
-    params: dict[str, Any] = {"name": "bash", "arguments": arguments}
-    if meta is not None:
-        params["_meta"] = meta
-    return server.typed(CallToolResult, "tools/call", params, wait)
+    return server.typed(CallToolResult, "tools/call", tool_call(command, meta, **arguments), wait)
+
+
+def call_tool_raw(server: RpcClient, arguments: dict[str, Any]) -> CallToolResult:
+    """A bash tool call with arguments as the model wrote them, leniencies included
+    (numeric strings, nulls), which BashToolArguments cannot hold."""
+    reply = server.call_raw("tools/call", {"name": BASH_TOOL, "arguments": arguments})
+    return result_of(reply, CallToolResult)
 
 
 def text_of(result: CallToolResult) -> str:
@@ -80,13 +125,13 @@ def test_initialize_negotiates_the_protocol_version(server: InProcessServer) -> 
     assert result.server_info.name == "bashrpc" and result.server_info.version
     assert result.capabilities.tools == {} and result.capabilities.resources == {}
     for version in ("2025-03-26", "2024-11-05"):
-        params = {"protocolVersion": version, "capabilities": {}}
+        params = InitializeParams(protocol_version=version)
         assert server.typed(InitializeResult, "initialize", params).protocol_version == version
-    params = {"protocolVersion": "1999-01-01", "capabilities": {}}
+    params = InitializeParams(protocol_version="1999-01-01")
     reply = server.typed(InitializeResult, "initialize", params)
     assert reply.protocol_version == LATEST_PROTOCOL_VERSION
     server.notify("notifications/initialized")
-    assert server.result("ping") == {}
+    assert server.result("ping", EmptyParams()) == EmptyResult()
 
 
 def test_native_methods_work_without_initialize(server: InProcessServer) -> None:
@@ -94,16 +139,17 @@ def test_native_methods_work_without_initialize(server: InProcessServer) -> None
 
 
 def test_invalid_settings_in_initialize_name_the_key(server: InProcessServer) -> None:
+    """Raw: no ConnectionSettings holds these."""
     for settings, key in [
         ({"interceptor": {"enabled": "yes"}}, "interceptor.enabled"),
         ({"tool": {"defaultTimeout": 0}}, "tool.defaultTimeout"),
         ({"bash": {"virtualTerminal": "maybe"}}, "bash.virtualTerminal"),
         ({"nonsense": 1}, "nonsense"),
     ]:
-        error = server.error(
+        error = server.error_raw(
             "initialize",
             {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": PROTOCOL_VERSION,
                 "capabilities": {},
                 "initializationOptions": {"settings": settings},
             },
@@ -185,7 +231,7 @@ def test_shell_killed_by_its_command_reports_the_signal(server: InProcessServer)
 
 
 def test_interceptor_blocks_when_enabled_and_the_tool_exists(server: InProcessServer) -> None:
-    initialize(server, toolNames=ALL_TOOLS, settings={"interceptor": {"enabled": True}})
+    initialize(server, tool_names=ALL_TOOLS, settings=INTERCEPTING)
     result = call_tool(server, command="  grep -rn TODO .  ")
     assert result.is_error is True
     assert text_of(result) == (
@@ -199,26 +245,23 @@ def test_interceptor_blocks_when_enabled_and_the_tool_exists(server: InProcessSe
 
 
 def test_interceptor_is_off_by_default_and_gated_on_tools(server: InProcessServer) -> None:
-    initialize(server, toolNames=ALL_TOOLS)
+    initialize(server, tool_names=ALL_TOOLS)
     assert not call_tool(server, command="cat /dev/null").is_error
-    initialize(server, toolNames=["bash"], settings={"interceptor": {"enabled": True}})
+    initialize(server, tool_names=["bash"], settings=INTERCEPTING)
     assert not call_tool(server, command="cat /dev/null").is_error
 
 
 def test_custom_rules_replace_the_defaults(server: InProcessServer) -> None:
     rules = [
-        {"pattern": "([broken", "tool": "x", "message": "never"},
-        {
-            "pattern": "^make\\b",
-            "tool": "build",
-            "message": "Use the `build` tool.",
-            "name": "make",
-        },
+        InterceptorRule(pattern="([broken", tool="x", message="never"),
+        InterceptorRule(
+            pattern="^make\\b", tool="build", message="Use the `build` tool.", name="make"
+        ),
     ]
     initialize(
         server,
-        toolNames=["build", "grep"],
-        settings={"interceptor": {"enabled": True, "rules": rules}},
+        tool_names=["build", "grep"],
+        settings=ConnectionSettings(interceptor=InterceptorOverrides(enabled=True, rules=rules)),
     )
     result = call_tool(server, command="make all")
     recovery = Recovery(tool="build")
@@ -230,26 +273,18 @@ def test_custom_rules_replace_the_defaults(server: InProcessServer) -> None:
     assert server.stderr().count("([broken") == 1
 
 
-def test_interceptor_from_the_settings_file(spawn) -> None:
+def test_interceptor_from_the_settings_file(spawn: SpawnInProcess) -> None:
     server = spawn("[interceptor]\nenabled = true\n")
-    initialize(server, toolNames=["read"])
+    initialize(server, tool_names=["read"])
     assert blocked(call_tool(server, command="cat README")).suggested_tool == "read"
 
 
 def test_experimental_capability_carries_host_options(server: InProcessServer) -> None:
+    host = HostOptions(tool_names=["grep"], settings=INTERCEPTING)
+    capabilities = ClientCapabilities(experimental=Experimental(bashrpc=host))
     server.result(
         "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {
-                "experimental": {
-                    "bashrpc": {
-                        "toolNames": ["grep"],
-                        "settings": {"interceptor": {"enabled": True}},
-                    }
-                }
-            },
-        },
+        InitializeParams(protocol_version=PROTOCOL_VERSION, capabilities=capabilities),
     )
     assert blocked(call_tool(server, command="rg x")).suggested_tool == "grep"
 
@@ -295,12 +330,16 @@ def test_optional_arguments_are_plain_properties(server: InProcessServer) -> Non
 
 
 def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessServer) -> None:
-    result = call_tool(server, command="echo partial; sleep 30", timeout="0.2")
+    """Raw: these arguments are what BashToolArguments cannot hold."""
+    result = call_tool_raw(server, {"command": "echo partial; sleep 30", "timeout": "0.2"})
     assert structured(result).timed_out
     assert text_of(result).endswith(messages.TIMEOUT_CLAMPED.format(requested="0.2", applied="1"))
-    result = call_tool(server, command="seq 1 5", timeout="30", head="2", tail="1")
+    result = call_tool_raw(
+        server, {"command": "seq 1 5", "timeout": "30", "head": "2", "tail": "1"}
+    )
     assert text_of(result) == "2" and not result.is_error
-    result = call_tool(server, command="pwd", timeout=None, cwd=None, head=None, tail=None)
+    nulls = {"command": "pwd", "timeout": None, "cwd": None, "head": None, "tail": None}
+    result = call_tool_raw(server, nulls)
     assert text_of(result) == f"{server.tmp}\n"
     for value, reason in [
         ("abc", 'timeout: expected a number, got "abc"'),
@@ -309,19 +348,19 @@ def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessSe
         ("-Infinity", 'timeout: expected a finite number, got "-Infinity"'),
         (True, "timeout: expected a number, got true"),
     ]:
-        error = server.error(
-            "tools/call", {"name": "bash", "arguments": {"command": "true", "timeout": value}}
+        error = server.error_raw(
+            "tools/call", {"name": BASH_TOOL, "arguments": {"command": "true", "timeout": value}}
         )
         assert error.code == ErrorCode.INVALID_PARAMS
         assert error.message == messages.invalid_params(reason)
-    error = server.error(
-        "tools/call", {"name": "bash", "arguments": {"command": "true", "head": "2.5"}}
+    error = server.error_raw(
+        "tools/call", {"name": BASH_TOOL, "arguments": {"command": "true", "head": "2.5"}}
     )
     assert error.message == messages.invalid_params('head: expected an integer, got "2.5"')
 
 
 def test_configured_default_timeout(server: InProcessServer) -> None:
-    initialize(server, settings={"tool": {"defaultTimeout": 1}})
+    initialize(server, settings=ConnectionSettings(tool=ToolOverrides(default_timeout=1)))
     assert tool_list(server).tools[0].input_schema["properties"]["timeout"]["default"] == 1
     result = call_tool(server, command="sleep 20")
     assert structured(result).timed_out
@@ -350,7 +389,8 @@ def test_truncation_meta_notice_and_resource_read(server: InProcessServer) -> No
         "199999\n200000\n" + notice + "\n\n" + messages.EXITED_WITH_CODE.format(code=2)
     )
     expected = subprocess.run(["seq", "1", "200000"], capture_output=True).stdout.decode()
-    read = server.typed(ResourcesReadResult, "resources/read", {"uri": f"artifact://{artifact}"})
+    uri = ResourcesReadParams(uri=f"artifact://{artifact}")
+    read = server.typed(ResourcesReadResult, "resources/read", uri)
     assert read.contents == [
         TextResourceContents(uri=f"artifact://{artifact}", mime_type="text/plain", text=expected)
     ]
@@ -368,6 +408,7 @@ def test_resources_list_templates_and_errors(server: InProcessServer) -> None:
     truncation = structured(call_tool(server, command="seq 1 100000")).truncation
     assert truncation is not None
     artifact = truncation.artifact_id
+    assert artifact is not None
     listed = server.typed(ResourcesListResult, "resources/list").resources
     assert (listed[0].uri, listed[0].name) == (f"artifact://{artifact}", f"artifact {artifact}")
     templates = server.typed(ResourceTemplatesListResult, "resources/templates/list")
@@ -383,9 +424,9 @@ def test_resources_list_templates_and_errors(server: InProcessServer) -> None:
         ("artifact://1/../2", messages.ARTIFACT_URI_NOT_NUMERIC.format(got="1/../2")),
         ("file:///etc/passwd", messages.UNSUPPORTED_URI.format(uri="file:///etc/passwd")),
     ]:
-        error = server.error("resources/read", {"uri": uri})
+        error = server.error("resources/read", ResourcesReadParams(uri=uri))
         assert error.code == ErrorCode.INVALID_PARAMS and error.message == message
-    error = server.error("resources/read", {"uri": "artifact://999"})
+    error = server.error("resources/read", ResourcesReadParams(uri="artifact://999"))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
     assert error.message == messages.artifact_not_found(999, [artifact])
 
@@ -394,37 +435,47 @@ def test_any_numeric_artifact_uri_is_an_id(server: InProcessServer) -> None:
     truncation = structured(call_tool(server, command="seq 1 100000")).truncation
     assert truncation is not None
     artifact = truncation.artifact_id
+    assert artifact is not None
     padded = f"artifact://{artifact:030d}"
-    read = server.typed(ResourcesReadResult, "resources/read", {"uri": padded})
+    read = server.typed(ResourcesReadResult, "resources/read", ResourcesReadParams(uri=padded))
     assert read.contents[0].text.startswith("1\n2\n")
     # Longer than any id ever issued: simply not there, however long.
     for digits in ("1234567890123456789", "9" * 5000):
-        error = server.error("resources/read", {"uri": f"artifact://{digits}"})
+        error = server.error("resources/read", ResourcesReadParams(uri=f"artifact://{digits}"))
         assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
         assert error.message == messages.artifact_not_found(digits, [artifact])
 
 
+def updates_of(ident: RequestId) -> Callable[[ServerMessage], bool]:
+    """Matches the `tool/update`s of one call (a wait_for predicate)."""
+    return lambda m: (
+        m.method == "tool/update" and notification_params(m, ToolUpdate).request_id == ident
+    )
+
+
 def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
     initialize(server, notifications=["tool/update"])
-    for method, key in (("notifications/cancelled", "requestId"), ("$/cancelRequest", "id")):
-        ident = server.request(
-            "tools/call", {"name": "bash", "arguments": {"command": "echo begun; exec sleep 60"}}
-        )
-        server.wait_for(
-            lambda m, i=ident: m.get("method") == "tool/update" and m["params"]["requestId"] == i
-        )
-        server.notify(method, {key: ident, "reason": "user"})
-        error = msgspec.convert(server.response(ident, timeout=10)["error"], ErrorObject)
+    cancels: list[tuple[str, Callable[[RequestId], msgspec.Struct]]] = [
+        ("notifications/cancelled", lambda i: CancelledParams(request_id=i, reason="user")),
+        ("$/cancelRequest", lambda i: CancelRequestParams(id=i)),
+    ]
+    for method, cancel in cancels:
+        ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
+        server.wait_for(updates_of(ident))
+        server.notify(method, cancel(ident))
+        reply = server.response(ident, timeout=10)
+        assert reply.error is not None, reply
+        error = reply.error
         assert error.code == ErrorCode.REQUEST_CANCELLED
         assert error.message == messages.REQUEST_CANCELLED
         assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
         assert not [c for c in server.owned_commands() if "sleep 60" in c]
     # Late, repeated and unknown cancels are harmless.
-    done = server.request("tools/call", {"name": "bash", "arguments": {"command": "echo x"}})
+    done = server.request("tools/call", tool_call("echo x"))
     server.response(done)
-    server.notify("notifications/cancelled", {"requestId": done})
-    server.notify("notifications/cancelled", {"requestId": done})
-    server.notify("notifications/cancelled", {"requestId": "never-was"})
+    server.notify("notifications/cancelled", CancelledParams(request_id=done))
+    server.notify("notifications/cancelled", CancelledParams(request_id=done))
+    server.notify("notifications/cancelled", CancelledParams(request_id="never-was"))
     assert text_of(call_tool(server, command="echo healthy")) == "healthy\n"
 
 
@@ -432,17 +483,12 @@ def test_end_of_input_silences_tool_calls_and_answers_bash(server: InProcessServ
     """A client that closed our stdin reads nothing more on the MCP surface (MCP's stdio
     shutdown); the native `bash` still gets its cancelled result."""
     initialize(server, notifications=["tool/update"])
-    tool_call = server.request(
-        "tools/call",
-        {
-            "name": "bash",
-            "arguments": {"command": "echo begun; sleep 60"},
-            "_meta": {"progressToken": "abandoned"},
-        },
+    abandoned = server.request(
+        "tools/call", tool_call("echo begun; sleep 60", RequestMeta(progress_token="abandoned"))
     )
-    native = server.request("bash", {"command": "echo begun; sleep 61", "sessionId": "host"})
-    server.wait_for(lambda m: m.get("method") == "notifications/progress")
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    native = server.request("bash", BashParams(command="echo begun; sleep 61", session_id="host"))
+    server.wait_for(lambda m: m.method == "notifications/progress")
+    server.wait_for(lambda m: m.method == "bash/chunk")
     seen = len(server.messages)
     server.close()
     assert server.bash_result(native).cancelled
@@ -450,26 +496,18 @@ def test_end_of_input_silences_tool_calls_and_answers_bash(server: InProcessServ
         while True:
             server.next_message()
     after = server.messages[seen:]
-    assert [m for m in after if m.get("id") == tool_call] == []
-    assert [m for m in after if m.get("method") in ("notifications/progress", "tool/update")] == []
+    assert [m for m in after if m.id == abandoned] == []
+    assert [m for m in after if m.method in ("notifications/progress", "tool/update")] == []
     assert not [c for c in server.owned_commands() if c.startswith("sleep 6")]
 
 
 def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> None:
     initialize(server, notifications=["tool/update"])
     ident = server.request(
-        "tools/call",
-        {
-            "name": "bash",
-            "arguments": {"command": "for i in $(seq 40); do echo $i; sleep 0.02; done"},
-        },
+        "tools/call", tool_call("for i in $(seq 40); do echo $i; sleep 0.02; done")
     )
     server.response(ident)
-    updates = [
-        msgspec.convert(m["params"], ToolUpdate)
-        for m in server.notifications("tool/update")
-        if m["params"]["requestId"] == ident
-    ]
+    updates = [u for u in server.notified("tool/update", ToolUpdate) if u.request_id == ident]
     assert 2 <= len(updates) <= 20  # ~0.8 s at most one per 100 ms
     texts = [u.content[0].text for u in updates]
     assert all(b.startswith(a) for a, b in itertools.pairwise(texts))  # snapshots grow
@@ -478,11 +516,8 @@ def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> No
 
 def test_progress_only_with_a_token(server: InProcessServer) -> None:
     command = "for i in $(seq 20); do echo line-$i; sleep 0.03; done"
-    call_tool(server, command=command, meta={"progressToken": "tok"})
-    progress = [
-        msgspec.convert(m["params"], ProgressParams)
-        for m in server.notifications("notifications/progress")
-    ]
+    call_tool(server, command=command, meta=RequestMeta(progress_token="tok"))
+    progress = server.notified("notifications/progress", ProgressParams)
     assert progress and all(p.progress_token == "tok" for p in progress)
     values = [p.progress for p in progress]
     assert values == sorted(values) and values[-1] > 0
@@ -494,17 +529,18 @@ STREAMING_COMMAND = "for i in 1 2 3; do echo $i; sleep 0.1; done"
 
 def test_only_standard_notifications_unless_the_host_opts_in(server: InProcessServer) -> None:
     initialize(server)
-    call_tool(server, command=STREAMING_COMMAND, meta={"progressToken": 1})
+    call_tool(server, command=STREAMING_COMMAND, meta=RequestMeta(progress_token=1))
     assert not server.notifications("tool/update")
     assert server.notifications("notifications/progress")
 
 
 def test_tool_update_opt_in_under_experimental(server: InProcessServer) -> None:
-    params: dict[str, Any] = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"experimental": {"bashrpc": {"notifications": ["tool/update"]}}},
-        "clientInfo": {"name": "test", "version": "0"},
-    }
+    host = HostOptions(notifications=["tool/update"])
+    params = InitializeParams(
+        protocol_version=PROTOCOL_VERSION,
+        capabilities=ClientCapabilities(experimental=Experimental(bashrpc=host)),
+        client_info=CLIENT_INFO,
+    )
     server.typed(InitializeResult, "initialize", params)
     call_tool(server, command=STREAMING_COMMAND)
     assert server.notifications("tool/update")
@@ -514,20 +550,23 @@ def test_opt_out_of_notifications(server: InProcessServer) -> None:
     initialize(
         server,
         notifications=["tool/update"],
-        optOutNotifications=["tool/update", "notifications/progress"],
+        opt_out_notifications=["tool/update", "notifications/progress"],
     )
-    call_tool(server, command=STREAMING_COMMAND, meta={"progressToken": 1})
+    call_tool(server, command=STREAMING_COMMAND, meta=RequestMeta(progress_token=1))
     assert not server.notifications("tool/update")
     assert not server.notifications("notifications/progress")
 
 
 def test_unknown_tool_and_bad_arguments(server: InProcessServer) -> None:
-    error = server.error("tools/call", {"name": "python", "arguments": {}})
+    error = server.error("tools/call", ToolsCallParams(name="python"))
     assert error.code == ErrorCode.INVALID_PARAMS
     assert error.data == messages.UNKNOWN_TOOL.format(name="python")
-    error = server.error("tools/call", {"name": "bash", "arguments": {"command": 1}})
+    # Raw: arguments no BashToolArguments holds.
+    error = server.error_raw("tools/call", {"name": BASH_TOOL, "arguments": {"command": 1}})
     assert error.code == ErrorCode.INVALID_PARAMS and "command" in error.data
-    error = server.error("tools/call", {"name": "bash", "arguments": {"command": "x", "extra": 1}})
+    error = server.error_raw(
+        "tools/call", {"name": BASH_TOOL, "arguments": {"command": "x", "extra": 1}}
+    )
     assert "extra" in error.data
 
 
@@ -537,26 +576,28 @@ def test_tool_calls_share_a_shell(server: InProcessServer) -> None:
     assert "@tools" in server.sessions()
 
 
-def test_pty_is_used_only_when_all_three_conditions_hold(spawn, monkeypatch) -> None:
-    ui = {"cols": 100, "rows": 30}
-    on = {"bash": {"virtualTerminal": "on"}}
+def test_pty_is_used_only_when_all_three_conditions_hold(
+    spawn: SpawnInProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ui = UiSize(cols=100, rows=30)
+    on = ConnectionSettings(bash=BashOverrides(virtual_terminal="on"))
     probe = 'if test -t 1; then echo "tty $(tput cols)"; else echo pipe; fi'
     cases = [
-        ({}, {"ui": ui, "settings": on}, "tty 100\n"),
-        ({}, {"ui": ui}, "pipe\n"),  # virtualTerminal off (the default)
-        ({"BASHRPC_NO_PTY": "1"}, {"ui": ui, "settings": on}, "pipe\n"),
-        ({"PI_NO_PTY": "1"}, {"ui": ui, "settings": on}, "pipe\n"),
-        ({}, {"settings": on}, "pipe\n"),  # the host declared no ui
+        ({}, HostOptions(ui=ui, settings=on), "tty 100\n"),
+        ({}, HostOptions(ui=ui), "pipe\n"),  # virtualTerminal off (the default)
+        ({"BASHRPC_NO_PTY": "1"}, HostOptions(ui=ui, settings=on), "pipe\n"),
+        ({"PI_NO_PTY": "1"}, HostOptions(ui=ui, settings=on), "pipe\n"),
+        ({}, HostOptions(settings=on), "pipe\n"),  # the host declared no ui
     ]
     for env, options, expected in cases:
         for name in ("BASHRPC_NO_PTY", "PI_NO_PTY"):
             monkeypatch.delenv(name, raising=False)
         server = spawn(env=env)
-        initialize(server, **options)
+        initialize_with(server, options)
         assert text_of(call_tool(server, command=probe)) == expected, (env, options)
 
 
-def test_tool_description_follows_the_settings(spawn) -> None:
+def test_tool_description_follows_the_settings(spawn: SpawnInProcess) -> None:
     server = spawn("[output]\nmaxBytes = 20480\n[tool]\ndefaultTimeout = 60\n")
     description = tool_list(server).tools[0].description
     assert "last 20KB" in description and "default 60," in description

@@ -39,7 +39,10 @@ async def main(server_python: str, artifacts: str) -> bool:
                 await session.initialize()
                 started = anyio.Event()
 
-                async def progress(_done: float, _total: float | None, _msg: str | None) -> None:
+                # Named as the SDK's progress callback protocol names them.
+                async def progress(
+                    progress: float, total: float | None, message: str | None
+                ) -> None:
                     started.set()
 
                 async with anyio.create_task_group() as tg:

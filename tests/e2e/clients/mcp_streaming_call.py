@@ -15,6 +15,7 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.types import TextContent
 
 STREAMING_COMMAND = "for i in $(seq 10); do echo line-$i; sleep 0.1; done"
 HANG_SECONDS = 30
@@ -43,7 +44,9 @@ async def main(server_python: str, artifacts: str, collect: Collect) -> str:
             with anyio.fail_after(HANG_SECONDS):
                 await session.initialize()
                 result = await session.call_tool("bash", {"command": STREAMING_COMMAND})
-                return str(result.content[0].text)
+                content = result.content[0]
+                assert isinstance(content, TextContent), content
+                return content.text
 
 
 if __name__ == "__main__":
