@@ -109,14 +109,15 @@ def test_stdin_closed_mid_command(server: ServerProcess) -> None:
 
 
 CLIENT_SCRIPT = """
-import json, subprocess, sys, time
+import subprocess, sys, time
+from protocol.client import ClientCore
+from protocol.methods import BashParams
 server = subprocess.Popen(
     [sys.executable, "-m", "server", "--artifacts-dir", sys.argv[1]],
     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
 )
 command = "sleep 300 & setsid sleep 301 & echo hi; sleep 60"
-request = {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": command}}
-server.stdin.write(json.dumps(request).encode() + b"\\n")
+server.stdin.write(ClientCore().request("bash", BashParams(command=command))[1])
 server.stdin.flush()
 server.stdout.readline()
 print(server.pid, flush=True)
