@@ -16,6 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from protocol.methods import (
+    AbortBashParams,
+    BashChunk,
+    BashParams,
+    SessionCloseParams,
+    SessionCloseResult,
+)
+from tests.conftest import SpawnProcess
 from tests.rpc import ServerProcess, cmdline, marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox
 
@@ -42,7 +50,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def server(spawn_process, tmp_path: Path, mode: str) -> ServerProcess:
+def server(spawn_process: SpawnProcess, tmp_path: Path, mode: str) -> ServerProcess:
     """A server process tracking shells by cgroup, one by ancestry, one sandboxing them."""
     cfg = tmp_path / "containment.toml"
     cfg.write_text(MODES[mode])
@@ -80,8 +88,8 @@ def spawn_escapees(server: ServerProcess, marker: str, session: str) -> None:
 
 def test_escapees_die_when_their_command_is_aborted(server: ServerProcess) -> None:
     marker = f"bashrpc-abort-{uuid.uuid4().hex}"
-    ident = server.request("bash", {"command": escapees(marker) + "; sleep 60"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request("bash", BashParams(command=escapees(marker) + "; sleep 60"))
+    server.wait_for(lambda m: m.method == "bash/chunk")
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT, timeout=5)
     assert server.abort(request_id=ident)
     assert server.bash_result(ident).cancelled
@@ -100,11 +108,13 @@ def test_escapees_die_when_their_session_closes(server: ServerProcess) -> None:
     spawn_escapees(server, marker, "doomed")
     other = f"bashrpc-other-{uuid.uuid4().hex}"
     spawn_escapees(server, other, "kept")
-    assert server.result("session/close", {"sessionId": "doomed"}) == {"closed": True}
+    assert server.result(
+        "session/close", SessionCloseParams(session_id="doomed")
+    ) == SessionCloseResult(closed=True)
     assert wait_until(lambda: marked_processes(marker) == [], timeout=GONE_SECONDS)
     # Another session's processes are not collateral damage.
     assert len(marked_processes(other)) == ESCAPEE_COUNT
-    server.result("session/close", {"sessionId": "kept"})
+    server.result("session/close", SessionCloseParams(session_id="kept"))
     assert wait_until(lambda: marked_processes(other) == [], timeout=GONE_SECONDS)
 
 
@@ -120,7 +130,7 @@ def test_sigkill_of_the_server_leaves_nothing_running(
 ) -> None:
     marker = f"bashrpc-sigkill-{uuid.uuid4().hex}"
     spawn_escapees(server, marker, "default")
-    server.request("bash", {"command": f"exec -a {marker} sleep 300", "sessionId": "busy"})
+    server.request("bash", BashParams(command=f"exec -a {marker} sleep 300", session_id="busy"))
     assert wait_until(lambda: len(marked_processes(marker)) == ESCAPEE_COUNT + 1, timeout=5)
     if mode == "ancestry":
         time.sleep(RECORDED_SECONDS)
@@ -162,9 +172,11 @@ def test_exec_client_killed_with_its_group_leaves_nothing(tmp_path: Path) -> Non
 
 def test_aborted_command_runs_nothing_after_the_abort(server: ServerProcess) -> None:
     # The shell survives a TERM it traps, and would then run the next statement.
-    ident = server.request("bash", {"command": "trap 'true' TERM; echo go; sleep 10; echo done"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
-    server.result("abort_bash", {"requestId": ident})
+    ident = server.request(
+        "bash", BashParams(command="trap 'true' TERM; echo go; sleep 10; echo done")
+    )
+    server.wait_for(lambda m: m.method == "bash/chunk")
+    server.result("abort_bash", AbortBashParams(request_id=ident))
     result = server.bash_result(ident)
     assert result.cancelled and "done" not in result.output
     timed = server.bash("trap 'true' TERM; sleep 10; echo done", timeout=1)
@@ -181,37 +193,39 @@ LOAD_SETTINGS = f"[sessions]\nmaxShells = {2 * PARALLEL}\n"
 # The sandbox's kill is its namespace's, checked above; the load is for the trackers.
 @pytest.mark.parametrize("mode", ["cgroup", "ancestry"])
 def test_two_hundred_timeouts_and_aborts_on_busy_cores(
-    spawn_process, tmp_path: Path, mode: str
+    spawn_process: SpawnProcess, tmp_path: Path, mode: str
 ) -> None:
     cfg = tmp_path / "load.toml"
     cfg.write_text(MODES[mode] + LOAD_SETTINGS)
     server: ServerProcess = spawn_process("--config", str(cfg), new_session=True)
     # The burners keep every core busy, at the lowest priority: they take only
     # the time nothing else wants, so the rest of the suite is not slowed.
-    burner = "import os\nos.nice(19)\nwhile True: pass"
-    burners = [subprocess.Popen([sys.executable, "-c", burner]) for _ in range(os.cpu_count() or 2)]
+    code = "import os\nos.nice(19)\nwhile True: pass"
+    burners = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 2)]
     try:
         outputs: list[str] = []
         for start in range(0, ROUNDS, PARALLEL):
             timed = [
                 server.request(
                     "bash",
-                    {"command": "sleep 10; echo done", "timeout": 1, "sessionId": f"t{i}"},
+                    BashParams(command="sleep 10; echo done", timeout=1, session_id=f"t{i}"),
                 )
                 for i in range(PARALLEL)
             ]
             aborted = [
-                server.request("bash", {"command": "sleep 10; echo done", "sessionId": f"a{i}"})
+                server.request(
+                    "bash", BashParams(command="sleep 10; echo done", session_id=f"a{i}")
+                )
                 for i in range(PARALLEL)
             ]
             time.sleep(0.3)
             for ident in aborted:
-                server.result("abort_bash", {"requestId": ident})
+                server.result("abort_bash", AbortBashParams(request_id=ident))
             for ident in timed + aborted:
                 result = server.bash_result(ident, timeout=60)
                 assert result.cancelled, (start, result)
                 outputs.append(result.output)
-        chunks = "".join(c["params"]["text"] for c in server.notifications("bash/chunk"))
+        chunks = "".join(c.text for c in server.notified("bash/chunk", BashChunk))
         assert len(outputs) == 2 * ROUNDS
         assert not [o for o in outputs if "done" in o]
         assert "done" not in chunks

@@ -9,14 +9,28 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
-from protocol.mcp import BashStructured, CallToolResult
-from tests.e2e.test_tools import call_tool, initialize, text_of
+from protocol.mcp import (
+    BASH_TOOL,
+    LATEST_PROTOCOL_VERSION,
+    BashStructured,
+    BashToolArguments,
+    CallToolResult,
+    ConnectionSettings,
+    HostOptions,
+    InitializeParams,
+    SandboxOverrides,
+    ToolsCallParams,
+)
+from protocol.methods import BashParams, SandboxMode, SessionOpenParams
+from tests.conftest import SpawnInProcess, SpawnProcess
+from tests.e2e.test_tools import text_of
 from tests.inprocess import InProcessServer
-from tests.rpc import wait_until
+from tests.rpc import RpcClient, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 EXIT_BOUND_SECONDS = 20.0
@@ -27,9 +41,29 @@ def _needs_sandbox() -> None:
     skip_without_sandbox()
 
 
-def sandboxed(spawn, mode: str, extra: str = "", workspace: Path | None = None) -> InProcessServer:
+def sandboxed(
+    spawn: SpawnInProcess, mode: str, extra: str = "", workspace: Path | None = None
+) -> InProcessServer:
     server: InProcessServer = spawn(f'[sandbox]\nmode = "{mode}"\n{extra}', workspace=workspace)
     return server
+
+
+def initialize_params(mode: SandboxMode | None = None) -> InitializeParams:
+    """An initialize; with a mode, one whose settings ask for that sandbox."""
+    if mode is None:
+        return InitializeParams(protocol_version=LATEST_PROTOCOL_VERSION)
+    settings = ConnectionSettings(sandbox=SandboxOverrides(mode=mode))
+    return InitializeParams(
+        protocol_version=LATEST_PROTOCOL_VERSION,
+        initialization_options=HostOptions(settings=settings),
+    )
+
+
+def call_tool(server: RpcClient, command: str) -> CallToolResult:
+    """The bash tool's result for `command`, as a host's model would call it."""
+    arguments = msgspec.Raw(msgspec.json.encode(BashToolArguments(command=command)))
+    params = ToolsCallParams(name=BASH_TOOL, arguments=arguments)
+    return server.typed(CallToolResult, "tools/call", params)
 
 
 @pytest.fixture
@@ -53,7 +87,9 @@ def connect(port: int, host: str = "127.0.0.1") -> str:
     return f'{os.path.realpath(sys.executable)} -c "{code}"'
 
 
-def test_workspace_write_allows_the_workspace_and_refuses_the_rest(spawn, tmp_path) -> None:
+def test_workspace_write_allows_the_workspace_and_refuses_the_rest(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     # A configured root that does not exist is skipped, not fatal.
     server = sandboxed(spawn, "workspace-write", "writableRoots = ['/nonexistent/root']\n")
     assert server.bash("echo made > inside.txt && cat inside.txt").output == "made\n"
@@ -73,7 +109,7 @@ def test_workspace_write_allows_the_workspace_and_refuses_the_rest(spawn, tmp_pa
     assert not Path("/tmp/bashrpc-private").exists()
 
 
-def test_git_hooks_and_config_stay_read_only(spawn, tmp_path: Path) -> None:
+def test_git_hooks_and_config_stay_read_only(spawn: SpawnInProcess, tmp_path: Path) -> None:
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "config").write_text("[core]\n")
     (tmp_path / "secret.env").write_text("x")
@@ -91,7 +127,7 @@ def test_git_hooks_and_config_stay_read_only(spawn, tmp_path: Path) -> None:
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
 
 
-def test_read_only_allows_only_its_private_tmp(spawn, tmp_path: Path) -> None:
+def test_read_only_allows_only_its_private_tmp(spawn: SpawnInProcess, tmp_path: Path) -> None:
     (tmp_path / "seen.txt").write_text("visible\n")
     server = sandboxed(spawn, "read-only")
     assert server.bash("cat seen.txt").output == "visible\n"
@@ -101,7 +137,9 @@ def test_read_only_allows_only_its_private_tmp(spawn, tmp_path: Path) -> None:
     assert server.bash("echo t > /tmp/t && cat /tmp/t").output == "t\n"
 
 
-def test_a_notice_names_only_a_path_the_command_wrote(spawn, tmp_path: Path) -> None:
+def test_a_notice_names_only_a_path_the_command_wrote(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     server = sandboxed(spawn, "read-only")
     line = "tool: stat of /x failed: Permission denied"
     result = server.bash(f"echo '{line}' >&2; false")
@@ -110,17 +148,21 @@ def test_a_notice_names_only_a_path_the_command_wrote(spawn, tmp_path: Path) -> 
     assert server.bash("cat /etc/shadow-nothing-here > x").sandbox_denied
 
 
-def test_a_session_opened_outside_the_workspace_is_there_read_only(spawn, tmp_path: Path) -> None:
+def test_a_session_opened_outside_the_workspace_is_there_read_only(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
     elsewhere.mkdir()
     (elsewhere / "notes.txt").write_text("kept\n")
     server = sandboxed(spawn, "workspace-write")
-    server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
+    server.result("session/open", SessionOpenParams(session_id="o", cwd=str(elsewhere)))
     assert server.bash("pwd; cat notes.txt", session_id="o").output == f"{elsewhere}\nkept\n"
     assert server.bash("echo x > new.txt", session_id="o").sandbox_denied
 
 
-def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(spawn, listener) -> None:
+def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(
+    spawn: SpawnInProcess, listener: int
+) -> None:
     server = sandboxed(spawn, "workspace-write")
     assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
     # TEST-NET-1: no route at all in a namespace with loopback alone.
@@ -129,7 +171,9 @@ def test_network_off_reaches_neither_the_hosts_loopback_nor_outside(spawn, liste
     assert shared.bash(connect(listener)).output == "connected\n"
 
 
-def test_full_mode_limits_no_path_but_has_its_own_pids(spawn, tmp_path: Path) -> None:
+def test_full_mode_limits_no_path_but_has_its_own_pids(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     server = sandboxed(spawn, "full")
     assert server.bash(f"echo w > {outside} && cat {outside}").output == "w\n"
@@ -138,21 +182,20 @@ def test_full_mode_limits_no_path_but_has_its_own_pids(spawn, tmp_path: Path) ->
     assert server.bash("echo $$; cat /proc/1/comm").output == "2\nbwrap\n"
 
 
-def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path) -> None:
+def test_a_request_may_tighten_the_mode_but_not_loosen_it(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     server = sandboxed(spawn, "workspace-write")
     looser = messages.SANDBOX_LOOSER.format(requested="full", configured="workspace-write")
-    error = server.error("session/open", {"sessionId": "s", "sandbox": "full"})
+    error = server.error("session/open", SessionOpenParams(session_id="s", sandbox="full"))
     assert error.code == ErrorCode.INVALID_PARAMS and error.data == looser
-    server.result("session/open", {"sessionId": "strict", "sandbox": "read-only"})
+    server.result("session/open", SessionOpenParams(session_id="strict", sandbox="read-only"))
     assert server.bash("echo x > f", session_id="strict").sandbox_denied
     assert server.bash("echo x > f").exit_code == 0
-    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
-    options = {"initializationOptions": {"settings": {"sandbox": {"mode": "off"}}}}
-    error = server.error("initialize", {**params, **options})
+    error = server.error("initialize", initialize_params("off"))
     assert error.code == ErrorCode.INVALID_PARAMS
-    tightened = {"initializationOptions": {"settings": {"sandbox": {"mode": "read-only"}}}}
-    server.result("initialize", {**params, **tightened})
-    result: CallToolResult = call_tool(server, command="echo x > g")
+    server.result("initialize", initialize_params("read-only"))
+    result = call_tool(server, command="echo x > g")
     assert result.is_error and text_of(result).endswith("Command exited with code 1")
     structured = result.structured_content
     assert isinstance(structured, BashStructured) and structured.sandbox_denied
@@ -163,19 +206,21 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(spawn, tmp_path: Path)
 def test_a_later_initialize_never_loosens_the_connections_sandbox(
     server: InProcessServer, tmp_path: Path
 ) -> None:
-    initialize(server, settings={"sandbox": {"mode": "read-only"}})
-    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    server.result("initialize", initialize_params("read-only"))
+    looser: SandboxMode
     for looser in ("off", "full", "workspace-write"):
-        options = {"initializationOptions": {"settings": {"sandbox": {"mode": looser}}}}
-        error = server.error("initialize", {**params, **options})
+        error = server.error("initialize", initialize_params(looser))
         assert error.code == ErrorCode.INVALID_PARAMS
         assert error.data == messages.SANDBOX_LOOSER_THAN_CONNECTION.format(
             requested=looser, current="read-only"
         )
     # Asking for no sandbox at all keeps the one the connection has.
-    server.result("initialize", params)
-    server.result("initialize", {**params, "initializationOptions": {}})
-    server.result("session/open", {"sessionId": "new"})
+    server.result("initialize", initialize_params())
+    empty = InitializeParams(
+        protocol_version=LATEST_PROTOCOL_VERSION, initialization_options=HostOptions()
+    )
+    server.result("initialize", empty)
+    server.result("session/open", SessionOpenParams(session_id="new"))
     for session in ("new", "other"):
         assert server.bash("echo x > f", session_id=session).sandbox_denied
     assert not (tmp_path / "f").exists()
@@ -186,7 +231,9 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
 ) -> None:
     outside = Path("/var/tmp") / f"bashrpc-tighten-{os.getpid()}"
     server.bash("sleep 300 &")
-    server.result("session/open", {"sessionId": "default", "sandbox": "workspace-write"})
+    server.result(
+        "session/open", SessionOpenParams(session_id="default", sandbox="workspace-write")
+    )
     result = server.bash(f"touch {outside}")
     assert result.exit_code != 0 and result.sandbox_denied and result.shell_restarted
     notice = messages.SANDBOX_TIGHTENED.format(mode="workspace-write")
@@ -196,21 +243,20 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 300" in c])
     assert notice not in server.bash("true").output
     # Not while a command runs there: that would leave it unconfined.
-    ident = server.request("bash", {"command": "echo started; sleep 30", "sessionId": "busy"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
-    error = server.error("session/open", {"sessionId": "busy", "sandbox": "read-only"})
+    ident = server.request("bash", BashParams(command="echo started; sleep 30", session_id="busy"))
+    server.wait_for(lambda m: m.method == "bash/chunk")
+    error = server.error("session/open", SessionOpenParams(session_id="busy", sandbox="read-only"))
     assert error.code == ErrorCode.INVALID_PARAMS
     assert error.data == messages.SANDBOX_TIGHTEN_BUSY.format(session="busy", mode="read-only")
     # Nor an initialize that would tighten it; nothing changed, so default writes on.
-    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
-    strict = {"initializationOptions": {"settings": {"sandbox": {"mode": "read-only"}}}}
-    assert server.error("initialize", {**params, **strict}).code == ErrorCode.INVALID_PARAMS
+    strict = initialize_params("read-only")
+    assert server.error("initialize", strict).code == ErrorCode.INVALID_PARAMS
     assert server.bash("echo x > f && cat f").output == "x\n"
     server.abort(session_id="busy")
     server.bash_result(ident)
     # An initialize after the sessions exist tightens them all, the tool call's too.
     call_tool(server, command="true")
-    server.result("initialize", {**params, **strict})
+    server.result("initialize", strict)
     assert server.bash("echo y > g").shell_restarted
     # (The aborted command took its shell: there was none to restart.)
     for session in ("default", "busy"):
@@ -221,11 +267,12 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
 
 
 def test_an_unsandboxed_connection_can_ask_for_a_sandbox(server: InProcessServer) -> None:
-    initialize(server, settings={"sandbox": {"mode": "workspace-write"}})
-    assert call_tool(server, command="touch /etc/nope").structured_content.sandbox_denied  # type: ignore[union-attr]
+    server.result("initialize", initialize_params("workspace-write"))
+    structured = call_tool(server, command="touch /etc/nope").structured_content
+    assert structured is not None and structured.sandbox_denied
 
 
-def test_the_rc_snapshot_and_ptys_work_inside(spawn, tmp_path: Path) -> None:
+def test_the_rc_snapshot_and_ptys_work_inside(spawn: SpawnInProcess, tmp_path: Path) -> None:
     (tmp_path / "home" / ".bashrc").write_text("alias greet='echo hello from rc'\n")
     server = sandboxed(spawn, "workspace-write")
     assert server.bash("greet").output == "hello from rc\n"
@@ -236,7 +283,9 @@ def test_the_rc_snapshot_and_ptys_work_inside(spawn, tmp_path: Path) -> None:
     assert lines[2] == "hello from rc"
 
 
-def test_the_servers_environment_is_out_of_reach(spawn_process, tmp_path: Path) -> None:
+def test_the_servers_environment_is_out_of_reach(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
     """In a sandbox, /proc is the namespace's: $PPID is bwrap's init, not the server."""
     cfg = tmp_path / "env.toml"
     cfg.write_text("[env]\nexclude = ['*TOKEN*']\n")

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from protocol import messages
+from protocol.methods import BashParams, SessionCloseParams, SessionCloseResult
 from server.output.artifactids import COUNTER_NAME
+from tests.conftest import SpawnProcess
 from tests.rpc import (
     ServerProcess,
     live_pids,
@@ -36,7 +38,7 @@ def server(process: ServerProcess) -> ServerProcess:
 
 
 @pytest.fixture
-def spawn(spawn_process):  # type: ignore[no-untyped-def]
+def spawn(spawn_process: SpawnProcess) -> SpawnProcess:
     return spawn_process
 
 
@@ -52,8 +54,8 @@ def test_shell_killed_from_outside_mid_command(server: ServerProcess) -> None:
     server.bash("true")
     pid = server.sessions()["default"].pid
     assert pid is not None
-    ident = server.request("bash", {"command": "echo started; sleep 30"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request("bash", BashParams(command="echo started; sleep 30"))
+    server.wait_for(lambda m: m.method == "bash/chunk")
     os.kill(pid, 9)
     result = server.bash_result(ident, timeout=EXIT_BOUND_SECONDS)
     assert result.exit_code == 137 and result.shell_restarted
@@ -85,7 +87,9 @@ def test_escaped_processes_die_with_their_session(server: ServerProcess) -> None
         server.bash(command, session_id=name)
     assert wait_until(lambda: len(server.owned_processes()) >= 2 * len(ESCAPES))
     for name in ESCAPES:
-        assert server.result("session/close", {"sessionId": name}) == {"closed": True}
+        assert server.result("session/close", SessionCloseParams(session_id=name)) == (
+            SessionCloseResult(closed=True)
+        )
     assert_all_gone(server.server_pid)
 
 
@@ -97,7 +101,7 @@ def test_escaped_processes_die_at_shutdown(server: ServerProcess) -> None:
 
 
 def test_stdin_closed_mid_command(server: ServerProcess) -> None:
-    ident = server.request("bash", {"command": "sleep 300 & setsid sleep 301 & sleep 60"})
+    ident = server.request("bash", BashParams(command="sleep 300 & setsid sleep 301 & sleep 60"))
     time.sleep(0.3)
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
     assert server.bash_result(ident, timeout=1).cancelled
@@ -105,14 +109,15 @@ def test_stdin_closed_mid_command(server: ServerProcess) -> None:
 
 
 CLIENT_SCRIPT = """
-import json, subprocess, sys, time
+import subprocess, sys, time
+from protocol.client import ClientCore
+from protocol.methods import BashParams
 server = subprocess.Popen(
     [sys.executable, "-m", "server", "--artifacts-dir", sys.argv[1]],
     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
 )
 command = "sleep 300 & setsid sleep 301 & echo hi; sleep 60"
-request = {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": command}}
-server.stdin.write(json.dumps(request).encode() + b"\\n")
+server.stdin.write(ClientCore().request("bash", BashParams(command=command))[1])
 server.stdin.flush()
 server.stdout.readline()
 print(server.pid, flush=True)
@@ -137,15 +142,17 @@ def test_client_killed_mid_command(tmp_path: Path) -> None:
 
 
 def test_stdout_closed_mid_command(server: ServerProcess) -> None:
-    server.request("bash", {"command": "sleep 300 & while :; do echo spam; sleep 0.01; done"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    server.request(
+        "bash", BashParams(command="sleep 300 & while :; do echo spam; sleep 0.01; done")
+    )
+    server.wait_for(lambda m: m.method == "bash/chunk")
     assert server.proc.stdout is not None
     server.proc.stdout.close()
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
     assert_all_gone(server.server_pid)
 
 
-def test_artifacts_on_a_full_disk(spawn, tmp_path: Path) -> None:
+def test_artifacts_on_a_full_disk(spawn: SpawnProcess, tmp_path: Path) -> None:
     limit = 200 * 1024
 
     def small_disk() -> None:
@@ -161,7 +168,7 @@ def test_artifacts_on_a_full_disk(spawn, tmp_path: Path) -> None:
     assert server.bash("echo carries on").output == "carries on\n"
 
 
-def test_unusable_artifacts_directory(spawn, tmp_path: Path) -> None:
+def test_unusable_artifacts_directory(spawn: SpawnProcess, tmp_path: Path) -> None:
     # Root ignores permission bits, so the directory is made impossible instead.
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
-import msgspec
 import pytest
 
-from protocol.methods import BashChunk, BashResult
+from protocol.client import ClientCore, Unparsable, result_of
+from protocol.envelope import ServerMessage
+from protocol.methods import BashChunk, BashParams, BashResult
 from server.output.artifactroot import workspace_key
 from server.output.chunks import CLIENT_STALL_SECONDS
 from tests.inprocess import InProcessServer
@@ -27,35 +28,45 @@ def test_sixteen_sessions_two_hundred_commands_each(server: InProcessServer) -> 
     expected: dict[str, tuple[str, str]] = {}
     for round_ in range(COMMANDS_PER_SESSION):
         idents = []
-        requests = []
+        lines: list[bytes] = []
         for s in range(SESSIONS):
             session = f"load-{s}"
             ident = f"{session}/{round_}"
             command = f'n={round_}; echo "{session} $((n * 2))"'
-            params = {"command": command, "sessionId": session}
-            requests.append({"jsonrpc": "2.0", "id": ident, "method": "bash", "params": params})
+            params = BashParams(command=command, session_id=session)
+            lines.append(server.core.request("bash", params, id=ident)[1])
             expected[ident] = (session, f"{session} {round_ * 2}\n")
             idents.append(ident)
         # A round's requests in one write, as a client with a queue of them sends them.
-        server.send_raw(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        server.send_raw(b"".join(lines))
         for ident in idents:
             reply = server.response(ident)
-            assert "result" in reply, reply
-            result = msgspec.convert(reply["result"], BashResult)
+            assert reply.error is None and reply.result, reply
+            result = result_of(reply, BashResult)
             assert result.output == expected[ident][1] and result.exit_code == 0
-    chunks = [msgspec.convert(m["params"], BashChunk) for m in server.notifications("bash/chunk")]
+    chunks = server.notified("bash/chunk", BashChunk)
     assert len(expected) == SESSIONS * COMMANDS_PER_SESSION
     for chunk in chunks:
         session, output = expected[str(chunk.request_id)]
         assert chunk.session_id == session  # no cross-talk
         assert chunk.text in output
-    errors = [m for m in server.messages if isinstance(m, dict) and "error" in m]
+    errors = [m for m in server.messages if m.error is not None]
     assert errors == []
 
 
 # Twice the time after which a stalled client starts losing chunks: long enough
 # for skipping to engage on every command, the case that bounds memory.
 STALL_SECONDS = 2 * CLIENT_STALL_SECONDS
+# The warm-up command's request id.
+WARM_UP_ID = 0
+
+
+def read_message(stdout: IO[bytes]) -> ServerMessage:
+    """The server's next line, decoded; a line that is not one JSON-RPC message fails
+    the test."""
+    (message,) = ClientCore.line(stdout.readline())
+    assert not isinstance(message, Unparsable), message
+    return message
 
 
 @pytest.mark.slow
@@ -69,21 +80,16 @@ def test_client_that_stops_reading_for_a_while(tmp_path: Path) -> None:
     )
     assert proc.stdin is not None and proc.stdout is not None
     commands = {i: f"seq {i} 2000000" for i in range(1, 5)}
+    core = ClientCore()
     try:
         # A first command answered: the baseline is a running server's, not a starting one's.
-        warm_up = {"jsonrpc": "2.0", "id": 0, "method": "bash", "params": {"command": "true"}}
-        proc.stdin.write(json.dumps(warm_up).encode() + b"\n")
+        proc.stdin.write(core.request("bash", BashParams(command="true"), id=WARM_UP_ID)[1])
         proc.stdin.flush()
-        while json.loads(proc.stdout.readline()).get("id") != 0:
+        while read_message(proc.stdout).id != WARM_UP_ID:
             pass
         for ident, command in commands.items():
-            request = {
-                "jsonrpc": "2.0",
-                "id": ident,
-                "method": "bash",
-                "params": {"command": command, "sessionId": f"heavy-{ident}"},
-            }
-            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            params = BashParams(command=command, session_id=f"heavy-{ident}")
+            proc.stdin.write(core.request("bash", params, id=ident)[1])
         proc.stdin.flush()
         time.sleep(0.5)
         baseline = rss_bytes(proc.pid)
@@ -91,19 +97,19 @@ def test_client_that_stops_reading_for_a_while(tmp_path: Path) -> None:
             time.sleep(STALL_SECONDS)  # not reading at all
         assert rss.peak - baseline <= RSS_GROWTH_LIMIT
         assert proc.poll() is None
-        results = {}
+        results: dict[object, BashResult] = {}
         started = time.monotonic()
         while len(results) < len(commands):
             assert time.monotonic() - started < 120, "responses did not all arrive"
-            message = json.loads(proc.stdout.readline())
-            if "method" not in message:
-                results[message["id"]] = message["result"]
+            message = read_message(proc.stdout)
+            if message.method is None:
+                results[message.id] = result_of(message, BashResult)
     finally:
         proc.kill()
         proc.wait()
     for ident, command in commands.items():
         expected = subprocess.run(command.split(), capture_output=True, check=True).stdout
-        result = msgspec.convert(results[ident], BashResult)
+        result = results[ident]
         assert result.exit_code == 0 and result.total_bytes == len(expected)
         artifact = tmp_path / "a" / workspace_key(tmp_path) / f"{result.artifact_id}.bash.log"
         assert hashlib.sha256(artifact.read_bytes()).digest() == hashlib.sha256(expected).digest()

@@ -7,7 +7,7 @@ import os
 import msgspec
 import pytest
 
-from protocol.methods import BashResult
+from protocol.methods import BashParams, BashResult
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 from tests.rpc import ServerProcess
 
@@ -70,7 +70,7 @@ def test_binary_from_urandom(server: ServerProcess) -> None:
 
 
 def test_a_hundred_thousand_tiny_writes(server: ServerProcess) -> None:
-    ident = server.request("bash", {"command": "for i in $(seq 100000); do echo $i; done"})
+    ident = server.request("bash", BashParams(command="for i in $(seq 100000); do echo $i; done"))
     result = server.bash_result(ident, timeout=120)
     well_formed(result)
     assert result.total_lines == 100000 and result.output.endswith("99999\n100000\n")

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.methods import BashParams, SandboxMode, SessionOpenParams
 from server.runtime import bwrap
+from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox
 
@@ -50,7 +52,9 @@ def status_field(output: str, name: str) -> str:
 
 
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
-def test_no_capability_survives_so_the_read_only_mounts_hold(spawn, tmp_path, mode) -> None:
+def test_no_capability_survives_so_the_read_only_mounts_hold(
+    spawn: SpawnInProcess, mode: SandboxMode
+) -> None:
     outside = VISIBLE_OUTSIDE / f"bashrpc-escape-{os.getpid()}"
     server = sandboxed(spawn, mode)
     status = server.bash("cat /proc/self/status").output
@@ -95,7 +99,9 @@ def unix_connect(path: str) -> str:
     return f'{python()} -c "{code}"'
 
 
-def test_host_unix_sockets_are_refused_with_the_network_off(spawn, host_service, listener) -> None:
+def test_host_unix_sockets_are_refused_with_the_network_off(
+    spawn: SpawnInProcess, host_service: Path, listener: int
+) -> None:
     server = sandboxed(spawn, "read-only")
     # Refused as TCP to the host's loopback is.
     assert server.bash(connect(listener)).output == "ConnectionRefusedError\n"
@@ -120,11 +126,13 @@ def listener() -> Iterator[int]:
 
 
 @pytest.mark.parametrize("mode", ["read-only", "workspace-write"])
-def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode) -> None:
+def test_a_shell_sees_only_its_own_runtime_directory(
+    spawn: SpawnInProcess, tmp_path: Path, mode: SandboxMode
+) -> None:
     # The in-process server's runtime directory is inside its workspace: visible,
     # as the server's is wherever TMPDIR points outside /tmp.
     server = sandboxed(spawn, mode)
-    server.result("session/open", {"sessionId": "other"})
+    server.result("session/open", SessionOpenParams(session_id="other"))
     assert server.bash("echo other-session-secret", session_id="other").exit_code == 0
     runtime = next(tmp_path.glob("bashrpc-test-*"))
     assert len(list(runtime.iterdir())) >= 2
@@ -138,7 +146,9 @@ def test_a_shell_sees_only_its_own_runtime_directory(spawn, tmp_path: Path, mode
     assert server.bash("echo still").output == "still\n"
 
 
-def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tmp_path) -> None:
+def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
     """The real server, its TMPDIR outside /tmp: another session's command file is
     out of reach, so its command text and env values are too."""
     if not VISIBLE_OUTSIDE.is_dir():
@@ -146,7 +156,7 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tm
     tmpdir = Path(tempfile.mkdtemp(prefix="bashrpc-escape-", dir=VISIBLE_OUTSIDE))
     try:
         server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
-        server.result("session/open", {"sessionId": "other"})
+        server.result("session/open", SessionOpenParams(session_id="other"))
         secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
         assert secret.output == "ok\n"
         own = server.bash('basename "$__bashrpc_in"').output.strip()
@@ -161,7 +171,7 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(spawn_process, tm
 
 
 def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
-    spawn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spawn: SpawnInProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = bwrap.probe()[0]
     assert real is not None
@@ -178,15 +188,18 @@ def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
     bwrap.probe.cache_clear()
     try:
         server = sandboxed(spawn, "workspace-write")
-        error = server.error("bash", {"command": "echo hi"})
+        error = server.error("bash", BashParams(command="echo hi"))
         assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
         assert error.data == FAKE_BWRAP_MESSAGE
         assert FAKE_BWRAP_MESSAGE in error.message
         assert FAKE_BWRAP_MESSAGE in server.stderr()
         # Nothing was left running, and the next call says the same.
-        assert server.error("bash", {"command": "echo hi"}).code == ErrorCode.SANDBOX_UNAVAILABLE
+        assert (
+            server.error("bash", BashParams(command="echo hi")).code
+            == ErrorCode.SANDBOX_UNAVAILABLE
+        )
         # A PTY command's sandbox too.
-        error = server.error("bash", {"command": "echo hi", "pty": True})
+        error = server.error("bash", BashParams(command="echo hi", pty=True))
         assert error.code == ErrorCode.SANDBOX_UNAVAILABLE
         assert error.data == FAKE_BWRAP_MESSAGE
         assert server.owned_processes() == []

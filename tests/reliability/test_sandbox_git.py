@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sandbox import sandboxed
-from tests.e2e.test_tools import call_tool, initialize, text_of
+from tests.conftest import SpawnInProcess
+from tests.e2e.test_sandbox import call_tool, initialize_params, sandboxed
+from tests.e2e.test_tools import text_of
 from tests.sandboxing import skip_without_sandbox
 
 # What a planted fsmonitor or hook does on the host: make this file in the test's dir.
@@ -83,14 +84,16 @@ def planted(repo: Path, marker: Path, *dirs: str) -> bool:
     return marker.exists()
 
 
-def attack(spawn, repo: Path, mode: str, command: str) -> str:
+def attack(spawn: SpawnInProcess, repo: Path, mode: str, command: str) -> str:
     server = sandboxed(spawn, mode, workspace=repo)
     result = server.bash(command)
     return result.output
 
 
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
-def test_a_renamed_git_dir_and_a_fresh_one(spawn, tmp_path: Path, mode: str) -> None:
+def test_a_renamed_git_dir_and_a_fresh_one(
+    spawn: SpawnInProcess, tmp_path: Path, mode: str
+) -> None:
     """6: `mv .git .git-old` and a fresh `.git` with a chosen config."""
     repo = make_repo(tmp_path / "repo")
     marker = tmp_path / MARKER
@@ -107,7 +110,9 @@ def test_a_renamed_git_dir_and_a_fresh_one(spawn, tmp_path: Path, mode: str) -> 
 
 
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
-def test_a_commondir_pointed_at_a_planted_copy(spawn, tmp_path: Path, mode: str) -> None:
+def test_a_commondir_pointed_at_a_planted_copy(
+    spawn: SpawnInProcess, tmp_path: Path, mode: str
+) -> None:
     """7: `.git/commondir` naming a copy of the git dir with a planted config."""
     repo = make_repo(tmp_path / "repo")
     marker = tmp_path / MARKER
@@ -125,7 +130,9 @@ def test_a_commondir_pointed_at_a_planted_copy(spawn, tmp_path: Path, mode: str)
 
 
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
-def test_a_hooks_symlink_replaced_by_a_directory(spawn, tmp_path: Path, mode: str) -> None:
+def test_a_hooks_symlink_replaced_by_a_directory(
+    spawn: SpawnInProcess, tmp_path: Path, mode: str
+) -> None:
     """8: `.git/hooks` a symlink to a tracked `.githooks/`: the command replaces the
     link with a directory of its own, or writes the link's target."""
     repo = make_repo(tmp_path / "repo")
@@ -145,7 +152,7 @@ def test_a_hooks_symlink_replaced_by_a_directory(spawn, tmp_path: Path, mode: st
 
 
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
-def test_a_submodules_config_and_hooks(spawn, tmp_path: Path, mode: str) -> None:
+def test_a_submodules_config_and_hooks(spawn: SpawnInProcess, tmp_path: Path, mode: str) -> None:
     """9: a submodule's `.git/modules/<name>/config` and hooks, written in place or
     in a fresh `modules/` after moving the old one aside; and its checkout's `.git`
     file pointed at a planted copy, in place or in a fresh checkout."""
@@ -171,7 +178,7 @@ def test_a_submodules_config_and_hooks(spawn, tmp_path: Path, mode: str) -> None
     assert planted(repo, marker, "lib") is (mode == "off"), output
 
 
-def test_git_add_commit_and_checkout_work_inside(spawn, tmp_path: Path) -> None:
+def test_git_add_commit_and_checkout_work_inside(spawn: SpawnInProcess, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     server = sandboxed(spawn, "workspace-write", workspace=repo)
     result = server.bash(
@@ -184,7 +191,7 @@ def test_git_add_commit_and_checkout_work_inside(spawn, tmp_path: Path) -> None:
     assert host_git(repo, "status", "--porcelain").stdout == ""
 
 
-def test_a_linked_worktree_workspace(spawn, tmp_path: Path) -> None:
+def test_a_linked_worktree_workspace(spawn: SpawnInProcess, tmp_path: Path) -> None:
     """10: a workspace whose `.git` is a file starts its shell, and commits there,
     while its `.git` file and its git dir's pointers stay as they are."""
     main = make_repo(tmp_path / "main")
@@ -197,7 +204,7 @@ def test_a_linked_worktree_workspace(spawn, tmp_path: Path) -> None:
     result = server.bash("echo b > b.txt && git add b.txt && git commit -q -m in-worktree")
     assert result.exit_code == 0, result.output
     # The tool-call surface's shell starts too (it answered -32603 ShellDied).
-    initialize(server)
+    server.result("initialize", initialize_params())
     tool = call_tool(server, command="git rev-parse --abbrev-ref HEAD")
     assert not tool.is_error and text_of(tool).startswith("side")
     assert host_git(main, "log", "--format=%s", "side").stdout.split()[0] == "in-worktree"
@@ -239,7 +246,9 @@ CONFIG_NAMED = {
 
 @pytest.mark.parametrize("mode", ["off", "workspace-write"])
 @pytest.mark.parametrize("named", sorted(CONFIG_NAMED))
-def test_what_the_config_names_in_the_workspace(spawn, tmp_path: Path, mode, named) -> None:
+def test_what_the_config_names_in_the_workspace(
+    spawn: SpawnInProcess, tmp_path: Path, mode: str, named: str
+) -> None:
     """The config is read-only, but what it names in the workspace must be too: a
     hooks directory not made yet (husky's before its install), an included config
     file, a command's program."""

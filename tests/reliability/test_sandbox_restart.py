@@ -6,13 +6,16 @@ the private one, not the host's / (with its /proc, and its nodev /dev) over all.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol import messages
-from tests.e2e.test_tools import call_tool, structured, text_of
+from protocol.methods import BashParams, SessionOpenParams
+from tests.conftest import SpawnInProcess
+from tests.e2e.test_sandbox import call_tool
+from tests.e2e.test_tools import structured, text_of
 from tests.inprocess import InProcessServer
 from tests.rpc import process_gone, wait_until
 from tests.sandboxing import skip_without_sandbox
@@ -38,7 +41,7 @@ def host_marker() -> Iterator[Path]:
         path.unlink()
 
 
-def confined(spawn: Callable[..., InProcessServer], extra: str = "") -> InProcessServer:
+def confined(spawn: SpawnInProcess, extra: str = "") -> InProcessServer:
     server: InProcessServer = spawn(f'[sandbox]\nmode = "workspace-write"\n{extra}')
     return server
 
@@ -52,7 +55,7 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
     elif how == "timeout":
         assert server.bash(f"sleep {BUSY_SECONDS}", timeout=1).shell_restarted
     elif how == "abort":
-        ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
+        ident = server.request("bash", BashParams(command=f"sleep {BUSY_SECONDS}"))
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
         assert server.abort(request_id=ident)
         assert server.bash_result(ident).shell_restarted
@@ -64,7 +67,7 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
         assert after.shell_restarted
         return after.output.removeprefix(f"{messages.SHELL_RESTARTED}\n")
     elif how == "one-shot":
-        ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
+        ident = server.request("bash", BashParams(command=f"sleep {BUSY_SECONDS}"))
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
         result = server.bash(probe)
         server.abort(request_id=ident)
@@ -79,7 +82,9 @@ HOW = ["exit", "timeout", "abort", "idle", "one-shot"]
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_cd_tmp_then_a_restart_keeps_the_private_tmp(spawn, how: str, host_marker: Path) -> None:
+def test_cd_tmp_then_a_restart_keeps_the_private_tmp(
+    spawn: SpawnInProcess, how: str, host_marker: Path
+) -> None:
     server = confined(spawn, "[sessions]\nidleSeconds = 1\n" if how == "idle" else "")
     assert server.bash(f"cd /tmp && ls {host_marker} 2>/dev/null; pwd").output == "/tmp\n"
     # The new shell is in /tmp, its own private one: the host's file is not there.
@@ -88,7 +93,9 @@ def test_cd_tmp_then_a_restart_keeps_the_private_tmp(spawn, how: str, host_marke
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_cd_root_then_a_restart_keeps_the_sandboxs_dev_and_proc(spawn, how: str) -> None:
+def test_cd_root_then_a_restart_keeps_the_sandboxs_dev_and_proc(
+    spawn: SpawnInProcess, how: str
+) -> None:
     server = confined(spawn, "[sessions]\nidleSeconds = 1\n" if how == "idle" else "")
     assert server.bash("cd / && pwd").output == "/\n"
     probe = "pwd; echo x > /dev/null && echo null-ok; cat /proc/1/comm"
@@ -100,7 +107,7 @@ def test_cd_root_then_a_restart_keeps_the_sandboxs_dev_and_proc(spawn, how: str)
 
 @pytest.mark.parametrize("how", ["exit", "one-shot", "pty"])
 def test_a_directory_in_the_old_private_tmp_falls_back_to_the_workspace(
-    spawn, tmp_path: Path, how: str
+    spawn: SpawnInProcess, tmp_path: Path, how: str
 ) -> None:
     server = confined(spawn)
     assert server.bash("mkdir -p /tmp/mine && cd /tmp/mine && pwd").output == "/tmp/mine\n"
@@ -108,30 +115,34 @@ def test_a_directory_in_the_old_private_tmp_falls_back_to_the_workspace(
     assert restart(server, how, "pwd") == f"{notice}\n{tmp_path}\n"
 
 
-def test_a_pty_in_root_gets_the_sandboxs_proc(spawn, host_marker: Path) -> None:
+def test_a_pty_in_root_gets_the_sandboxs_proc(spawn: SpawnInProcess, host_marker: Path) -> None:
     server = confined(spawn)
     probe = f"pwd; cat /proc/1/comm; test -e {host_marker} || echo hidden"
     result = server.bash(probe, pty=True, cwd="/")
     assert result.output.splitlines() == ["/", "bwrap", "hidden"]
 
 
-def test_a_session_the_host_opened_elsewhere_survives_a_restart(spawn, tmp_path: Path) -> None:
+def test_a_session_the_host_opened_elsewhere_survives_a_restart(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     elsewhere = tmp_path.parent / f"{tmp_path.name}-opened"
     elsewhere.mkdir()
     (elsewhere / "notes.txt").write_text("kept\n")
     server = confined(spawn)
-    server.result("session/open", {"sessionId": "o", "cwd": str(elsewhere)})
+    server.result("session/open", SessionOpenParams(session_id="o", cwd=str(elsewhere)))
     assert server.bash("exit", session_id="o").shell_restarted
     result = server.bash("pwd; cat notes.txt; touch new 2>/dev/null || echo ro", session_id="o")
     assert result.output == f"{elsewhere}\nkept\nro\n"
     assert not result.shell_restarted
 
 
-def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: Path) -> None:
+def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     (tmp_path / "sub").mkdir()
     server = confined(spawn)
     server.bash("cd sub")
-    ident = server.request("bash", {"command": f"sleep {BUSY_SECONDS}"})
+    ident = server.request("bash", BashParams(command=f"sleep {BUSY_SECONDS}"))
     assert wait_until(lambda: server.sessions()["default"].state == "busy")
     result = server.bash("pwd")
     assert result.output == f"{tmp_path}/sub\n" and not result.shell_restarted
@@ -139,7 +150,9 @@ def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(spawn, tmp_path: 
     server.bash_result(ident)
 
 
-def test_a_command_with_a_cwd_of_its_own_is_not_told_of_a_fallback(spawn, tmp_path: Path) -> None:
+def test_a_command_with_a_cwd_of_its_own_is_not_told_of_a_fallback(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     """Tool calls always name their directory: where the new shell started is moot."""
     server = confined(spawn)
     call_tool(server, command="mkdir -p /tmp/mine && cd /tmp/mine")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.methods import BashParams, SessionCloseParams, SessionOpenParams
+from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, wait_until
 from tests.sandboxing import skip_without_sandbox
 
@@ -29,7 +31,7 @@ JUNK = EVERY_FD.replace("WRITE", f"printf '%{JUNK_BYTES}s' ''")
 
 
 @pytest.fixture(params=["off", "workspace-write"])
-def server(request: pytest.FixtureRequest, spawn_process) -> ServerProcess:
+def server(request: pytest.FixtureRequest, spawn_process: SpawnProcess) -> ServerProcess:
     if request.param != "off":
         skip_without_sandbox()
     process: ServerProcess = spawn_process("--sandbox", request.param)
@@ -37,10 +39,10 @@ def server(request: pytest.FixtureRequest, spawn_process) -> ServerProcess:
 
 
 def test_no_descriptor_reaches_the_status_channel(server: ServerProcess, tmp_path: Path) -> None:
-    server.result("session/open", {"sessionId": "other"})
+    server.result("session/open", SessionOpenParams(session_id="other"))
     assert server.bash("echo hi", session_id="other").output == "hi\n"
     for command in (FORGED, MALFORMED, JUNK):
-        ident = server.request("bash", {"command": command})
+        ident = server.request("bash", BashParams(command=command))
         # Meanwhile another session answers at once.
         started = time.monotonic()
         assert server.bash("echo hi", session_id="other").output == "hi\n"
@@ -53,12 +55,12 @@ def test_no_descriptor_reaches_the_status_channel(server: ServerProcess, tmp_pat
     # The session's own shell is still the one it had.
     assert server.bash("echo $$", session_id="other").exit_code == 0
     for session in ("default", "other"):
-        server.result("session/close", {"sessionId": session})
+        server.result("session/close", SessionCloseParams(session_id=session))
     assert wait_until(lambda: server.owned_processes() == [])
 
 
 def test_a_record_written_by_path_kills_only_that_shell(server: ServerProcess) -> None:
-    server.result("session/open", {"sessionId": "other"})
+    server.result("session/open", SessionOpenParams(session_id="other"))
     server.bash("echo up", session_id="other")
     server.bash("sleep 300 &")
     # The FIFO's path is no secret; the command's token is, so its record is forged.
@@ -74,7 +76,7 @@ def test_a_record_written_by_path_kills_only_that_shell(server: ServerProcess) -
     assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep" in c])
 
 
-def test_the_token_is_nowhere_the_command_can_read(spawn) -> None:
+def test_the_token_is_nowhere_the_command_can_read(spawn: SpawnInProcess) -> None:
     """Not in a variable, the environment, the fields file, bash's command line or
     history, nor in what `set -v` and `set -x` print to a stderr the command took."""
     server = spawn()

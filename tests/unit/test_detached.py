@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 import pytest
 
@@ -87,9 +89,17 @@ def test_an_abort_reaches_only_a_running_request_of_a_cut_connection() -> None:
     resumables = Resumables()
     live, gone = Owner(), Owner()
     cancelled: list[int] = []
+
+    def canceller(request_id: int) -> Callable[[], bool]:
+        def cancel() -> bool:
+            cancelled.append(request_id)
+            return True
+
+        return cancel
+
     for request_id, owner in ((1, live), (2, gone), (3, gone)):
         record = resumables.start(request_id, "bash", "default", owner)
-        record.cancel = lambda request_id=request_id: cancelled.append(request_id) is None
+        record.cancel = canceller(request_id)
     resumables.cut(gone)
     resumables.end(resumables.find(3), RESULT)
     assert [resumables.abort(n) for n in (1, 2, 3, 4)] == [False, True, False, False]

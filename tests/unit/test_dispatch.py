@@ -49,6 +49,7 @@ def make() -> tuple[Dispatcher, Registry]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(anyio.sleep, 0)
             raise errors.TooManyShells(7)
+        raise AssertionError("the task group re-raises its error")
 
     return Dispatcher(registry), registry
 
@@ -129,12 +130,14 @@ def test_a_method_is_registered_once() -> None:
     with pytest.raises(RegistrationError, match="twice"):
 
         @registry.method("ping")
-        def again(ctx: object, params: EmptyParams) -> EmptyResult: ...
+        def again(ctx: object, params: EmptyParams) -> EmptyResult:
+            return EmptyResult()
 
     other = Registry()
 
     @other.method("ping")
-    def elsewhere(ctx: object, params: EmptyParams) -> EmptyResult: ...
+    def elsewhere(ctx: object, params: EmptyParams) -> EmptyResult:
+        return EmptyResult()
 
     with pytest.raises(RegistrationError, match="two surfaces"):
         Dispatcher(registry, other)
@@ -158,12 +161,14 @@ def test_a_handler_must_return_the_protocols_result_type() -> None:
     with pytest.raises(RegistrationError, match="AbortBashResult"):
 
         @registry.method("abort_bash")
-        def wrong(ctx: object, params: AbortBashParams) -> EmptyResult: ...
+        def wrong(ctx: object, params: AbortBashParams) -> EmptyResult:
+            return EmptyResult()
 
     with pytest.raises(RegistrationError, match="answers None"):
 
         @registry.method("notifications/initialized")
-        def replies(ctx: object, params: EmptyParams) -> EmptyResult: ...
+        def replies(ctx: object, params: EmptyParams) -> EmptyResult:
+            return EmptyResult()
 
 
 def test_every_method_of_the_protocol_has_a_handler() -> None:

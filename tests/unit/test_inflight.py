@@ -56,8 +56,13 @@ def test_a_command_attached_after_a_cancel_is_aborted_and_its_task_goes_on() -> 
         flight = flights.admit(1)
         flights.cancel(1)
         aborted: list[bool] = []
+
+        def abort() -> bool:
+            aborted.append(True)
+            return True
+
         with flights.start(flight):
-            flight.attach(lambda: aborted.append(True) or True)
+            flight.attach(abort)
             await anyio.sleep(0)
         # Aborted gracefully: the reply then says cancelled, from the handler.
         assert aborted == [True] and not flight.scope.cancelled_caught

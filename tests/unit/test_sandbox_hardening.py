@@ -3,14 +3,15 @@ runtime directory hidden but for the shell's own part of it."""
 
 from __future__ import annotations
 
+from protocol.methods import SandboxMode
 from server.runtime.sandbox import Policy
 
 WORKSPACE = "/work/app"
 RUNTIME = "/var/tmp/bashrpc-x"
 
 
-def argv(mode: str, network: bool = False, filter_fd: int | None = None) -> list[str]:
-    policy = Policy(mode, network, (WORKSPACE,), ())  # type: ignore[arg-type]
+def argv(mode: SandboxMode, network: bool = False, filter_fd: int | None = None) -> list[str]:
+    policy = Policy(mode, network, (WORKSPACE,), ())
     return policy.argv(
         ["bash"],
         cwd=WORKSPACE,
@@ -41,7 +42,7 @@ def test_the_runtime_directory_is_masked_before_the_shells_own_binds() -> None:
 
 
 def test_the_socket_filter_is_where_the_network_is_off() -> None:
-    policies = [Policy(m, n, (), ()) for m in ("full", "workspace-write") for n in (False, True)]  # type: ignore[arg-type]
+    policies = [Policy(m, n, (), ()) for m in ("full", "workspace-write") for n in (False, True)]
     assert [p.filters_sockets for p in policies] == [False, False, True, False]
     args = argv("read-only", filter_fd=7)
     assert args[args.index("--seccomp") + 1] == "7"

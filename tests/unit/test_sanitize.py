@@ -32,7 +32,7 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
 # -- well-formed streams: text tokens survive, sequences vanish ----------------
 
 plain_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=list(CONTROLS)),
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters=list(CONTROLS)),
     max_size=20,
 )
 params = st.text(alphabet="0123456789;:?<=>", max_size=8)

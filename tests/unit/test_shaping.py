@@ -1,6 +1,7 @@
 import msgspec
 
 from protocol import messages
+from protocol.mcp import BashStructured, CallToolResult
 from server.output.sink import SinkSummary
 from server.services.outcome import Outcome
 from server.services.shaping import Shaping, shape
@@ -34,8 +35,14 @@ def outcome(
     )
 
 
-def body(result) -> str:  # type: ignore[no-untyped-def]
+def body(result: CallToolResult) -> str:
     return result.content[0].text
+
+
+def structured(result: CallToolResult) -> BashStructured:
+    """A shaped result's structured content: shaping always gives one."""
+    assert result.structured_content is not None
+    return result.structured_content
 
 
 SHAPING = Shaping(head=None, tail=None, max_bytes=51200)
@@ -44,7 +51,7 @@ SHAPING = Shaping(head=None, tail=None, max_bytes=51200)
 def test_success() -> None:
     result = shape(outcome("ok\n"), SHAPING)
     assert body(result) == "ok\n" and not result.is_error
-    assert result.structured_content.truncation is None and result.details is None
+    assert structured(result).truncation is None and result.details is None
 
 
 def test_missing_exit_status() -> None:
@@ -70,7 +77,7 @@ def test_head_reaching_before_the_kept_tail_reads_the_prefix() -> None:
         Shaping(head=50, tail=10, max_bytes=51200),
         prefix,
     )
-    t = result.structured_content.truncation
+    t = structured(result).truncation
     # Head and tail chose lines 41-50; no cap cut them, so none is named.
     assert t is not None and t.truncated_by is None and t.artifact_id == 7
     assert (t.shown_range.start, t.shown_range.end) == (41, 50)
@@ -89,7 +96,7 @@ def test_head_without_the_prefix_shows_the_newest_lines_and_names_the_cap() -> N
         outcome(kept, truncated=True, total_lines=1000, artifact_id=7),
         Shaping(head=50, tail=10, max_bytes=51200),
     )
-    t = result.structured_content.truncation
+    t = structured(result).truncation
     assert t is not None and t.truncated_by == "bytes"
     assert (t.shown_range.start, t.shown_range.end) == (991, 1000)
     assert body(result).endswith(
@@ -102,7 +109,7 @@ def test_a_lifted_tail_within_the_caps_names_no_limit() -> None:
     result = shape(outcome(text), Shaping(head=None, tail=5, max_bytes=51200, max_lines=2000))
     # The whole output was held and no artifact was made: the user's tail, no notice.
     assert body(result) == "2996\n2997\n2998\n2999\n3000\n"
-    assert result.structured_content.truncation is None
+    assert structured(result).truncation is None
     spilled = outcome(text[-100:], truncated=True, total_lines=3000, artifact_id=3)
     result = shape(spilled, Shaping(head=None, tail=5, max_bytes=100))
     assert body(result).endswith("3000\n\n\n[Showing lines 2996-3000 of 3000. Full: artifact://3]")
@@ -111,7 +118,7 @@ def test_a_lifted_tail_within_the_caps_names_no_limit() -> None:
 def test_line_cap_and_no_artifact() -> None:
     text = "".join(f"{i}\n" for i in range(1, 3001))
     result = shape(outcome(text), Shaping(head=None, tail=None, max_bytes=51200, max_lines=2000))
-    t = result.structured_content.truncation
+    t = structured(result).truncation
     assert t is not None and t.truncated_by == "lines" and t.artifact_id is None
     assert (t.shown_range.start, t.shown_range.end) == (1001, 3000)
     assert body(result).endswith("[Showing lines 1001-3000 of 3000 (2000 lines limit).]")
@@ -139,5 +146,5 @@ def test_the_shells_notices_follow_the_timeout_notice() -> None:
     fallback = messages.SHELL_CWD_GONE.format(cwd="/tmp/gone", workspace="/work/app")
     notices = f"{messages.timed_out_notice(5)}\n{fallback}\n{messages.SHELL_RESTARTED}\n"
     assert body(result) == notices + "part\n"
-    assert result.structured_content.shell_restarted
-    assert not shape(outcome("ok\n"), SHAPING).structured_content.shell_restarted
+    assert structured(result).shell_restarted
+    assert not structured(shape(outcome("ok\n"), SHAPING)).shell_restarted

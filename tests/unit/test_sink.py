@@ -11,6 +11,7 @@ class MemorySpill:
     def __init__(self) -> None:
         self.data = bytearray()
         self.closed = False
+        self.cut = False
 
     def write(self, data: bytes) -> None:
         self.data += data
@@ -68,7 +69,11 @@ def test_tail_cut_falls_on_a_character_boundary() -> None:
 
 def test_no_spill_when_output_fits() -> None:
     opened: list[int] = []
-    sink = OutputSink(max_bytes=10, open_spill=lambda: opened.append(1) or None)
+
+    def open_spill() -> None:
+        opened.append(1)
+
+    sink = OutputSink(max_bytes=10, open_spill=open_spill)
     sink.feed(b"012345678\n")
     assert not sink.truncated and opened == []
     sink.feed(b"!\n")
