@@ -9,20 +9,18 @@ import msgspec
 from protocol import messages
 from protocol.errors import ArtifactNotFoundData, ErrorCode
 from protocol.mcp import (
-    ClientCapabilities,
-    InitializeParams,
     ResourcesListResult,
     ResourcesReadParams,
     ResourcesReadResult,
     TextResourceContents,
 )
+from protocol.mcpclient import initialize_params
 from protocol.methods import ArtifactReadParams, ArtifactReadResult
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 
 # Output past this spills into an artifact; small, so the test writes little.
 SPILLING = "[output]\nmaxBytes = 1024\n"
-PROTOCOL_VERSION = "2025-06-18"
 
 
 def spill(server: InProcessServer, label: str) -> int:
@@ -52,10 +50,7 @@ def test_two_workspaces_sharing_a_state_dir_see_only_their_own(
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
     assert error.message == messages.artifact_not_found(2, [1])
     for server, expected in ((a, ["artifact://2", "artifact://1"]), (b, ["artifact://1"])):
-        server.result(
-            "initialize",
-            InitializeParams(protocol_version=PROTOCOL_VERSION, capabilities=ClientCapabilities()),
-        )
+        server.result("initialize", initialize_params())
         listed = server.typed(ResourcesListResult, "resources/list").resources
         assert sorted(r.uri for r in listed) == sorted(expected)
     error = b.error("resources/read", ResourcesReadParams(uri="artifact://2"))

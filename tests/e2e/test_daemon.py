@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.mcp import HostOptions, InitializeParams
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
 from protocol.methods import BashParams
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, server_environment, wait_until
@@ -24,7 +25,6 @@ pytestmark = pytest.mark.slow
 # A bound that only catches a hang.
 EXIT_BOUND_SECONDS = 15.0
 NOBODY = 65534
-PROTOCOL_VERSION = "2025-06-18"
 
 SpawnDaemon = Callable[..., DaemonProcess]
 
@@ -179,10 +179,7 @@ def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def introduce(client: SocketClient, client_id: str | None) -> SocketClient:
     """Name the connection's client (None: none), so its sessions outlive it."""
     options = HostOptions(client_id=client_id)
-    client.result(
-        "initialize",
-        InitializeParams(protocol_version=PROTOCOL_VERSION, initialization_options=options),
-    )
+    client.result("initialize", initialize_params(options))
     return client
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from protocol.envelope import RequestId
-from protocol.mcp import HostOptions, InitializeParams
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
 from protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, wait_until
@@ -19,16 +20,12 @@ pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 GONE_BOUND_SECONDS = 10.0
-PROTOCOL_VERSION = "2025-06-18"
 
 
 def introduce(client: SocketClient, client_id: str) -> SocketClient:
     """Name the connection's client, so its commands outlive the connection."""
     options = HostOptions(client_id=client_id)
-    client.result(
-        "initialize",
-        InitializeParams(protocol_version=PROTOCOL_VERSION, initialization_options=options),
-    )
+    client.result("initialize", initialize_params(options))
     return client
 
 

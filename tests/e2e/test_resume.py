@@ -14,7 +14,8 @@ import pytest
 
 from protocol.client import result_of
 from protocol.errors import ErrorCode
-from protocol.mcp import HostOptions, InitializeParams
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
 from protocol.methods import (
     DEFAULT_SESSION_ID,
     BashAttachParams,
@@ -29,7 +30,6 @@ pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 STREAM_BOUND_SECONDS = 120.0
-PROTOCOL_VERSION = "2025-06-18"
 
 
 C = TypeVar("C", bound=RpcClient)
@@ -38,10 +38,7 @@ C = TypeVar("C", bound=RpcClient)
 def introduce(client: C, client_id: str) -> C:
     """Name the connection's client, so its requests outlive the connection."""
     options = HostOptions(client_id=client_id)
-    client.result(
-        "initialize",
-        InitializeParams(protocol_version=PROTOCOL_VERSION, initialization_options=options),
-    )
+    client.result("initialize", initialize_params(options))
     return client
 
 

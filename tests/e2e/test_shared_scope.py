@@ -10,6 +10,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.mcp import ConnectionSettings, HostOptions, InitializeParams, SandboxOverrides
+from protocol.mcpclient import initialize_params
 from protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, wait_until
@@ -19,19 +20,17 @@ pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 GONE_BOUND_SECONDS = 10.0
-PROTOCOL_VERSION = "2025-06-18"
 
 
-def initialize_params(
+def joining(
     client_id: str | None, scope: str | None, settings: ConnectionSettings | None = None
 ) -> InitializeParams:
     """An `initialize` that names the client and the scope it joins (None: neither)."""
-    options = HostOptions(client_id=client_id, scope=scope, settings=settings)
-    return InitializeParams(protocol_version=PROTOCOL_VERSION, initialization_options=options)
+    return initialize_params(HostOptions(client_id=client_id, scope=scope, settings=settings))
 
 
 def introduce(client: SocketClient, client_id: str | None, scope: str | None) -> SocketClient:
-    client.result("initialize", initialize_params(client_id, scope))
+    client.result("initialize", joining(client_id, scope))
     return client
 
 
@@ -171,7 +170,7 @@ def test_each_connections_sandbox_holds_on_the_sessions_it_shares(
     ident = loose.request("bash", BashParams(command="echo started; sleep 30"))
     loose.wait_for(lambda m: m.method == "bash/chunk")
     strict = daemon.connect()
-    read_only = initialize_params(
+    read_only = joining(
         second, scope, ConnectionSettings(sandbox=SandboxOverrides(mode="read-only"))
     )
     # Not while a command of the other connection runs where it would tighten.

@@ -17,7 +17,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from protocol.client import result_of
-from protocol.mcp import EmptyResult, HostOptions, InitializeParams
+from protocol.mcp import EmptyResult, HostOptions
+from protocol.mcpclient import initialize_params
 from protocol.methods import AbortBashParams, AbortBashResult, BashParams
 from tests.daemon import DaemonProcess, fresh_socket
 from tests.rpc import marked_processes, server_environment, wait_until
@@ -28,7 +29,6 @@ pytestmark = pytest.mark.slow
 # Bounds that only catch a hang.
 EXIT_BOUND_SECONDS = 15.0
 LOOPBACK = "ws://127.0.0.1:0"
-PROTOCOL_VERSION = "2025-06-18"
 SMALL_LINE_LIMIT = 64 * 1024
 # How much the daemon may grow while a client reads nothing of a flood: the
 # outbox holds 2 MiB, the library's buffers a few frames; unbounded, `yes`
@@ -174,10 +174,7 @@ def test_a_slow_reader_holds_the_flood_and_others_are_served(
 def _introduce(client: WebSocketClient, client_id: str) -> WebSocketClient:
     """Name the connection's client, so its sessions outlive the connection."""
     options = HostOptions(client_id=client_id)
-    client.result(
-        "initialize",
-        InitializeParams(protocol_version=PROTOCOL_VERSION, initialization_options=options),
-    )
+    client.result("initialize", initialize_params(options))
     return client
 
 
