@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.mcp import ResourcesListResult, ResourcesReadResult, TextResourceContents
-from protocol.methods import ArtifactReadResult
+from protocol.errors import ArtifactNotFoundData, ErrorCode
+from protocol.mcp import (
+    ResourcesListResult,
+    ResourcesReadParams,
+    ResourcesReadResult,
+    TextResourceContents,
+)
+from protocol.mcpclient import initialize_params
+from protocol.methods import ArtifactReadParams, ArtifactReadResult
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 
 # Output past this spills into an artifact; small, so the test writes little.
@@ -21,10 +30,14 @@ def spill(server: InProcessServer, label: str) -> int:
 
 
 def read_text(server: InProcessServer, artifact_id: int) -> str:
-    return server.typed(ArtifactReadResult, "artifact/read", {"id": artifact_id}).text
+    return server.typed(
+        ArtifactReadResult, "artifact/read", ArtifactReadParams(id=artifact_id)
+    ).text
 
 
-def test_two_workspaces_sharing_a_state_dir_see_only_their_own(spawn, tmp_path: Path) -> None:
+def test_two_workspaces_sharing_a_state_dir_see_only_their_own(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     a = spawn(SPILLING, workspace=tmp_path / "a")
@@ -33,16 +46,18 @@ def test_two_workspaces_sharing_a_state_dir_see_only_their_own(spawn, tmp_path: 
     assert [spill(a, "from-a"), spill(a, "again-a"), spill(b, "from-b")] == [1, 2, 1]
     # The same id means each workspace's own artifact.
     assert read_text(a, 1).startswith("from-a\n") and read_text(b, 1).startswith("from-b\n")
-    error = b.error("artifact/read", {"id": 2})
+    error = b.error("artifact/read", ArtifactReadParams(id=2))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
     assert error.message == messages.artifact_not_found(2, [1])
     for server, expected in ((a, ["artifact://2", "artifact://1"]), (b, ["artifact://1"])):
-        server.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        server.result("initialize", initialize_params())
         listed = server.typed(ResourcesListResult, "resources/list").resources
         assert sorted(r.uri for r in listed) == sorted(expected)
-    error = b.error("resources/read", {"uri": "artifact://2"})
+    error = b.error("resources/read", ResourcesReadParams(uri="artifact://2"))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
-    contents = b.typed(ResourcesReadResult, "resources/read", {"uri": "artifact://1"}).contents
+    contents = b.typed(
+        ResourcesReadResult, "resources/read", ResourcesReadParams(uri="artifact://1")
+    ).contents
     assert isinstance(contents[0], TextResourceContents)
     assert contents[0].text.startswith("from-b\n")
 
@@ -51,13 +66,16 @@ def test_not_found_names_the_twenty_newest_ids(server: InProcessServer) -> None:
     server.artifacts_dir.mkdir(parents=True)
     for artifact_id in range(1, 26):
         (server.artifacts_dir / f"{artifact_id}.bash.log").write_text("x")
-    error = server.error("artifact/read", {"id": 99})
+    error = server.error("artifact/read", ArtifactReadParams(id=99))
     newest = ", ".join(str(i) for i in range(25, 5, -1))
     assert error.message == f"Artifact 99 not found. Available: {newest} and 5 older"
-    assert error.data == {"available": list(range(25, 5, -1))}
+    available = list(range(25, 5, -1))
+    assert msgspec.convert(error.data, ArtifactNotFoundData) == ArtifactNotFoundData(available)
 
 
-def test_ids_never_repeat_once_every_artifact_was_evicted(spawn, tmp_path: Path) -> None:
+def test_ids_never_repeat_once_every_artifact_was_evicted(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     capped = SPILLING + "[artifacts]\nmaxTotalBytes = 100000\n"
@@ -70,5 +88,5 @@ def test_ids_never_repeat_once_every_artifact_was_evicted(spawn, tmp_path: Path)
     assert list(first.artifacts_dir.glob("*.bash.log")) == []
     again = spawn(capped, workspace=tmp_path / "a")
     assert spill(again, "three") > max(issued)
-    error = again.error("artifact/read", {"id": issued[0]})
+    error = again.error("artifact/read", ArtifactReadParams(id=issued[0]))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.methods import BashParams
 from server.daemon import socketpath
 from tests.daemon import AttachProcess, SocketClient, fresh_socket, stop_daemon
 from tests.rpc import process_gone
@@ -62,7 +63,7 @@ def test_bridges_starting_at_once_share_one_daemon(tmp_path: Path, socket_path: 
 def test_a_large_output_crosses_the_bridge_whole(tmp_path: Path, socket_path: Path) -> None:
     bridge = AttachProcess(tmp=tmp_path, socket_path=socket_path)
     try:
-        ident = bridge.request("bash", {"command": "seq 1 300000"})
+        ident = bridge.request("bash", BashParams(command="seq 1 300000"))
         result = bridge.bash_result(ident, timeout=60)
         streamed = "".join(chunk.text for chunk in bridge.chunks_for(ident)).encode()
         expected = subprocess.run(["seq", "1", "300000"], capture_output=True).stdout

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
+from protocol.methods import BashParams
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, server_environment, wait_until
 
@@ -153,7 +156,7 @@ def test_sigterm_ends_every_connection_and_leaves_no_process(spawn_daemon: Spawn
     clients = [daemon.connect() for _ in range(2)]
     for client in clients:
         client.bash("exec -a daemon-term-mark sleep 300 &")
-    running = clients[0].request("bash", {"command": "sleep 60"})
+    running = clients[0].request("bash", BashParams(command="sleep 60"))
     assert wait_until(lambda: len(marked_processes("daemon-term-mark")) == 2)
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
@@ -174,8 +177,9 @@ def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def introduce(client: SocketClient, client_id: str | None) -> SocketClient:
-    options = {} if client_id is None else {"clientId": client_id}
-    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    """Name the connection's client (None: none), so its sessions outlive it."""
+    options = HostOptions(client_id=client_id)
+    client.result("initialize", initialize_params(options))
     return client
 
 
@@ -228,7 +232,8 @@ def test_shutdown_ends_a_clients_sessions_for_good(spawn_daemon: SpawnDaemon) ->
     daemon = spawn_daemon()
     first = introduce(daemon.connect(), "done")
     first.bash("export KEPT=yes; exec -a daemon-done-mark sleep 300 &")
-    assert first.call("shutdown")["result"] is None
+    reply = first.call("shutdown")
+    assert reply.error is None and bytes(reply.result) == b"null"
     assert wait_until(lambda: not marked_processes("daemon-done-mark"), timeout=10)
     first.close()
     again = introduce(daemon.connect(), "done")
@@ -261,7 +266,7 @@ def test_a_clients_running_command_lives_on_past_a_cut(
     finished = tmp_path / "finished"
     first = introduce(daemon.connect(), "rollout")
     first.bash("export KEPT=yes; cd /tmp")
-    first.request("bash", {"command": f"sleep 2; echo done > {finished}; export LATER=1"})
+    first.request("bash", BashParams(command=f"sleep 2; echo done > {finished}; export LATER=1"))
     assert wait_until(lambda: first.sessions()["default"].state == "busy")
     cut(first)
     again = introduce(daemon.connect(), "rollout")
@@ -278,7 +283,9 @@ def test_a_cut_connection_of_its_own_aborts_its_command(
     daemon = spawn_daemon()
     finished = tmp_path / "finished"
     anonymous = daemon.connect()
-    anonymous.request("bash", {"command": f"exec -a daemon-own-mark sleep 3; touch {finished}"})
+    anonymous.request(
+        "bash", BashParams(command=f"exec -a daemon-own-mark sleep 3; touch {finished}")
+    )
     assert wait_until(lambda: marked_processes("daemon-own-mark"))
     cut(anonymous)
     assert wait_until(lambda: not marked_processes("daemon-own-mark"), timeout=10)
@@ -291,7 +298,7 @@ def test_a_detached_command_dies_with_its_sessions_at_the_end_of_the_grace(
 ) -> None:
     daemon = spawn_daemon("--detach-grace", "1")
     client = introduce(daemon.connect(), "short")
-    client.request("bash", {"command": "exec -a daemon-detached-mark sleep 300"})
+    client.request("bash", BashParams(command="exec -a daemon-detached-mark sleep 300"))
     assert wait_until(lambda: marked_processes("daemon-detached-mark"))
     cut(client)
     assert wait_until(lambda: not marked_processes("daemon-detached-mark"), timeout=10)

@@ -5,10 +5,14 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from protocol.methods import BashResult
+from protocol.envelope import RequestId
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
+from protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, wait_until
 
@@ -19,8 +23,9 @@ GONE_BOUND_SECONDS = 10.0
 
 
 def introduce(client: SocketClient, client_id: str) -> SocketClient:
-    options = {"clientId": client_id}
-    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    """Name the connection's client, so its commands outlive the connection."""
+    options = HostOptions(client_id=client_id)
+    client.result("initialize", initialize_params(options))
     return client
 
 
@@ -39,12 +44,13 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
 
 
 def start_detached(
-    daemon: DaemonProcess, client_id: str, marker: str, id: int | None = None, **params: object
-) -> object:
-    """A command that runs on after its connection is cut; its request id."""
+    daemon: DaemonProcess, client_id: str, marker: str, id: int | None = None, **fields: Any
+) -> RequestId:
+    """A command that runs on after its connection is cut; its request id.
+    `fields` are the request's other BashParams."""
     first = introduce(daemon.connect(), client_id)
     command = f"exec -a {marker} sleep 300"
-    ident = first.request("bash", {"command": command, **params}, id=id)
+    ident = first.request("bash", BashParams(command=command, **fields), id=id)
     assert wait_until(lambda: marked_processes(marker))
     cut(first)
     return ident
@@ -56,7 +62,7 @@ def test_an_abort_by_session_reaches_a_detached_command(daemon: DaemonProcess) -
     again = introduce(daemon.connect(), "by-session")
     assert again.abort(session_id="work")
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.cancelled
     again.close()
 
@@ -73,7 +79,7 @@ def test_an_abort_by_request_id_reaches_a_detached_command(daemon: DaemonProcess
     again = introduce(daemon.connect(), "by-request")
     assert again.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.cancelled
     assert not again.abort(request_id=ident)
     for client in (again, stranger, anonymous):
@@ -84,7 +90,7 @@ def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonP
     held, own = "detached-abort-held-mark", "detached-abort-own-mark"
     start_detached(daemon, "same-id", held, id=5)
     again = introduce(daemon.connect(), "same-id")
-    mine = again.request("bash", {"command": f"exec -a {own} sleep 300"}, id=5)
+    mine = again.request("bash", BashParams(command=f"exec -a {own} sleep 300"), id=5)
     assert wait_until(lambda: marked_processes(own))
     assert again.abort(request_id=5)
     assert again.bash_result(mine).cancelled
@@ -92,7 +98,7 @@ def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonP
     # Its own is over: now the id names the detached one.
     assert again.abort(request_id=5)
     assert wait_until(lambda: not marked_processes(held), GONE_BOUND_SECONDS)
-    assert again.typed(BashResult, "bash/attach", {"requestId": 5}).cancelled
+    assert again.typed(BashResult, "bash/attach", BashAttachParams(request_id=5)).cancelled
     again.close()
 
 
@@ -103,6 +109,6 @@ def test_an_abort_by_request_id_reaches_a_detached_pty(daemon: DaemonProcess) ->
     again = introduce(daemon.connect(), "pty-by-request")
     assert again.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.cancelled
     again.close()

@@ -50,14 +50,14 @@ class Remote:
             "REMOTE_BIN": str(Path(sys.executable).parent),
         }
 
-    def exec(self, *args: str, **kwargs: object) -> subprocess.Popen[bytes]:
+    def exec(self, *args: str, start_new_session: bool = False) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [*VIA_EXEC, str(self.launcher), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=self.env,
             cwd=self.local,
-            **kwargs,  # type: ignore[arg-type]
+            start_new_session=start_new_session,
         )
 
     def run(self, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from protocol.envelope import RequestId
+from protocol.methods import BashParams
 from server.wire.outbox import OUTBOX_MAX_BYTES
 from server.wire.stdio import PIPE_BUFFER_BYTES
 from tests.rpc import DEFAULT_TIMEOUT, ServerProcess, wait_until
@@ -33,7 +35,7 @@ class CountingServer(ServerProcess):
 
     def __init__(self, *args: str, tmp: Path) -> None:
         self.bytes_read = 0
-        self.read_at_reply: dict[int, int] = {}
+        self.read_at_reply: dict[RequestId, int] = {}
         super().__init__(*args, tmp=tmp)
         self.keep_chunks = False
 
@@ -49,14 +51,14 @@ def test_a_reply_overtakes_another_requests_backlog(tmp_path: Path) -> None:
     server = CountingServer(tmp=tmp_path)
     try:
         assert server.bash("true", session_id="a").exit_code == 0
-        flood = server.request("bash", {"command": FLOOD, "sessionId": "b"})
+        flood = server.request("bash", BashParams(command=FLOOD, session_id="b"))
         assert wait_until(lambda: server.chunks_dropped > 0)
         behind = []
         for _ in range(TRIES):
             server.pause_reading()
             time.sleep(FILL_SECONDS)
             before = server.bytes_read
-            ident = server.request("bash", {"command": "true", "sessionId": "a"})
+            ident = server.request("bash", BashParams(command="true", session_id="a"))
             time.sleep(FILL_SECONDS)  # `true` has run: its reply waits in the outbox
             server.resume_reading()
             assert server.bash_result(ident).exit_code == 0

@@ -10,11 +10,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
-import msgspec
 import pytest
 
+from protocol.client import result_of
 from protocol.errors import ErrorCode
-from protocol.methods import BashResult
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
+from protocol.methods import (
+    DEFAULT_SESSION_ID,
+    BashAttachParams,
+    BashParams,
+    BashResult,
+    RequestInfo,
+)
 from tests.daemon import AttachProcess, DaemonProcess, SocketClient, fresh_socket, stop_daemon
 from tests.rpc import RpcClient, wait_until
 
@@ -28,8 +36,9 @@ C = TypeVar("C", bound=RpcClient)
 
 
 def introduce(client: C, client_id: str) -> C:
-    options = {"clientId": client_id}
-    client.result("initialize", {"protocolVersion": "2025-06-18", "initializationOptions": options})
+    """Name the connection's client, so its requests outlive the connection."""
+    options = HostOptions(client_id=client_id)
+    client.result("initialize", initialize_params(options))
     return client
 
 
@@ -42,11 +51,10 @@ def drain(client: RpcClient) -> None:
         pass
 
 
-def requests_of(client: RpcClient, session_id: str = "default") -> list[dict[str, object]]:
-    for session in client.result("session/list")["sessions"]:
-        if session["sessionId"] == session_id:
-            return list(session.get("requests", []))
-    return []
+def requests_of(client: RpcClient, session_id: str = DEFAULT_SESSION_ID) -> list[RequestInfo]:
+    """The session's requests that `bash/attach` can resume (none: no such session)."""
+    session = client.sessions().get(session_id)
+    return [] if session is None else list(session.requests or [])
 
 
 @pytest.fixture
@@ -69,7 +77,7 @@ def test_a_stream_cut_by_a_killed_bridge_resumes_whole(tmp_path: Path, socket_pa
     first = introduce(AttachProcess(tmp=tmp_path, socket_path=socket_path), "resumer")
     try:
         first.bash("export KEPT=yes; cd /tmp")
-        ident = first.request("bash", {"command": "seq 1 2000000"})
+        ident = first.request("bash", BashParams(command="seq 1 2000000"))
         first.receive_until(lambda: len(first.chunks_for(ident)) >= 20, STREAM_BOUND_SECONDS)
         first.pause_reading()
         first.proc.send_signal(signal.SIGKILL)
@@ -83,12 +91,14 @@ def test_a_stream_cut_by_a_killed_bridge_resumes_whole(tmp_path: Path, socket_pa
     again = introduce(AttachProcess(tmp=tmp_path, socket_path=socket_path), "resumer")
     try:
         listed = requests_of(again)
-        assert [(r["requestId"], r["method"]) for r in listed] == [(ident, "bash")]
+        assert [(r.request_id, r.method) for r in listed] == [(ident, "bash")]
         reply = again.response(
-            again.request("bash/attach", {"requestId": ident, "afterSeq": before[-1].seq}),
+            again.request(
+                "bash/attach", BashAttachParams(request_id=ident, after_seq=before[-1].seq)
+            ),
             STREAM_BOUND_SECONDS,
         )
-        result = msgspec.convert(reply["result"], BashResult)
+        result = result_of(reply, BashResult)
         after = again.chunks_for(ident)
         assert [c.seq for c in after] == list(range(len(before), len(before) + len(after)))
         assert all(c.skipped == 0 for c in before + after)
@@ -111,34 +121,34 @@ def cut(client: SocketClient) -> None:
 
 def test_a_request_that_finished_while_detached_answers_at_once(daemon: DaemonProcess) -> None:
     first = introduce(daemon.connect(), "late")
-    ident = first.request("bash", {"command": "echo one; sleep 1; echo two"})
-    first.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = first.request("bash", BashParams(command="echo one; sleep 1; echo two"))
+    first.wait_for(lambda m: m.method == "bash/chunk")
     cut(first)
     again = introduce(daemon.connect(), "late")
-    assert wait_until(lambda: [r["state"] for r in requests_of(again)] == ["finished"], 20)
+    assert wait_until(lambda: [r.state for r in requests_of(again)] == ["finished"], 20)
     [listed] = requests_of(again)
-    assert listed["requestId"] == ident
-    assert listed["seq"] == 2
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    assert listed.request_id == ident
+    assert listed.seq == 2
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.output == "one\ntwo\n"
     assert "".join(c.text for c in again.chunks_for(ident)) == "one\ntwo\n"
     # Delivered once: it is gone now.
-    error = again.error("bash/attach", {"requestId": ident})
+    error = again.error("bash/attach", BashAttachParams(request_id=ident))
     assert error.code == ErrorCode.INVALID_PARAMS
     again.close()
 
 
 def test_an_unknown_request_and_another_clients_are_refused(daemon: DaemonProcess) -> None:
     owner = introduce(daemon.connect(), "owner")
-    ident = owner.request("bash", {"command": "sleep 30"})
-    assert wait_until(lambda: [r["requestId"] for r in requests_of(owner)] == [ident])
+    ident = owner.request("bash", BashParams(command="sleep 30"))
+    assert wait_until(lambda: [r.request_id for r in requests_of(owner)] == [ident])
     stranger = introduce(daemon.connect(), "stranger")
     for client, request_id in ((owner, 999), (stranger, ident)):
-        error = client.error("bash/attach", {"requestId": request_id})
+        error = client.error("bash/attach", BashAttachParams(request_id=request_id))
         assert error.code == ErrorCode.INVALID_PARAMS
         assert "no request" in error.message + str(error.data)
     anonymous = daemon.connect()
-    error = anonymous.error("bash/attach", {"requestId": ident})
+    error = anonymous.error("bash/attach", BashAttachParams(request_id=ident))
     assert error.code == ErrorCode.INVALID_PARAMS
     assert owner.abort(request_id=ident)
     for client in (owner, stranger, anonymous):
@@ -149,13 +159,13 @@ def test_a_reused_id_on_the_new_connection_leaves_the_held_request_alone(
     daemon: DaemonProcess,
 ) -> None:
     first = introduce(daemon.connect(), "reuse")
-    first.request("bash", {"command": "echo held; sleep 1"}, id=7)
-    first.wait_for(lambda m: m.get("method") == "bash/chunk")
+    first.request("bash", BashParams(command="echo held; sleep 1"), id=7)
+    first.wait_for(lambda m: m.method == "bash/chunk")
     cut(first)
     again = introduce(daemon.connect(), "reuse")
-    fresh = again.bash_result(again.request("bash", {"command": "echo fresh"}, id=7))
+    fresh = again.bash_result(again.request("bash", BashParams(command="echo fresh"), id=7))
     assert fresh.output == "fresh\n"
-    held = again.typed(BashResult, "bash/attach", {"requestId": 7}, timeout=20)
+    held = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=7), timeout=20)
     assert held.output == "held\n"
     again.close()
 
@@ -166,21 +176,23 @@ def test_an_attach_replays_then_follows_a_command_still_running(
     go = tmp_path / "go"
     command = f"seq 1 200000; until [ -e {go} ]; do sleep 0.05; done; seq 200001 400000"
     first = introduce(daemon.connect(), "follower")
-    ident = first.request("bash", {"command": command})
+    ident = first.request("bash", BashParams(command=command))
     first.receive_until(lambda: len(first.chunks_for(ident)) >= 3, STREAM_BOUND_SECONDS)
     cut(first)
     drain(first)
     before = first.chunks_for(ident)
     again = introduce(daemon.connect(), "follower")
-    attach = again.request("bash/attach", {"requestId": ident, "afterSeq": before[-1].seq})
+    attach = again.request(
+        "bash/attach", BashAttachParams(request_id=ident, after_seq=before[-1].seq)
+    )
     # The replay reaches the command's pause, and the request is still running.
     again.receive_until(
         lambda: "".join(c.text for c in again.chunks_for(ident)).endswith("\n200000\n"),
         STREAM_BOUND_SECONDS,
     )
-    assert [r["state"] for r in requests_of(again)] == ["running"]
+    assert [r.state for r in requests_of(again)] == ["running"]
     go.touch()
-    result = msgspec.convert(again.response(attach, STREAM_BOUND_SECONDS)["result"], BashResult)
+    result = result_of(again.response(attach, STREAM_BOUND_SECONDS), BashResult)
     chunks = before + again.chunks_for(ident)
     assert [c.seq for c in chunks] == list(range(len(chunks)))
     expected = subprocess.run(["seq", "1", "400000"], capture_output=True).stdout

@@ -7,13 +7,25 @@ import base64
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
+from protocol.client import result_of
+from protocol.envelope import RequestId
 from protocol.errors import ErrorCode
-from protocol.methods import BashResult, PtyResizeResult, PtyScreen
+from protocol.methods import (
+    BashAttachParams,
+    BashParams,
+    BashResult,
+    PtyInputParams,
+    PtyOutput,
+    PtyResizeParams,
+    PtyResizeResult,
+    PtyScreen,
+    PtyScreenParams,
+    PtySize,
+)
 from tests.daemon import AttachProcess, DaemonProcess, fresh_socket, stop_daemon
 from tests.e2e.test_resume import cut, drain, introduce, requests_of
 from tests.rpc import RpcClient, wait_until
@@ -44,14 +56,12 @@ def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
         process.kill()
 
 
-def outputs(client: RpcClient, ident: Any) -> list[dict[str, Any]]:
-    return [
-        m["params"] for m in client.notifications("pty/output") if m["params"]["requestId"] == ident
-    ]
+def outputs(client: RpcClient, ident: RequestId) -> list[PtyOutput]:
+    return [p for p in client.notified("pty/output", PtyOutput) if p.request_id == ident]
 
 
-def raw(pieces: list[dict[str, Any]]) -> bytes:
-    return b"".join(base64.b64decode(p["data"]) for p in pieces)
+def raw(pieces: list[PtyOutput]) -> bytes:
+    return b"".join(base64.b64decode(p.data) for p in pieces)
 
 
 def counted(upto: int) -> bytes:
@@ -64,8 +74,8 @@ def test_a_pty_request_cut_by_a_killed_bridge_resumes_whole(
 ) -> None:
     first = introduce(AttachProcess(tmp=tmp_path, socket_path=socket_path), "pty-resumer")
     try:
-        pty = {"cols": 80, "rows": ROWS}
-        ident = first.request("bash", {"command": COUNT_THEN_ASK, "pty": pty})
+        pty = PtySize(cols=80, rows=ROWS)
+        ident = first.request("bash", BashParams(command=COUNT_THEN_ASK, pty=pty))
         first.receive_until(lambda: b"line20\r\n" in raw(outputs(first, ident)))
         first.pause_reading()
         first.proc.send_signal(signal.SIGKILL)
@@ -75,26 +85,28 @@ def test_a_pty_request_cut_by_a_killed_bridge_resumes_whole(
     finally:
         first.kill()
     before = outputs(first, ident)
-    assert [p["seq"] for p in before] == list(range(len(before)))
+    assert [p.seq for p in before] == list(range(len(before)))
     assert b"line%d\r\n" % LINES not in raw(before)
     again = introduce(AttachProcess(tmp=tmp_path, socket_path=socket_path), "pty-resumer")
     try:
         [listed] = requests_of(again)
-        assert (listed["requestId"], listed["method"], listed["pty"]) == (ident, "bash", True)
-        assert listed["state"] == "running"
-        attach = again.request("bash/attach", {"requestId": ident, "afterSeq": before[-1]["seq"]})
+        assert (listed.request_id, listed.method, listed.pty) == (ident, "bash", True)
+        assert listed.state == "running"
+        attach = again.request(
+            "bash/attach", BashAttachParams(request_id=ident, after_seq=before[-1].seq)
+        )
         again.receive_until(
             lambda: counted(LINES) in raw(before + outputs(again, ident)), STREAM_BOUND_SECONDS
         )
         # The screen was fed while no one was attached: it shows the count's end.
-        screen = again.typed(PtyScreen, "pty/screen", {"requestId": ident})
+        screen = again.typed(PtyScreen, "pty/screen", PtyScreenParams(request_id=ident))
         shown = [f"line{i}" for i in range(LINES - ROWS + 2, LINES + 1)]
         assert screen.lines == [*shown, ""]
-        again.result("pty/input", {"requestId": ident, "data": "yes", "keys": ["enter"]})
+        again.result("pty/input", PtyInputParams(request_id=ident, data="yes", keys=["enter"]))
         reply = again.response(attach, STREAM_BOUND_SECONDS)
-        result = msgspec.convert(reply["result"], BashResult)
+        result = result_of(reply, BashResult)
         after = outputs(again, ident)
-        assert [p["seq"] for p in before + after] == list(range(len(before) + len(after)))
+        assert [p.seq for p in before + after] == list(range(len(before) + len(after)))
         # What a run without a cut shows: each line once, in order, then the answer.
         assert raw(before + after) == counted(LINES) + b"yes\r\ngot:yes\r\n"
         assert result.exit_code == 0
@@ -109,29 +121,30 @@ def test_another_client_cannot_reach_a_pty_its_own_next_connection_can(
     daemon: DaemonProcess,
 ) -> None:
     owner = introduce(daemon.connect(), "pty-owner")
-    ident = owner.request("bash", {"command": "echo ready; read x; echo got:$x", "pty": True})
+    ident = owner.request("bash", BashParams(command="echo ready; read x; echo got:$x", pty=True))
     owner.receive_until(lambda: b"ready\r\n" in raw(outputs(owner, ident)))
     cut(owner)
     stranger = introduce(daemon.connect(), "pty-stranger")
     anonymous = daemon.connect()
+    reaches: list[tuple[str, msgspec.Struct]] = [
+        ("pty/screen", PtyScreenParams(request_id=ident)),
+        ("pty/input", PtyInputParams(request_id=ident, data="no\n")),
+        ("pty/resize", PtyResizeParams(request_id=ident, cols=50, rows=20)),
+    ]
     for client in (stranger, anonymous):
-        for method, params in (
-            ("pty/screen", {}),
-            ("pty/input", {"data": "no\n"}),
-            ("pty/resize", {"cols": 50, "rows": 20}),
-        ):
-            error = client.error(method, {"requestId": ident, **params})
+        for method, params in reaches:
+            error = client.error(method, params)
             assert error.code == ErrorCode.NO_SUCH_PTY, (method, error)
     again = introduce(daemon.connect(), "pty-owner")
     resized = again.typed(
-        PtyResizeResult, "pty/resize", {"requestId": ident, "cols": 50, "rows": 12}
+        PtyResizeResult, "pty/resize", PtyResizeParams(request_id=ident, cols=50, rows=12)
     )
     assert resized.cols == 50
-    screen = again.typed(PtyScreen, "pty/screen", {"requestId": ident})
+    screen = again.typed(PtyScreen, "pty/screen", PtyScreenParams(request_id=ident))
     assert (screen.cols, screen.rows) == (50, 12) and screen.lines[0] == "ready"
-    again.result("pty/input", {"requestId": ident, "data": "yes\n"})
-    assert wait_until(lambda: [r["state"] for r in requests_of(again)] == ["finished"], 20)
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    again.result("pty/input", PtyInputParams(request_id=ident, data="yes\n"))
+    assert wait_until(lambda: [r.state for r in requests_of(again)] == ["finished"], 20)
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.output == "ready\nyes\ngot:yes\n"
     for client in (stranger, anonymous, again):
         client.close()
@@ -141,19 +154,20 @@ def test_a_pty_request_that_finished_while_detached_answers_at_once(
     daemon: DaemonProcess,
 ) -> None:
     first = introduce(daemon.connect(), "pty-late")
-    ident = first.request("bash", {"command": "echo one; sleep 1; echo two", "pty": True})
-    first.wait_for(lambda m: m.get("method") == "pty/output")
+    ident = first.request("bash", BashParams(command="echo one; sleep 1; echo two", pty=True))
+    first.wait_for(lambda m: m.method == "pty/output")
     cut(first)
     again = introduce(daemon.connect(), "pty-late")
-    assert wait_until(lambda: [r["state"] for r in requests_of(again)] == ["finished"], 20)
+    assert wait_until(lambda: [r.state for r in requests_of(again)] == ["finished"], 20)
     [listed] = requests_of(again)
-    assert listed["requestId"] == ident and listed["pty"] is True
+    assert listed.request_id == ident and listed.pty is True
     # Its program is gone: no screen to show, but its output and result are kept.
-    assert again.error("pty/screen", {"requestId": ident}).code == ErrorCode.NO_SUCH_PTY
-    result = again.typed(BashResult, "bash/attach", {"requestId": ident})
+    no_screen = again.error("pty/screen", PtyScreenParams(request_id=ident))
+    assert no_screen.code == ErrorCode.NO_SUCH_PTY
+    result = again.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident))
     assert result.output == "one\ntwo\n"
     replayed = outputs(again, ident)
-    assert [p["seq"] for p in replayed] == list(range(listed["seq"]))
+    assert [p.seq for p in replayed] == list(range(listed.seq))
     assert raw(replayed) == b"one\r\ntwo\r\n"
     assert not again.notifications("bash/chunk")
     again.close()

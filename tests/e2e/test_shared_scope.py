@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import ErrorCode
-from protocol.methods import BashResult
+from protocol.mcp import ConnectionSettings, HostOptions, InitializeParams, SandboxOverrides
+from protocol.mcpclient import initialize_params
+from protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox
@@ -20,14 +22,15 @@ pytestmark = pytest.mark.slow
 GONE_BOUND_SECONDS = 10.0
 
 
-def initialize_params(client_id: str | None, scope: str | None, **more: object) -> object:
-    options = {"clientId": client_id, "scope": scope, **more}
-    options = {name: value for name, value in options.items() if value is not None}
-    return {"protocolVersion": "2025-06-18", "initializationOptions": options}
+def joining(
+    client_id: str | None, scope: str | None, settings: ConnectionSettings | None = None
+) -> InitializeParams:
+    """An `initialize` that names the client and the scope it joins (None: neither)."""
+    return initialize_params(HostOptions(client_id=client_id, scope=scope, settings=settings))
 
 
 def introduce(client: SocketClient, client_id: str | None, scope: str | None) -> SocketClient:
-    client.result("initialize", initialize_params(client_id, scope))
+    client.result("initialize", joining(client_id, scope))
     return client
 
 
@@ -87,7 +90,8 @@ def test_the_scope_lives_on_after_a_connection_leaves(daemon: DaemonProcess) -> 
     assert anonymous.bash('echo "$KEPT"').output == "yes\n"
     assert marked_processes(marker)
     # `shutdown` from one of the scope leaves the sessions to the others.
-    assert anonymous.call("shutdown")["result"] is None
+    reply = anonymous.call("shutdown")
+    assert reply.error is None and bytes(reply.result) == b"null"
     anonymous.close()
     again = introduce(daemon.connect(), "bob", "kept")
     assert again.bash('echo "$KEPT"').output == "yes\n"
@@ -121,23 +125,23 @@ def test_past_the_grace_after_its_last_connection_a_scopes_sessions_end(
 def test_a_scopes_detached_request_is_its_clients_to_resume(daemon: DaemonProcess) -> None:
     marker = "shared-scope-detached-mark"
     first = introduce(daemon.connect(), "alice", "resume")
-    ident = first.request("bash", {"command": f"exec -a {marker} sleep 300"}, id=3)
+    ident = first.request("bash", BashParams(command=f"exec -a {marker} sleep 300"), id=3)
     assert wait_until(lambda: marked_processes(marker))
     bob = introduce(daemon.connect(), "bob", "resume")
-    bob_request = bob.request("bash", {"command": "sleep 300", "sessionId": "b"}, id=3)
+    bob_request = bob.request("bash", BashParams(command="sleep 300", session_id="b"), id=3)
     cut(first)
     # Ids are each client's: bob's 3 is his own request, never alice's.
     assert bob.abort(request_id=ident)
     assert bob.bash_result(bob_request).cancelled
     assert not bob.abort(request_id=ident)
-    error = bob.error("bash/attach", {"requestId": ident})
+    error = bob.error("bash/attach", BashAttachParams(request_id=ident))
     assert error.code == ErrorCode.INVALID_PARAMS
     assert marked_processes(marker)
     alice = introduce(daemon.connect(), "alice", "resume")
     assert [r.request_id for r in alice.sessions()["default"].requests or []] == [ident]
     assert alice.abort(request_id=ident)
     assert wait_until(lambda: not marked_processes(marker), GONE_BOUND_SECONDS)
-    assert alice.typed(BashResult, "bash/attach", {"requestId": ident}).cancelled
+    assert alice.typed(BashResult, "bash/attach", BashAttachParams(request_id=ident)).cancelled
     for client in (alice, bob):
         client.close()
 
@@ -147,7 +151,7 @@ def test_a_session_abort_reaches_another_owners_command_in_the_scope(
 ) -> None:
     marker = "shared-scope-abort-mark"
     alice = introduce(daemon.connect(), "alice", "abort")
-    running = alice.request("bash", {"command": f"exec -a {marker} sleep 300"})
+    running = alice.request("bash", BashParams(command=f"exec -a {marker} sleep 300"))
     assert wait_until(lambda: marked_processes(marker))
     bob = introduce(daemon.connect(), "bob", "abort")
     assert bob.abort(session_id="default")
@@ -163,10 +167,12 @@ def test_each_connections_sandbox_holds_on_the_sessions_it_shares(
 ) -> None:
     skip_without_sandbox()
     loose = introduce(daemon.connect(), "alice", scope)
-    ident = loose.request("bash", {"command": "echo started; sleep 30"})
-    loose.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = loose.request("bash", BashParams(command="echo started; sleep 30"))
+    loose.wait_for(lambda m: m.method == "bash/chunk")
     strict = daemon.connect()
-    read_only = initialize_params(second, scope, settings={"sandbox": {"mode": "read-only"}})
+    read_only = joining(
+        second, scope, ConnectionSettings(sandbox=SandboxOverrides(mode="read-only"))
+    )
     # Not while a command of the other connection runs where it would tighten.
     assert strict.error("initialize", read_only).code == ErrorCode.INVALID_PARAMS
     assert loose.abort(session_id="default")

@@ -16,6 +16,10 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from protocol.client import result_of
+from protocol.mcp import EmptyResult, HostOptions
+from protocol.mcpclient import initialize_params
+from protocol.methods import AbortBashParams, AbortBashResult, BashParams
 from tests.daemon import DaemonProcess, fresh_socket
 from tests.rpc import marked_processes, server_environment, wait_until
 from tests.websocket import WebSocketClient, bearer, listening_url, write_token
@@ -25,7 +29,6 @@ pytestmark = pytest.mark.slow
 # Bounds that only catch a hang.
 EXIT_BOUND_SECONDS = 15.0
 LOOPBACK = "ws://127.0.0.1:0"
-PROTOCOL_VERSION = "2025-06-18"
 SMALL_LINE_LIMIT = 64 * 1024
 # How much the daemon may grow while a client reads nothing of a flood: the
 # outbox holds 2 MiB, the library's buffers a few frames; unbounded, `yes`
@@ -83,7 +86,7 @@ def test_the_token_holder_is_served(start_listener: StartListener) -> None:
     assert client.bash("echo hi").output == "hi\n"
     # A message with newlines of its own (pretty-printed JSON) is one message.
     client.ws.send(json.dumps({"jsonrpc": "2.0", "id": "pretty", "method": "ping"}, indent=2))
-    assert client.response("pretty")["result"] == {}
+    assert result_of(client.response("pretty"), EmptyResult) == EmptyResult()
     client.close()
 
 
@@ -145,7 +148,7 @@ def test_a_slow_reader_holds_the_flood_and_others_are_served(
     pid = listener.daemon.proc.pid
     slow, other = listener.connect(), listener.connect()
     slow.keep_chunks = False
-    flood = slow.request("bash", {"command": "yes ws-flood-marker", "sessionId": "flood"})
+    flood = slow.request("bash", BashParams(command="yes ws-flood-marker", session_id="flood"))
     assert wait_until(lambda: slow.chunks_dropped > 0, timeout=EXIT_BOUND_SECONDS)
     slow.pause_reading()
     received = slow.chunks_dropped
@@ -159,20 +162,19 @@ def test_a_slow_reader_holds_the_flood_and_others_are_served(
     assert slow.chunks_dropped - received <= 1  # the one being read when it paused
     assert marked_processes("ws-flood-marker")
     # A slow reader's requests are still read: its abort acts while it reads nothing.
-    abort = slow.request("abort_bash", {"sessionId": "flood"})
+    abort = slow.request("abort_bash", AbortBashParams(session_id="flood"))
     assert wait_until(lambda: not marked_processes("ws-flood-marker"), timeout=EXIT_BOUND_SECONDS)
     slow.resume_reading()
-    assert slow.response(abort)["result"] == {"aborted": True}
+    assert result_of(slow.response(abort), AbortBashResult) == AbortBashResult(aborted=True)
     assert slow.bash_result(flood, timeout=EXIT_BOUND_SECONDS * 2).cancelled
     slow.close()
     other.close()
 
 
 def _introduce(client: WebSocketClient, client_id: str) -> WebSocketClient:
-    options = {"clientId": client_id}
-    client.result(
-        "initialize", {"protocolVersion": PROTOCOL_VERSION, "initializationOptions": options}
-    )
+    """Name the connection's client, so its sessions outlive the connection."""
+    options = HostOptions(client_id=client_id)
+    client.result("initialize", initialize_params(options))
     return client
 
 
@@ -258,7 +260,7 @@ def test_sigterm_ends_websocket_connections_and_leaves_no_process(
     listener = start_listener("--stay", token=secrets.token_hex(16))
     client = listener.connect()
     client.bash("exec -a ws-term-mark sleep 300 &")
-    running = client.request("bash", {"command": "sleep 60"})
+    running = client.request("bash", BashParams(command="sleep 60"))
     assert wait_until(lambda: marked_processes("ws-term-mark"))
     listener.daemon.proc.send_signal(signal.SIGTERM)
     assert listener.daemon.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import ErrorCode
+from protocol.methods import BashParams
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import wait_until
 
@@ -66,8 +68,8 @@ def test_a_client_that_vanishes_mid_stream_takes_only_its_command(
 ) -> None:
     staying = daemon.connect()
     vanishing = daemon.connect()
-    vanishing.request("bash", {"command": "exec -a daemon-vanish-mark yes"})
-    vanishing.wait_for(lambda m: isinstance(m, dict) and m.get("method") == "bash/chunk")
+    vanishing.request("bash", BashParams(command="exec -a daemon-vanish-mark yes"))
+    vanishing.wait_for(lambda m: m.method == "bash/chunk")
     # Gone at once, with unread output in flight (shutdown first: a bare close would
     # wait for the reader thread's recv).
     vanishing.sock.shutdown(socket.SHUT_RDWR)
@@ -83,7 +85,8 @@ def test_hostile_bytes_on_the_socket_are_answered_and_the_daemon_stays(
 ) -> None:
     client: SocketClient = daemon.connect()
     client.send_raw(b'\x00\xff{]\n[]\n{"jsonrpc":"2.0","id":7,"method":"nope"}\n')
-    reply = client.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 7)
-    assert reply["error"]["code"] == -32601
+    reply = client.wait_for(lambda m: m.id == 7)
+    assert reply.error is not None
+    assert reply.error.code == ErrorCode.METHOD_NOT_FOUND
     assert client.bash("echo ok").output == "ok\n"
     client.close()
