@@ -38,7 +38,9 @@ MIN_ROWS, MAX_ROWS = 5, 200
 
 
 class Open(msgspec.Struct, rename="camel", kw_only=True):
-    """Base of MCP messages: unknown fields are accepted."""
+    """Base of MCP messages: unknown fields are accepted. What only a client
+    writes omits its defaults, as a hand-written request would; results the
+    server writes keep every field."""
 
 
 class Strict(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
@@ -49,7 +51,12 @@ class Strict(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields
 
 
 class InterceptorRule(
-    msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True, frozen=True
+    msgspec.Struct,
+    rename="camel",
+    kw_only=True,
+    forbid_unknown_fields=True,
+    frozen=True,
+    omit_defaults=True,
 ):
     pattern: Annotated[
         str, described("A Python regex, searched in the whole command and in each simple one.")
@@ -124,7 +131,7 @@ class UiSize(Strict):
     rows: Annotated[int, described("Terminal rows the host renders.")]
 
 
-class HostOptions(Strict):
+class HostOptions(Strict, omit_defaults=True):
     """What the host tells us about itself, in initializationOptions."""
 
     tool_names: Annotated[list[str], described("The tools the host's agent has.")] = msgspec.field(
@@ -169,20 +176,20 @@ class Implementation(Open):
     version: Annotated[str, described("The program's version.")]
 
 
-class Experimental(Open):
+class Experimental(Open, omit_defaults=True):
     bashrpc: Annotated[
         HostOptions | None,
         described("The same as initializationOptions, for hosts that cannot send those."),
     ] = None
 
 
-class ClientCapabilities(Open):
+class ClientCapabilities(Open, omit_defaults=True):
     experimental: Annotated[
         Experimental | None, described("Non-standard capabilities; bashrpc reads its own.")
     ] = None
 
 
-class InitializeParams(Open):
+class InitializeParams(Open, omit_defaults=True):
     protocol_version: Annotated[str, described("The MCP revision the client speaks.")]
     capabilities: Annotated[ClientCapabilities, described("What the client supports.")] = (
         msgspec.field(default_factory=ClientCapabilities)
@@ -278,13 +285,13 @@ class ToolsListResult(Open):
     tools: Annotated[list[Tool], described("The tools: `bash`.")]
 
 
-class RequestMeta(Open):
+class RequestMeta(Open, omit_defaults=True):
     progress_token: Annotated[
         str | int | None, described("Send notifications/progress for this call with this token.")
     ] = None
 
 
-class ToolsCallParams(Open):
+class ToolsCallParams(Open, omit_defaults=True):
     name: Annotated[str, described("The tool to call: `bash`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
     arguments: Annotated[
