@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from bench.client import BenchServer, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.rows import MB, Row, percentile
+from protocol.mcp import BashToolArguments
+from protocol.mcpclient import bash_tool_call
+from protocol.methods import BashParams, BashResult
 from server.runtime.bwrap import probe as sandbox_probe
 from server.services.interceptor import DEFAULT_RULES, intercept
 
@@ -137,14 +141,14 @@ class Bench:
             server = self.server()
             try:
                 cases = [
-                    ("bash", {"command": "true"}, bash_p50, bash_p99),
+                    ("bash", BashParams(command="true"), bash_p50, bash_p99),
                     (
                         "tools/call",
-                        {"name": "bash", "arguments": {"command": "true"}},
+                        bash_tool_call(BashToolArguments(command="true")),
                         tool_p50,
                         tool_p99,
                     ),
-                    ("bash", {"command": "/bin/true"}, fork_p50, fork_p99),
+                    ("bash", BashParams(command="/bin/true"), fork_p50, fork_p99),
                 ]
                 for method, params, p50, p99 in cases:
                     time_calls(server, method, params, s.warmup_calls)
@@ -220,7 +224,7 @@ class Bench:
             for row, home in ((clean, empty_home), (real, None)):
                 started = time.perf_counter()
                 server = self.server(home)
-                server.call("bash", {"command": "true"})
+                server.call("bash", BashParams(command="true"))
                 row.values.append((time.perf_counter() - started) * 1e3)
                 server.close()
         return [clean, real]
@@ -258,16 +262,16 @@ class Bench:
             for _ in range(s.repeat):
                 server = self.server()
                 try:
-                    server.call("bash", {"command": "true"})
+                    server.call("bash", BashParams(command="true"))
                     started = time.perf_counter()
-                    result = server.result("bash", {"command": command})
+                    result = server.result(BashResult, "bash", BashParams(command=command))
                     elapsed = time.perf_counter() - started
                     peak.values.append(rss_kib(server.pid, "VmHWM") / 1024)
                 finally:
                     server.close()
                 for path in self.artifacts.rglob("*.bash.log"):
                     path.unlink()
-                through.values.append(result["totalBytes"] / elapsed / MB)
+                through.values.append(result.total_bytes / elapsed / MB)
                 target = self.workdir / "direct.out"
                 started = time.perf_counter()
                 subprocess.run(["bash", "-c", f"{command} > {target}"], check=True)
@@ -282,7 +286,7 @@ class Bench:
         row = Row("memory", f"RSS growth over {self.sizes.idle_seconds:g} s idle", "KiB")
         server = self.server()
         try:
-            server.call("bash", {"command": "true"})
+            server.call("bash", BashParams(command="true"))
             before = rss_kib(server.pid)
             time.sleep(self.sizes.idle_seconds)
             row.values.append(rss_kib(server.pid) - before)
@@ -302,11 +306,11 @@ class Bench:
         )
         server = self.server()
         try:
-            server.call("bash", {"command": "true"})
+            server.call("bash", BashParams(command="true"))
             for _ in range(self.sizes.first_chunk_runs):
                 server.first_notification_at = None
                 started = time.perf_counter()
-                server.call("bash", {"command": "echo start; sleep 1"})
+                server.call("bash", BashParams(command="echo start; sleep 1"))
                 assert server.first_notification_at is not None
                 row.values.append((server.first_notification_at - started) * 1e3)
         finally:
@@ -323,12 +327,18 @@ class Bench:
             try:
                 sessions = [f"c{i}" for i in range(s.sessions)]
                 server.wait_all(
-                    [server.send("bash", {"command": "true", "sessionId": x}) for x in sessions]
+                    [
+                        server.send("bash", BashParams(command="true", session_id=x))
+                        for x in sessions
+                    ]
                 )
                 started = time.perf_counter()
                 for _ in range(s.calls_per_session):
                     server.wait_all(
-                        [server.send("bash", {"command": "true", "sessionId": x}) for x in sessions]
+                        [
+                            server.send("bash", BashParams(command="true", session_id=x))
+                            for x in sessions
+                        ]
                     )
                 elapsed = time.perf_counter() - started
                 row.values.append(s.sessions * s.calls_per_session / elapsed)
@@ -348,10 +358,10 @@ class Bench:
         for _ in range(self.sizes.repeat):
             server = self.server()
             try:
-                server.call("bash", {"command": "true"})
+                server.call("bash", BashParams(command="true"))
                 server.notifications = 0
                 started = time.perf_counter()
-                server.call("bash", {"command": f"for i in $(seq {n}); do echo $i; done"})
+                server.call("bash", BashParams(command=f"for i in $(seq {n}); do echo $i; done"))
                 elapsed = time.perf_counter() - started
             finally:
                 server.close()
@@ -397,13 +407,17 @@ class Bench:
             for _ in range(s.repeat):
                 server = self.server(None, "--sandbox", mode)
                 try:
-                    server.call("bash", {"command": "true"})
+                    server.call("bash", BashParams(command="true"))
                     for _ in range(s.warmup_calls):
-                        server.call("bash", {"command": "true"})
-                    samples = time_calls(server, "bash", {"command": "true"}, s.latency_calls)
+                        server.call("bash", BashParams(command="true"))
+                    samples = time_calls(
+                        server, "bash", BashParams(command="true"), s.latency_calls
+                    )
                     latency.values.append(percentile(samples, 0.5) * 1e3)
                     firsts = [
-                        time_calls(server, "bash", {"command": "true", "sessionId": f"n{i}"}, 1)[0]
+                        time_calls(
+                            server, "bash", BashParams(command="true", session_id=f"n{i}"), 1
+                        )[0]
                         for i in range(s.sandbox_sessions)
                     ]
                     start.values.append(statistics.median(firsts) * 1e3)
@@ -425,7 +439,8 @@ class Bench:
         return [*rows["off"], *rows["workspace-write"], per_command]
 
 
-CASES = {
+# A case's name -> what it measures, as rows.
+CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "latency": lambda b: b.latency() + b.swerex(),
     "startup": Bench.startup,
     "throughput": lambda b: b.throughput() + b.idle_growth(),

@@ -10,18 +10,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
 
-from protocol.envelope import Request, ServerMessage, encode
+from protocol.client import ClientCore, Unparsable, result_of
+from protocol.envelope import RequestId, ServerMessage
 from server.cli.keepalive import Keepalive
 
-_decode = msgspec.json.Decoder(ServerMessage).decode
+T = TypeVar("T")
 
 
 class Caller(Protocol):
-    def call(self, method: str, params: Any) -> ServerMessage: ...
+    def call(self, method: str, params: msgspec.Struct) -> ServerMessage: ...
 
 
 def spawn_server(
@@ -41,7 +42,7 @@ def spawn_server(
 
 
 def time_calls_while(
-    server: Caller, method: str, params: object, go_on: Callable[[], bool]
+    server: Caller, method: str, params: msgspec.Struct, go_on: Callable[[], bool]
 ) -> list[float]:
     """Each call's seconds, one call at a time, for as long as `go_on()` holds."""
     samples = []
@@ -52,7 +53,7 @@ def time_calls_while(
     return samples
 
 
-def time_calls(server: Caller, method: str, params: object, calls: int) -> list[float]:
+def time_calls(server: Caller, method: str, params: msgspec.Struct, calls: int) -> list[float]:
     left = itertools.count(calls, -1)
     return time_calls_while(server, method, params, lambda: next(left) > 0)
 
@@ -63,7 +64,7 @@ class BenchServer:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout
-        self._ids = itertools.count(1)
+        self._core = ClientCore()
         # The keepalive thread writes too: one line at a time.
         self._writing = threading.Lock()
         self._keepalive = Keepalive(self.send)
@@ -74,19 +75,25 @@ class BenchServer:
     def pid(self) -> int:
         return self.proc.pid
 
-    def send(self, method: str, params: Any) -> int:
+    def send(self, method: str, params: msgspec.Struct) -> RequestId:
         with self._writing:
-            ident = next(self._ids)
-            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            ident, line = self._core.request(method, params)
+            self._in.write(line)
             self._in.flush()
         return ident
 
-    def wait(self, ident: int) -> ServerMessage:
+    def _next(self) -> ServerMessage:
+        line = self._out.readline()
+        if not line:
+            raise EOFError("the server exited")
+        [message] = self._core.line(line)
+        if isinstance(message, Unparsable):
+            raise RuntimeError(f"not JSON-RPC: {message.reason}")
+        return message
+
+    def wait(self, ident: RequestId) -> ServerMessage:
         while True:
-            line = self._out.readline()
-            if not line:
-                raise EOFError("the server exited")
-            message = _decode(line)
+            message = self._next()
             if message.method is not None:
                 self.notifications += 1
                 if self.first_notification_at is None:
@@ -97,21 +104,18 @@ class BenchServer:
                     raise RuntimeError(message.error.message)
                 return message
 
-    def call(self, method: str, params: Any) -> ServerMessage:
+    def call(self, method: str, params: msgspec.Struct) -> ServerMessage:
         return self.wait(self.send(method, params))
 
-    def result(self, method: str, params: Any) -> Any:
-        return msgspec.json.decode(self.call(method, params).result)
+    def result(self, kind: type[T], method: str, params: msgspec.Struct) -> T:
+        return result_of(self.call(method, params), kind)
 
-    def wait_all(self, idents: list[int]) -> None:
+    def wait_all(self, idents: list[RequestId]) -> None:
         pending = set(idents)
         while pending:
-            line = self._out.readline()
-            if not line:
-                raise EOFError("the server exited")
-            message = _decode(line)
-            if message.method is None and message.id in pending:
-                pending.discard(message.id)  # type: ignore[arg-type]
+            message = self._next()
+            if message.method is None and isinstance(message.id, (int, str)):
+                pending.discard(message.id)
 
     def close(self) -> None:
         self._keepalive.stop()

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from bench.fairness import flood_command
 from bench.rows import Row, percentile
-from protocol.envelope import Request, encode
+from protocol.client import ClientCore
+from protocol.methods import BashParams
 from server.daemon import socketpath
 
 if TYPE_CHECKING:
@@ -30,11 +31,7 @@ if TYPE_CHECKING:
 REPLY_PREFIX = b'{"jsonrpc":"2.0","id":'
 READ_BYTES = 256 * 1024
 DAEMON_START_SECONDS = 30.0
-TRUE = {"command": "true"}
-
-
-def _request(ident: int, method: str, params: object) -> bytes:
-    return encode(Request(id=ident, method=method, params=params))
+TRUE = BashParams(command="true")
 
 
 class Daemon:
@@ -74,12 +71,12 @@ class _Loop:
         self.samples: list[float] = []
         # The first call starts the connection's shell: not counted.
         self.warm = False
-        self._ids = 0
+        self._core = ClientCore()
 
     def send_next(self) -> None:
-        self._ids += 1
+        _, line = self._core.request("bash", TRUE)
         self.sent_at = time.perf_counter()
-        self.sock.sendall(_request(self._ids, "bash", TRUE))
+        self.sock.sendall(line)
 
     def received(self, data: bytes) -> int:
         """Replies completed by `data`; the next request goes out after each."""
@@ -138,7 +135,10 @@ class _Flood:
     def __init__(self, daemon: Daemon, megabytes: int) -> None:
         self.sock = daemon.connect()
         self.done = threading.Event()
-        self.sock.sendall(_request(1, "bash", {"command": flood_command(megabytes)}))
+        ident, line = ClientCore().request("bash", BashParams(command=flood_command(megabytes)))
+        # How its reply begins: the reader stops there.
+        self._reply_start = REPLY_PREFIX + f"{ident},".encode()
+        self.sock.sendall(line)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -147,7 +147,7 @@ class _Flood:
         try:
             while data := self.sock.recv(READ_BYTES):
                 tail = (tail + data)[-READ_BYTES:]
-                if b"\n" + REPLY_PREFIX + b"1," in tail or tail.startswith(REPLY_PREFIX + b"1,"):
+                if b"\n" + self._reply_start in tail or tail.startswith(self._reply_start):
                     break
         except OSError:
             pass  # closed under it: the measurement is over

@@ -12,25 +12,25 @@ same member order).
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from bench.client import rss_kib, spawn_server, time_calls, time_calls_while
 from bench.rows import MB, Row, percentile
-from protocol.envelope import Request, ServerMessage, encode
+from protocol.client import ClientCore, Unparsable
+from protocol.envelope import RequestId, ServerMessage
+from protocol.methods import BashParams
 
 if TYPE_CHECKING:
     from bench.cases import Bench
 
-_decode = msgspec.json.Decoder(ServerMessage).decode
 # How long a flood or a reply may take before the bench gives up on the server.
 WAIT_LIMIT_SECONDS = 600.0
 # The reader's reads: many 64 KiB chunk lines per read, so few wakeups and GIL takes.
@@ -59,11 +59,11 @@ class ReadingServer:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout
-        self._ids = itertools.count(1)
+        self._core = ClientCore()
         self._writing = threading.Lock()
         self._lock = threading.Lock()
-        self._waiting: dict[int, threading.Event] = {}
-        self._replies: dict[int, ServerMessage] = {}
+        self._waiting: dict[RequestId, threading.Event] = {}
+        self._replies: dict[RequestId, ServerMessage] = {}
         self.notification_bytes = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -100,7 +100,8 @@ class ReadingServer:
             self._reply(line)
 
     def _reply(self, line: bytes) -> None:
-        message = _decode(line)
+        [message] = self._core.line(line)
+        assert not isinstance(message, Unparsable), message.reason
         assert message.method is None and isinstance(message.id, int)
         with self._lock:
             self._replies[message.id] = message
@@ -108,16 +109,16 @@ class ReadingServer:
         if done is not None:
             done.set()
 
-    def send(self, method: str, params: Any) -> int:
+    def send(self, method: str, params: msgspec.Struct) -> RequestId:
         with self._writing:
-            ident = next(self._ids)
+            ident, line = self._core.request(method, params)
             with self._lock:
                 self._waiting[ident] = threading.Event()
-            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            self._in.write(line)
             self._in.flush()
         return ident
 
-    def wait(self, ident: int) -> ServerMessage:
+    def wait(self, ident: RequestId) -> ServerMessage:
         if not self._waiting[ident].wait(WAIT_LIMIT_SECONDS):
             raise TimeoutError(f"no reply to request {ident}")
         with self._lock:
@@ -127,14 +128,14 @@ class ReadingServer:
             raise RuntimeError(message.error.message)
         return message
 
-    def call(self, method: str, params: Any) -> ServerMessage:
+    def call(self, method: str, params: msgspec.Struct) -> ServerMessage:
         return self.wait(self.send(method, params))
 
-    def answered(self, ident: int) -> bool:
+    def answered(self, ident: RequestId) -> bool:
         with self._lock:
             return ident in self._replies
 
-    def unanswered(self, ident: int) -> Callable[[], bool]:
+    def unanswered(self, ident: RequestId) -> Callable[[], bool]:
         """A test that holds until request `ident` is answered."""
         return lambda: not self.answered(ident)
 
@@ -148,8 +149,8 @@ class ReadingServer:
         self._reader.join(timeout=30)
 
 
-def true_params(session: str) -> dict[str, str]:
-    return {"command": "true", "sessionId": session}
+def true_params(session: str) -> BashParams:
+    return BashParams(command="true", session_id=session)
 
 
 def latencies_beside(
@@ -179,7 +180,7 @@ def timed_outside(command: str) -> float:
 def timed_flood(server: ReadingServer, megabytes: int) -> float:
     """Seconds the flood took from request to reply, with every byte read."""
     started = time.perf_counter()
-    server.call("bash", {"command": flood_command(megabytes), "sessionId": "b"})
+    server.call("bash", BashParams(command=flood_command(megabytes), session_id="b"))
     return time.perf_counter() - started
 
 
@@ -190,10 +191,11 @@ def first_commands(workdir: Path, sessions: int) -> tuple[float, float]:
     config.write_text(f"[sessions]\nmaxShells = {sessions}\n")
     server = ReadingServer(workdir / "artifacts", "--config", str(config))
     try:
-        server.call("bash", {"command": "true"})
+        server.call("bash", BashParams(command="true"))
         started = time.perf_counter()
         idents = [
-            server.send("bash", {"command": "true", "sessionId": f"s{i}"}) for i in range(sessions)
+            server.send("bash", BashParams(command="true", session_id=f"s{i}"))
+            for i in range(sessions)
         ]
         for ident in idents:
             server.wait(ident)
@@ -234,7 +236,7 @@ def fairness(bench: Bench) -> list[Row]:
             alone.values.append(size / timed_flood(server, s.flood_megabytes))
             started = time.perf_counter()
             ident = server.send(
-                "bash", {"command": flood_command(s.flood_megabytes), "sessionId": "b"}
+                "bash", BashParams(command=flood_command(s.flood_megabytes), session_id="b")
             )
             # `true` in a, again and again, until the flood is answered.
             busy = time_calls_while(server, "bash", true_params("a"), server.unanswered(ident))

@@ -11,6 +11,7 @@ it is given a placeholder one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -20,10 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.client import BenchServer
 from bench.rows import percentile
+from protocol.methods import BashParams, BashResult
 
 # Versions measured; newer ones may change the protocol.
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
@@ -99,7 +100,8 @@ class JsonlPeer:
         )
         self._ids = 0
 
-    def bash(self, command: str) -> dict[str, Any]:
+    def bash(self, command: str) -> str:
+        """The command's output."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._ids += 1
         ident = str(self._ids)
@@ -114,8 +116,8 @@ class JsonlPeer:
             if message.get("type") == "response" and message.get("id") == ident:
                 if not message.get("success", False):
                     raise RuntimeError(str(message.get("error")))
-                data: dict[str, Any] = message.get("data") or {}
-                return data
+                data = message.get("data") or {}
+                return str(data.get("output", ""))
 
     def close(self) -> None:
         try:
@@ -131,9 +133,8 @@ class BashrpcPeer:
     def __init__(self, artifacts: Path, home: Path) -> None:
         self.server = BenchServer(artifacts, home=home)
 
-    def bash(self, command: str) -> dict[str, Any]:
-        result: dict[str, Any] = self.server.result("bash", {"command": command})
-        return result
+    def bash(self, command: str) -> str:
+        return self.server.result(BashResult, "bash", BashParams(command=command)).output
 
     def close(self) -> None:
         self.server.close()
@@ -157,13 +158,13 @@ def measure(start: Start, calls: int, zero_bytes: str) -> dict[str, float]:
         system.bash("true")
         figures["startup ms"] = (time.perf_counter() - started) * 1e3
         for label, command in (("`true`", "true"), ("`/bin/true`", "/bin/true")):
-            samples = [timed(lambda c=command: system.bash(c)) for _ in range(calls)]
+            samples = [timed(functools.partial(system.bash, command)) for _ in range(calls)]
             figures[f"{label} p50 ms"] = percentile(samples, 0.5) * 1e3
             figures[f"{label} p99 ms"] = percentile(samples, 0.99) * 1e3
         figures["`sleep 30 & echo bg` ms"] = timed(lambda: system.bash("sleep 30 & echo bg")) * 1e3
         command = f"head -c {zero_bytes} /dev/zero | tr '\\0' a | wc -c"
         output = system.bash(command)
-        total = int(str(output.get("output", "0")).split()[0] or 0)
+        total = int((output.split() or ["0"])[0])
         elapsed = timed(lambda: system.bash(f"head -c {zero_bytes} /dev/zero | tr '\\0' a"))
         figures["zeros through, MB/s"] = total / elapsed / 1e6
     finally:
@@ -187,9 +188,8 @@ def compare(
             notes.append(f"{peer.name} skipped: {why}")
             continue
         try:
-            results[peer.name] = measure(
-                lambda e=executable: JsonlPeer(e, home, workdir), calls, zero_bytes
-            )
+            start: Start = functools.partial(JsonlPeer, executable, home, workdir)
+            results[peer.name] = measure(start, calls, zero_bytes)
         except (OSError, EOFError, RuntimeError, ValueError) as exc:
             notes.append(f"{peer.name} skipped: it did not answer ({exc})")
     return list(results), results, notes

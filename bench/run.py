@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from bench import peers
-from bench.cases import CASES, QUICK, Row, Sizes, run_cases
+from bench.cases import CASES, QUICK, Sizes, run_cases
 from bench.plot import plot
+from bench.rows import Row
 
 # The committed results, which the README's table comes from: `--record` only.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

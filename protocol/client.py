@@ -2,16 +2,16 @@
 
 A client's transport (a pipe, a socket, an in-memory stream) writes the bytes
 `ClientCore` hands it and feeds it the bytes it reads. The core numbers the
-requests, frames and decodes what comes back, and keeps replies by id until
-they are taken. Blocking, threads and timeouts stay with the transport, so the
-exec CLI, the bench and the tests share this and differ only in how they wait.
+requests and frames and decodes what comes back; `Replies` keeps replies by
+id for a client that waits on several at once. Blocking, threads and timeouts
+stay with the transport, so the exec CLI, the bench and the tests share this
+and differ only in how they wait.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Iterator
 from typing import TypeVar
 
 import msgspec
@@ -25,6 +25,7 @@ __all__ = [
     "ClientCore",
     "ErrorReply",
     "Received",
+    "Replies",
     "Unparsable",
     "notification_params",
     "reply_key",
@@ -43,6 +44,7 @@ RESULT_TYPES: dict[str, type[msgspec.Struct] | None] = {
 }
 
 _decode_message = msgspec.json.Decoder(ServerMessage).decode
+_decode_batch = msgspec.json.Decoder(list[ServerMessage]).decode
 
 
 class ErrorReply(Exception):
@@ -86,14 +88,11 @@ def notification_params(message: ServerMessage, kind: type[T]) -> T:
 
 
 class ClientCore:
-    """One connection's client state: the next id, the framer, the replies not yet taken."""
+    """One connection's client state: the next id and the framer."""
 
     def __init__(self, max_line_bytes: int = CLIENT_MAX_LINE_BYTES) -> None:
         self._ids = itertools.count(1)
         self._framer = LineFramer(max_line_bytes)
-        # Replies by (type of id, id), in arrival order: a lookup, not a scan of
-        # everything received (the hostile-input properties receive thousands).
-        self._replies: dict[ReplyKey, collections.deque[ServerMessage]] = {}
 
     def request(
         self,
@@ -111,41 +110,55 @@ class ClientCore:
         return encode(Request(method=method, params=params))
 
     def feed(self, data: bytes) -> list[Received]:
-        """What the bytes read so far complete, in order; replies are also kept."""
-        return list(self._messages(self._framer.feed(data)))
+        """What the bytes read so far complete, in order."""
+        return [m for frame in self._framer.feed(data) for m in self._messages(frame)]
 
     def end(self) -> list[Received]:
         """The server closed its output: a last line without a newline still counts."""
-        return list(self._messages(self._framer.close()))
+        return [m for frame in self._framer.close() for m in self._messages(frame)]
 
-    def _messages(self, frames: list[bytes | Oversized]) -> Iterator[Received]:
-        for frame in frames:
-            if isinstance(frame, Oversized):
-                yield Unparsable(b"", f"a line of {frame.size} bytes, past the client's limit")
-            else:
-                yield self.line(frame)
+    def _messages(self, frame: bytes | Oversized) -> list[Received]:
+        if isinstance(frame, Oversized):
+            return [Unparsable(b"", f"a line of {frame.size} bytes, past the client's limit")]
+        return self.line(frame)
 
-    def line(self, line: bytes) -> Received:
-        """One whole line, for transports that frame for themselves."""
+    @staticmethod
+    def line(line: bytes) -> list[Received]:
+        """The messages of one whole line, for transports that frame for
+        themselves: one, or a batch's replies in the order the server wrote them."""
         try:
-            message = _decode_message(line)
+            if line.lstrip()[:1] == b"[":
+                return list(_decode_batch(line))
+            return [_decode_message(line)]
         except msgspec.DecodeError as exc:
-            return Unparsable(line, str(exc))
-        if message.method is None:
-            key = reply_key(message.id)
-            if key is not None:
-                self._replies.setdefault(key, collections.deque()).append(message)
-        return message
+            return [Unparsable(line, str(exc))]
 
-    def take_reply(self, ident: object) -> ServerMessage | None:
-        """The first reply to `ident` received and not yet taken, or None."""
+
+class Replies:
+    """Replies received and not yet taken, by id, for a client that waits on
+    several requests at once. A lookup, not a scan of everything received (the
+    hostile-input properties receive thousands)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[ReplyKey, collections.deque[ServerMessage]] = {}
+
+    def put(self, message: ServerMessage) -> bool:
+        """Keep `message` if it is a reply with an id; whether it was kept."""
+        key = None if message.method is not None else reply_key(message.id)
+        if key is None:
+            return False
+        self._waiting.setdefault(key, collections.deque()).append(message)
+        return True
+
+    def take(self, ident: object) -> ServerMessage | None:
+        """The first reply to `ident` kept and not yet taken, or None."""
         key = reply_key(ident)
         if key is None:
             return None
-        waiting = self._replies.get(key)
+        waiting = self._waiting.get(key)
         if not waiting:
             return None
         message = waiting.popleft()
         if not waiting:
-            del self._replies[key]
+            del self._waiting[key]
         return message

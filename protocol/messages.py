@@ -262,6 +262,7 @@ VIA_FORCES_TTY = (
     " use the launcher without it (ssh -T, podman exec -i)"
 )
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
+EXEC_NOT_PROTOCOL = "bashrpc: the server wrote a line that is not JSON-RPC: {reason}"
 EXEC_OUTPUT_INCOMPLETE = (
     "bashrpc: part of the output was skipped while this terminal read slowly,"
     " and the artifact does not hold all of it"

@@ -25,6 +25,7 @@ import msgspec
 from protocol.client import (
     RESULT_TYPES,
     ClientCore,
+    Replies,
     Unparsable,
     notification_params,
     reply_key,
@@ -123,6 +124,7 @@ class RpcClient:
 
     def __init__(self) -> None:
         self.core = ClientCore()
+        self._replies = Replies()
         self._queue: queue.Queue[ServerMessage | None] = queue.Queue()
         self.messages: list[ServerMessage] = []
         self._taken: set[int] = set()
@@ -144,11 +146,11 @@ class RpcClient:
             self.chunks_dropped += 1
             return
         self.raw_lines.append(line)
-        message = self.core.line(line)
-        if isinstance(message, Unparsable):
-            self.garbage.append(message)
-        else:
-            self._queue.put(message)
+        for message in self.core.line(line):
+            if isinstance(message, Unparsable):
+                self.garbage.append(message)
+            else:
+                self._queue.put(message)
 
     def _ended(self) -> None:
         self._queue.put(None)
@@ -204,6 +206,7 @@ class RpcClient:
             self._queue.put(None)
             raise EOFError("the server closed its output")
         self.messages.append(message)
+        self._replies.put(message)
         return message
 
     def wait_for(
@@ -240,7 +243,7 @@ class RpcClient:
         assert reply_key(ident) is not None, ident
         deadline = time.monotonic() + timeout
         while True:
-            while (message := self.core.take_reply(ident)) is not None:
+            while (message := self._replies.take(ident)) is not None:
                 if id(message) not in self._taken:
                     self._taken.add(id(message))
                     return message

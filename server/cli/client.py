@@ -3,7 +3,6 @@ the child's pipes, notifications to a handler, pings while it lives."""
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import threading
 from typing import IO, Any
@@ -11,11 +10,10 @@ from typing import IO, Any
 import msgspec
 
 from protocol import messages
-from protocol.envelope import ErrorObject, Request, ServerMessage, encode
+from protocol.client import ClientCore, Unparsable
+from protocol.envelope import ErrorObject, RequestId
 from protocol.errors import ErrorCode
 from server.cli.keepalive import Keepalive
-
-_decode_message = msgspec.json.Decoder(ServerMessage).decode
 
 
 class ServerError(Exception):
@@ -40,27 +38,32 @@ class Connection:
         assert child.stdin is not None and child.stdout is not None
         self._in: IO[bytes] = child.stdin
         self._out: IO[bytes] = child.stdout
-        self._ids = itertools.count(1)
+        self._core = ClientCore()
         # The keepalive thread writes too: one line at a time.
         self._writing = threading.Lock()
         self._keepalive = Keepalive(self._write, ping_interval)
 
-    def _write(self, method: str, params: msgspec.Struct) -> int:
+    def _write(self, method: str, params: msgspec.Struct) -> RequestId:
         with self._writing:
-            ident = next(self._ids)
-            self._in.write(encode(Request(id=ident, method=method, params=params)))
+            ident, line = self._core.request(method, params)
+            self._in.write(line)
             self._in.flush()
         return ident
 
-    def send(self, method: str, params: msgspec.Struct) -> int:
+    def send(self, method: str, params: msgspec.Struct) -> RequestId:
         try:
             return self._write(method, params)
         except BrokenPipeError:
             raise NoAnswer from None
 
-    def wait(self, ident: int, on_notification: Any = None) -> msgspec.Raw:
+    def wait(self, ident: RequestId, on_notification: Any = None) -> msgspec.Raw:
+        """The result of `ident`; notifications on the way go to the handler,
+        and other replies (the keepalive's pings) are passed over."""
         for line in self._out:
-            message = _decode_message(line)
+            [message] = self._core.line(line)
+            if isinstance(message, Unparsable):
+                text = messages.EXEC_NOT_PROTOCOL.format(reason=message.reason)
+                raise ServerError(text, ErrorCode.INTERNAL_ERROR)
             if message.method is not None:
                 if on_notification is not None:
                     on_notification(message)
