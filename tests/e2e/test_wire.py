@@ -8,7 +8,7 @@ import time
 import msgspec
 
 from protocol import messages
-from protocol.client import Unparsable, result_of
+from protocol.client import result_of
 from protocol.envelope import ErrorObject, RequestId, ServerMessage
 from protocol.errors import ErrorCode
 from protocol.mcp import EmptyResult, ToolsCallParams
@@ -41,23 +41,19 @@ def send_json(server: InProcessServer, value: object) -> None:
     server.send_raw(json.dumps(value).encode() + b"\n")
 
 
-def take_batch_reply(
+def batch_reply(
     server: InProcessServer, timeout: float = BATCH_REPLY_SECONDS
 ) -> list[ServerMessage]:
-    """The reply to a batch, decoded member by member.
+    """The first batch reply the server wrote, as the one array it is (the client
+    hands its members on one by one)."""
 
-    A batch's reply is one JSON array, which the client core (made for single
-    messages) files as an unparsable line; it is taken back out of `garbage`
-    here, so that only true garbage fails the teardown check."""
-
-    def batch_line() -> Unparsable | None:
-        return next((g for g in server.garbage if g.line.lstrip().startswith(b"[")), None)
+    def batch_line() -> bytes | None:
+        return next((line for line in server.raw_lines if line.lstrip().startswith(b"[")), None)
 
     assert wait_until(lambda: batch_line() is not None, timeout=timeout), "no batch reply"
     line = batch_line()
     assert line is not None
-    server.garbage.remove(line)
-    return _decode_batch_reply(line.line)
+    return _decode_batch_reply(line)
 
 
 def test_parse_error_has_null_id(server: InProcessServer) -> None:
@@ -181,7 +177,7 @@ def test_batch_answers_each_member_and_skips_notifications(server: InProcessServ
         {"jsonrpc": "2.0", "id": "c", "method": "session/list"},
     ]
     send_json(server, batch)
-    reply = take_batch_reply(server)
+    reply = batch_reply(server)
     by_id = {r.id: r for r in reply}
     assert len(reply) == 4
     assert result_of(by_id["a"], BashResult).output == "A\n"
@@ -221,7 +217,7 @@ def test_batch_members_count_as_requests_in_flight(spawn: SpawnInProcess) -> Non
         for i in range(300)
     ]
     send_json(server, batch)
-    reply = take_batch_reply(server, timeout=60)
+    reply = batch_reply(server, timeout=60)
     assert len(reply) == 300
     codes = [r.error.code if r.error is not None else 0 for r in reply]
     # 256 in flight at most; of those, PTYs count toward the hard shell limit (2 x 4).
