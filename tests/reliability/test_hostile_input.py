@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from protocol import mcp, messages, methods
 from protocol.client import result_of
-from protocol.envelope import ErrorObject, RequestId, ServerMessage
+from protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
 from protocol.errors import ErrorCode
 from protocol.mcp import (
     BashToolArguments,
@@ -161,7 +161,7 @@ def exchange(server: InProcessServer, lines: list[bytes], expected_ids: list[Any
     sentinel = f"sentinel-{next(_sentinels)}"
     first = _checked.get(server, 0)
     payload = b"".join(line + b"\n" for line in lines)
-    payload += json.dumps({"jsonrpc": "2.0", "id": sentinel, "method": "ping"}).encode() + b"\n"
+    payload += encode(Request(id=sentinel, method="ping"))
     server.send_raw(payload)
     server.response(sentinel, timeout=REPLY_BOUND_SECONDS)
 
