@@ -7,10 +7,23 @@ import hashlib
 import os
 import subprocess
 import time
+from pathlib import Path
 
 from protocol import messages
+from protocol.client import notification_params
 from protocol.errors import ErrorCode
-from protocol.methods import ArtifactReadResult
+from protocol.mcp import EmptyResult
+from protocol.methods import (
+    ArtifactReadParams,
+    ArtifactReadResult,
+    BashChunk,
+    BashParams,
+    SessionCloseParams,
+    SessionCloseResult,
+    SessionOpenParams,
+    SessionOpenResult,
+)
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import wait_until
 
@@ -104,8 +117,8 @@ def test_shell_killed_between_commands_is_replaced(server: InProcessServer) -> N
 
 
 def test_abort_a_running_command(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "echo before; sleep 60"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request("bash", BashParams(command="echo before; sleep 60"))
+    server.wait_for(lambda m: m.method == "bash/chunk")
     started = time.monotonic()
     assert server.abort(session_id="default") is True
     result = server.bash_result(ident)
@@ -117,8 +130,10 @@ def test_abort_a_running_command(server: InProcessServer) -> None:
 
 
 def test_abort_kills_a_term_ignoring_child_after_the_grace(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request(
+        "bash", BashParams(command="bash -c 'trap \"\" TERM; echo armed; sleep 60'")
+    )
+    server.wait_for(lambda m: m.method == "bash/chunk")
     started = time.monotonic()
     assert server.abort(request_id=ident) is True
     result = server.bash_result(ident)
@@ -130,8 +145,8 @@ def test_abort_kills_a_term_ignoring_child_after_the_grace(server: InProcessServ
 
 
 def test_abort_after_exec_replaced_the_shell(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "echo replaced; exec sleep 60"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request("bash", BashParams(command="echo replaced; exec sleep 60"))
+    server.wait_for(lambda m: m.method == "bash/chunk")
     assert server.abort()
     result = server.bash_result(ident, timeout=HANG_SECONDS)
     assert result.cancelled and result.output.endswith("replaced\n")
@@ -141,7 +156,7 @@ def test_abort_after_exec_replaced_the_shell(server: InProcessServer) -> None:
 def test_abort_is_idempotent(server: InProcessServer) -> None:
     assert server.abort() is False
     assert server.abort(request_id="never") is False
-    ident = server.request("bash", {"command": "echo x"})
+    ident = server.request("bash", BashParams(command="echo x"))
     server.response(ident)
     assert server.abort(request_id=ident) is False
 
@@ -172,12 +187,14 @@ def test_large_output_is_truncated_and_spilled(server: InProcessServer) -> None:
     artifact = server.artifacts_dir / f"{result.artifact_id}.bash.log"
     assert hashlib.sha256(artifact.read_bytes()).hexdigest() == hashlib.sha256(expected).hexdigest()
     # The same bytes come back through artifact/read, page by page.
-    pieces, offset = [], 0
+    assert result.artifact_id is not None
+    pieces: list[str] = []
+    offset: int | None = 0
     while offset is not None:
         page = server.typed(
             ArtifactReadResult,
             "artifact/read",
-            {"id": result.artifact_id, "offset": offset, "limit": 1 << 20},
+            ArtifactReadParams(id=result.artifact_id, offset=offset, limit=1 << 20),
         )
         assert page.total_bytes == len(expected)
         pieces.append(page.text)
@@ -192,11 +209,12 @@ def test_small_output_has_no_artifact(server: InProcessServer) -> None:
 
 
 def test_artifact_read_errors(server: InProcessServer) -> None:
-    error = server.error("artifact/read", {"id": 42})
+    error = server.error("artifact/read", ArtifactReadParams(id=42))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
     assert error.message == messages.artifact_not_found(42, [])
-    assert server.error("artifact/read", {"id": "../etc/passwd"}).code == ErrorCode.INVALID_PARAMS
-    limit = {"id": 1, "limit": 10 << 20}
+    traversal = {"id": "../etc/passwd"}
+    assert server.error_raw("artifact/read", traversal).code == ErrorCode.INVALID_PARAMS
+    limit = ArtifactReadParams(id=1, limit=10 << 20)
     assert server.error("artifact/read", limit).code == ErrorCode.INVALID_PARAMS
 
 
@@ -208,19 +226,21 @@ def test_output_is_sanitized(server: InProcessServer) -> None:
 
 
 def test_chunks_stream_in_order_before_the_response(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "for i in 1 2 3 4 5; do echo $i; sleep 0.05; done"})
+    ident = server.request(
+        "bash", BashParams(command="for i in 1 2 3 4 5; do echo $i; sleep 0.05; done")
+    )
     reply = server.response(ident)
     chunks = server.chunks_for(ident)
     assert [c.seq for c in chunks] == list(range(len(chunks)))
     assert "".join(c.text for c in chunks) == "1\n2\n3\n4\n5\n"
     assert all(c.session_id == "default" for c in chunks)
     positions = [i for i, m in enumerate(server.messages) if m is reply]
-    last_chunk = max(i for i, m in enumerate(server.messages) if m.get("method") == "bash/chunk")
+    last_chunk = max(i for i, m in enumerate(server.messages) if m.method == "bash/chunk")
     assert last_chunk < positions[0]
 
 
 def test_chunks_are_coalesced(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "for i in $(seq 20000); do echo $i; done"})
+    ident = server.request("bash", BashParams(command="for i in $(seq 20000); do echo $i; done"))
     result = server.bash_result(ident)
     chunks = server.chunks_for(ident)
     assert result.total_lines == 20000
@@ -228,16 +248,16 @@ def test_chunks_are_coalesced(server: InProcessServer) -> None:
 
 
 def test_first_chunk_arrives_before_the_command_ends(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "echo start; sleep 2; echo end"})
-    first = server.wait_for(lambda m: m.get("method") == "bash/chunk")
-    assert first["params"]["text"] == "start\n"
+    ident = server.request("bash", BashParams(command="echo start; sleep 2; echo end"))
+    first = server.wait_for(lambda m: m.method == "bash/chunk")
+    assert notification_params(first, BashChunk).text == "start\n"
     assert server.bash_result(ident).output == "start\nend\n"
 
 
 def test_two_sessions_run_in_parallel(server: InProcessServer) -> None:
     command = "date +%s.%N; sleep 1; date +%s.%N"
-    a = server.request("bash", {"command": command, "sessionId": "a"})
-    b = server.request("bash", {"command": command, "sessionId": "b"})
+    a = server.request("bash", BashParams(command=command, session_id="a"))
+    b = server.request("bash", BashParams(command=command, session_id="b"))
     ra, rb = server.bash_result(a), server.bash_result(b)
     a_start, a_end = map(float, ra.output.split())
     b_start, b_end = map(float, rb.output.split())
@@ -246,7 +266,7 @@ def test_two_sessions_run_in_parallel(server: InProcessServer) -> None:
 
 def test_busy_session_runs_a_one_shot_shell(server: InProcessServer) -> None:
     server.bash("export KEEP=kept")
-    slow = server.request("bash", {"command": "sleep 1; echo slow"})
+    slow = server.request("bash", BashParams(command="sleep 1; echo slow"))
     time.sleep(0.2)
     quick = server.bash('echo "quick $KEEP"; export ONESHOT=1')
     # A one-shot shell has the session's configuration, not its variables.
@@ -259,26 +279,30 @@ def test_busy_session_runs_a_one_shot_shell(server: InProcessServer) -> None:
 def test_sessions_open_list_close(server: InProcessServer) -> None:
     (server.tmp / "work").mkdir()
     opened = server.result(
-        "session/open", {"sessionId": "w", "cwd": "work", "env": {"MODE": "test"}}
+        "session/open", SessionOpenParams(session_id="w", cwd="work", env={"MODE": "test"})
     )
-    assert opened == {"sessionId": "w", "cwd": str(server.tmp / "work")}
+    assert opened == SessionOpenResult(session_id="w", cwd=str(server.tmp / "work"))
     assert server.bash("pwd; echo $MODE", session_id="w").output == f"{server.tmp}/work\ntest\n"
-    auto = server.result("session/open", {})
-    assert auto["sessionId"] and auto["sessionId"] != "w"
+    auto = server.typed(SessionOpenResult, "session/open", SessionOpenParams())
+    assert auto.session_id and auto.session_id != "w"
     listed = server.sessions()
     pid = listed["w"].pid
     assert listed["w"].state == "idle" and pid is not None and pid > 0
     server.bash("sleep 300 &", session_id="w")
-    assert server.result("session/close", {"sessionId": "w"}) == {"closed": True}
+    close_w = SessionCloseParams(session_id="w")
+    assert server.result("session/close", close_w) == SessionCloseResult(closed=True)
     assert wait_until(lambda: not server.owned_processes() or pid not in server.owned_processes())
-    assert server.result("session/close", {"sessionId": "w"}) == {"closed": False}
-    assert server.error("session/open", {"cwd": "missing-dir"}).code == ErrorCode.INVALID_PARAMS
+    assert server.result("session/close", close_w) == SessionCloseResult(closed=False)
+    assert (
+        server.error("session/open", SessionOpenParams(cwd="missing-dir")).code
+        == ErrorCode.INVALID_PARAMS
+    )
 
 
 def test_session_close_aborts_its_running_command(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "sleep 60", "sessionId": "x"})
+    ident = server.request("bash", BashParams(command="sleep 60", session_id="x"))
     time.sleep(0.3)
-    server.result("session/close", {"sessionId": "x"})
+    server.result("session/close", SessionCloseParams(session_id="x"))
     assert server.bash_result(ident, timeout=HANG_SECONDS).cancelled
 
 
@@ -297,7 +321,7 @@ def test_a_working_directory_that_is_not_utf8(server: InProcessServer) -> None:
     plain = server.bash("cd /tmp")
     assert plain.working_dir == "/tmp" and plain.working_dir_base64 is None
     assert server.bash("echo alive").output == "alive\n"
-    assert server.result("ping") == {}
+    assert server.result("ping") == EmptyResult()
 
 
 def test_tilde_means_home_on_pipes_and_ptys_alike(server: InProcessServer) -> None:
@@ -354,13 +378,13 @@ def test_an_env_the_kernel_cannot_exec_is_refused(server: InProcessServer) -> No
     count = EXEC_TOTAL_BYTES // len(longest) + 1
     too_many = {f"V{i}": longest for i in range(count)}
     for env, limit in (({"BIG": too_long}, "MAX_ARG_STRLEN"), (too_many, "ARG_MAX")):
-        error = server.error("session/open", {"sessionId": "big", "env": env})
+        error = server.error("session/open", SessionOpenParams(session_id="big", env=env))
         assert error.code == ErrorCode.INVALID_PARAMS and limit in error.message
-        error = server.error("bash", {"command": "echo ran", "env": env})
+        error = server.error("bash", BashParams(command="echo ran", env=env))
         assert error.code == ErrorCode.INVALID_PARAMS and limit in error.message
     assert "big" not in server.sessions()
     # The longest value the kernel takes is taken, and its session runs commands.
-    server.result("session/open", {"sessionId": "big", "env": {"BIG": longest}})
+    server.result("session/open", SessionOpenParams(session_id="big", env={"BIG": longest}))
     assert server.bash('echo "${#BIG}"', session_id="big").output == f"{len(longest)}\n"
     out = server.bash("bash -c 'echo \"${#BIG}\"'", env={"BIG": longest})
     assert out.output == f"{len(longest)}\n"
@@ -378,7 +402,7 @@ def _bash_c_error(command: str) -> str:
     )
 
 
-def test_errors_name_the_line_bash_c_would(spawn, tmp_path) -> None:
+def test_errors_name_the_line_bash_c_would(spawn: SpawnInProcess, tmp_path: Path) -> None:
     # An rc snapshot: a PTY command replays it first, a shell at its start.
     (tmp_path / "home" / ".bashrc").write_text("alias greet='echo hello'\n")
     server = spawn()

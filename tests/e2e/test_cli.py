@@ -16,6 +16,8 @@ import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
+from protocol.methods import BashParams
+from tests.conftest import SpawnProcess
 from tests.rpc import marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -126,11 +128,13 @@ def test_the_summary_names_the_command_that_prints_the_artifact(tmp_path: Path) 
     assert missing.stderr.decode() == messages.CLI_ERROR.format(message=message) + "\n"
 
 
-def test_no_sandbox_is_an_error_never_an_unsandboxed_shell(spawn_process, tmp_path: Path) -> None:
+def test_no_sandbox_is_an_error_never_an_unsandboxed_shell(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
     """Without bwrap on PATH: -32006 for the command, and `exec --sandbox` exits 2."""
     reason = messages.SANDBOX_UNAVAILABLE.format(reason=messages.SANDBOX_NO_BWRAP)
     server = spawn_process("--sandbox", "read-only", env={"PATH": "/nonexistent"})
-    error = server.error("bash", {"command": "touch ran"})
+    error = server.error("bash", BashParams(command="touch ran"))
     assert error.code == ErrorCode.SANDBOX_UNAVAILABLE and error.message == reason
     assert not (tmp_path / "ran").exists()
     proc = subprocess.run(

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import ErrorCode
+from protocol.methods import AbortBashParams, BashParams
 from server.output.artifactroot import workspace_key
+from tests.conftest import SpawnProcess
 from tests.rpc import ServerProcess, owned_processes, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -25,7 +28,7 @@ def server(process: ServerProcess) -> ServerProcess:
 
 
 @pytest.fixture
-def spawn(spawn_process):  # type: ignore[no-untyped-def]
+def spawn(spawn_process: SpawnProcess) -> SpawnProcess:
     return spawn_process
 
 
@@ -51,7 +54,7 @@ def assert_all_gone(server_pid: int) -> None:
 
 def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
     start_escapees(server)
-    running = server.request("bash", {"command": "sleep 60"})
+    running = server.request("bash", BashParams(command="sleep 60"))
     time.sleep(0.2)
     started = time.monotonic()
     assert server.close(timeout=EXIT_BOUND_SECONDS) == 0
@@ -64,10 +67,10 @@ def test_eof_shuts_down_and_kills_everything(server: ServerProcess) -> None:
 def test_shutdown_then_exit(server: ServerProcess) -> None:
     start_escapees(server)
     reply = server.call("shutdown")
-    assert "result" in reply and reply["result"] is None
+    assert reply.error is None and bytes(reply.result) == b"null"
     assert_all_gone(server.server_pid)
-    reply = server.call("bash", {"command": "echo late"})
-    assert reply["error"]["code"] == -32004
+    late = server.error("bash", BashParams(command="echo late"))
+    assert late.code == ErrorCode.SHUTTING_DOWN
     server.notify("exit")
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
 
@@ -81,7 +84,9 @@ def test_signals_shut_down_cleanly(server: ServerProcess, sig: signal.Signals) -
 
 
 @pytest.mark.stdio_only("a daemon's runtime directory outlives each connection, by design")
-def test_temporary_files_are_removed_and_artifacts_kept(spawn, tmp_path: Path) -> None:
+def test_temporary_files_are_removed_and_artifacts_kept(
+    spawn: SpawnProcess, tmp_path: Path
+) -> None:
     private_tmp = tmp_path / "tmpdir"
     private_tmp.mkdir()
     server = spawn(env={"TMPDIR": str(private_tmp)})
@@ -124,7 +129,7 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert missing.returncode == 2 and b"not found" in missing.stderr
 
 
-def test_config_values_take_effect(spawn, tmp_path: Path) -> None:
+def test_config_values_take_effect(spawn: SpawnProcess, tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
     cfg.write_text(
         "prefix = 'LANG_TEST=on'\n[env]\nFROM_CONFIG = 'yes'\n[output]\nmaxBytes = 2048\n"
@@ -140,7 +145,7 @@ def test_config_values_take_effect(spawn, tmp_path: Path) -> None:
     assert spilled.is_file()
 
 
-def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
+def test_default_config_file_is_read(spawn: SpawnProcess, tmp_path: Path) -> None:
     (tmp_path / "config" / "bashrpc").mkdir(parents=True)
     (tmp_path / "config" / "bashrpc" / "config.toml").write_text("[env]\nDEFAULTED = 'from-xdg'\n")
     server = spawn()
@@ -148,7 +153,7 @@ def test_default_config_file_is_read(spawn, tmp_path: Path) -> None:
 
 
 def test_excluded_variables_are_gone_from_the_servers_own_environment(
-    spawn_process, tmp_path: Path
+    spawn_process: SpawnProcess, tmp_path: Path
 ) -> None:
     """A command can read its parent's initial environment: the server starts again
     without the excluded variables, so /proc/$PPID/environ does not hold them."""
@@ -159,21 +164,23 @@ def test_excluded_variables_are_gone_from_the_servers_own_environment(
     assert "BASHRPC_TEST_TOKEN" not in out.output and "PATH=" in out.output
 
 
-def test_kill_grace_is_configurable(spawn, tmp_path: Path) -> None:
+def test_kill_grace_is_configurable(spawn: SpawnProcess, tmp_path: Path) -> None:
     cfg = tmp_path / "grace.toml"
     cfg.write_text("[kill]\ngraceSeconds = 0.3\n")
     server = spawn("--config", str(cfg))
-    ident = server.request("bash", {"command": "bash -c 'trap \"\" TERM; echo armed; sleep 60'"})
-    server.wait_for(lambda m: m.get("method") == "bash/chunk")
+    ident = server.request(
+        "bash", BashParams(command="bash -c 'trap \"\" TERM; echo armed; sleep 60'")
+    )
+    server.wait_for(lambda m: m.method == "bash/chunk")
     started = time.monotonic()
-    server.result("abort_bash", {"requestId": ident})
+    server.result("abort_bash", AbortBashParams(request_id=ident))
     assert server.bash_result(ident).cancelled
     # Below the default 2 s grace: the configured 0.3 s was used.
     assert time.monotonic() - started < 1.9
     assert not [c for c in server.owned_commands() if "sleep 60" in c]
 
 
-def test_env_exclude_keeps_secrets_out_of_commands(spawn, tmp_path: Path) -> None:
+def test_env_exclude_keeps_secrets_out_of_commands(spawn: SpawnProcess, tmp_path: Path) -> None:
     cfg = tmp_path / "env.toml"
     cfg.write_text("[env]\nexclude = ['*TOKEN*', '*_KEY']\nVISIBLE = 'yes'\n")
     secrets = {"GITHUB_TOKEN": "ghp", "OPENAI_API_KEY": "sk", "PLAIN": "ok"}
@@ -189,7 +196,7 @@ def test_env_exclude_keeps_secrets_out_of_commands(spawn, tmp_path: Path) -> Non
     assert bad.returncode == 2 and b"env.exclude" in bad.stderr
 
 
-def test_commands_get_default_signals_whatever_the_server_inherited(spawn) -> None:
+def test_commands_get_default_signals_whatever_the_server_inherited(spawn: SpawnProcess) -> None:
     def careless_parent() -> None:
         # What nohup, perf or an editor's launcher may leave a child: an ignored
         # signal (bash cannot even trap one ignored at entry) and blocked ones.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,9 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from protocol import messages
+from protocol.client import result_of
+from protocol.envelope import Request, ServerMessage, encode
+from protocol.methods import AbortBashParams, AbortBashResult, BashParams, SessionListResult
 from tests.rpc import ServerProcess, marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -21,6 +24,9 @@ pytestmark = pytest.mark.slow
 
 # Shutdown promises 3 s; the bound only catches a hang.
 EXIT_BOUND_SECONDS = 10.0
+
+_decode_message = msgspec.json.Decoder(ServerMessage).decode
+_decode_line = msgspec.json.Decoder(ServerMessage | list[ServerMessage]).decode
 
 
 def test_children_never_hold_the_protocol_pipes(process: ServerProcess) -> None:
@@ -45,7 +51,16 @@ def test_stdout_carries_only_protocol_lines(process: ServerProcess) -> None:
     process.bash("echo to-stdout; echo to-stderr >&2; exec 1>&2; echo more")
     process.close()
     assert process.garbage == []
-    assert all(isinstance(json.loads(line), (dict, list)) for line in process.raw_lines)
+    assert all(is_protocol_line(line) for line in process.raw_lines)
+
+
+def is_protocol_line(line: bytes) -> bool:
+    """A line is one JSON-RPC message, or a batch's replies."""
+    try:
+        _decode_line(line)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def run_server(tmp_path: Path, **stdin: Any) -> subprocess.CompletedProcess[bytes]:
@@ -61,12 +76,11 @@ def run_server(tmp_path: Path, **stdin: Any) -> subprocess.CompletedProcess[byte
 
 def test_requests_from_a_file_are_answered(tmp_path: Path) -> None:
     requests = tmp_path / "requests.jsonl"
-    lines = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in (1, 2)]
-    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    requests.write_bytes(b"".join(encode(Request(id=n, method="ping")) for n in (1, 2)))
     with open(requests, "rb") as stdin:
         done = run_server(tmp_path, stdin=stdin)
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [1, 2]
+    assert [_decode_message(line).id for line in done.stdout.splitlines()] == [1, 2]
 
 
 def test_stdin_that_cannot_be_polled_is_read_to_its_end(tmp_path: Path) -> None:
@@ -82,9 +96,9 @@ def test_shutdown_during_the_rc_capture_is_not_blamed_on_the_rc(tmp_path: Path) 
     home.mkdir()
     # The capture is still sourcing this when the input ends.
     (home / ".bashrc").write_text("sleep 30\n")
-    done = run_server(tmp_path, input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    done = run_server(tmp_path, input=encode(Request(id=1, method="ping")))
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["id"] == 1
+    assert _decode_message(done.stdout).id == 1
     rc_blamed = messages.SNAPSHOT_FAILED.split("{", 1)[0].encode()
     assert rc_blamed not in done.stderr, done.stderr
 
@@ -107,16 +121,17 @@ def test_an_abort_gets_through_to_a_client_that_stopped_reading(process: ServerP
     stdout, `session/list` and `abort_bash` are still read, and the abort acts."""
     # Unique: the same case runs over stdio and attach at once, on other workers.
     marker = f"flood-marker-{uuid.uuid4().hex}"
-    flood = process.request("bash", {"command": f"yes {marker}", "sessionId": "flood"})
-    process.wait_for(lambda m: m.get("method") == "bash/chunk", timeout=EXIT_BOUND_SECONDS)
+    flood = process.request("bash", BashParams(command=f"yes {marker}", session_id="flood"))
+    process.wait_for(lambda m: m.method == "bash/chunk", timeout=EXIT_BOUND_SECONDS)
     (producer,) = marked_processes(marker)
     process.pause_reading()
     # Stdout and the server's queue are full once the server stops taking the output.
     assert wait_until(stopped_writing(producer), timeout=EXIT_BOUND_SECONDS, interval=0.1)
     listed = process.request("session/list")
-    abort = process.request("abort_bash", {"sessionId": "flood"})
+    abort = process.request("abort_bash", AbortBashParams(session_id="flood"))
     assert wait_until(lambda: not marked_processes(marker), timeout=EXIT_BOUND_SECONDS)
     process.resume_reading()
-    assert process.response(abort)["result"] == {"aborted": True}
-    assert "sessions" in process.response(listed)["result"]
+    assert result_of(process.response(abort), AbortBashResult) == AbortBashResult(aborted=True)
+    sessions = result_of(process.response(listed), SessionListResult).sessions
+    assert "flood" in {s.session_id for s in sessions}
     assert process.bash_result(flood).cancelled

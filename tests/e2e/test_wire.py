@@ -2,66 +2,110 @@
 
 from __future__ import annotations
 
+import json
 import time
 
+import msgspec
+
 from protocol import messages
+from protocol.client import result_of
+from protocol.envelope import ErrorObject, RequestId, ServerMessage
 from protocol.errors import ErrorCode
+from protocol.mcp import EmptyResult, ToolsCallParams
+from protocol.methods import (
+    AbortBashParams,
+    AbortBashResult,
+    BashParams,
+    BashResult,
+    PtyInputParams,
+    PtyOutput,
+    SessionListResult,
+)
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
+from tests.rpc import wait_until
+
+# How long a batch's one reply line may take to come back.
+BATCH_REPLY_SECONDS = 30.0
+
+_decode_batch_reply = msgspec.json.Decoder(list[ServerMessage]).decode
 
 
-def error_of(reply: dict) -> dict:
-    assert "error" in reply, reply
-    return reply["error"]
+def error_of(reply: ServerMessage) -> ErrorObject:
+    assert reply.error is not None, reply
+    return reply.error
+
+
+def send_json(server: InProcessServer, value: object) -> None:
+    """Any JSON value as one line: the hand-made requests these tests are about."""
+    server.send_raw(json.dumps(value).encode() + b"\n")
+
+
+def batch_reply(
+    server: InProcessServer, timeout: float = BATCH_REPLY_SECONDS
+) -> list[ServerMessage]:
+    """The first batch reply the server wrote, as the one array it is (the client
+    hands its members on one by one)."""
+
+    def batch_line() -> bytes | None:
+        return next((line for line in server.raw_lines if line.lstrip().startswith(b"[")), None)
+
+    assert wait_until(lambda: batch_line() is not None, timeout=timeout), "no batch reply"
+    line = batch_line()
+    assert line is not None
+    return _decode_batch_reply(line)
 
 
 def test_parse_error_has_null_id(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":\n')
     reply = server.next_message()
-    assert reply["id"] is None
-    assert error_of(reply)["code"] == ErrorCode.PARSE_ERROR
+    assert reply.id is None
+    assert error_of(reply).code == ErrorCode.PARSE_ERROR
 
 
 def test_invalid_request(server: InProcessServer) -> None:
-    server.send({"jsonrpc": "1.0", "id": 5, "method": "bash"})
+    send_json(server, {"jsonrpc": "1.0", "id": 5, "method": "bash"})
     reply = server.response(5)
-    assert error_of(reply)["code"] == ErrorCode.INVALID_REQUEST
+    assert error_of(reply).code == ErrorCode.INVALID_REQUEST
 
 
 def test_method_not_found(server: InProcessServer) -> None:
-    err = error_of(server.call("no/such/method"))
-    assert err["code"] == ErrorCode.METHOD_NOT_FOUND
-    assert err["message"] == messages.METHOD_NOT_FOUND
+    err = server.error("no/such/method")
+    assert err.code == ErrorCode.METHOD_NOT_FOUND
+    assert err.message == messages.METHOD_NOT_FOUND
 
 
 def test_invalid_params_names_the_field(server: InProcessServer) -> None:
-    err = error_of(server.call("bash", {"command": 5}))
-    assert err["code"] == ErrorCode.INVALID_PARAMS
-    assert "$.command" in err["data"]
-    err = error_of(server.call("bash", {"command": "true", "colour": "blue"}))
-    assert "colour" in err["data"]
-    err = error_of(server.call("bash", {}))
-    assert "command" in err["data"]
+    err = server.error_raw("bash", {"command": 5})
+    assert err.code == ErrorCode.INVALID_PARAMS
+    assert "$.command" in err.data
+    err = server.error_raw("bash", {"command": "true", "colour": "blue"})
+    assert "colour" in err.data
+    err = server.error_raw("bash", {})
+    assert "command" in err.data
 
 
 def test_invalid_params_message_says_what_and_where(server: InProcessServer) -> None:
-    """Clients show the message, not `data`: the message names the field and the value."""
-    cases: list[tuple[str, dict[str, object], str]] = [
+    """Clients show the message, not `data`: the message names the field and the value.
+    Params of the wrong shape go out raw; a tool call is well-typed up to its
+    arguments, which are the tool's own JSON."""
+    cases: list[tuple[str, msgspec.Struct | dict[str, object], str]] = [
         ("bash", {"command": "x", "timeout": "30"}, 'timeout: expected a number or null, got "30"'),
         ("bash", {"command": 5}, "command: expected a string, got 5"),
         ("bash", {}, "command: required field missing"),
         (
             "bash",
-            {"command": "a\u0000b"},
+            BashParams(command="a\u0000b"),
             'command: expected a string without NUL characters, got "a\\u0000b"',
         ),
         ("artifact/read", {"id": "7"}, 'id: expected an integer, got "7"'),
         ("session/open", {"sandbox": "open"}, "sandbox: invalid enum value 'open'"),
         (
             "tools/call",
-            {"name": "bash", "arguments": {"command": ["ls"]}},
+            ToolsCallParams(name="bash", arguments=msgspec.Raw(b'{"command":["ls"]}')),
             'command: expected a string, got ["ls"]',
         ),
-        ("tools/call", {"name": "python"}, "unknown tool: python"),
+        ("tools/call", ToolsCallParams(name="python"), "unknown tool: python"),
         (
             "initialize",
             {"protocolVersion": "1", "initializationOptions": {"toolNames": "read"}},
@@ -69,24 +113,27 @@ def test_invalid_params_message_says_what_and_where(server: InProcessServer) -> 
         ),
     ]
     for method, params, reason in cases:
-        err = error_of(server.call(method, params))
-        assert err["code"] == ErrorCode.INVALID_PARAMS
-        assert err["message"] == messages.invalid_params(reason), (method, params)
-        assert err["data"]
+        if isinstance(params, msgspec.Struct):
+            err = server.error(method, params)
+        else:
+            err = server.error_raw(method, params)
+        assert err.code == ErrorCode.INVALID_PARAMS
+        assert err.message == messages.invalid_params(reason), (method, params)
+        assert err.data
 
 
 def test_env_names_must_be_identifiers(server: InProcessServer) -> None:
     for bad in ["A;B", "1X", "$(touch x)", "A B", ""]:
-        err = error_of(server.call("bash", {"command": "true", "env": {bad: "1"}}))
-        assert err["code"] == ErrorCode.INVALID_PARAMS
-        assert "env" in err["data"]
+        err = server.error("bash", BashParams(command="true", env={bad: "1"}))
+        assert err.code == ErrorCode.INVALID_PARAMS
+        assert "env" in err.data
     assert not (server.tmp / "x").exists()
 
 
 def test_nul_in_command_is_invalid_params(server: InProcessServer) -> None:
-    err = error_of(server.call("bash", {"command": "echo a\u0000b"}))
-    assert err["code"] == ErrorCode.INVALID_PARAMS
-    assert err["data"] == messages.FIELD_HAS_NUL.format(field="command")
+    err = server.error("bash", BashParams(command="echo a\u0000b"))
+    assert err.code == ErrorCode.INVALID_PARAMS
+    assert err.data == messages.FIELD_HAS_NUL.format(field="command")
 
 
 def test_huge_line_is_refused_and_the_next_request_is_served(server: InProcessServer) -> None:
@@ -95,18 +142,17 @@ def test_huge_line_is_refused_and_the_next_request_is_served(server: InProcessSe
     )
     server.send_raw(big + b'"}}\n')
     reply = server.next_message()
-    assert reply["id"] is None
-    assert error_of(reply) == {
-        "code": ErrorCode.INVALID_REQUEST,
-        "message": messages.MESSAGE_TOO_LARGE,
-    }
+    assert reply.id is None
+    assert error_of(reply) == ErrorObject(
+        code=ErrorCode.INVALID_REQUEST, message=messages.MESSAGE_TOO_LARGE
+    )
     assert server.bash("echo still here").output == "still here\n"
 
 
-def test_line_limit_is_configurable(spawn) -> None:
+def test_line_limit_is_configurable(spawn: SpawnInProcess) -> None:
     server = spawn("maxLineBytes = 2048")
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"' + b"y" * 3000 + b'"}\n')
-    assert error_of(server.next_message())["message"] == messages.MESSAGE_TOO_LARGE
+    assert error_of(server.next_message()).message == messages.MESSAGE_TOO_LARGE
     assert server.bash("echo ok").output == "ok\n"
 
 
@@ -130,54 +176,55 @@ def test_batch_answers_each_member_and_skips_notifications(server: InProcessServ
         {"jsonrpc": "2.0", "method": "session/list"},
         {"jsonrpc": "2.0", "id": "c", "method": "session/list"},
     ]
-    server.send(batch)
-    reply = server.wait_for(lambda m: isinstance(m, list))
-    by_id = {r["id"]: r for r in reply}
+    send_json(server, batch)
+    reply = batch_reply(server)
+    by_id = {r.id: r for r in reply}
     assert len(reply) == 4
-    assert by_id["a"]["result"]["output"] == "A\n"
-    assert by_id["b"]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
-    assert by_id[None]["error"]["code"] == ErrorCode.INVALID_REQUEST
-    assert "sessions" in by_id["c"]["result"]
+    assert result_of(by_id["a"], BashResult).output == "A\n"
+    assert error_of(by_id["b"]).code == ErrorCode.METHOD_NOT_FOUND
+    assert error_of(by_id[None]).code == ErrorCode.INVALID_REQUEST
+    result_of(by_id["c"], SessionListResult)  # raises unless it is a session list
 
 
 def test_empty_batch_and_notification_only_batch(server: InProcessServer) -> None:
     server.send_raw(b"[]\n")
-    assert error_of(server.next_message())["code"] == ErrorCode.INVALID_REQUEST
-    server.send([{"jsonrpc": "2.0", "method": "session/list"}])
-    server.send({"jsonrpc": "2.0", "id": "after", "method": "session/list"})
+    assert error_of(server.next_message()).code == ErrorCode.INVALID_REQUEST
+    send_json(server, [{"jsonrpc": "2.0", "method": "session/list"}])
+    server.request("session/list", id="after")
     reply = server.next_message()
-    assert reply["id"] == "after"  # the notification-only batch got no reply
+    assert reply.id == "after"  # the notification-only batch got no reply
 
 
 def test_notifications_are_never_answered(server: InProcessServer) -> None:
     server.notify("no/such/method")
-    server.notify("bash", {"command": 5})
-    server.send({"jsonrpc": "2.0", "id": 1, "method": "session/list"})
-    assert server.next_message()["id"] == 1
+    send_json(server, {"jsonrpc": "2.0", "method": "bash", "params": {"command": 5}})
+    server.request("session/list", id=1)
+    assert server.next_message().id == 1
 
 
 def test_ids_keep_their_type(server: InProcessServer) -> None:
-    for ident in ["1", 1, "", -5, 2**53]:
+    idents: list[RequestId] = ["1", 1, "", -5, 2**53]
+    for ident in idents:
         server.request("session/list", id=ident)
         reply = server.next_message()
-        assert reply["id"] == ident and type(reply["id"]) is type(ident)
+        assert reply.id == ident and type(reply.id) is type(ident)
 
 
-def test_batch_members_count_as_requests_in_flight(spawn) -> None:
+def test_batch_members_count_as_requests_in_flight(spawn: SpawnInProcess) -> None:
     server = spawn("[sessions]\nmaxShells = 4\n")
     batch = [
         {"jsonrpc": "2.0", "id": i, "method": "bash", "params": {"command": "sleep 2", "pty": True}}
         for i in range(300)
     ]
-    server.send(batch)
-    reply = server.wait_for(lambda m: isinstance(m, list), timeout=60)
+    send_json(server, batch)
+    reply = batch_reply(server, timeout=60)
     assert len(reply) == 300
-    codes = [r["error"]["code"] if "error" in r else 0 for r in reply]
+    codes = [r.error.code if r.error is not None else 0 for r in reply]
     # 256 in flight at most; of those, PTYs count toward the hard shell limit (2 x 4).
     assert codes.count(ErrorCode.SERVER_BUSY) >= 300 - 256
     assert 1 <= codes.count(0) <= 8
     assert codes.count(ErrorCode.TOO_MANY_SHELLS) >= 256 - 8
-    assert server.result("ping") == {}
+    assert server.result("ping") == EmptyResult()
 
 
 def test_invalid_utf8_in_a_string_or_a_key_is_a_parse_error(server: InProcessServer) -> None:
@@ -187,20 +234,24 @@ def test_invalid_utf8_in_a_string_or_a_key_is_a_parse_error(server: InProcessSer
     ):
         server.send_raw(line)
         reply = server.next_message()
-        assert reply["id"] is None and error_of(reply)["code"] == ErrorCode.PARSE_ERROR
+        assert reply.id is None and error_of(reply).code == ErrorCode.PARSE_ERROR
     assert "Traceback" not in server.stderr()
     assert server.bash("echo fine").output == "fine\n"
 
 
 def test_pty_input_never_stalls_the_reader(server: InProcessServer) -> None:
-    ident = server.request("bash", {"command": "stty raw -echo; echo ready; sleep 20", "pty": True})
+    ident = server.request(
+        "bash", BashParams(command="stty raw -echo; echo ready; sleep 20", pty=True)
+    )
     server.receive_until(
-        lambda: any(m["params"]["requestId"] == ident for m in server.notifications("pty/output")),
+        lambda: any(o.request_id == ident for o in server.notified("pty/output", PtyOutput)),
         timeout=10,
     )
-    server.request("pty/input", {"requestId": ident, "data": "x" * 200_000})
+    server.request("pty/input", PtyInputParams(request_id=ident, data="x" * 200_000))
     started = time.monotonic()
-    assert server.result("ping", timeout=5) == {}
-    assert server.result("abort_bash", {"requestId": ident}, timeout=5) == {"aborted": True}
+    assert server.result("ping", timeout=5) == EmptyResult()
+    assert server.result(
+        "abort_bash", AbortBashParams(request_id=ident), timeout=5
+    ) == AbortBashResult(aborted=True)
     assert time.monotonic() - started < 5
     assert server.bash_result(ident, timeout=10).cancelled

@@ -11,16 +11,28 @@ import collections
 import itertools
 import json
 import time
-from typing import Any
+import weakref
+from typing import Any, Literal
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol import mcp, messages, methods
+from protocol.client import result_of
+from protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
 from protocol.errors import ErrorCode
+from protocol.mcp import (
+    BashToolArguments,
+    CallToolResult,
+    CancelledParams,
+    EmptyResult,
+    ToolsCallParams,
+)
+from protocol.methods import AbortBashParams, BashParams, BashResult, SessionListResult
 from tests.inprocess import InProcessServer
-from tests.rpc import ServerProcess
+from tests.rpc import ServerProcess, wait_until
 
 # Examples per property; the README's figures count them. A property with a
 # thousand examples takes seconds, so those are `slow`: every full run has them.
@@ -70,6 +82,8 @@ DECLARED_METHODS = {
     *mcp.NOTIFICATIONS_FROM_CLIENT,
 }
 REPLY_BOUND_SECONDS = 10.0
+# What `ping` answers, as the server writes it.
+EMPTY_RESULT = msgspec.Raw(b"{}")
 
 _sentinels = itertools.count()
 json_values = st.recursive(
@@ -89,57 +103,87 @@ def usable_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def valid_reply(message: Any) -> bool:
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "id" not in message:
-        return False
-    if message["id"] is not None and not usable_id(message["id"]):
-        return False
-    if ("result" in message) == ("error" in message):
-        return False
-    if "error" in message:
-        error = message["error"]
-        return (
-            isinstance(error, dict)
-            and isinstance(error.get("code"), int)
-            and isinstance(error.get("message"), str)
-        )
-    return True
+class Reply(msgspec.Struct, forbid_unknown_fields=True):
+    """A valid JSON-RPC reply, member by member: an id that is usable or null, and
+    a result or an error object (a null error is none). Decoding is the check."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId | None
+    # Empty when absent; a null result is Raw(b"null").
+    result: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    error: ErrorObject | msgspec.UnsetType = msgspec.UNSET
 
 
-def exchange(server: InProcessServer, lines: list[bytes], expected_ids: list[Any]) -> list[Any]:
-    """Send lines then a sentinel; return the replies that arrived before the sentinel's."""
+_decode_message = msgspec.json.Decoder(ServerMessage).decode
+_decode_reply = msgspec.json.Decoder(Reply).decode
+_decode_members = msgspec.json.Decoder(list[msgspec.Raw]).decode
+# Per server, how many of its lines an exchange has checked.
+_checked: weakref.WeakKeyDictionary[InProcessServer, int] = weakref.WeakKeyDictionary()
+
+
+def valid_reply(raw: bytes) -> Reply:
+    try:
+        reply = _decode_reply(raw)
+    except msgspec.ValidationError as exc:
+        raise AssertionError(f"not a valid reply ({exc}): {raw!r}") from None
+    assert bool(reply.result) != (reply.error is not msgspec.UNSET), raw
+    return reply
+
+
+def replies_in(line: bytes, sentinel: str) -> list[Reply]:
+    """The replies one line from the server carries, each checked; a notification
+    and the sentinel's reply carry none."""
+    if line.lstrip().startswith(b"["):
+        members = _decode_members(line)
+        assert members, line
+        return [valid_reply(bytes(member)) for member in members]
+    message = _decode_message(line)
+    if message.method is not None or message.id == sentinel:
+        return []
+    return [valid_reply(line)]
+
+
+def error_of(message: ServerMessage) -> ErrorObject:
+    assert message.error is not None, message
+    return message.error
+
+
+def error_code(reply: Reply) -> int | None:
+    return None if isinstance(reply.error, msgspec.UnsetType) else reply.error.code
+
+
+def exchange(server: InProcessServer, lines: list[bytes], expected_ids: list[Any]) -> list[Reply]:
+    """Send lines then a sentinel; once every expected id is answered, return the
+    replies (but the sentinel's) that the server wrote since the last exchange.
+
+    Each line is checked as the server wrote it (a batch's reply is one array);
+    a reply that comes later is checked in the next exchange."""
     sentinel = f"sentinel-{next(_sentinels)}"
-    first = len(server.messages)
+    first = _checked.get(server, 0)
     payload = b"".join(line + b"\n" for line in lines)
-    payload += json.dumps({"jsonrpc": "2.0", "id": sentinel, "method": "ping"}).encode() + b"\n"
+    payload += encode(Request(id=sentinel, method="ping"))
     server.send_raw(payload)
     server.response(sentinel, timeout=REPLY_BOUND_SECONDS)
-    deadline = time.monotonic() + REPLY_BOUND_SECONDS
 
-    def answered(ident: Any) -> int:
-        count = 0
-        for message in server.messages[first:]:
-            for reply in message if isinstance(message, list) else [message]:
-                if isinstance(reply, dict) and "method" not in reply:
-                    same = reply.get("id") == ident and type(reply.get("id")) is type(ident)
-                    count += same
-        return count
+    def replies_since() -> list[Reply]:
+        return [reply for line in server.raw_lines[first:] for reply in replies_in(line, sentinel)]
+
+    def answered(replies: list[Reply], ident: Any) -> int:
+        return sum(reply.id == ident and type(reply.id) is type(ident) for reply in replies)
+
+    def all_answered() -> bool:
+        replies = replies_since()
+        return all(answered(replies, i) for i in expected_ids)
 
     # Batches are answered from their own task, possibly after the sentinel.
-    while any(answered(i) == 0 for i in expected_ids) and time.monotonic() < deadline:
-        server.next_message(deadline - time.monotonic())
+    wait_until(all_answered, timeout=REPLY_BOUND_SECONDS)
+    end = len(server.raw_lines)
     replies = [
-        m
-        for m in server.messages[first:]
-        if not (isinstance(m, dict) and ("method" in m or m.get("id") == sentinel))
+        reply for line in server.raw_lines[first:end] for reply in replies_in(line, sentinel)
     ]
-    for message in replies:
-        if isinstance(message, list):
-            assert message and all(valid_reply(r) for r in message), message
-        else:
-            assert valid_reply(message), message
+    _checked[server] = end
     for ident in expected_ids:
-        assert answered(ident) == 1, (ident, replies)
+        assert answered(replies, ident) == 1, (ident, replies)
     assert server.garbage == []
     return replies
 
@@ -176,11 +220,12 @@ def test_valid_envelopes_with_random_params(
     ident = f"params-{next(_sentinels)}"
     request = {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
     [reply] = exchange(server, [json.dumps(request).encode()], [ident])
+    code = error_code(reply)
     if not isinstance(params, (dict, list)):
-        assert reply["error"]["code"] == ErrorCode.INVALID_REQUEST
-    elif "error" in reply:
-        assert reply["error"]["code"] in {int(c) for c in ErrorCode}
-        assert reply["error"]["code"] != ErrorCode.INTERNAL_ERROR, reply
+        assert code == ErrorCode.INVALID_REQUEST
+    elif code is not None:
+        assert code in {int(c) for c in ErrorCode}
+        assert code != ErrorCode.INTERNAL_ERROR, reply
 
 
 @prop("random methods")
@@ -190,7 +235,7 @@ def test_random_method_names(server: InProcessServer, method: str) -> None:
     request = {"jsonrpc": "2.0", "id": ident, "method": method}
     [reply] = exchange(server, [json.dumps(request).encode()], [ident])
     if method not in DECLARED_METHODS:
-        assert reply["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+        assert error_code(reply) == ErrorCode.METHOD_NOT_FOUND
 
 
 @pytest.mark.slow
@@ -230,12 +275,12 @@ def test_ids_of_every_json_type(server: InProcessServer, ident: Any) -> None:
     replies = exchange(server, [json.dumps(request).encode()], expected)
     assert len(replies) == 1
     if usable_id(ident):
-        assert replies[0] == {"jsonrpc": "2.0", "id": ident, "result": {}}
+        assert replies[0] == Reply(jsonrpc="2.0", id=ident, result=EMPTY_RESULT)
     elif ident is None:
-        assert replies[0] == {"jsonrpc": "2.0", "id": None, "result": {}}
+        assert replies[0] == Reply(jsonrpc="2.0", id=None, result=EMPTY_RESULT)
     else:
-        assert replies[0]["id"] is None
-        assert replies[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+        assert replies[0].id is None
+        assert error_code(replies[0]) == ErrorCode.INVALID_REQUEST
 
 
 # -- hand-written cases --------------------------------------------------------
@@ -245,43 +290,43 @@ def test_a_100_mib_line(server: InProcessServer) -> None:
     line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"y" * (100 << 20) + b'"}}'
     server.send_raw(line + b"\n")
     reply = server.next_message()
-    assert reply["error"] == {
-        "code": ErrorCode.INVALID_REQUEST,
-        "message": messages.MESSAGE_TOO_LARGE,
-    }
-    assert server.result("ping") == {}
+    assert reply.error == ErrorObject(
+        code=ErrorCode.INVALID_REQUEST, message=messages.MESSAGE_TOO_LARGE
+    )
+    assert server.result("ping") == EmptyResult()
 
 
 def test_last_line_without_newline_at_eof(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":"last","method":"session/list"}')
     assert server.close() == 0
-    assert "sessions" in server.response("last", timeout=1)["result"]
+    # Decoding is the check: the reply is a session list.
+    result_of(server.response("last", timeout=1), SessionListResult)
 
 
 def test_invalid_utf8_and_nul_bytes(server: InProcessServer) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}\n')
-    assert server.next_message()["error"]["code"] == ErrorCode.PARSE_ERROR
+    assert error_of(server.next_message()).code == ErrorCode.PARSE_ERROR
     server.send_raw(b'{"jsonrpc":"2.0",\x00"id":2,"method":"ping"}\n')
-    assert server.next_message()["error"]["code"] == ErrorCode.PARSE_ERROR
-    reply = server.call("bash", {"command": "echo \u0000"})
-    assert reply["error"]["code"] == ErrorCode.INVALID_PARAMS
-    assert server.result("ping") == {}
+    assert error_of(server.next_message()).code == ErrorCode.PARSE_ERROR
+    error = server.error("bash", BashParams(command="echo \u0000"))
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert server.result("ping") == EmptyResult()
 
 
 def test_deeply_nested_json(server: InProcessServer) -> None:
     depth = 100_000
     server.send_raw(b"[" * depth + b"]" * depth + b"\n")
-    assert server.next_message()["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert error_of(server.next_message()).code == ErrorCode.INVALID_REQUEST
     nested = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":' + b"[" * depth + b"]" * depth
     server.send_raw(nested + b"}\n")
-    assert "error" in server.next_message()
-    assert server.result("ping") == {}
+    assert server.next_message().error is not None
+    assert server.result("ping") == EmptyResult()
 
 
 def test_duplicate_in_flight_ids(server: InProcessServer) -> None:
     for session in ("a", "b"):
         server.request(
-            "bash", {"command": f"sleep 0.3; echo {session}", "sessionId": session}, id=5
+            "bash", BashParams(command=f"sleep 0.3; echo {session}", session_id=session), id=5
         )
     outputs = sorted(server.bash_result(5).output for _ in range(2))
     assert outputs == ["a\n", "b\n"]
@@ -298,32 +343,38 @@ MAX_EXTRA_WAVES = 20
 
 def _race_wave(server: ServerProcess, idents: list[str], head_start: float) -> dict[str, int]:
     """Queue `idents` on one shell, abort them all after `head_start`; count the outcomes."""
+    arguments = msgspec.Raw(msgspec.json.encode(BashToolArguments(command="echo x")))
     for i, ident in enumerate(idents):
         if i % 2:
-            server.request("bash", {"command": "echo x"}, id=ident)
+            server.request("bash", BashParams(command="echo x"), id=ident)
         else:
-            arguments = {"command": "echo x"}
-            server.request("tools/call", {"name": "bash", "arguments": arguments}, id=ident)
+            server.request(
+                "tools/call", ToolsCallParams(name="bash", arguments=arguments), id=ident
+            )
     time.sleep(head_start)
     for i, ident in enumerate(idents):
         if i % 2:
-            server.request("abort_bash", {"requestId": ident})
+            server.request("abort_bash", AbortBashParams(request_id=ident))
         else:
-            server.notify("notifications/cancelled", {"requestId": ident})
+            server.notify("notifications/cancelled", CancelledParams(request_id=ident))
     outcomes = {"completed": 0, "cancelled": 0}
-    for ident in idents:
+    for i, ident in enumerate(idents):
         reply = server.response(ident, timeout=60)
-        if "error" in reply:
-            assert reply["error"]["code"] == ErrorCode.REQUEST_CANCELLED
+        if reply.error is not None:
+            assert reply.error.code == ErrorCode.REQUEST_CANCELLED
             outcomes["cancelled"] += 1
-        elif reply["result"].get("cancelled"):
-            outcomes["cancelled"] += 1
+            continue
+        if i % 2:
+            result = result_of(reply, BashResult)
+            if result.cancelled:
+                outcomes["cancelled"] += 1
+                continue
+            text = result.output
         else:
-            result = reply["result"]
-            text = result["output"] if "output" in result else result["content"][0]["text"]
-            # A command run after an aborted one is on a new shell, and says so.
-            assert text in ("x\n", f"{messages.SHELL_RESTARTED}\nx\n"), text
-            outcomes["completed"] += 1
+            text = result_of(reply, CallToolResult).content[0].text
+        # A command run after an aborted one is on a new shell, and says so.
+        assert text in ("x\n", f"{messages.SHELL_RESTARTED}\nx\n"), text
+        outcomes["completed"] += 1
     return outcomes
 
 
@@ -357,7 +408,7 @@ def test_aborts_and_cancels_racing_completion(process: ServerProcess) -> None:
     assert server.bash("echo healthy").output == "healthy\n"
     # Every request was answered once: the races, and each abort_bash.
     replies = collections.Counter(
-        json.dumps(m["id"]) for m in server.messages if "method" not in m and "id" in m
+        json.dumps(m.id) for m in server.messages if m.method is None and m.id is not msgspec.UNSET
     )
     assert [ident for ident, count in replies.items() if count != 1] == []
     assert sum(1 for ident in replies if ident.startswith('"race-')) == sent

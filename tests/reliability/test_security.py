@@ -7,15 +7,25 @@ import os
 import stat
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from protocol.errors import ErrorCode
-from protocol.mcp import ResourcesListResult
+from protocol.mcp import (
+    BashToolArguments,
+    ResourcesListResult,
+    ResourcesReadParams,
+    ToolsCallParams,
+)
+from protocol.methods import ArtifactReadParams, BashParams, SessionOpenParams
+from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 
 
 def make_artifact(server: InProcessServer) -> int:
-    return int(server.bash("seq 1 100000").artifact_id)
+    artifact_id = server.bash("seq 1 100000").artifact_id
+    assert artifact_id is not None
+    return artifact_id
 
 
 @pytest.mark.parametrize(
@@ -23,7 +33,8 @@ def make_artifact(server: InProcessServer) -> int:
     ["../../etc/passwd", "/etc/passwd", "1/../2", "%2e%2e%2f", "1.bash.log", -1, 1.5, None, [1]],
 )
 def test_artifact_read_takes_only_a_number(server: InProcessServer, artifact_id: object) -> None:
-    assert server.error("artifact/read", {"id": artifact_id}).code == ErrorCode.INVALID_PARAMS
+    error = server.error_raw("artifact/read", {"id": artifact_id})
+    assert error.code == ErrorCode.INVALID_PARAMS
 
 
 @pytest.mark.parametrize(
@@ -41,7 +52,8 @@ def test_artifact_read_takes_only_a_number(server: InProcessServer, artifact_id:
     ],
 )
 def test_resource_uris_cannot_escape(server: InProcessServer, uri: str) -> None:
-    assert server.error("resources/read", {"uri": uri}).code == ErrorCode.INVALID_PARAMS
+    error = server.error("resources/read", ResourcesReadParams(uri=uri))
+    assert error.code == ErrorCode.INVALID_PARAMS
 
 
 def test_planted_symlinks_and_fifos_are_not_followed(server: InProcessServer) -> None:
@@ -53,16 +65,17 @@ def test_planted_symlinks_and_fifos_are_not_followed(server: InProcessServer) ->
     os.symlink(directory / f"{real}.bash.log", directory / "901.bash.log")
     os.mkfifo(directory / "902.bash.log")
     for artifact_id in (900, 901, 902):
-        error = server.error("artifact/read", {"id": artifact_id})
+        error = server.error("artifact/read", ArtifactReadParams(id=artifact_id))
         assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
-        error = server.error("resources/read", {"uri": f"artifact://{artifact_id}"})
+        uri = f"artifact://{artifact_id}"
+        error = server.error("resources/read", ResourcesReadParams(uri=uri))
         assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
     listed = {r.uri for r in server.typed(ResourcesListResult, "resources/list").resources}
     assert listed == {f"artifact://{real}"}
-    assert "do not read" not in "".join(str(m) for m in server.messages)
+    assert b"do not read" not in b"".join(server.raw_lines)
 
 
-def test_modes_are_private(spawn, tmp_path: Path) -> None:
+def test_modes_are_private(spawn: SpawnInProcess, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     (home / ".bashrc").write_text("alias x='echo x'\n")
@@ -79,8 +92,8 @@ def test_modes_are_private(spawn, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["A;B", "$(touch pwned)", "A B", "`id`", "1X", "A=B", "", "é"])
 def test_bad_env_names_are_rejected(server: InProcessServer, name: str) -> None:
     for method, params in [
-        ("bash", {"command": "true", "env": {name: "1"}}),
-        ("session/open", {"sessionId": "s", "env": {name: "1"}}),
+        ("bash", BashParams(command="true", env={name: "1"})),
+        ("session/open", SessionOpenParams(session_id="s", env={name: "1"})),
     ]:
         assert server.error(method, params).code == ErrorCode.INVALID_PARAMS
     assert not (server.tmp / "pwned").exists()
@@ -102,14 +115,13 @@ def test_no_shell_syntax_through_request_fields(server: InProcessServer) -> None
     listed = list(server.sessions())
     assert session in listed
     for tool_cwd in (f"$(touch {tmp}/from-tool)", odd_dir.name):
-        server.call(
-            "tools/call", {"name": "bash", "arguments": {"command": "pwd", "cwd": tool_cwd}}
-        )
+        arguments = msgspec.json.encode(BashToolArguments(command="pwd", cwd=tool_cwd))
+        server.call("tools/call", ToolsCallParams(name="bash", arguments=msgspec.Raw(arguments)))
     leaked = sorted(p.name for p in tmp.iterdir() if p.name.startswith("from-"))
     assert leaked == []
 
 
-def test_prefix_is_applied_once_as_configured(spawn) -> None:
+def test_prefix_is_applied_once_as_configured(spawn: SpawnInProcess) -> None:
     server = spawn('prefix = "env PREFIXED=1"\n')
     out = server.bash('echo "[$PREFIXED]"; printenv PREFIXED').output
     # The prefix is the config owner's shell text, prepended to the command line;
