@@ -456,7 +456,7 @@ class ResourcesReadResult(Open):
 # -- notifications -------------------------------------------------------------
 
 
-class CancelledParams(Open):
+class CancelledParams(Open, omit_defaults=True):
     request_id: Annotated[RequestId, described("The request to cancel.")]
     reason: Annotated[str | None, described("Why, for the log.")] = None
 
