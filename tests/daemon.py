@@ -10,8 +10,10 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from protocol.mcp import HostOptions
+from protocol.mcpclient import initialize_params
 from server.daemon import socketpath
 from tests.rpc import (
     RpcClient,
@@ -24,6 +26,15 @@ from tests.rpc import (
 
 _sockets = itertools.count(1)
 DAEMON_STOP_SECONDS = 10.0
+
+C = TypeVar("C", bound=RpcClient)
+
+
+def introduce(client: C, client_id: str | None, scope: str | None = None) -> C:
+    """Name the connection's client (None: none) and the scope it joins, so its
+    sessions and requests outlive the connection."""
+    client.result("initialize", initialize_params(HostOptions(client_id=client_id, scope=scope)))
+    return client
 
 
 def fresh_socket(tmp: Path) -> Path:
@@ -148,6 +159,12 @@ class SocketClient(RpcClient):
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
+
+    def cut(self) -> None:
+        """The stream is gone at once, as when a launcher dies, with no request to
+        end. (shutdown first: a bare close would wait for the reader thread's recv.)"""
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
 
     def close(self) -> None:
         try:

@@ -296,13 +296,13 @@ class RpcClient:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> ErrorObject:
         """A method's error reply."""
-        return _error_of(self.call(method, params, timeout))
+        return error_of(self.call(method, params, timeout))
 
     def error_raw(
         self, method: str, params: object, timeout: float = DEFAULT_TIMEOUT
     ) -> ErrorObject:
         """The error reply to params that are any JSON value."""
-        return _error_of(self.call_raw(method, params, timeout))
+        return error_of(self.call_raw(method, params, timeout))
 
     def sessions(self) -> dict[str, SessionInfo]:
         return {s.session_id: s for s in self.typed(SessionListResult, "session/list").sessions}
@@ -347,7 +347,8 @@ class _RawRequest(msgspec.Struct):
 _raw_ids = (f"raw-{n}" for n in itertools.count(1))
 
 
-def _error_of(reply: ServerMessage) -> ErrorObject:
+def error_of(reply: ServerMessage) -> ErrorObject:
+    """A reply's error, which it must have."""
     assert reply.error is not None, reply
     return reply.error
 

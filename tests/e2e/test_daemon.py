@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -14,10 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.mcp import HostOptions
-from protocol.mcpclient import initialize_params
 from protocol.methods import BashParams
-from tests.daemon import DaemonProcess, SocketClient
+from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
@@ -176,13 +173,6 @@ def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def introduce(client: SocketClient, client_id: str | None) -> SocketClient:
-    """Name the connection's client (None: none), so its sessions outlive it."""
-    options = HostOptions(client_id=client_id)
-    client.result("initialize", initialize_params(options))
-    return client
-
-
 def test_a_client_finds_its_sessions_after_a_reconnect_and_others_do_not(
     spawn_daemon: SpawnDaemon,
 ) -> None:
@@ -252,13 +242,6 @@ def test_a_file_that_is_not_a_socket_is_never_replaced(tmp_path: Path) -> None:
     assert precious.read_text() == "keep me"
 
 
-def cut(client: SocketClient) -> None:
-    """The stream is gone at once, as when a launcher dies, with no request to end.
-    (shutdown first: a bare close would wait for the reader thread's recv.)"""
-    client.sock.shutdown(socket.SHUT_RDWR)
-    client.sock.close()
-
-
 def test_a_clients_running_command_lives_on_past_a_cut(
     spawn_daemon: SpawnDaemon, tmp_path: Path
 ) -> None:
@@ -268,7 +251,7 @@ def test_a_clients_running_command_lives_on_past_a_cut(
     first.bash("export KEPT=yes; cd /tmp")
     first.request("bash", BashParams(command=f"sleep 2; echo done > {finished}; export LATER=1"))
     assert wait_until(lambda: first.sessions()["default"].state == "busy")
-    cut(first)
+    first.cut()
     again = introduce(daemon.connect(), "rollout")
     assert wait_until(lambda: finished.exists(), timeout=20)
     assert wait_until(lambda: again.sessions()["default"].state == "idle")
@@ -287,7 +270,7 @@ def test_a_cut_connection_of_its_own_aborts_its_command(
         "bash", BashParams(command=f"exec -a daemon-own-mark sleep 3; touch {finished}")
     )
     assert wait_until(lambda: marked_processes("daemon-own-mark"))
-    cut(anonymous)
+    anonymous.cut()
     assert wait_until(lambda: not marked_processes("daemon-own-mark"), timeout=10)
     time.sleep(3.5)
     assert not finished.exists()
@@ -300,6 +283,6 @@ def test_a_detached_command_dies_with_its_sessions_at_the_end_of_the_grace(
     client = introduce(daemon.connect(), "short")
     client.request("bash", BashParams(command="exec -a daemon-detached-mark sleep 300"))
     assert wait_until(lambda: marked_processes("daemon-detached-mark"))
-    cut(client)
+    client.cut()
     assert wait_until(lambda: not marked_processes("daemon-detached-mark"), timeout=10)
     assert wait_until(lambda: daemon.owned_processes() == [], timeout=5)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,28 +9,14 @@ from typing import Any
 import pytest
 
 from protocol.envelope import RequestId
-from protocol.mcp import HostOptions
-from protocol.mcpclient import initialize_params
 from protocol.methods import BashAttachParams, BashParams, BashResult
-from tests.daemon import DaemonProcess, SocketClient
+from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, wait_until
 
 pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 GONE_BOUND_SECONDS = 10.0
-
-
-def introduce(client: SocketClient, client_id: str) -> SocketClient:
-    """Name the connection's client, so its commands outlive the connection."""
-    options = HostOptions(client_id=client_id)
-    client.result("initialize", initialize_params(options))
-    return client
-
-
-def cut(client: SocketClient) -> None:
-    client.sock.shutdown(socket.SHUT_RDWR)
-    client.sock.close()
 
 
 @pytest.fixture
@@ -52,7 +37,7 @@ def start_detached(
     command = f"exec -a {marker} sleep 300"
     ident = first.request("bash", BashParams(command=command, **fields), id=id)
     assert wait_until(lambda: marked_processes(marker))
-    cut(first)
+    first.cut()
     return ident
 
 

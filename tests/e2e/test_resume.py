@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from protocol.client import result_of
 from protocol.errors import ErrorCode
-from protocol.mcp import HostOptions
-from protocol.mcpclient import initialize_params
 from protocol.methods import (
     DEFAULT_SESSION_ID,
     BashAttachParams,
@@ -23,23 +19,19 @@ from protocol.methods import (
     BashResult,
     RequestInfo,
 )
-from tests.daemon import AttachProcess, DaemonProcess, SocketClient, fresh_socket, stop_daemon
+from tests.daemon import (
+    AttachProcess,
+    DaemonProcess,
+    fresh_socket,
+    introduce,
+    stop_daemon,
+)
 from tests.rpc import RpcClient, wait_until
 
 pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 STREAM_BOUND_SECONDS = 120.0
-
-
-C = TypeVar("C", bound=RpcClient)
-
-
-def introduce(client: C, client_id: str) -> C:
-    """Name the connection's client, so its requests outlive the connection."""
-    options = HostOptions(client_id=client_id)
-    client.result("initialize", initialize_params(options))
-    return client
 
 
 def drain(client: RpcClient) -> None:
@@ -114,16 +106,11 @@ def test_a_stream_cut_by_a_killed_bridge_resumes_whole(tmp_path: Path, socket_pa
         again.kill()
 
 
-def cut(client: SocketClient) -> None:
-    client.sock.shutdown(socket.SHUT_RDWR)
-    client.sock.close()
-
-
 def test_a_request_that_finished_while_detached_answers_at_once(daemon: DaemonProcess) -> None:
     first = introduce(daemon.connect(), "late")
     ident = first.request("bash", BashParams(command="echo one; sleep 1; echo two"))
     first.wait_for(lambda m: m.method == "bash/chunk")
-    cut(first)
+    first.cut()
     again = introduce(daemon.connect(), "late")
     assert wait_until(lambda: [r.state for r in requests_of(again)] == ["finished"], 20)
     [listed] = requests_of(again)
@@ -161,7 +148,7 @@ def test_a_reused_id_on_the_new_connection_leaves_the_held_request_alone(
     first = introduce(daemon.connect(), "reuse")
     first.request("bash", BashParams(command="echo held; sleep 1"), id=7)
     first.wait_for(lambda m: m.method == "bash/chunk")
-    cut(first)
+    first.cut()
     again = introduce(daemon.connect(), "reuse")
     fresh = again.bash_result(again.request("bash", BashParams(command="echo fresh"), id=7))
     assert fresh.output == "fresh\n"
@@ -178,7 +165,7 @@ def test_an_attach_replays_then_follows_a_command_still_running(
     first = introduce(daemon.connect(), "follower")
     ident = first.request("bash", BashParams(command=command))
     first.receive_until(lambda: len(first.chunks_for(ident)) >= 3, STREAM_BOUND_SECONDS)
-    cut(first)
+    first.cut()
     drain(first)
     before = first.chunks_for(ident)
     again = introduce(daemon.connect(), "follower")

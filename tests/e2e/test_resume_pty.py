@@ -26,8 +26,8 @@ from protocol.methods import (
     PtyScreenParams,
     PtySize,
 )
-from tests.daemon import AttachProcess, DaemonProcess, fresh_socket, stop_daemon
-from tests.e2e.test_resume import cut, drain, introduce, requests_of
+from tests.daemon import AttachProcess, DaemonProcess, fresh_socket, introduce, stop_daemon
+from tests.e2e.test_resume import drain, requests_of
 from tests.rpc import RpcClient, wait_until
 
 pytestmark = pytest.mark.slow
@@ -123,7 +123,7 @@ def test_another_client_cannot_reach_a_pty_its_own_next_connection_can(
     owner = introduce(daemon.connect(), "pty-owner")
     ident = owner.request("bash", BashParams(command="echo ready; read x; echo got:$x", pty=True))
     owner.receive_until(lambda: b"ready\r\n" in raw(outputs(owner, ident)))
-    cut(owner)
+    owner.cut()
     stranger = introduce(daemon.connect(), "pty-stranger")
     anonymous = daemon.connect()
     reaches: list[tuple[str, msgspec.Struct]] = [
@@ -156,7 +156,7 @@ def test_a_pty_request_that_finished_while_detached_answers_at_once(
     first = introduce(daemon.connect(), "pty-late")
     ident = first.request("bash", BashParams(command="echo one; sleep 1; echo two", pty=True))
     first.wait_for(lambda m: m.method == "pty/output")
-    cut(first)
+    first.cut()
     again = introduce(daemon.connect(), "pty-late")
     assert wait_until(lambda: [r.state for r in requests_of(again)] == ["finished"], 20)
     [listed] = requests_of(again)

@@ -9,28 +9,24 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 
 from protocol import messages
 from protocol.errors import ErrorCode
 from protocol.mcp import (
-    BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     BashStructured,
-    BashToolArguments,
-    CallToolResult,
     ConnectionSettings,
     HostOptions,
     InitializeParams,
     SandboxOverrides,
-    ToolsCallParams,
 )
+from protocol.mcpclient import initialize_params
 from protocol.methods import BashParams, SandboxMode, SessionOpenParams
 from tests.conftest import SpawnInProcess, SpawnProcess
-from tests.e2e.test_tools import text_of
+from tests.e2e.test_tools import call_tool, text_of
 from tests.inprocess import InProcessServer
-from tests.rpc import RpcClient, wait_until
+from tests.rpc import wait_until
 from tests.sandboxing import skip_without_sandbox
 
 EXIT_BOUND_SECONDS = 20.0
@@ -48,22 +44,12 @@ def sandboxed(
     return server
 
 
-def initialize_params(mode: SandboxMode | None = None) -> InitializeParams:
+def asking_for(mode: SandboxMode | None = None) -> InitializeParams:
     """An initialize; with a mode, one whose settings ask for that sandbox."""
     if mode is None:
-        return InitializeParams(protocol_version=LATEST_PROTOCOL_VERSION)
+        return initialize_params()
     settings = ConnectionSettings(sandbox=SandboxOverrides(mode=mode))
-    return InitializeParams(
-        protocol_version=LATEST_PROTOCOL_VERSION,
-        initialization_options=HostOptions(settings=settings),
-    )
-
-
-def call_tool(server: RpcClient, command: str) -> CallToolResult:
-    """The bash tool's result for `command`, as a host's model would call it."""
-    arguments = msgspec.Raw(msgspec.json.encode(BashToolArguments(command=command)))
-    params = ToolsCallParams(name=BASH_TOOL, arguments=arguments)
-    return server.typed(CallToolResult, "tools/call", params)
+    return initialize_params(HostOptions(settings=settings))
 
 
 @pytest.fixture
@@ -192,9 +178,9 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(
     server.result("session/open", SessionOpenParams(session_id="strict", sandbox="read-only"))
     assert server.bash("echo x > f", session_id="strict").sandbox_denied
     assert server.bash("echo x > f").exit_code == 0
-    error = server.error("initialize", initialize_params("off"))
+    error = server.error("initialize", asking_for("off"))
     assert error.code == ErrorCode.INVALID_PARAMS
-    server.result("initialize", initialize_params("read-only"))
+    server.result("initialize", asking_for("read-only"))
     result = call_tool(server, command="echo x > g")
     assert result.is_error and text_of(result).endswith("Command exited with code 1")
     structured = result.structured_content
@@ -206,16 +192,16 @@ def test_a_request_may_tighten_the_mode_but_not_loosen_it(
 def test_a_later_initialize_never_loosens_the_connections_sandbox(
     server: InProcessServer, tmp_path: Path
 ) -> None:
-    server.result("initialize", initialize_params("read-only"))
+    server.result("initialize", asking_for("read-only"))
     looser: SandboxMode
     for looser in ("off", "full", "workspace-write"):
-        error = server.error("initialize", initialize_params(looser))
+        error = server.error("initialize", asking_for(looser))
         assert error.code == ErrorCode.INVALID_PARAMS
         assert error.data == messages.SANDBOX_LOOSER_THAN_CONNECTION.format(
             requested=looser, current="read-only"
         )
     # Asking for no sandbox at all keeps the one the connection has.
-    server.result("initialize", initialize_params())
+    server.result("initialize", asking_for())
     empty = InitializeParams(
         protocol_version=LATEST_PROTOCOL_VERSION, initialization_options=HostOptions()
     )
@@ -249,7 +235,7 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
     assert error.code == ErrorCode.INVALID_PARAMS
     assert error.data == messages.SANDBOX_TIGHTEN_BUSY.format(session="busy", mode="read-only")
     # Nor an initialize that would tighten it; nothing changed, so default writes on.
-    strict = initialize_params("read-only")
+    strict = asking_for("read-only")
     assert server.error("initialize", strict).code == ErrorCode.INVALID_PARAMS
     assert server.bash("echo x > f && cat f").output == "x\n"
     server.abort(session_id="busy")
@@ -267,7 +253,7 @@ def test_a_stricter_mode_for_a_session_that_exists_restarts_its_shell_in_it(
 
 
 def test_an_unsandboxed_connection_can_ask_for_a_sandbox(server: InProcessServer) -> None:
-    server.result("initialize", initialize_params("workspace-write"))
+    server.result("initialize", asking_for("workspace-write"))
     structured = call_tool(server, command="touch /etc/nope").structured_content
     assert structured is not None and structured.sandbox_denied
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.mcp import ConnectionSettings, HostOptions, InitializeParams, SandboxOverrides
 from protocol.mcpclient import initialize_params
 from protocol.methods import BashAttachParams, BashParams, BashResult
-from tests.daemon import DaemonProcess, SocketClient
+from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox
 
@@ -27,16 +26,6 @@ def joining(
 ) -> InitializeParams:
     """An `initialize` that names the client and the scope it joins (None: neither)."""
     return initialize_params(HostOptions(client_id=client_id, scope=scope, settings=settings))
-
-
-def introduce(client: SocketClient, client_id: str | None, scope: str | None) -> SocketClient:
-    client.result("initialize", joining(client_id, scope))
-    return client
-
-
-def cut(client: SocketClient) -> None:
-    client.sock.shutdown(socket.SHUT_RDWR)
-    client.sock.close()
 
 
 @pytest.fixture
@@ -129,7 +118,7 @@ def test_a_scopes_detached_request_is_its_clients_to_resume(daemon: DaemonProces
     assert wait_until(lambda: marked_processes(marker))
     bob = introduce(daemon.connect(), "bob", "resume")
     bob_request = bob.request("bash", BashParams(command="sleep 300", session_id="b"), id=3)
-    cut(first)
+    first.cut()
     # Ids are each client's: bob's 3 is his own request, never alice's.
     assert bob.abort(request_id=ident)
     assert bob.bash_result(bob_request).cancelled

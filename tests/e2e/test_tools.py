@@ -40,7 +40,6 @@ from protocol.mcp import (
     InterceptorRule,
     ProgressParams,
     Recovery,
-    RequestMeta,
     ResourcesListResult,
     ResourcesReadParams,
     ResourcesReadResult,
@@ -53,6 +52,7 @@ from protocol.mcp import (
     ToolUpdate,
     UiSize,
 )
+from protocol.mcpclient import bash_tool_call
 from protocol.methods import BashParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
@@ -77,20 +77,22 @@ def initialize_with(server: RpcClient, options: HostOptions | None) -> Initializ
     return server.typed(InitializeResult, "initialize", params)
 
 
-def tool_call(command: str, meta: RequestMeta | None = None, **arguments: Any) -> ToolsCallParams:
+def tool_call(
+    command: str, progress_token: str | int | None = None, **arguments: Any
+) -> ToolsCallParams:
     """A bash tool call; `arguments` are the other BashToolArguments fields."""
-    encoded = msgspec.json.encode(BashToolArguments(command=command, **arguments))
-    return ToolsCallParams(name=BASH_TOOL, arguments=msgspec.Raw(encoded), meta=meta)
+    return bash_tool_call(BashToolArguments(command=command, **arguments), progress_token)
 
 
 def call_tool(
     server: RpcClient,
     command: str,
     wait: float = DEFAULT_TIMEOUT,
-    meta: RequestMeta | None = None,
+    progress_token: str | int | None = None,
     **arguments: Any,
 ) -> CallToolResult:
-    return server.typed(CallToolResult, "tools/call", tool_call(command, meta, **arguments), wait)
+    call = tool_call(command, progress_token, **arguments)
+    return server.typed(CallToolResult, "tools/call", call, wait)
 
 
 def call_tool_raw(server: RpcClient, arguments: dict[str, Any]) -> CallToolResult:
@@ -483,9 +485,7 @@ def test_end_of_input_silences_tool_calls_and_answers_bash(server: InProcessServ
     """A client that closed our stdin reads nothing more on the MCP surface (MCP's stdio
     shutdown); the native `bash` still gets its cancelled result."""
     initialize(server, notifications=["tool/update"])
-    abandoned = server.request(
-        "tools/call", tool_call("echo begun; sleep 60", RequestMeta(progress_token="abandoned"))
-    )
+    abandoned = server.request("tools/call", tool_call("echo begun; sleep 60", "abandoned"))
     native = server.request("bash", BashParams(command="echo begun; sleep 61", session_id="host"))
     server.wait_for(lambda m: m.method == "notifications/progress")
     server.wait_for(lambda m: m.method == "bash/chunk")
@@ -516,7 +516,7 @@ def test_tool_updates_are_snapshots_and_throttled(server: InProcessServer) -> No
 
 def test_progress_only_with_a_token(server: InProcessServer) -> None:
     command = "for i in $(seq 20); do echo line-$i; sleep 0.03; done"
-    call_tool(server, command=command, meta=RequestMeta(progress_token="tok"))
+    call_tool(server, command=command, progress_token="tok")
     progress = server.notified("notifications/progress", ProgressParams)
     assert progress and all(p.progress_token == "tok" for p in progress)
     values = [p.progress for p in progress]
@@ -529,7 +529,7 @@ STREAMING_COMMAND = "for i in 1 2 3; do echo $i; sleep 0.1; done"
 
 def test_only_standard_notifications_unless_the_host_opts_in(server: InProcessServer) -> None:
     initialize(server)
-    call_tool(server, command=STREAMING_COMMAND, meta=RequestMeta(progress_token=1))
+    call_tool(server, command=STREAMING_COMMAND, progress_token=1)
     assert not server.notifications("tool/update")
     assert server.notifications("notifications/progress")
 
@@ -552,7 +552,7 @@ def test_opt_out_of_notifications(server: InProcessServer) -> None:
         notifications=["tool/update"],
         opt_out_notifications=["tool/update", "notifications/progress"],
     )
-    call_tool(server, command=STREAMING_COMMAND, meta=RequestMeta(progress_token=1))
+    call_tool(server, command=STREAMING_COMMAND, progress_token=1)
     assert not server.notifications("tool/update")
     assert not server.notifications("notifications/progress")
 

@@ -23,17 +23,12 @@ from protocol.methods import (
 )
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import wait_until
+from tests.rpc import error_of, wait_until
 
 # How long a batch's one reply line may take to come back.
 BATCH_REPLY_SECONDS = 30.0
 
 _decode_batch_reply = msgspec.json.Decoder(list[ServerMessage]).decode
-
-
-def error_of(reply: ServerMessage) -> ErrorObject:
-    assert reply.error is not None, reply
-    return reply.error
 
 
 def send_json(server: InProcessServer, value: object) -> None:

@@ -32,7 +32,7 @@ from protocol.mcp import (
 )
 from protocol.methods import AbortBashParams, BashParams, BashResult, SessionListResult
 from tests.inprocess import InProcessServer
-from tests.rpc import ServerProcess, wait_until
+from tests.rpc import ServerProcess, error_of, wait_until
 
 # Examples per property; the README's figures count them. A property with a
 # thousand examples takes seconds, so those are `slow`: every full run has them.
@@ -141,11 +141,6 @@ def replies_in(line: bytes, sentinel: str) -> list[Reply]:
     if message.method is not None or message.id == sentinel:
         return []
     return [valid_reply(line)]
-
-
-def error_of(message: ServerMessage) -> ErrorObject:
-    assert message.error is not None, message
-    return message.error
 
 
 def error_code(reply: Reply) -> int | None:

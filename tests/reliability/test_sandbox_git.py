@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SpawnInProcess
-from tests.e2e.test_sandbox import call_tool, initialize_params, sandboxed
-from tests.e2e.test_tools import text_of
+from tests.e2e.test_sandbox import asking_for, sandboxed
+from tests.e2e.test_tools import call_tool, text_of
 from tests.sandboxing import skip_without_sandbox
 
 # What a planted fsmonitor or hook does on the host: make this file in the test's dir.
@@ -204,7 +204,7 @@ def test_a_linked_worktree_workspace(spawn: SpawnInProcess, tmp_path: Path) -> N
     result = server.bash("echo b > b.txt && git add b.txt && git commit -q -m in-worktree")
     assert result.exit_code == 0, result.output
     # The tool-call surface's shell starts too (it answered -32603 ShellDied).
-    server.result("initialize", initialize_params())
+    server.result("initialize", asking_for())
     tool = call_tool(server, command="git rev-parse --abbrev-ref HEAD")
     assert not tool.is_error and text_of(tool).startswith("side")
     assert host_git(main, "log", "--format=%s", "side").stdout.split()[0] == "in-worktree"

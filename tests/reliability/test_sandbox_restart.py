@@ -14,8 +14,7 @@ import pytest
 from protocol import messages
 from protocol.methods import BashParams, SessionOpenParams
 from tests.conftest import SpawnInProcess
-from tests.e2e.test_sandbox import call_tool
-from tests.e2e.test_tools import structured, text_of
+from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.inprocess import InProcessServer
 from tests.rpc import process_gone, wait_until
 from tests.sandboxing import skip_without_sandbox
