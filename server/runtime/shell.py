@@ -101,6 +101,8 @@ class Shell:
                 await self._closed.wait()
                 tg.cancel_scope.cancel()
         finally:
+            if self._process is not None and not self._exited.is_set():
+                await self._bury()
             self.dead = True
             if self._wire is not None:
                 self._wire.close()
@@ -154,6 +156,20 @@ class Shell:
         self._exited.set()
         if self._wire is not None:
             self._wire.status.shell_exited()
+
+    async def _bury(self) -> None:
+        """Kill and collect the shell when ``serve`` ends before its exit was seen.
+
+        That happens when the start is cut short (the request that needed the
+        shell was cancelled just after the spawn) or the pool ends under a live
+        shell: the watcher is cancelled with the task group, so nobody else would
+        collect the process or wake a ``close`` waiting for its exit."""
+        assert self._process is not None
+        with anyio.CancelScope(shield=True):
+            await self.tracker.kill(self._leader(), 0)
+            self.returncode = await child.wait(self._process)
+            self.tracker.leader_exited()
+            self._exited.set()
 
     def _on_bad_record(self, bad: BadRecord) -> None:
         """Only the driver writes the status FIFO: a command that did dies with its shell."""
