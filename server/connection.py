@@ -36,7 +36,7 @@ from protocol.envelope import (
 from protocol.errors import ErrorCode
 from protocol.framing import LineFramer, Oversized
 from protocol.mcp import HostOptions
-from protocol.methods import ServerDraining
+from protocol.methods import SandboxMode, ServerDraining
 from server import errors
 from server.settings import Settings
 from server.wire.dispatch import Dispatcher, Reply
@@ -120,8 +120,9 @@ class Connection(Generic[S]):
         self._outbox = Outbox(transport.send)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
-        # The daemon's hooks: told of `initialize`, and of a cut (the requests then run on).
-        self.on_initialize: Callable[[Connection[S]], None] | None = None
+        # The daemon's hooks: told of `initialize` (its host options and sandbox mode,
+        # before they take effect: it may refuse), and of a cut (the requests then run on).
+        self.on_initialize: Callable[[Connection[S], HostOptions, SandboxMode], None] | None = None
         self.on_detach: Callable[[], None] | None = None
 
     # -- the loop ---------------------------------------------------------

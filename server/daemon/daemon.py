@@ -27,6 +27,8 @@ import anyio
 import anyio.abc
 
 from protocol import messages
+from protocol.mcp import HostOptions
+from protocol.methods import SandboxMode
 from server import log
 from server.connection import Connection
 from server.daemon import socketpath
@@ -60,19 +62,25 @@ class View:
         self._attached = True
         tenant.attach()
 
-    def introduced(self, connection: Connection[Services]) -> None:
-        client_id = connection.host.client_id
-        key = tenant_key(client_id, connection.host.scope)
+    def introduced(
+        self, connection: Connection[Services], host: HostOptions, mode: SandboxMode
+    ) -> None:
+        """Move to the tenant `host` names, unless it has a busy session that
+        `mode` would tighten: then refuse (-32602) and stay where it was."""
+        client_id = host.client_id
+        key = tenant_key(client_id, host.scope)
         if key is None:
             return
         tenant = self._tenants.get(key)
         if tenant is self.tenant:
             return
+        services = TenantServices(tenant, client_id)
+        services.sessions.check_tighten_all(mode)
         tenant.attach()
         self.tenant.detach()
         self.tenant = tenant
-        connection.services = TenantServices(tenant, client_id)
-        self.services.append(connection.services)
+        connection.services = services
+        self.services.append(services)
         if client_id is not None:
             # A client's commands outlive a cut connection, as its sessions do.
             connection.on_detach = self.detach

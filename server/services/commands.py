@@ -189,13 +189,18 @@ class CommandService:
     def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
         """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or
         none: one running a command, whoever started it, is refused (-32602) first."""
+        for session in self.tightening(sessions, mode):
+            self._runtime.tighten(session, mode)
+
+    def tightening(self, sessions: list[Session], mode: SandboxMode) -> list[Session]:
+        """The sessions `tighten` would put under `mode`, changing nothing; refused
+        (-32602) when one of them runs a command."""
         looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
         for session in looser:
             if self.running(session.id):
                 message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
                 raise errors.InvalidArgument(message)
-        for session in looser:
-            self._runtime.tighten(session, mode)
+        return looser
 
     async def stream(
         self,

@@ -59,6 +59,10 @@ class SessionService:
     def tighten_all(self, mode: SandboxMode) -> None:
         self.tighten(self._runtime.sessions.all(), mode)
 
+    def check_tighten_all(self, mode: SandboxMode) -> None:
+        """Refuse (-32602), changing nothing, what `tighten_all` would refuse."""
+        self._commands.tightening(self._runtime.sessions.all(), mode)
+
     async def close(self, session_id: str) -> bool:
         """Abort the session's commands and kill its shell and all it started."""
         session = self._runtime.sessions.pop(session_id)

@@ -52,14 +52,17 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Refused before anything changes: a looser sandbox than the connection has.
+    # Each refusal comes before anything changes. A looser sandbox than the
+    # connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
-    connection.host = host
+    mode = settings.sandbox.mode
     if connection.on_initialize is not None:
-        # A daemon's connection now sees the sessions of the client it names.
-        connection.on_initialize(connection)
-    # Refused while a session it would tighten runs a command.
-    ctx.services.sessions.tighten_all(settings.sandbox.mode)
+        # A daemon's connection now sees the sessions of the client it names,
+        # unless one it would tighten runs a command.
+        connection.on_initialize(connection, host, mode)
+    # The same for the sessions it sees now (there are no awaits in between).
+    ctx.services.sessions.tighten_all(mode)
+    connection.host = host
     connection.settings = settings
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from protocol import messages
+from protocol.errors import ErrorCode
+from protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
+from protocol.mcpclient import initialize_params
 from protocol.methods import BashParams
 from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, server_environment, wait_until
@@ -191,6 +195,30 @@ def test_a_client_finds_its_sessions_after_a_reconnect_and_others_do_not(
     anonymous = daemon.connect()  # no initialize: a view of its own, never another's
     assert anonymous.sessions() == {}
     for client in (again, stranger, anonymous):
+        client.close()
+
+
+def test_a_refused_initialize_leaves_the_connection_where_it_was(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    """An initialize refused because it would tighten a busy session of the
+    client it names changes nothing: the connection keeps its own sessions and
+    host options, and sees none of that client's."""
+    daemon = spawn_daemon()
+    owner = introduce(daemon.connect(), "busy-owner")
+    ident = owner.request("bash", BashParams(command="echo started; sleep 30", session_id="work"))
+    owner.wait_for(lambda m: m.method == "bash/chunk")
+    other = daemon.connect()
+    assert other.bash("echo mine", session_id="own").output == "mine\n"
+    strict = ConnectionSettings(sandbox=SandboxOverrides(mode="read-only"))
+    refused = initialize_params(HostOptions(client_id="busy-owner", settings=strict))
+    error = other.error("initialize", refused)
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.data == messages.SANDBOX_TIGHTEN_BUSY.format(session="work", mode="read-only")
+    assert set(other.sessions()) == {"own"}
+    assert other.bash("echo still; exit 3", session_id="own").exit_code == 3
+    assert owner.abort(request_id=ident)
+    for client in (owner, other):
         client.close()
 
 
