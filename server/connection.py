@@ -201,7 +201,7 @@ class Connection(Generic[S]):
             if not method.is_async:
                 return self.dispatcher.answer(method, call, RequestContext(self, call.reply_id))
             params = self.dispatcher.params(method, call)
-            flight = self._flights.admit(call.reply_id)
+            flight = self._flights.admit(call.reply_id, runs_command=call.method in COMMAND_METHODS)
         except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
         if method.admit is not None:
@@ -255,7 +255,7 @@ class Connection(Generic[S]):
             ctx = RequestContext(self, call.reply_id, flight, method.answers_after_eof)
             with self._flights.start(flight):
                 try:
-                    result = await method.handler(ctx, task.params)
+                    result = await flight.run(method.handler, ctx, task.params)
                 except Exception as exc:
                     reply = self.dispatcher.failure(call, exc)
                 else:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import ParamSpec, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from protocol.envelope import RequestId
 from server import errors
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -17,6 +22,8 @@ class InFlight:
     it runs one (the reply then says cancelled), or else cancels its task."""
 
     id: RequestId | None
+    # It runs a command, which a cancel aborts (once attached) rather than its task.
+    runs_command: bool = False
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancelled: bool = False
     started: bool = False
@@ -30,6 +37,14 @@ class InFlight:
         self._abort = abort
         if self.cancelled:
             abort()
+
+    async def run(self, handler: Callable[P, Awaitable[T]], *args: P.args, **kw: P.kwargs) -> T:
+        """The request's handler, in its started scope: one cancelled before its
+        start never runs (a cancel lands only at a checkpoint, after whatever
+        the handler would do first)."""
+        if self.scope.cancel_called:
+            await anyio.lowlevel.checkpoint()
+        return await handler(*args, **kw)
 
     def keep(self, release: Callable[[], None]) -> None:
         """Something held for this request, released when it ends, whether or
@@ -59,7 +74,8 @@ class Flights:
     - finished: `release`, however it ended; what it held is released.
 
     `cancel` may come in any state before finished: before the start it only
-    marks the flight, so the command is aborted as soon as it is attached.
+    marks the flight, so a command is aborted as soon as it is attached, and a
+    request that runs none is cancelled as it starts.
     Ids may repeat (a client's mistake, or batches), so each id keeps a list.
     """
 
@@ -70,10 +86,10 @@ class Flights:
         self._idle = anyio.Event()
         self._idle.set()
 
-    def admit(self, request_id: RequestId | None) -> InFlight:
+    def admit(self, request_id: RequestId | None, *, runs_command: bool = False) -> InFlight:
         if self._count >= self._limit:
             raise errors.ServerBusy
-        flight = InFlight(request_id)
+        flight = InFlight(request_id, runs_command)
         self._by_id.setdefault(request_id, []).append(flight)
         self._count += 1
         if self._idle.is_set():
@@ -83,8 +99,11 @@ class Flights:
 
     def start(self, flight: InFlight) -> anyio.CancelScope:
         """The scope its task runs in, entered at once: from now on a cancel
-        cancels the task (before, it only marks the flight)."""
+        cancels the task (before, it only marks the flight; a marked request
+        that runs no command is cancelled here)."""
         flight.started = True
+        if flight.cancelled and not flight.runs_command:
+            flight.scope.cancel()
         return flight.scope
 
     def release(self, flight: InFlight) -> None:

@@ -17,7 +17,7 @@ from protocol import messages
 from protocol.client import ClientCore, notification_params, result_of
 from protocol.envelope import ServerMessage
 from protocol.errors import ErrorCode
-from protocol.mcp import BashToolArguments, CallToolResult, EmptyResult
+from protocol.mcp import BashToolArguments, CallToolResult, CancelRequestParams, EmptyResult
 from protocol.mcpclient import bash_tool_call
 from protocol.methods import (
     AbortBashParams,
@@ -173,6 +173,24 @@ def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None
         result = bash_result(replies[1])
         assert result.cancelled is True and result.exit_code is None
         assert client.backend.ran == []
+
+    run(tmp_path, case)
+
+
+def test_a_cancel_before_a_request_that_runs_no_command_starts_cancels_it(
+    tmp_path: Path,
+) -> None:
+    async def case(client: Client) -> None:
+        await client.send(bash(1, "echo started; wait go"))
+        assert notification_params(await client.receive(), BashChunk).text == "started\n"
+        # One batch: the cancel is read before the shutdown's task starts.
+        cancel = _encoder.notification("$/cancelRequest", CancelRequestParams(id=2))
+        await client.send(batch(request(2, "shutdown"), cancel))
+        (refused,) = await client.line()
+        assert refused.id == 2 and error_code(refused) == ErrorCode.REQUEST_CANCELLED
+        # Nothing was shut down: the command runs on to its end.
+        client.backend.gate("go").set()
+        assert bash_result(await client.receive()).exit_code == 0
 
     run(tmp_path, case)
 

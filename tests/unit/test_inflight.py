@@ -33,6 +33,35 @@ def test_a_cancel_after_the_start_cancels_the_task() -> None:
     anyio.run(main)
 
 
+def test_a_request_that_runs_no_command_cancelled_before_its_start_is_cancelled_at_it() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit(1)
+        flights.cancel(1)
+        with anyio.fail_after(5), flights.start(flight):
+            await anyio.sleep(10)
+        assert flight.scope.cancelled_caught
+
+    anyio.run(main)
+
+
+def test_the_handler_of_a_request_cancelled_before_its_start_never_runs() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit(1)
+        flights.cancel(1)
+        ran: list[int] = []
+
+        async def handler(value: int) -> None:
+            ran.append(value)  # before any checkpoint: a late cancel would not stop this
+
+        with flights.start(flight):
+            await flight.run(handler, 1)
+        assert ran == [] and flight.scope.cancelled_caught
+
+    anyio.run(main)
+
+
 def test_a_cancel_after_the_release_finds_nothing_and_the_flights_are_idle() -> None:
     async def main() -> None:
         flights = Flights(1)
@@ -53,7 +82,7 @@ def test_a_cancel_after_the_release_finds_nothing_and_the_flights_are_idle() -> 
 def test_a_command_attached_after_a_cancel_is_aborted_and_its_task_goes_on() -> None:
     async def main() -> None:
         flights = Flights(4)
-        flight = flights.admit(1)
+        flight = flights.admit(1, runs_command=True)
         flights.cancel(1)
         aborted: list[bool] = []
 
