@@ -31,7 +31,10 @@ from server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
 # How long a hung-up capture's EXIT traps may run before its tree is killed.
-HANGUP_GRACE_SECONDS = 0.5
+# A trap forks (an `rm` of a lock, say): half a second was too little on a
+# loaded machine, and the lock then outlived the server. Only a capture whose
+# rc ignores the hang-up waits this long.
+HANGUP_GRACE_SECONDS = 2.0
 SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
 
 # Names that agent commands rely on behaving as documented: functions and

@@ -248,10 +248,15 @@ def test_an_rc_given_up_on_runs_its_exit_trap(spawn: SpawnInProcess, tmp_path: P
     assert not lock.exists()
 
 
+# A trap that forks and takes a while, as on a loaded machine: it still runs out.
+SLOW_TRAP_RC = 'trap \'sleep 1; rm -f "$HOME/lock"\' EXIT; touch "$HOME/lock"; sleep 100\n'
+
+
+@pytest.mark.parametrize("rc", [LOCKING_RC, SLOW_TRAP_RC], ids=["quick-trap", "slow-trap"])
 def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(
-    spawn_process: SpawnProcess, tmp_path: Path
+    spawn_process: SpawnProcess, tmp_path: Path, rc: str
 ) -> None:
-    write_rc(tmp_path, LOCKING_RC)
+    write_rc(tmp_path, rc)
     lock = tmp_path / "home" / "lock"
     server = spawn_process()
     assert wait_until(lock.exists, timeout=SNAPSHOT_BOUND_SECONDS)
