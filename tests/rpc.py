@@ -285,9 +285,7 @@ class RpcClient:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> T:
         """A method's result, decoded into the protocol's Struct."""
-        reply = self.call(method, params, timeout)
-        assert reply.error is None, reply.error
-        return result_of(reply, kind)
+        return ok_result(self.call(method, params, timeout), kind)
 
     def error(
         self,
@@ -316,9 +314,7 @@ class RpcClient:
         return self.typed(BashResult, "bash", BashParams(command=command, **fields), wait)
 
     def bash_result(self, ident: object, timeout: float = DEFAULT_TIMEOUT) -> BashResult:
-        reply = self.response(ident, timeout)
-        assert reply.error is None, reply.error
-        return result_of(reply, BashResult)
+        return ok_result(self.response(ident, timeout), BashResult)
 
     def notifications(self, method: str) -> list[ServerMessage]:
         return [m for m in self.messages if m.method == method]
@@ -345,6 +341,20 @@ class _RawRequest(msgspec.Struct):
 
 # Raw requests' ids: apart from the core's numbers, so the two never collide.
 _raw_ids = (f"raw-{n}" for n in itertools.count(1))
+
+
+def request_line(
+    ident: RequestId, method: str, params: msgspec.Struct | NoParams = NO_PARAMS
+) -> bytes:
+    """One request's line with an id of the test's choosing, for the cases that
+    write several at once (a batch, a host typing ahead)."""
+    return ClientCore().request(method, params, ident)[1]
+
+
+def ok_result(reply: ServerMessage, kind: type[T]) -> T:
+    """A reply's result, which must not be an error, decoded into `kind`."""
+    assert reply.error is None, reply.error
+    return result_of(reply, kind)
 
 
 def error_of(reply: ServerMessage) -> ErrorObject:

@@ -6,11 +6,9 @@ import base64
 import hashlib
 import time
 
-import msgspec
-
 from protocol import messages
 from protocol.client import result_of
-from protocol.envelope import Request, RequestId, encode
+from protocol.envelope import RequestId
 from protocol.errors import ErrorCode
 from protocol.mcp import (
     BashOverrides,
@@ -33,7 +31,7 @@ from protocol.methods import (
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, initialize, tool_call
 from tests.inprocess import InProcessServer
-from tests.rpc import wait_until
+from tests.rpc import request_line, wait_until
 
 HANG_SECONDS = 10.0
 
@@ -273,18 +271,15 @@ def lines(*requests: bytes) -> bytes:
     return b"".join(requests)
 
 
-def call(ident: RequestId, method: str, params: msgspec.Struct) -> bytes:
-    """One request's line, with an id of our choosing."""
-    return encode(Request(id=ident, method=method, params=params))
-
-
 def test_input_and_size_sent_with_the_request_are_applied(server: InProcessServer) -> None:
     command = "read x; echo got=$x; stty size"
     server.send_raw(
         lines(
-            call("run", "bash", BashParams(command=command, pty=PtySize(cols=80, rows=24))),
-            call("size", "pty/resize", PtyResizeParams(request_id="run", cols=100, rows=30)),
-            call(
+            request_line("run", "bash", BashParams(command=command, pty=PtySize(cols=80, rows=24))),
+            request_line(
+                "size", "pty/resize", PtyResizeParams(request_id="run", cols=100, rows=30)
+            ),
+            request_line(
                 "typed",
                 "pty/input",
                 PtyInputParams(request_id="run", data="hello", keys=["enter"]),
@@ -302,8 +297,8 @@ def test_input_and_size_sent_with_the_request_are_applied(server: InProcessServe
 def test_input_for_a_pty_that_never_starts_is_an_error(server: InProcessServer) -> None:
     server.send_raw(
         lines(
-            call("run", "bash", BashParams(command="true", pty=True, cwd="/no/such/dir")),
-            call("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
+            request_line("run", "bash", BashParams(command="true", pty=True, cwd="/no/such/dir")),
+            request_line("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
         )
     )
     typed = server.response("typed", timeout=HANG_SECONDS)
@@ -319,7 +314,7 @@ def test_concurrent_input_is_written_whole_and_in_order(server: InProcessServer)
     ident = server.request("bash", BashParams(command=command, pty=True))
     wait_for_output(server, ident, b"ready")
     writes = [
-        call(f"w{n}", "pty/input", PtyInputParams(request_id=ident, data=part.decode()))
+        request_line(f"w{n}", "pty/input", PtyInputParams(request_id=ident, data=part.decode()))
         for n, part in enumerate(parts)
     ]
     server.send_raw(lines(*writes))
@@ -337,7 +332,12 @@ def test_blocked_input_is_answered_when_the_pty_goes(server: InProcessServer) ->
     big = "x" * 65536
     writes = [f"w{n}" for n in range(8)]
     server.send_raw(
-        lines(*[call(w, "pty/input", PtyInputParams(request_id=ident, data=big)) for w in writes])
+        lines(
+            *[
+                request_line(w, "pty/input", PtyInputParams(request_id=ident, data=big))
+                for w in writes
+            ]
+        )
     )
     assert server.bash_result(ident, timeout=HANG_SECONDS).exit_code == 0
     for w in writes:
@@ -355,8 +355,10 @@ def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) 
     initialize(server, ui=HOST_UI, settings=ConnectionSettings(bash=VIRTUAL_TERMINAL))
     server.send_raw(
         lines(
-            call("run", "tools/call", tool_call("read x; echo got=$x")),
-            call("typed", "pty/input", PtyInputParams(request_id="run", data="hi", keys=["enter"])),
+            request_line("run", "tools/call", tool_call("read x; echo got=$x")),
+            request_line(
+                "typed", "pty/input", PtyInputParams(request_id="run", data="hi", keys=["enter"])
+            ),
         )
     )
     typed = server.response("typed", timeout=HANG_SECONDS)
@@ -368,8 +370,10 @@ def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) 
 def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessServer) -> None:
     server.send_raw(
         lines(
-            call("run", "bash", BashParams(command="read -r _", pty=PtySize(cols=30, rows=6))),
-            call("look", "pty/screen", PtyScreenParams(request_id="run")),
+            request_line(
+                "run", "bash", BashParams(command="read -r _", pty=PtySize(cols=30, rows=6))
+            ),
+            request_line("look", "pty/screen", PtyScreenParams(request_id="run")),
         )
     )
     look = server.response("look", timeout=HANG_SECONDS)
@@ -387,8 +391,8 @@ def test_input_for_a_blocked_tool_call_is_an_error(server: InProcessServer) -> N
     initialize(server, tool_names=["read"], ui=HOST_UI, settings=settings)
     server.send_raw(
         lines(
-            call("run", "tools/call", tool_call("cat notes.txt")),
-            call("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
+            request_line("run", "tools/call", tool_call("cat notes.txt")),
+            request_line("typed", "pty/input", PtyInputParams(request_id="run", data="x")),
         )
     )
     typed = server.response("typed", timeout=HANG_SECONDS)

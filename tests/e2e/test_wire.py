@@ -8,7 +8,7 @@ import time
 import msgspec
 
 from protocol import messages
-from protocol.client import result_of
+from protocol.client import ClientCore, result_of
 from protocol.envelope import ErrorObject, RequestId, ServerMessage
 from protocol.errors import ErrorCode
 from protocol.mcp import EmptyResult, ToolsCallParams
@@ -28,8 +28,6 @@ from tests.rpc import error_of, wait_until
 # How long a batch's one reply line may take to come back.
 BATCH_REPLY_SECONDS = 30.0
 
-_decode_batch_reply = msgspec.json.Decoder(list[ServerMessage]).decode
-
 
 def send_json(server: InProcessServer, value: object) -> None:
     """Any JSON value as one line: the hand-made requests these tests are about."""
@@ -48,7 +46,9 @@ def batch_reply(
     assert wait_until(lambda: batch_line() is not None, timeout=timeout), "no batch reply"
     line = batch_line()
     assert line is not None
-    return _decode_batch_reply(line)
+    members = ClientCore.line(line)
+    assert all(isinstance(m, ServerMessage) for m in members), members
+    return [m for m in members if isinstance(m, ServerMessage)]
 
 
 def test_parse_error_has_null_id(server: InProcessServer) -> None:

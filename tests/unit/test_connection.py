@@ -36,6 +36,7 @@ from server.services.api import Services
 from server.settings import Settings
 from server.wire.transport import Transport, memory_pair
 from tests.fakebackend import FAKE, NO_TERMINALS, FakeBackend
+from tests.rpc import request_line
 
 # Generous, to catch a hang: every wait here is for something already under way.
 HANG_SECONDS = 10.0
@@ -89,14 +90,8 @@ class Client:
 _encoder = ClientCore()
 
 
-def request(
-    ident: int, method: str, params: msgspec.Struct | msgspec.UnsetType = msgspec.UNSET
-) -> bytes:
-    return _encoder.request(method, params, ident)[1]
-
-
 def bash(ident: int, command: str, **fields: Any) -> bytes:
-    return request(ident, "bash", BashParams(command=command, **fields))
+    return request_line(ident, "bash", BashParams(command=command, **fields))
 
 
 def batch(*lines: bytes) -> bytes:
@@ -146,8 +141,12 @@ def run(tmp: Path, case: Callable[[Client], Awaitable[None]]) -> None:
 
 def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
-        members = [bash(1, "wait go"), request(2, "ping"), bash(3, "echo quick", session_id="b")]
-        await client.send(batch(*members), request(4, "ping"))
+        members = [
+            bash(1, "wait go"),
+            request_line(2, "ping"),
+            bash(3, "echo quick", session_id="b"),
+        ]
+        await client.send(batch(*members), request_line(4, "ping"))
         # The request after the batch is answered while the batch still waits.
         assert (await client.receive()).id == 4
         chunk = await client.receive()
@@ -166,7 +165,7 @@ def test_a_batch_waits_for_its_slow_member_and_blocks_nothing_else(tmp_path: Pat
 def test_a_cancel_before_the_request_starts_runs_nothing(tmp_path: Path) -> None:
     async def case(client: Client) -> None:
         await client.send(
-            bash(1, "echo never"), request(2, "abort_bash", AbortBashParams(request_id=1))
+            bash(1, "echo never"), request_line(2, "abort_bash", AbortBashParams(request_id=1))
         )
         replies = {m.id: m for m in [await client.receive(), await client.receive()]}
         assert result_of(replies[2], AbortBashResult).aborted is True
@@ -185,7 +184,7 @@ def test_a_cancel_before_a_request_that_runs_no_command_starts_cancels_it(
         assert notification_params(await client.receive(), BashChunk).text == "started\n"
         # One batch: the cancel is read before the shutdown's task starts.
         cancel = _encoder.notification("$/cancelRequest", CancelRequestParams(id=2))
-        await client.send(batch(request(2, "shutdown"), cancel))
+        await client.send(batch(request_line(2, "shutdown"), cancel))
         (refused,) = await client.line()
         assert refused.id == 2 and error_code(refused) == ErrorCode.REQUEST_CANCELLED
         # Nothing was shut down: the command runs on to its end.
@@ -201,7 +200,7 @@ def test_the_request_past_the_in_flight_limit_is_refused_not_queued(tmp_path: Pa
         await client.send(*(bash(i, "wait go", session_id=f"s{i}") for i in range(limit + 1)))
         refused = await client.receive()
         assert refused.id == limit and error_code(refused) == ErrorCode.SERVER_BUSY
-        await client.send(request(-1, "ping"))
+        await client.send(request_line(-1, "ping"))
         assert (await client.receive()).id == -1
         client.backend.gate("go").set()
         done = [await client.receive() for _ in range(limit)]
@@ -218,7 +217,7 @@ def test_shutdown_aborts_and_answers_then_refuses_then_exit_flushes(tmp_path: Pa
     async def case(client: Client) -> None:
         await client.send(bash(1, "echo started; wait never"))
         assert notification_params(await client.receive(), BashChunk).text == "started\n"
-        await client.send(request(2, "shutdown"))
+        await client.send(request_line(2, "shutdown"))
         replies = {m.id: m for m in [await client.receive(), await client.receive()]}
         assert bash_result(replies[1]).cancelled is True
         assert replies[2].error is None and bytes(replies[2].result) == b"null"
@@ -247,8 +246,8 @@ def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
         client.backend.files[str(tmp_path / "file")] = "other"
         tool = bash_tool_call(BashToolArguments(command="true", cwd="gone"))
         await client.send(
-            request(1, "tools/call", tool),
-            request(2, "session/open", SessionOpenParams(cwd="file")),
+            request_line(1, "tools/call", tool),
+            request_line(2, "session/open", SessionOpenParams(cwd="file")),
             bash(3, "true", pty=True),
         )
         replies = {m.id: m for m in [await client.receive() for _ in range(3)]}
@@ -282,7 +281,9 @@ def test_whether_a_new_shell_can_enter_the_sessions_directory_is_the_backends(
     async def case(client: Client) -> None:
         sub = str(tmp_path / "sub")
         client.backend.files[sub] = "dir"
-        await client.send(request(1, "session/open", SessionOpenParams(session_id="x", cwd="sub")))
+        await client.send(
+            request_line(1, "session/open", SessionOpenParams(session_id="x", cwd="sub"))
+        )
         assert result_of(await client.receive(), SessionOpenResult).cwd == sub
         del client.backend.files[sub]
         await client.send(bash(2, "true", session_id="x"))
