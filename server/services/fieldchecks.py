@@ -1,6 +1,6 @@
 """Checks of a request's text fields that name the field they refuse.
 
-Both command surfaces and `session/create` run these before anything
+Both command surfaces and `session/open` run these before anything
 reaches bash, so a refusal points at `arguments.cwd` or `env.NAME`
 rather than at a shell error.
 """
