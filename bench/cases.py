@@ -15,15 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bashrpc.protocol.mcp import BashToolArguments
+from bashrpc.protocol.mcpclient import bash_tool_call
+from bashrpc.protocol.methods import BashParams, BashResult
+from bashrpc.server.runtime.bwrap import probe as sandbox_probe
+from bashrpc.server.services.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.rows import MB, Row, percentile
-from protocol.mcp import BashToolArguments
-from protocol.mcpclient import bash_tool_call
-from protocol.methods import BashParams, BashResult
-from server.runtime.bwrap import probe as sandbox_probe
-from server.services.interceptor import DEFAULT_RULES, intercept
 
 # A kilobyte of what models send: lists, pipelines, quoting, redirections, a heredoc;
 # nothing in it is blocked, so every simple command is judged.

@@ -14,9 +14,9 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from protocol.client import ClientCore, Unparsable, result_of
-from protocol.envelope import RequestId, ServerMessage
-from server.cli.keepalive import Keepalive
+from bashrpc.protocol.client import ClientCore, Unparsable, result_of
+from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.server.cli.keepalive import Keepalive
 
 T = TypeVar("T")
 
@@ -28,12 +28,12 @@ class Caller(Protocol):
 def spawn_server(
     artifacts_dir: Path, *args: str, home: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """`python -m server` on pipes, its log discarded."""
+    """`python -m bashrpc` on pipes, its log discarded."""
     env = dict(os.environ)
     if home is not None:
         env["HOME"] = str(home)
     return subprocess.Popen(
-        [sys.executable, "-m", "server", "--artifacts-dir", str(artifacts_dir), *args],
+        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(artifacts_dir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bashrpc.protocol.client import ClientCore
+from bashrpc.protocol.methods import BashParams
+from bashrpc.server.daemon import socketpath
 from bench.fairness import flood_command
 from bench.rows import Row, percentile
-from protocol.client import ClientCore
-from protocol.methods import BashParams
-from server.daemon import socketpath
 
 if TYPE_CHECKING:
     from bench.cases import Bench
@@ -41,7 +41,7 @@ class Daemon:
         self.socket_path = Path(tempfile.mkdtemp(dir=workdir)) / socketpath.SOCKET_NAME
         config = workdir / "daemon.toml"
         config.write_text(f"[sessions]\nmaxShells = {shells}\n")
-        argv = [sys.executable, "-m", "server", "daemon", "--socket", str(self.socket_path)]
+        argv = [sys.executable, "-m", "bashrpc", "daemon", "--socket", str(self.socket_path)]
         argv += ["--config", str(config), "--artifacts-dir", str(workdir / "artifacts")]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + DAEMON_START_SECONDS

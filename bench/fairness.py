@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from bashrpc.protocol.client import ClientCore, Unparsable
+from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.methods import BashParams
 from bench.client import rss_kib, spawn_server, time_calls, time_calls_while
 from bench.rows import MB, Row, percentile
-from protocol.client import ClientCore, Unparsable
-from protocol.envelope import RequestId, ServerMessage
-from protocol.methods import BashParams
 
 if TYPE_CHECKING:
     from bench.cases import Bench

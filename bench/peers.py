@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bashrpc.protocol.methods import BashParams, BashResult
 from bench.client import BenchServer
 from bench.rows import percentile
-from protocol.methods import BashParams, BashResult
 
 # Versions measured; newer ones may change the protocol.
 PI_PACKAGE = "@earendil-works/pi-coding-agent"

@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import msgspec
 
-from protocol import mcp, methods
-from protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
-from protocol.framing import LineFramer, Oversized
+from bashrpc.protocol import mcp, methods
+from bashrpc.protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
+from bashrpc.protocol.framing import LineFramer, Oversized
 
 __all__ = [
     "RESULT_TYPES",

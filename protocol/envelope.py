@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from protocol import messages
-from protocol.errors import ErrorCode
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
 
 RequestId = str | int
 JSONRPC_VERSION = "2.0"

@@ -12,7 +12,7 @@ import re
 
 import msgspec
 
-from protocol import messages
+from bashrpc.protocol import messages
 
 # A value quoted in a message is cut to this many characters.
 MAX_QUOTED_CHARS = 60

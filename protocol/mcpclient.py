@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol.mcp import (
+from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     BashToolArguments,

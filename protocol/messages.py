@@ -10,7 +10,7 @@ INVALID_REQUEST = "Invalid request"
 MESSAGE_TOO_LARGE = "message too large"
 METHOD_NOT_FOUND = "Method not found"
 INVALID_PARAMS = "Invalid params"
-# -32602 says why in its message too (`protocol.invalidparams`): clients show no `data`.
+# -32602 says why in its message too (`bashrpc.protocol.invalidparams`): clients show no `data`.
 INVALID_PARAMS_BECAUSE = INVALID_PARAMS + ": {reason}"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from protocol import mcp, methods
+from bashrpc.protocol import mcp, methods
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Every property of every document has a description, these two included.

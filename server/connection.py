@@ -25,27 +25,27 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol import messages
-from protocol.envelope import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import (
     Call,
     Rejected,
     RequestId,
     error_response,
     parse_line,
 )
-from protocol.errors import ErrorCode
-from protocol.framing import LineFramer, Oversized
-from protocol.mcp import HostOptions
-from protocol.methods import SandboxMode, ServerDraining
-from server import errors
-from server.settings import Settings
-from server.wire.dispatch import Dispatcher, Reply
-from server.wire.frames import frames
-from server.wire.inflight import Flights, InFlight
-from server.wire.outbox import Outbox
-from server.wire.registry import Method
-from server.wire.replies import encode_batch, encode_notification, encode_reply
-from server.wire.transport import Transport
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.framing import LineFramer, Oversized
+from bashrpc.protocol.mcp import HostOptions
+from bashrpc.protocol.methods import SandboxMode, ServerDraining
+from bashrpc.server import errors
+from bashrpc.server.settings import Settings
+from bashrpc.server.wire.dispatch import Dispatcher, Reply
+from bashrpc.server.wire.frames import frames
+from bashrpc.server.wire.inflight import Flights, InFlight
+from bashrpc.server.wire.outbox import Outbox
+from bashrpc.server.wire.registry import Method
+from bashrpc.server.wire.replies import encode_batch, encode_notification, encode_reply
+from bashrpc.server.wire.transport import Transport
 
 # Requests that may run at once; beyond this a request is refused, not queued,
 # so the reader never stalls and an abort can always get through.

@@ -1,7 +1,7 @@
 """Domain errors: what went wrong, in the runtime's own terms.
 
 Runtime and service code raises these and knows nothing of JSON-RPC; one
-table, `server.wire.errormap`, turns each into an error code, message and
+table, `bashrpc.server.wire.errormap`, turns each into an error code, message and
 data for the wire.
 """
 

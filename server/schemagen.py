@@ -1,4 +1,7 @@
-"""Write (or check) schemas/ from protocol/: `python -m server.schemagen [--check] [DIR]`."""
+"""Write (or check) schemas/ from protocol/.
+
+`python -m bashrpc.server.schemagen [--check] [DIR]`
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from protocol.schema import generate
+from bashrpc.protocol.schema import generate
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -39,7 +42,7 @@ def write(directory: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.schemagen")
+    parser = argparse.ArgumentParser(prog="python -m bashrpc.server.schemagen")
     parser.add_argument("--check", action="store_true", help="fail if the files are stale")
     parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args()

@@ -24,18 +24,18 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from protocol import messages
-from server import log
-from server.connection import Connection
-from server.runtime import child, polling, procs
-from server.runtime.cgroups import CgroupRoot
-from server.runtime.containment import Containment
-from server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
-from server.runtime.watchdog import Watchdog
-from server.services.api import Services
-from server.surfaces import native, resources, tools
-from server.wire import liveness, stdio
-from server.wire.dispatch import Dispatcher
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.connection import Connection
+from bashrpc.server.runtime import child, polling, procs
+from bashrpc.server.runtime.cgroups import CgroupRoot
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
+from bashrpc.server.runtime.watchdog import Watchdog
+from bashrpc.server.services.api import Services
+from bashrpc.server.surfaces import native, resources, tools
+from bashrpc.server.wire import liveness, stdio
+from bashrpc.server.wire.dispatch import Dispatcher
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -12,18 +12,18 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from protocol import messages
-from protocol.framing import DEFAULT_MAX_LINE_BYTES
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.framing import DEFAULT_MAX_LINE_BYTES
+from bashrpc.protocol.mcp import (
     DEFAULT_TOOL_TIMEOUT_SECONDS,
     ConnectionSettings,
     InterceptorRule,
     TimeoutSeconds,
 )
-from protocol.methods import EnvName, SandboxMode
-from server.errors import InvalidArgument
-from server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
-from server.output.sink import DEFAULT_MAX_BYTES
+from bashrpc.protocol.methods import EnvName, SandboxMode
+from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
+from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
-from protocol.mcp import HostOptions
-from protocol.mcpclient import initialize_params
-from server.daemon import socketpath
+from bashrpc.protocol.mcp import HostOptions
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.server.daemon import socketpath
 from tests.rpc import (
     RpcClient,
     ServerProcess,
@@ -62,7 +62,7 @@ class DaemonProcess:
     def __init__(self, *args: str, tmp: Path, socket_path: Path | None = None) -> None:
         self.socket_path = socket_path or fresh_socket(tmp)
         self.stderr_path = tmp / f"daemon-stderr-{id(self)}.log"
-        argv = [sys.executable, "-m", "server", "daemon", "--socket", str(self.socket_path)]
+        argv = [sys.executable, "-m", "bashrpc", "daemon", "--socket", str(self.socket_path)]
         argv += ["--artifacts-dir", str(tmp / "artifacts"), "--log-level", "INFO", *args]
         with open(self.stderr_path, "wb") as stderr:
             self.proc = subprocess.Popen(

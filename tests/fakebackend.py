@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 import anyio
 import anyio.abc
 
-from server.runtime import backends
-from server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
-from server.runtime.channels import Backpressure
-from server.runtime.procs import Scan
-from server.runtime.sandbox import Policy
-from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
-from server.runtime.startlog import StartLog
+from bashrpc.server.runtime import backends
+from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
+from bashrpc.server.runtime.channels import Backpressure
+from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
+from bashrpc.server.runtime.startlog import StartLog
 
 FAKE = "fake"
 NO_TERMINALS = "the fake backend has no terminals"

@@ -21,15 +21,15 @@ from typing import Any
 import msgspec
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from server.connection import Connection
-from server.output.artifactroot import workspace_key
-from server.runtime.cgroups import CgroupRoot
-from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
-from server.serve import dispatcher
-from server.services.api import Services
-from server.settings import Settings
-from server.wire.transport import Transport, memory_pair
+from bashrpc.server.connection import Connection
+from bashrpc.server.output.artifactroot import workspace_key
+from bashrpc.server.runtime.cgroups import CgroupRoot
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.serve import dispatcher
+from bashrpc.server.services.api import Services
+from bashrpc.server.settings import Settings
+from bashrpc.server.wire.transport import Transport, memory_pair
 from tests.rpc import RpcClient, cmdline, owned_processes
 
 STOP_SECONDS = 10.0

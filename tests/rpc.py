@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from protocol.client import (
+from bashrpc.protocol.client import (
     RESULT_TYPES,
     ClientCore,
     Replies,
@@ -31,8 +31,8 @@ from protocol.client import (
     reply_key,
     result_of,
 )
-from protocol.envelope import JSONRPC_VERSION, ErrorObject, RequestId, ServerMessage
-from protocol.methods import (
+from bashrpc.protocol.envelope import JSONRPC_VERSION, ErrorObject, RequestId, ServerMessage
+from bashrpc.protocol.methods import (
     AbortBashParams,
     AbortBashResult,
     BashChunk,
@@ -41,7 +41,7 @@ from protocol.methods import (
     SessionInfo,
     SessionListResult,
 )
-from server.output.artifactroot import workspace_key
+from bashrpc.server.output.artifactroot import workspace_key
 
 T = TypeVar("T")
 
@@ -383,7 +383,7 @@ class ServerProcess(RpcClient):
         workspace = args[flags[-1] + 1] if flags else cwd or tmp
         # This server's workspace's own directory under the root.
         self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
-        argv = [sys.executable, "-m", "server", *args]
+        argv = [sys.executable, "-m", "bashrpc", *args]
         if artifacts and "--artifacts-dir" not in args:
             argv += ["--artifacts-dir", str(self.artifacts_root)]
         self.stderr_path = tmp / f"stderr-{id(self)}.log"

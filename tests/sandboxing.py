@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol import messages
-from server.runtime import bwrap
+from bashrpc.protocol import messages
+from bashrpc.server.runtime import bwrap
 
 
 def skip_without_sandbox() -> None:

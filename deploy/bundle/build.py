@@ -30,7 +30,7 @@ SKIPPED = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "__pycache__
 LAUNCHER = """#!/bin/sh
 # bashrpc from a relocatable bundle: everything is found from this file's place.
 here=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
-exec "$here/python/bin/python3" -I -m server "$@"
+exec "$here/python/bin/python3" -I -m bashrpc "$@"
 """
 PROBE = (
     "import sys, sysconfig; print(sysconfig.get_paths()['stdlib']); "

@@ -9,10 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from protocol import messages
-from server.cli.sigpipe import die_of_sigpipe
-from server.errors import ArtifactNotFound
-from server.output.artifacts import ArtifactStore
+from bashrpc.protocol import messages
+from bashrpc.server.cli.sigpipe import die_of_sigpipe
+from bashrpc.server.errors import ArtifactNotFound
+from bashrpc.server.output.artifacts import ArtifactStore
 
 EXIT_NOT_FOUND = 1
 _PAGE_BYTES = 1 << 20

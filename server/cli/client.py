@@ -9,11 +9,11 @@ from typing import IO, Any
 
 import msgspec
 
-from protocol import messages
-from protocol.client import ClientCore, Unparsable
-from protocol.envelope import ErrorObject, RequestId
-from protocol.errors import ErrorCode
-from server.cli.keepalive import Keepalive
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import ClientCore, Unparsable
+from bashrpc.protocol.envelope import ErrorObject, RequestId
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.server.cli.keepalive import Keepalive
 
 
 class ServerError(Exception):

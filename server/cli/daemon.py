@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from protocol import messages
-from server.cli.options import add_server_options, server_argv
-from server.daemon import socketpath, wsconfig
+from bashrpc.protocol import messages
+from bashrpc.server.cli.options import add_server_options, server_argv
+from bashrpc.server.daemon import socketpath, wsconfig
 
 # An idle daemon (no connection, no session) exits after this long.
 DEFAULT_IDLE_EXIT_SECONDS = 300.0
@@ -99,7 +99,7 @@ def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
     if importlib.util.find_spec("websockets") is None:
         print(messages.CLI_ERROR.format(message=messages.WS_NEEDS_LIBRARY), file=sys.stderr)
         return EXIT_USAGE
-    from server.daemon import websocket
+    from bashrpc.server.daemon import websocket
 
     try:
         address = wsconfig.parse_listen(args.listen)
@@ -123,9 +123,9 @@ def socket_path(args: argparse.Namespace) -> Path:
 
 
 def run_attach(args: argparse.Namespace) -> int:
-    from server.daemon.attach import attach
+    from bashrpc.server.daemon.attach import attach
 
-    daemon_argv = [sys.executable, "-m", "server", "daemon", *server_argv(args)]
+    daemon_argv = [sys.executable, "-m", "bashrpc", "daemon", *server_argv(args)]
     return attach(socket_path(args), daemon_argv)
 
 

@@ -26,15 +26,15 @@ import time
 
 import msgspec
 
-from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.methods import AbortBashParams, BashParams, BashResult
-from server.cli import keepalive
-from server.cli.client import Connection, NoAnswer, ServerError
-from server.cli.launcher import REMOTE_PROGRAM, Launcher, LauncherError
-from server.cli.options import reprint_options, server_argv
-from server.cli.printer import Printer, ReaderGone, fill_gap
-from server.cli.sigpipe import die_of_sigpipe
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import AbortBashParams, BashParams, BashResult
+from bashrpc.server.cli import keepalive
+from bashrpc.server.cli.client import Connection, NoAnswer, ServerError
+from bashrpc.server.cli.launcher import REMOTE_PROGRAM, Launcher, LauncherError
+from bashrpc.server.cli.options import reprint_options, server_argv
+from bashrpc.server.cli.printer import Printer, ReaderGone, fill_gap
+from bashrpc.server.cli.sigpipe import die_of_sigpipe
 
 EXIT_TIMED_OUT = 124
 EXIT_CANCELLED = 130
@@ -118,7 +118,7 @@ def _start(args: argparse.Namespace, launcher: Launcher | None) -> subprocess.Po
     if launcher is not None and getattr(args, "client_timeout", None) is None:
         args.client_timeout = VIA_CLIENT_TIMEOUT_SECONDS
     if launcher is None:
-        argv = [sys.executable, "-m", "server", *server_argv(args)]
+        argv = [sys.executable, "-m", "bashrpc", *server_argv(args)]
     else:
         argv = launcher.argv([REMOTE_PROGRAM, *server_argv(args)])
     try:

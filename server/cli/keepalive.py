@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from protocol.mcp import EmptyParams
+from bashrpc.protocol.mcp import EmptyParams
 
 # Safe with any `--client-timeout` of three times this or more.
 PING_INTERVAL_SECONDS = 10.0

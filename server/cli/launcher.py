@@ -16,7 +16,7 @@ import shlex
 
 import msgspec
 
-from protocol import messages
+from bashrpc.protocol import messages
 
 # The server's program on the far side: on its PATH there.
 REMOTE_PROGRAM = "bashrpc"

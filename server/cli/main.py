@@ -11,16 +11,16 @@ from pathlib import Path
 
 import msgspec
 
-from protocol import __version__, messages
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
-from server import log
-from server.cli import daemon
-from server.cli.artifact import print_artifact
-from server.cli.exec import run_exec
-from server.cli.options import add_server_options, command_timeout
-from server.output.artifactroot import default_root
-from server.runtime import env as envmod
-from server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
+from bashrpc.protocol import __version__, messages
+from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+from bashrpc.server import log
+from bashrpc.server.cli import daemon
+from bashrpc.server.cli.artifact import print_artifact
+from bashrpc.server.cli.exec import run_exec
+from bashrpc.server.cli.options import add_server_options, command_timeout
+from bashrpc.server.output.artifactroot import default_root
+from bashrpc.server.runtime import env as envmod
+from bashrpc.server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
 
 EXIT_USAGE = 2
 
@@ -145,8 +145,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio
 
-    from server.runtime.runtime import Options
-    from server.serve import serve
+    from bashrpc.server.runtime.runtime import Options
+    from bashrpc.server.serve import serve
 
     options = Options(
         settings=settings, workspace=workspace, shell=shell, artifacts_dir=artifacts_dir
@@ -154,7 +154,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     use_uvloop = settings.uvloop and importlib.util.find_spec("uvloop") is not None
     backend = {"use_uvloop": use_uvloop}
     if args.command_name == "daemon":
-        from server.daemon.daemon import run_daemon
+        from bashrpc.server.daemon.daemon import run_daemon
 
         also = daemon.claim_listener(args, settings.max_line_bytes)
         if isinstance(also, int):

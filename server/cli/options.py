@@ -7,9 +7,13 @@ import argparse
 import math
 from pathlib import Path
 
-from protocol import messages
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
-from server.settings import MAX_CLIENT_TIMEOUT_SECONDS, MAX_DRAIN_SECONDS, SANDBOX_STRICTNESS
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
+from bashrpc.server.settings import (
+    MAX_CLIENT_TIMEOUT_SECONDS,
+    MAX_DRAIN_SECONDS,
+    SANDBOX_STRICTNESS,
+)
 
 FORWARDED = (
     "config",

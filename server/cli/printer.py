@@ -8,16 +8,16 @@ from typing import IO
 
 import msgspec
 
-from protocol import messages
-from protocol.envelope import ServerMessage
-from protocol.methods import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import ServerMessage
+from bashrpc.protocol.methods import (
     ARTIFACT_READ_MAX_LIMIT,
     ArtifactReadParams,
     ArtifactReadResult,
     BashChunk,
     BashResult,
 )
-from server.cli.client import Connection
+from bashrpc.server.cli.client import Connection
 
 _decode_chunk = msgspec.json.Decoder(BashChunk).decode
 

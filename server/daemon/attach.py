@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from protocol import messages
-from server.daemon import socketpath
-from server.wire import stdio
+from bashrpc.protocol import messages
+from bashrpc.server.daemon import socketpath
+from bashrpc.server.wire import stdio
 
 # How long a daemon this bridge started may take to listen.
 DAEMON_START_SECONDS = 10.0

@@ -26,20 +26,20 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from protocol import messages
-from protocol.mcp import HostOptions
-from protocol.methods import SandboxMode
-from server import log
-from server.connection import Connection
-from server.daemon import socketpath
-from server.daemon.idle import IdleClock
-from server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
-from server.runtime import procs
-from server.runtime.runtime import Options
-from server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
-from server.services.api import Services
-from server.wire import liveness
-from server.wire.transport import Transport
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import HostOptions
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server import log
+from bashrpc.server.connection import Connection
+from bashrpc.server.daemon import socketpath
+from bashrpc.server.daemon.idle import IdleClock
+from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
+from bashrpc.server.runtime import procs
+from bashrpc.server.runtime.runtime import Options
+from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
+from bashrpc.server.services.api import Services
+from bashrpc.server.wire import liveness
+from bashrpc.server.wire.transport import Transport
 
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from protocol import messages
+from bashrpc.protocol import messages
 
 SOCKET_NAME = "daemon.sock"
 LOCK_SUFFIX = ".lock"

@@ -28,12 +28,12 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from server.daemon.grace import Grace
-from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
-from server.serve import Guard
-from server.services.api import Services
-from server.services.detached import Resumables
+from bashrpc.server.daemon.grace import Grace
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.serve import Guard
+from bashrpc.server.services.api import Services
+from bashrpc.server.services.detached import Resumables
 
 CLIENT_PREFIX = "client:"
 SCOPE_PREFIX = "scope:"

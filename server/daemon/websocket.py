@@ -24,11 +24,11 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
-from protocol import messages
-from server import log
-from server.daemon.wsconfig import ListenAddress, bearer_refusal
-from server.wire.transport import Transport
-from server.wire.wstransport import websocket_transport
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.daemon.wsconfig import ListenAddress, bearer_refusal
+from bashrpc.server.wire.transport import Transport
+from bashrpc.server.wire.wstransport import websocket_transport
 
 # How long a stopping daemon waits for its WebSocket connections' handlers.
 CLOSE_BOUND_SECONDS = 30.0

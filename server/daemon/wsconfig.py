@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from protocol import messages
+from bashrpc.protocol import messages
 
 SCHEME = "ws"
 # `localhost` means IPv4 loopback: no name lookup decides where a shell is served.

@@ -16,7 +16,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from server.output.artifactroot import SUFFIX
+from bashrpc.server.output.artifactroot import SUFFIX
 
 # Not an artifact name (`artifactroot.ARTIFACT_NAME`), so scans and eviction never see it.
 COUNTER_NAME = "next-id"

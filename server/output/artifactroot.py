@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from protocol.methods import ARTIFACT_ID_MAX_DIGITS
+from bashrpc.protocol.methods import ARTIFACT_ID_MAX_DIGITS
 
 SUFFIX = ".bash.log"
 ARTIFACT_NAME = re.compile(rf"^(\d{{1,{ARTIFACT_ID_MAX_DIGITS}}})\.bash\.log$")

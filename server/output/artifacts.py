@@ -26,10 +26,10 @@ from pathlib import Path
 
 import msgspec
 
-from protocol import messages
-from server import log
-from server.errors import ArtifactNotFound
-from server.output import artifactids, artifactroot, utf8
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.errors import ArtifactNotFound
+from bashrpc.server.output import artifactids, artifactroot, utf8
 
 DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
 SUFFIX = artifactroot.SUFFIX

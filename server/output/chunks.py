@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 
 import anyio.abc
 
-from protocol import messages
-from server.output import utf8
-from server.output.throttle import Throttle
+from bashrpc.protocol import messages
+from bashrpc.server.output import utf8
+from bashrpc.server.output.throttle import Throttle
 
 CHUNK_INTERVAL_SECONDS = 0.02
 MAX_PENDING_BYTES = 1024 * 1024

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import msgspec
 
-from server.output import utf8
-from server.output.crfold import CarriageReturnFolder
-from server.output.sanitize import Sanitizer
+from bashrpc.server.output import utf8
+from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.output.sanitize import Sanitizer
 
 DEFAULT_MAX_BYTES = 51200
 # The tail buffer is compacted only when it grows to this multiple of the

@@ -18,13 +18,13 @@ import anyio
 import anyio.abc
 import msgspec
 
-from server.runtime.channels import Backpressure
-from server.runtime.containment import Containment
-from server.runtime.procs import Scan
-from server.runtime.sandbox import Policy
-from server.runtime.screen import Snapshot, TerminalScreen
-from server.runtime.shelltypes import Completion, ShellConfig
-from server.runtime.startlog import StartLog
+from bashrpc.server.runtime.channels import Backpressure
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
+from bashrpc.server.runtime.shelltypes import Completion, ShellConfig
+from bashrpc.server.runtime.startlog import StartLog
 
 DirKind = Literal["dir", "missing", "other"]
 

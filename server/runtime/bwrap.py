@@ -16,10 +16,10 @@ from collections.abc import Sequence
 import anyio.to_thread
 import msgspec
 
-from protocol import messages
-from server.errors import SandboxUnavailable
-from server.runtime import gitscan, seccomp
-from server.runtime.sandbox import Policy
+from bashrpc.protocol import messages
+from bashrpc.server.errors import SandboxUnavailable
+from bashrpc.server.runtime import gitscan, seccomp
+from bashrpc.server.runtime.sandbox import Policy
 
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0

@@ -14,7 +14,7 @@ import itertools
 import os
 from pathlib import Path
 
-from server import log
+from bashrpc.server import log
 
 GROUP_PREFIX = "bashrpc-"
 _log = log.get("cgroups")

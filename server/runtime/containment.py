@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 import anyio
 
-from server.runtime import polling, procs
-from server.runtime.cgroups import Cgroup, CgroupRoot
-from server.runtime.procs import Scan
+from bashrpc.server.runtime import polling, procs
+from bashrpc.server.runtime.cgroups import Cgroup, CgroupRoot
+from bashrpc.server.runtime.procs import Scan
 
 # Stopping a tree that keeps forking converges in a few rounds; a fork bomb
 # does not, and then the kill proceeds with what was caught.

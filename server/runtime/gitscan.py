@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 
 import msgspec
 
-from server.runtime import gitconfig, gitguard
-from server.runtime.gitguard import GitDir, Plan
+from bashrpc.server.runtime import gitconfig, gitguard
+from bashrpc.server.runtime.gitguard import GitDir, Plan
 
 DOT_GIT = ".git"
 GITDIR_PREFIX = "gitdir:"

@@ -9,13 +9,13 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from server.runtime import bwrap, procs
-from server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
-from server.runtime.pty import PtyRun
-from server.runtime.sandbox import Policy
-from server.runtime.shell import Shell
-from server.runtime.shelltypes import ShellConfig
-from server.runtime.startlog import StartLog
+from bashrpc.server.runtime import bwrap, procs
+from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
+from bashrpc.server.runtime.pty import PtyRun
+from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.shell import Shell
+from bashrpc.server.runtime.shelltypes import ShellConfig
+from bashrpc.server.runtime.startlog import StartLog
 
 _pty_names = itertools.count(1)
 

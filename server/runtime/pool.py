@@ -24,17 +24,21 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol import messages
-from server import log
-from server.errors import SandboxUnavailable, TooManyShells
-from server.runtime.backend import Backend, ShellHandle
-from server.runtime.containment import Containment
-from server.runtime.procs import Scan
-from server.runtime.sessions import Session, SessionRegistry
-from server.runtime.shelltypes import ShellConfig, ShellDied
-from server.runtime.snapshot import SnapshotStore
-from server.runtime.startlog import StartLog
-from server.settings import DEFAULT_IDLE_SECONDS, DEFAULT_KILL_GRACE_SECONDS, DEFAULT_MAX_SHELLS
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.errors import SandboxUnavailable, TooManyShells
+from bashrpc.server.runtime.backend import Backend, ShellHandle
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.shelltypes import ShellConfig, ShellDied
+from bashrpc.server.runtime.snapshot import SnapshotStore
+from bashrpc.server.runtime.startlog import StartLog
+from bashrpc.server.settings import (
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_KILL_GRACE_SECONDS,
+    DEFAULT_MAX_SHELLS,
+)
 
 HARD_LIMIT_FACTOR = 2
 

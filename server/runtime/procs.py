@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from server import log
+from bashrpc.server import log
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36

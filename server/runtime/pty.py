@@ -18,12 +18,12 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
-from server import fdio, log
-from server.runtime import child, procs
-from server.runtime.containment import Tracker
-from server.runtime.screen import Snapshot, TerminalScreen
-from server.runtime.startlog import StartLog
+from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
+from bashrpc.server import fdio, log
+from bashrpc.server.runtime import child, procs
+from bashrpc.server.runtime.containment import Tracker
+from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
+from bashrpc.server.runtime.startlog import StartLog
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess

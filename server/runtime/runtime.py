@@ -15,19 +15,19 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol.methods import SandboxMode
-from server import log
-from server.output.artifacts import ArtifactStore
-from server.runtime import backends, procs, sandbox
-from server.runtime import env as envmod
-from server.runtime.backend import Backend, BackendSetup
-from server.runtime.containment import Containment
-from server.runtime.pool import PoolLimits, ShellPool
-from server.runtime.runners import Execution
-from server.runtime.sessions import Session, SessionRegistry
-from server.runtime.shelltypes import ShellConfig
-from server.runtime.snapshot import SnapshotStore
-from server.settings import Settings
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server import log
+from bashrpc.server.output.artifacts import ArtifactStore
+from bashrpc.server.runtime import backends, procs, sandbox
+from bashrpc.server.runtime import env as envmod
+from bashrpc.server.runtime.backend import Backend, BackendSetup
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.pool import PoolLimits, ShellPool
+from bashrpc.server.runtime.runners import Execution
+from bashrpc.server.runtime.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.shelltypes import ShellConfig
+from bashrpc.server.runtime.snapshot import SnapshotStore
+from bashrpc.server.settings import Settings
 
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 _log = log.get("runtime")

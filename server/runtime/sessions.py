@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from protocol.methods import SandboxMode
-from server.runtime.backend import Backend, ShellHandle
-from server.runtime.procs import Scan
-from server.runtime.shelltypes import ShellConfig
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server.runtime.backend import Backend, ShellHandle
+from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.shelltypes import ShellConfig
 
 
 def expand_home(path: str, home: str | None) -> str:

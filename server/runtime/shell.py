@@ -27,15 +27,15 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from server import log
-from server.runtime import bwrap, child, procs, startlog
-from server.runtime.channels import Backpressure, Fifos
-from server.runtime.commandrun import CommandRun
-from server.runtime.containment import Tracker
-from server.runtime.procs import Scan
-from server.runtime.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
-from server.runtime.shelltypes import Completion, ShellConfig, ShellDied
-from server.runtime.shellwire import ShellWire
+from bashrpc.server import log
+from bashrpc.server.runtime import bwrap, child, procs, startlog
+from bashrpc.server.runtime.channels import Backpressure, Fifos
+from bashrpc.server.runtime.commandrun import CommandRun
+from bashrpc.server.runtime.containment import Tracker
+from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
+from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
+from bashrpc.server.runtime.shellwire import ShellWire
 
 SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
 

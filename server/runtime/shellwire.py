@@ -10,10 +10,10 @@ from pathlib import Path
 
 import anyio
 
-from server import fdio
-from server.runtime.channels import StatusChannel
-from server.runtime.shellproto import BadRecord, StatusRecord, bootstrap, driver_line
-from server.runtime.shelltypes import ShellDied
+from bashrpc.server import fdio
+from bashrpc.server.runtime.channels import StatusChannel
+from bashrpc.server.runtime.shellproto import BadRecord, StatusRecord, bootstrap, driver_line
+from bashrpc.server.runtime.shelltypes import ShellDied
 
 
 class ShellWire:

@@ -24,10 +24,10 @@ from subprocess import Popen
 
 import anyio
 
-from protocol import messages
-from server import log
-from server.runtime import child, polling, procs
-from server.runtime.containment import Containment, Tracker
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.runtime import child, polling, procs
+from bashrpc.server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
 # How long a hung-up capture's EXIT traps may run before its tree is killed.

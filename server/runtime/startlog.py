@@ -14,7 +14,7 @@ import os
 
 import anyio
 
-from server import fdio
+from bashrpc.server import fdio
 
 # bwrap prefixes every message of its own with this.
 BWRAP_PREFIX = "bwrap: "

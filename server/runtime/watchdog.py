@@ -20,9 +20,9 @@ import signal
 import time
 from pathlib import Path
 
-from server import log
-from server.runtime import procs
-from server.runtime.cgroups import Cgroup
+from bashrpc.server import log
+from bashrpc.server.runtime import procs
+from bashrpc.server.runtime.cgroups import Cgroup
 
 # How long the watchdog keeps killing what keeps appearing (forks in flight).
 SWEEP_SECONDS = 2.0

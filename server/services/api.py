@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.methods import SandboxMode
-from server import errors
-from server.output.artifacts import ArtifactStore
-from server.runtime.backend import DirKind
-from server.runtime.ptylane import PtyLane
-from server.runtime.runtime import Runtime
-from server.services.commands import CommandService
-from server.services.detached import Resumables
-from server.services.sessions import SessionService
-from server.settings import Settings
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server import errors
+from bashrpc.server.output.artifacts import ArtifactStore
+from bashrpc.server.runtime.backend import DirKind
+from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.services.commands import CommandService
+from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.sessions import SessionService
+from bashrpc.server.settings import Settings
 
 
 class Services:

@@ -11,13 +11,13 @@ from typing import Any
 
 import anyio.abc
 
-from protocol import paths
-from protocol.methods import BashChunk, BashParams, BashResult, PtySize
-from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
-from server.services.detached import Resumable
-from server.services.outcome import Outcome
-from server.services.streams import Notify, StreamListener, command_streams, raw_emitter
-from server.settings import Settings
+from bashrpc.protocol import paths
+from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
+from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from bashrpc.server.services.detached import Resumable
+from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.streams import Notify, StreamListener, command_streams, raw_emitter
+from bashrpc.server.settings import Settings
 
 
 def pty_terminal(params: BashParams) -> Terminal | None:

@@ -15,25 +15,25 @@ from typing import Any, Protocol
 import anyio.abc
 import msgspec
 
-from protocol import messages
-from protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
-from server import errors
-from server.output.crfold import CarriageReturnFolder
-from server.output.sink import OutputSink
-from server.runtime import env as envmod
-from server.runtime import ptyrunner, runners
-from server.runtime.channels import Backpressure
-from server.runtime.pty import clamp_size
-from server.runtime.ptylane import PtyLane
-from server.runtime.ptyrunner import Terminal
-from server.runtime.runners import Execution, RunResult
-from server.runtime.runtime import Runtime
-from server.runtime.sessions import Session
-from server.services.denials import denial_notice, denied_path
-from server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
-from server.services.outcome import Outcome
-from server.services.streams import StreamListener, streaming
-from server.settings import stricter
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
+from bashrpc.server import errors
+from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.output.sink import OutputSink
+from bashrpc.server.runtime import env as envmod
+from bashrpc.server.runtime import ptyrunner, runners
+from bashrpc.server.runtime.channels import Backpressure
+from bashrpc.server.runtime.pty import clamp_size
+from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.ptyrunner import Terminal
+from bashrpc.server.runtime.runners import Execution, RunResult
+from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.sessions import Session
+from bashrpc.server.services.denials import denial_notice, denied_path
+from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
+from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.streams import StreamListener, streaming
+from bashrpc.server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 

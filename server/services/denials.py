@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 
-from protocol import messages
-from server.runtime.sandbox import Policy
+from bashrpc.protocol import messages
+from bashrpc.server.runtime.sandbox import Policy
 
 _REASONS = "read-only file system|EROFS"
 # A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.

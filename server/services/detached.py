@@ -23,11 +23,16 @@ from typing import Any
 
 import anyio
 
-from protocol import messages
-from protocol.methods import BashResult, RequestState
-from server import errors
-from server.output.replay import REPLAY_ATTACHED_MAX_BYTES, REPLAY_MAX_BYTES, Chunk, ChunkLog
-from server.runtime.ptylane import PtyLane
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import BashResult, RequestState
+from bashrpc.server import errors
+from bashrpc.server.output.replay import (
+    REPLAY_ATTACHED_MAX_BYTES,
+    REPLAY_MAX_BYTES,
+    Chunk,
+    ChunkLog,
+)
+from bashrpc.server.runtime.ptylane import PtyLane
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
 SendChunk = Callable[[int, str, int], Awaitable[None]]

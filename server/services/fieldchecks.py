@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from protocol import messages
-from server import errors
-from server.runtime import execlimits
+from bashrpc.protocol import messages
+from bashrpc.server import errors
+from bashrpc.server.runtime import execlimits
 
 __all__ = ["env_fields", "reject_nul", "reject_unexecable"]
 

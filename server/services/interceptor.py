@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
-from protocol import messages
-from protocol.mcp import InterceptorRule, Recovery
-from server.services import bashparse
-from server.services.bashparse import SimpleCommand
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import InterceptorRule, Recovery
+from bashrpc.server.services import bashparse
+from bashrpc.server.services.bashparse import SimpleCommand
 
 # Words that run the rest of the line as the command.
 _WRAPPERS = frozenset({"sudo", "command", "nohup", "time", "exec"})

@@ -7,8 +7,8 @@ otherwise, as xterm does.
 
 from __future__ import annotations
 
-from protocol import messages
-from server.errors import InvalidArgument
+from bashrpc.protocol import messages
+from bashrpc.server.errors import InvalidArgument
 
 _CURSOR_KEYS = {"up": "A", "down": "B", "right": "C", "left": "D", "home": "H", "end": "F"}
 _FIXED = {

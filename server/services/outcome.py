@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import messages, paths
-from server.output.sink import SinkSummary
+from bashrpc.protocol import messages, paths
+from bashrpc.server.output.sink import SinkSummary
 
 
 class Outcome(msgspec.Struct, frozen=True):

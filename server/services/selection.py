@@ -16,7 +16,7 @@ from typing import Literal
 
 import msgspec
 
-from server.output.sink import SinkSummary, count_lines
+from bashrpc.server.output.sink import SinkSummary, count_lines
 
 Cap = Literal["bytes", "lines"]
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import messages, paths
-from protocol.methods import SandboxMode
-from server import errors
-from server.runtime.runtime import Runtime
-from server.runtime.sessions import Session, resolve_path
-from server.services.commands import CommandService
-from server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
+from bashrpc.protocol import messages, paths
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server import errors
+from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.sessions import Session, resolve_path
+from bashrpc.server.services.commands import CommandService
+from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
 
 class SessionView(msgspec.Struct, frozen=True):

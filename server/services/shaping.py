@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import msgspec
 
-from protocol import messages
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import (
     ARTIFACT_URI_TEMPLATE,
     BashStructured,
     CallToolResult,
@@ -23,9 +23,9 @@ from protocol.mcp import (
     ToolDetails,
     Truncation,
 )
-from server.output.sink import count_lines
-from server.services.outcome import Outcome
-from server.services.selection import Cap, select
+from bashrpc.server.output.sink import count_lines
+from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.selection import Cap, select
 
 DEFAULT_MAX_LINES = 2000
 

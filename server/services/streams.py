@@ -18,9 +18,9 @@ import anyio
 import anyio.abc
 import msgspec
 
-from protocol.methods import PtyOutput
-from server.output.chunks import ChunkStream, RawStream
-from server.runtime.channels import Backpressure
+from bashrpc.protocol.methods import PtyOutput
+from bashrpc.server.output.chunks import ChunkStream, RawStream
+from bashrpc.server.runtime.channels import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[int, str], Awaitable[None]]

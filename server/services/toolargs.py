@@ -13,9 +13,9 @@ from typing import TypeVar
 
 import msgspec
 
-from protocol import invalidparams, messages
-from protocol.mcp import BASH_TOOL, BashToolArguments, ToolsCallParams
-from server import errors
+from bashrpc.protocol import invalidparams, messages
+from bashrpc.protocol.mcp import BASH_TOOL, BashToolArguments, ToolsCallParams
+from bashrpc.server import errors
 
 T = TypeVar("T")
 

@@ -4,11 +4,11 @@ model (step 8; see `toolplan`), or a tool error in its place.
 
 from __future__ import annotations
 
-from protocol.mcp import BashStructured, CallToolResult, TextContent, ToolDetails
-from server import errors
-from server.output.artifacts import ArtifactStore
-from server.services.outcome import Outcome
-from server.services.shaping import Shaping, shape
+from bashrpc.protocol.mcp import BashStructured, CallToolResult, TextContent, ToolDetails
+from bashrpc.server import errors
+from bashrpc.server.output.artifacts import ArtifactStore
+from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.shaping import Shaping, shape
 
 
 def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:

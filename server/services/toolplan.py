@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from protocol import messages, paths
-from protocol.mcp import (
+from bashrpc.protocol import messages, paths
+from bashrpc.protocol.mcp import (
     BASH_TOOL,
     BashStructured,
     BashToolArguments,
@@ -27,18 +27,18 @@ from protocol.mcp import (
     Tool,
     ToolDetails,
 )
-from protocol.schema import inline_schema
-from server import log
-from server.runtime.backend import DirKind
-from server.runtime.sessions import resolve_path
-from server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
-from server.services.fieldchecks import reject_nul
-from server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
-from server.services.normalize import normalize
-from server.services.shaping import DEFAULT_MAX_LINES, Shaping
-from server.services.toolargs import given
-from server.services.toolfinish import tool_error
-from server.settings import Settings
+from bashrpc.protocol.schema import inline_schema
+from bashrpc.server import log
+from bashrpc.server.runtime.backend import DirKind
+from bashrpc.server.runtime.sessions import resolve_path
+from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from bashrpc.server.services.fieldchecks import reject_nul
+from bashrpc.server.services.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
+from bashrpc.server.services.normalize import normalize
+from bashrpc.server.services.shaping import DEFAULT_MAX_LINES, Shaping
+from bashrpc.server.services.toolargs import given
+from bashrpc.server.services.toolfinish import tool_error
+from bashrpc.server.settings import Settings
 
 # Tool calls carry no session: they share this one, whose shell configuration
 # is the server's (shell, prefix, snapshot, env).

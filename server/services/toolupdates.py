@@ -9,11 +9,11 @@ from typing import Any
 
 import anyio.abc
 
-from protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
-from server.output.chunks import RawStream
-from server.output.throttle import Throttle
-from server.services.streams import Notify, StreamListener, raw_emitter
-from server.settings import Settings
+from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
+from bashrpc.server.output.chunks import RawStream
+from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.services.streams import Notify, StreamListener, raw_emitter
+from bashrpc.server.settings import Settings
 
 TOOL_UPDATE_INTERVAL_SECONDS = 0.1
 PROGRESS_MESSAGE_MAX_CHARS = 200

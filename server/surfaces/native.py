@@ -5,8 +5,8 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
-from protocol import messages, paths
-from protocol.methods import (
+from bashrpc.protocol import messages, paths
+from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     AbortBashParams,
     AbortBashResult,
@@ -35,15 +35,15 @@ from protocol.methods import (
     SessionOpenResult,
     ShutdownParams,
 )
-from server import errors
-from server.connection import RequestContext
-from server.services import bashcall
-from server.services.api import Services
-from server.services.commands import CommandSpec, terminal
-from server.services.detached import Resumable, Resumables
-from server.services.keys import encode_keys
-from server.settings import tightened
-from server.wire.registry import Registry
+from bashrpc.server import errors
+from bashrpc.server.connection import RequestContext
+from bashrpc.server.services import bashcall
+from bashrpc.server.services.api import Services
+from bashrpc.server.services.commands import CommandSpec, terminal
+from bashrpc.server.services.detached import Resumable, Resumables
+from bashrpc.server.services.keys import encode_keys
+from bashrpc.server.settings import tightened
+from bashrpc.server.wire.registry import Registry
 
 methods = Registry()
 # What a handler gets: the connection and these services, typed.

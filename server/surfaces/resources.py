@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from protocol import messages
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import (
     ARTIFACT_URI_SCHEME,
     ARTIFACT_URI_TEMPLATE,
     TEXT_MIME_TYPE,
@@ -19,11 +19,11 @@ from protocol.mcp import (
     ResourceTemplatesListResult,
     TextResourceContents,
 )
-from protocol.methods import ARTIFACT_ID_MAX_DIGITS
-from server import errors
-from server.connection import RequestContext
-from server.services.api import Services
-from server.wire.registry import Registry
+from bashrpc.protocol.methods import ARTIFACT_ID_MAX_DIGITS
+from bashrpc.server import errors
+from bashrpc.server.connection import RequestContext
+from bashrpc.server.services.api import Services
+from bashrpc.server.wire.registry import Registry
 
 # One read returns at most this much; `_meta.nextOffset` points artifact/read at the rest.
 RESOURCE_READ_MAX_BYTES = 8 * 1024 * 1024

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from protocol import __version__
-from protocol.mcp import (
+from bashrpc.protocol import __version__
+from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -27,11 +27,11 @@ from protocol.mcp import (
     ToolsCallParams,
     ToolsListResult,
 )
-from server.connection import RequestContext
-from server.services import toolargs, toolfinish, toolplan, toolupdates
-from server.services.api import Services
-from server.settings import for_connection
-from server.wire.registry import Registry
+from bashrpc.server.connection import RequestContext
+from bashrpc.server.services import toolargs, toolfinish, toolplan, toolupdates
+from bashrpc.server.services.api import Services
+from bashrpc.server.settings import for_connection
+from bashrpc.server.wire.registry import Registry
 
 SERVER_NAME = "bashrpc"
 INSTRUCTIONS = (

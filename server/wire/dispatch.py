@@ -7,7 +7,7 @@ whole: its jsonschema validation costs ~0.2 ms a request and repeats
 msgspec's typed decoding, it answers a batch with one bad member with a
 single error, and it binds params by Python signature without checking
 types. So the envelope is parsed and batches are split in
-`protocol.envelope`, params are decoded once by msgspec into the method's
+`bashrpc.protocol.envelope`, params are decoded once by msgspec into the method's
 Struct, and each method is looked up once per name in a plain dict. Its
 package is imported without its jsonschema (see `rpclib`).
 """
@@ -16,11 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol import messages
-from protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
-from server.wire.errormap import error_object, sole
-from server.wire.registry import Method, Registry, check_complete, merge
-from server.wire.rpclib import ERROR_METHOD_NOT_FOUND, Error, Methods, Request, Success, to_response
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
+from bashrpc.server.wire.errormap import error_object, sole
+from bashrpc.server.wire.registry import Method, Registry, check_complete, merge
+from bashrpc.server.wire.rpclib import (
+    ERROR_METHOD_NOT_FOUND,
+    Error,
+    Methods,
+    Request,
+    Success,
+    to_response,
+)
 
 Reply = ErrorResponse | SuccessResponse
 _EMPTY_PARAMS = b"{}"

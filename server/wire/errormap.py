@@ -1,7 +1,7 @@
 """The one place where errors become JSON-RPC error objects.
 
-Domain code raises the plain exceptions of `server.errors`; this table gives
-each its code, its message (from `protocol.messages`) and its data. Anything
+Domain code raises the plain exceptions of `bashrpc.server.errors`; this table gives
+each its code, its message (from `bashrpc.protocol.messages`) and its data. Anything
 not in the table is a bug: -32603, one line on the wire, the traceback on
 stderr.
 """
@@ -14,11 +14,16 @@ from typing import Any
 
 import msgspec
 
-from protocol import invalidparams, messages
-from protocol.envelope import ErrorObject
-from protocol.errors import ArtifactNotFoundData, ErrorCode, NoSuchPtyData, TooManyShellsData
-from protocol.mcp import CancelledOutput
-from server import errors, log
+from bashrpc.protocol import invalidparams, messages
+from bashrpc.protocol.envelope import ErrorObject
+from bashrpc.protocol.errors import (
+    ArtifactNotFoundData,
+    ErrorCode,
+    NoSuchPtyData,
+    TooManyShellsData,
+)
+from bashrpc.protocol.mcp import CancelledOutput
+from bashrpc.server import errors, log
 
 _log = log.get("errors")
 

@@ -1,4 +1,4 @@
-"""Frames from a byte stream: the framer of `protocol.framing`, driven by reads."""
+"""Frames from a byte stream: the framer of `bashrpc.protocol.framing`, driven by reads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import anyio
 from anyio.abc import AnyByteReceiveStream
 
-from protocol.framing import Frame, LineFramer
+from bashrpc.protocol.framing import Frame, LineFramer
 
 
 async def frames(stream: AnyByteReceiveStream, framer: LineFramer) -> AsyncIterator[Frame]:

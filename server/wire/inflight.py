@@ -9,8 +9,8 @@ from typing import ParamSpec, TypeVar
 import anyio
 import anyio.lowlevel
 
-from protocol.envelope import RequestId
-from server import errors
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.server import errors
 
 P = ParamSpec("P")
 T = TypeVar("T")

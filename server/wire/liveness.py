@@ -13,9 +13,9 @@ import anyio
 import anyio.abc
 from anyio.abc import AnyByteReceiveStream
 
-from protocol import messages
-from server import log
-from server.wire.transport import Transport
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.wire.transport import Transport
 
 _log = log.get("liveness")
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Hashable
 import anyio
 from anyio.abc import AnyByteSendStream
 
-from protocol import messages
-from server import log
+from bashrpc.protocol import messages
+from bashrpc.server import log
 
 # All bulk lanes together, and one request's lane.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024

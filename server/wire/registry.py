@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from protocol import mcp, methods
+from bashrpc.protocol import mcp, methods
 
 F = TypeVar("F", bound=Callable[..., Any])
 

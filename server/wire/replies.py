@@ -6,12 +6,18 @@ import traceback
 
 import msgspec
 
-from protocol import messages
-from protocol.envelope import ErrorResponse, Notification, SuccessResponse, encode, error_response
-from protocol.errors import ErrorCode
-from server import log
-from server.wire.errormap import summary
-from server.wire.registry import NOTIFICATION_TYPES
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import (
+    ErrorResponse,
+    Notification,
+    SuccessResponse,
+    encode,
+    error_response,
+)
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.server import log
+from bashrpc.server.wire.errormap import summary
+from bashrpc.server.wire.registry import NOTIFICATION_TYPES
 
 _log = log.get("replies")
 

@@ -29,8 +29,8 @@ import anyio.abc
 import anyio.lowlevel
 import msgspec
 
-from server import fdio
-from server.wire.transport import Transport
+from bashrpc.server import fdio
+from bashrpc.server.wire.transport import Transport
 
 READ_CHUNK_BYTES = 256 * 1024
 # Chunks read ahead of the connection before reading stops for a while.

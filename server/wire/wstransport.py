@@ -15,7 +15,7 @@ import anyio.abc
 from websockets.asyncio.connection import Connection
 from websockets.exceptions import ConnectionClosed
 
-from server.wire.transport import Transport
+from bashrpc.server.wire.transport import Transport
 
 NEWLINE = b"\n"
 

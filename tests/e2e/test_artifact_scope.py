@@ -6,16 +6,16 @@ from pathlib import Path
 
 import msgspec
 
-from protocol import messages
-from protocol.errors import ArtifactNotFoundData, ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ArtifactNotFoundData, ErrorCode
+from bashrpc.protocol.mcp import (
     ResourcesListResult,
     ResourcesReadParams,
     ResourcesReadResult,
     TextResourceContents,
 )
-from protocol.mcpclient import initialize_params
-from protocol.methods import ArtifactReadParams, ArtifactReadResult
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import ArtifactReadParams, ArtifactReadResult
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.methods import BashParams
-from server.daemon import socketpath
+from bashrpc.protocol.methods import BashParams
+from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, SocketClient, fresh_socket, stop_daemon
 from tests.rpc import process_gone
 

@@ -9,11 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from protocol import messages
-from protocol.client import notification_params
-from protocol.errors import ErrorCode
-from protocol.mcp import EmptyResult
-from protocol.methods import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import EmptyResult
+from bashrpc.protocol.methods import (
     ArtifactReadParams,
     ArtifactReadResult,
     BashChunk,

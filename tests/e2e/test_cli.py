@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.methods import BashParams
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnProcess
 from tests.rpc import marked_processes, server_environment, wait_until
 
@@ -24,7 +24,7 @@ from tests.rpc import marked_processes, server_environment, wait_until
 pytestmark = pytest.mark.slow
 
 EXIT_BOUND_SECONDS = 30.0
-SERVER = [sys.executable, "-m", "server"]
+SERVER = [sys.executable, "-m", "bashrpc"]
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
@@ -40,7 +40,7 @@ def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
     # streamed while the command runs lets either go on.
     command = f"echo first; read x < {go}; echo second; exit 3"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "exec", command],
+        [sys.executable, "-m", "bashrpc", "exec", command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

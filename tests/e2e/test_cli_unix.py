@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
+from bashrpc.protocol import messages
 from tests.rpc import marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 # Only a hang exceeds this: a run takes a few seconds even on a loaded machine.
 EXIT_BOUND_SECONDS = 30.0
-SERVER = [sys.executable, "-m", "server"]
+SERVER = [sys.executable, "-m", "bashrpc"]
 EXIT_USAGE = 2
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.methods import (
+from bashrpc.protocol.methods import (
     AbortBashParams,
     BashChunk,
     BashParams,
@@ -150,7 +150,7 @@ def test_exec_client_killed_with_its_group_leaves_nothing(tmp_path: Path) -> Non
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "HOME": str(tmp_path)}
     command = f"exec -a {marker} sleep 20"
     client = subprocess.Popen(
-        [sys.executable, "-m", "server", "exec", command],
+        [sys.executable, "-m", "bashrpc", "exec", command],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
-from protocol.mcpclient import initialize_params
-from protocol.methods import BashParams
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import BashParams
 from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, server_environment, wait_until
 
@@ -169,7 +169,7 @@ def test_sigterm_ends_every_connection_and_leaves_no_process(spawn_daemon: Spawn
 
 def _run_daemon(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server", "daemon", *args],
+        [sys.executable, "-m", "bashrpc", "daemon", *args],
         capture_output=True,
         text=True,
         env=server_environment(tmp_path),

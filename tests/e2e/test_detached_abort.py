@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from protocol.envelope import RequestId
-from protocol.methods import BashAttachParams, BashParams, BashResult
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, wait_until
 

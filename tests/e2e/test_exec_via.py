@@ -24,7 +24,7 @@ from tests.rpc import marked_processes, server_environment, wait_until
 pytestmark = pytest.mark.slow
 
 EXIT_BOUND_SECONDS = 20.0
-VIA_EXEC = [sys.executable, "-m", "server", "exec", "--via"]
+VIA_EXEC = [sys.executable, "-m", "bashrpc", "exec", "--via"]
 LAUNCHER = """#!/bin/sh
 cd "$REMOTE_ROOT" && HOME="$REMOTE_ROOT/home" XDG_STATE_HOME= PATH="$REMOTE_BIN:$PATH" exec "$@"
 """

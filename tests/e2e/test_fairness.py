@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from protocol.envelope import RequestId
-from protocol.methods import BashParams
-from server.wire.outbox import OUTBOX_MAX_BYTES
-from server.wire.stdio import PIPE_BUFFER_BYTES
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.methods import BashParams
+from bashrpc.server.wire.outbox import OUTBOX_MAX_BYTES
+from bashrpc.server.wire.stdio import PIPE_BUFFER_BYTES
 from tests.rpc import DEFAULT_TIMEOUT, ServerProcess, wait_until
 
 FLOOD = "head -c 2000M /dev/zero | tr '\\0' x | fold -w 100"

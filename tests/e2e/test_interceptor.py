@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from protocol import messages
-from protocol.mcp import ConnectionSettings, InterceptorOverrides, InterceptorRule, Recovery
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import ConnectionSettings, InterceptorOverrides, InterceptorRule, Recovery
 from tests.e2e.test_tools import (
     ALL_TOOLS,
     INTERCEPTING,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.methods import AbortBashParams, BashParams
-from server.output.artifactroot import workspace_key
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import AbortBashParams, BashParams
+from bashrpc.server.output.artifactroot import workspace_key
 from tests.conftest import SpawnProcess
 from tests.rpc import ServerProcess, owned_processes, wait_until
 
@@ -111,7 +111,7 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for text, needle in cases.items():
         cfg.write_text(text)
         proc = subprocess.run(
-            [sys.executable, "-m", "server", "--config", str(cfg)],
+            [sys.executable, "-m", "bashrpc", "--config", str(cfg)],
             input=b"",
             capture_output=True,
             timeout=EXIT_BOUND_SECONDS,
@@ -121,7 +121,7 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
         lines = proc.stderr.decode().strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (text, lines)
     missing = subprocess.run(
-        [sys.executable, "-m", "server", "--config", str(tmp_path / "nope.toml")],
+        [sys.executable, "-m", "bashrpc", "--config", str(tmp_path / "nope.toml")],
         input=b"",
         capture_output=True,
         timeout=EXIT_BOUND_SECONDS,
@@ -191,7 +191,7 @@ def test_env_exclude_keeps_secrets_out_of_commands(spawn: SpawnProcess, tmp_path
     assert default.bash('echo "$GITHUB_TOKEN"').output == "ghp\n"
     cfg.write_text("[env]\nexclude = '*TOKEN*'\n")
     bad = subprocess.run(
-        [sys.executable, "-m", "server", "--config", str(cfg)], input=b"", capture_output=True
+        [sys.executable, "-m", "bashrpc", "--config", str(cfg)], input=b"", capture_output=True
     )
     assert bad.returncode == 2 and b"env.exclude" in bad.stderr
 

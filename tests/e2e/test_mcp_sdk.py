@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import pytest
 
-from protocol import messages
+from bashrpc.protocol import messages
 from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -33,7 +33,7 @@ def params(tmp_path: Path) -> StdioServerParameters:
 
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        args=["-m", "bashrpc", "--artifacts-dir", str(tmp_path / "artifacts")],
         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
         cwd=str(tmp_path),
     )
@@ -132,7 +132,7 @@ def owned_pids_of_children() -> list[int]:
     return [
         pid
         for pid in live_pids()
-        if (stat := proc_stat(pid)) is not None and stat[1] == me and "server" in cmdline(pid)
+        if (stat := proc_stat(pid)) is not None and stat[1] == me and "-m bashrpc" in cmdline(pid)
     ]
 
 

@@ -6,18 +6,18 @@ import base64
 import hashlib
 import time
 
-from protocol import messages
-from protocol.client import result_of
-from protocol.envelope import RequestId
-from protocol.errors import ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
     BashOverrides,
     CallToolResult,
     ConnectionSettings,
     InterceptorOverrides,
     UiSize,
 )
-from protocol.methods import (
+from bashrpc.protocol.methods import (
     BashParams,
     PtyInputParams,
     PtyInputResult,

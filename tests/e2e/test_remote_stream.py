@@ -17,11 +17,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from protocol.client import ClientCore, Received, Unparsable, notification_params, result_of
-from protocol.envelope import RequestId, ServerMessage
-from protocol.errors import ErrorCode
-from protocol.mcp import EmptyParams, EmptyResult
-from protocol.methods import BashChunk, BashParams, BashResult, ServerDraining
+from bashrpc.protocol.client import ClientCore, Received, Unparsable, notification_params, result_of
+from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import EmptyParams, EmptyResult
+from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, ServerDraining
 from tests.conftest import SpawnProcess
 from tests.rpc import ServerProcess, owned_processes, server_environment, wait_until
 
@@ -115,7 +115,7 @@ def test_a_terminal_for_stdio_is_put_in_raw_mode(tmp_path: Path) -> None:
     (tmp_path / "home" / ".bashrc").write_text("exit 3\n")
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(tmp_path / "artifacts")],
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -209,7 +209,7 @@ def test_exec_pings_a_server_with_a_client_timeout(tmp_path: Path) -> None:
     """`bashrpc exec --client-timeout T` pings at a third of T, so a command
     longer than T runs to its end."""
     done = subprocess.run(
-        [sys.executable, "-m", "server", "exec", "--client-timeout", "1", "sleep 3; echo done"],
+        [sys.executable, "-m", "bashrpc", "exec", "--client-timeout", "1", "sleep 3; echo done"],
         capture_output=True,
         env=server_environment(tmp_path),
         cwd=tmp_path,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.client import result_of
-from protocol.errors import ErrorCode
-from protocol.methods import (
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     BashAttachParams,
     BashParams,

@@ -11,10 +11,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from protocol.client import result_of
-from protocol.envelope import RequestId
-from protocol.errors import ErrorCode
-from protocol.methods import (
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import (
     BashAttachParams,
     BashParams,
     BashResult,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
     LATEST_PROTOCOL_VERSION,
     BashStructured,
     ConnectionSettings,
@@ -21,8 +21,8 @@ from protocol.mcp import (
     InitializeParams,
     SandboxOverrides,
 )
-from protocol.mcpclient import initialize_params
-from protocol.methods import BashParams, SandboxMode, SessionOpenParams
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import BashParams, SandboxMode, SessionOpenParams
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_tools import call_tool, text_of
 from tests.inprocess import InProcessServer

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.errors import ErrorCode
-from protocol.methods import BashParams
-from server.runtime import procs
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import BashParams
+from bashrpc.server.runtime import procs
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import marked_processes, process_gone, wait_until
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.mcp import ConnectionSettings, HostOptions, InitializeParams, SandboxOverrides
-from protocol.mcpclient import initialize_params
-from protocol.methods import BashAttachParams, BashParams, BashResult
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, InitializeParams, SandboxOverrides
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import BashAttachParams, BashParams, BashResult
 from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, wait_until
 from tests.sandboxing import skip_without_sandbox

@@ -4,10 +4,10 @@ both surfaces; the directory and the session's environment carry over."""
 
 from __future__ import annotations
 
-from protocol import messages
-from protocol.client import notification_params
-from protocol.envelope import RequestId
-from protocol.methods import BashChunk, BashParams, BashResult
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.methods import BashChunk, BashParams, BashResult
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.inprocess import InProcessServer

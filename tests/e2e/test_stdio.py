@@ -13,10 +13,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol import messages
-from protocol.client import result_of
-from protocol.envelope import Request, ServerMessage, encode
-from protocol.methods import AbortBashParams, AbortBashResult, BashParams, SessionListResult
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.envelope import Request, ServerMessage, encode
+from bashrpc.protocol.methods import AbortBashParams, AbortBashResult, BashParams, SessionListResult
 from tests.rpc import ServerProcess, marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -66,7 +66,7 @@ def is_protocol_line(line: bytes) -> bool:
 def run_server(tmp_path: Path, **stdin: Any) -> subprocess.CompletedProcess[bytes]:
     """The server to its end, its input given as `subprocess.run`'s `stdin` or `input`."""
     return subprocess.run(
-        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "artifacts")],
+        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(tmp_path / "artifacts")],
         capture_output=True,
         env=server_environment(tmp_path),
         timeout=EXIT_BOUND_SECONDS,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.methods import BashParams
-from server.output.chunks import CLIENT_STALL_SECONDS, MAX_PENDING_BYTES
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import BashParams
+from bashrpc.server.output.chunks import CLIENT_STALL_SECONDS, MAX_PENDING_BYTES
 from tests.inprocess import InProcessServer
 
 SEQ_COUNT = 2_000_000
@@ -23,7 +23,7 @@ def test_exec_prints_the_whole_output_byte_for_byte(tmp_path: Path) -> None:
     expected = subprocess.run(["seq", "1", str(SEQ_COUNT)], capture_output=True, check=True).stdout
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "HOME": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "server", "exec", f"seq 1 {SEQ_COUNT}"],
+        [sys.executable, "-m", "bashrpc", "exec", f"seq 1 {SEQ_COUNT}"],
         capture_output=True,
         env=env,
         cwd=tmp_path,

@@ -12,11 +12,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from protocol import messages
-from protocol.client import notification_params, result_of
-from protocol.envelope import RequestId, ServerMessage
-from protocol.errors import ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import notification_params, result_of
+from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     BashOverrides,
@@ -52,8 +52,8 @@ from protocol.mcp import (
     ToolUpdate,
     UiSize,
 )
-from protocol.mcpclient import bash_tool_call
-from protocol.methods import BashParams
+from bashrpc.protocol.mcpclient import bash_tool_call
+from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import DEFAULT_TIMEOUT, RpcClient

@@ -16,10 +16,10 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from protocol.client import result_of
-from protocol.mcp import EmptyResult, HostOptions
-from protocol.mcpclient import initialize_params
-from protocol.methods import AbortBashParams, AbortBashResult, BashParams
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.mcp import EmptyResult, HostOptions
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import AbortBashParams, AbortBashResult, BashParams
 from tests.daemon import DaemonProcess, fresh_socket
 from tests.rpc import marked_processes, server_environment, wait_until
 from tests.websocket import WebSocketClient, bearer, listening_url, write_token
@@ -204,7 +204,7 @@ def _start(
     socket_path = fresh_socket(tmp_path)
     done = subprocess.run(
         [
-            *(python or [sys.executable, "-m", "server"]),
+            *(python or [sys.executable, "-m", "bashrpc"]),
             "daemon",
             "--socket",
             str(socket_path),
@@ -246,7 +246,7 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
 def test_without_the_library_listen_says_how_to_get_it(tmp_path: Path) -> None:
     # The interpreter with `websockets` made unimportable, as where it is not installed.
     hide = "import sys; sys.modules['websockets'] = None; import runpy; "
-    hide += "sys.argv[0] = 'server'; runpy.run_module('server', run_name='__main__')"
+    hide += "sys.argv[0] = 'bashrpc'; runpy.run_module('bashrpc', run_name='__main__')"
     done = _start(
         tmp_path, "--listen", LOOPBACK, "--insecure-loopback", python=[sys.executable, "-c", hide]
     )

@@ -7,12 +7,12 @@ import time
 
 import msgspec
 
-from protocol import messages
-from protocol.client import ClientCore, result_of
-from protocol.envelope import ErrorObject, RequestId, ServerMessage
-from protocol.errors import ErrorCode
-from protocol.mcp import EmptyResult, ToolsCallParams
-from protocol.methods import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import ClientCore, result_of
+from bashrpc.protocol.envelope import ErrorObject, RequestId, ServerMessage
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import EmptyResult, ToolsCallParams
+from bashrpc.protocol.methods import (
     AbortBashParams,
     AbortBashResult,
     BashParams,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.methods import BashParams
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import BashParams
 from tests.daemon import DaemonProcess, SocketClient
 from tests.rpc import wait_until
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.methods import BashParams, SessionCloseParams, SessionCloseResult
-from server.output.artifactids import COUNTER_NAME
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import BashParams, SessionCloseParams, SessionCloseResult
+from bashrpc.server.output.artifactids import COUNTER_NAME
 from tests.conftest import SpawnProcess
 from tests.rpc import (
     ServerProcess,
@@ -110,10 +110,10 @@ def test_stdin_closed_mid_command(server: ServerProcess) -> None:
 
 CLIENT_SCRIPT = """
 import subprocess, sys, time
-from protocol.client import ClientCore
-from protocol.methods import BashParams
+from bashrpc.protocol.client import ClientCore
+from bashrpc.protocol.methods import BashParams
 server = subprocess.Popen(
-    [sys.executable, "-m", "server", "--artifacts-dir", sys.argv[1]],
+    [sys.executable, "-m", "bashrpc", "--artifacts-dir", sys.argv[1]],
     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
 )
 command = "sleep 300 & setsid sleep 301 & echo hi; sleep 60"

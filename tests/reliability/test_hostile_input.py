@@ -19,18 +19,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import mcp, messages, methods
-from protocol.client import result_of
-from protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
-from protocol.errors import ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol import mcp, messages, methods
+from bashrpc.protocol.client import result_of
+from bashrpc.protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
     BashToolArguments,
     CallToolResult,
     CancelledParams,
     EmptyResult,
     ToolsCallParams,
 )
-from protocol.methods import AbortBashParams, BashParams, BashResult, SessionListResult
+from bashrpc.protocol.methods import AbortBashParams, BashParams, BashResult, SessionListResult
 from tests.inprocess import InProcessServer
 from tests.rpc import ServerProcess, error_of, wait_until
 

@@ -11,11 +11,11 @@ from typing import IO
 
 import pytest
 
-from protocol.client import ClientCore, Unparsable, result_of
-from protocol.envelope import ServerMessage
-from protocol.methods import BashChunk, BashParams, BashResult
-from server.output.artifactroot import workspace_key
-from server.output.chunks import CLIENT_STALL_SECONDS
+from bashrpc.protocol.client import ClientCore, Unparsable, result_of
+from bashrpc.protocol.envelope import ServerMessage
+from bashrpc.protocol.methods import BashChunk, BashParams, BashResult
+from bashrpc.server.output.artifactroot import workspace_key
+from bashrpc.server.output.chunks import CLIENT_STALL_SECONDS
 from tests.inprocess import InProcessServer
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 
@@ -72,7 +72,7 @@ def read_message(stdout: IO[bytes]) -> ServerMessage:
 @pytest.mark.slow
 def test_client_that_stops_reading_for_a_while(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--artifacts-dir", str(tmp_path / "a")],
+        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(tmp_path / "a")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ import os
 import msgspec
 import pytest
 
-from protocol.methods import BashParams, BashResult
+from bashrpc.protocol.methods import BashParams, BashResult
 from tests.memory import RSS_GROWTH_LIMIT, PeakRss, rss_bytes
 from tests.rpc import ServerProcess
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.methods import BashParams, SandboxMode, SessionOpenParams
-from server.runtime import bwrap
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import BashParams, SandboxMode, SessionOpenParams
+from bashrpc.server.runtime import bwrap
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages
-from protocol.methods import BashParams, SessionOpenParams
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import BashParams, SessionOpenParams
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.inprocess import InProcessServer

@@ -10,14 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.mcp import (
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
     BashToolArguments,
     ResourcesListResult,
     ResourcesReadParams,
     ToolsCallParams,
 )
-from protocol.methods import ArtifactReadParams, BashParams, SessionOpenParams
+from bashrpc.protocol.methods import ArtifactReadParams, BashParams, SessionOpenParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.methods import BashParams, SessionCloseParams, SessionOpenParams
+from bashrpc.protocol.methods import BashParams, SessionCloseParams, SessionOpenParams
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, wait_until
 from tests.sandboxing import skip_without_sandbox

@@ -17,9 +17,9 @@ import anyio
 import msgspec
 import pytest
 
-from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
-from server.settings import Settings
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.settings import Settings
 from tests.rpc import owned_processes, wait_until
 
 pytestmark = pytest.mark.slow

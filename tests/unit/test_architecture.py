@@ -7,6 +7,7 @@ inside functions.
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -14,66 +15,94 @@ MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
-BASE = ("protocol", "server.errors", "server.log")
+BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log")
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "protocol": ("protocol",),
-    "server": (),
-    "server.__main__": ("server.cli",),
-    "server.errors": (),
-    "server.log": (),
-    "server.fdio": (),
-    "server.schemagen": ("protocol",),
-    "server.settings": (*BASE, "server.output"),
-    "server.output": (*BASE, "server.output"),
-    "server.runtime": (*BASE, "server.fdio", "server.settings", "server.runtime", "server.output"),
-    "server.services": (
+    "bashrpc.protocol": ("bashrpc.protocol",),
+    "bashrpc.server": (),
+    "bashrpc": (),
+    "bashrpc.__main__": ("bashrpc.server.cli",),
+    "bashrpc.server.errors": (),
+    "bashrpc.server.log": (),
+    "bashrpc.server.fdio": (),
+    "bashrpc.server.schemagen": ("bashrpc.protocol",),
+    "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
+    "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
+    "bashrpc.server.runtime": (
         *BASE,
-        "server.settings",
-        "server.services",
-        "server.runtime",
-        "server.output",
+        "bashrpc.server.fdio",
+        "bashrpc.server.settings",
+        "bashrpc.server.runtime",
+        "bashrpc.server.output",
     ),
-    "server.wire": (*BASE, "server.fdio", "server.wire"),
-    "server.connection": (*BASE, "server.settings", "server.wire"),
-    "server.surfaces": (
+    "bashrpc.server.services": (
         *BASE,
-        "server.settings",
-        "server.services",
-        "server.connection",
-        "server.wire.registry",
+        "bashrpc.server.settings",
+        "bashrpc.server.services",
+        "bashrpc.server.runtime",
+        "bashrpc.server.output",
     ),
-    "server.serve": ("protocol", "server"),
-    "server.daemon": ("protocol", "server"),
-    "server.cli": (
+    "bashrpc.server.wire": (*BASE, "bashrpc.server.fdio", "bashrpc.server.wire"),
+    "bashrpc.server.connection": (*BASE, "bashrpc.server.settings", "bashrpc.server.wire"),
+    "bashrpc.server.surfaces": (
         *BASE,
-        "server.settings",
-        "server.cli",
-        "server.output.artifacts",
-        "server.output.artifactroot",
-        "server.runtime.env",
-        "server.serve",
-        "server.runtime.runtime",
-        "server.daemon",
+        "bashrpc.server.settings",
+        "bashrpc.server.services",
+        "bashrpc.server.connection",
+        "bashrpc.server.wire.registry",
+    ),
+    "bashrpc.server.serve": ("bashrpc.protocol", "bashrpc.server"),
+    "bashrpc.server.daemon": ("bashrpc.protocol", "bashrpc.server"),
+    "bashrpc.server.cli": (
+        *BASE,
+        "bashrpc.server.settings",
+        "bashrpc.server.cli",
+        "bashrpc.server.output.artifacts",
+        "bashrpc.server.output.artifactroot",
+        "bashrpc.server.runtime.env",
+        "bashrpc.server.serve",
+        "bashrpc.server.runtime.runtime",
+        "bashrpc.server.daemon",
     ),
 }
 # Imports inside a function, each with its reason; any other is a dodged cycle.
 LATE_IMPORTS = {
-    ("server.cli.main", "server.serve"): "exec and --help never pay for the server's imports",
-    ("server.cli.main", "server.runtime.runtime"): "the same",
-    ("server.cli.main", "server.daemon.daemon"): "the same",
-    ("server.cli.daemon", "server.daemon.attach"): "the bridge never pays for the server's",
-    ("server.cli.daemon", "server.daemon.websocket"): "websockets is an optional extra",
+    (
+        "bashrpc.server.cli.main",
+        "bashrpc.server.serve",
+    ): "exec and --help never pay for the server's imports",
+    ("bashrpc.server.cli.main", "bashrpc.server.runtime.runtime"): "the same",
+    ("bashrpc.server.cli.main", "bashrpc.server.daemon.daemon"): "the same",
+    (
+        "bashrpc.server.cli.daemon",
+        "bashrpc.server.daemon.attach",
+    ): "the bridge never pays for the server's",
+    (
+        "bashrpc.server.cli.daemon",
+        "bashrpc.server.daemon.websocket",
+    ): "websockets is an optional extra",
 }
 
 
+# The folders' own names: nothing may import them, since they are not installed.
+LEGACY = ("server", "protocol")
+# Each folder of the repository and the package it installs as (pyproject.toml).
+FOLDERS = {"server/package": "bashrpc", "server": "bashrpc.server", "protocol": "bashrpc.protocol"}
+
+
+def module_name(path: Path) -> str:
+    """The installed name of a source file: the longest folder mapping wins."""
+    relative = path.relative_to(ROOT)
+    folder = max((f for f in FOLDERS if relative.is_relative_to(f)), key=len)
+    parts = [*FOLDERS[folder].split("."), *relative.relative_to(folder).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def modules() -> dict[str, Path]:
-    found = {}
-    for package in ("protocol", "server"):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            found[name] = path
-    return found
+    return {
+        module_name(path): path
+        for folder in ("server", "protocol")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
 
 
 def imports(name: str, path: Path) -> list[tuple[str, bool]]:
@@ -99,7 +128,7 @@ def imports(name: str, path: Path) -> list[tuple[str, bool]]:
 
     visit(tree, False)
     return [
-        (target, inner) for target, inner in found if target.split(".")[0] in ("protocol", "server")
+        (target, inner) for target, inner in found if target.split(".")[0] in ("bashrpc", *LEGACY)
     ]
 
 
@@ -110,7 +139,7 @@ def rule_for(name: str) -> tuple[str, tuple[str, ...]]:
     matches = [
         key
         for key in ALLOWED
-        if name == key or (name.startswith(key + ".") and key not in ("server",))
+        if name == key or (name.startswith(key + ".") and key not in ("bashrpc", "bashrpc.server"))
     ]
     assert matches, f"{name} belongs to no part of the architecture"
     key = max(matches, key=len)
@@ -132,12 +161,12 @@ def test_imports_point_one_way() -> None:
 
 
 def test_surfaces_never_import_each_other() -> None:
-    surfaces = {n: p for n, p in modules().items() if n.startswith("server.surfaces.")}
+    surfaces = {n: p for n, p in modules().items() if n.startswith("bashrpc.server.surfaces.")}
     wrong = [
         f"{name} imports {target}"
         for name, path in surfaces.items()
         for target, _ in imports(name, path)
-        if target.startswith("server.surfaces") and target != name
+        if target.startswith("bashrpc.server.surfaces") and target != name
     ]
     assert wrong == []
 
@@ -181,7 +210,7 @@ def test_no_import_hides_in_a_function_without_a_reason() -> None:
 def test_modules_and_functions_stay_small() -> None:
     too_big = []
     for name, path in modules().items():
-        if not name.startswith("server"):
+        if not name.startswith("bashrpc.server"):
             continue
         lines = len(path.read_text().splitlines())
         if lines > MAX_MODULE_LINES:
@@ -192,3 +221,30 @@ def test_modules_and_functions_stay_small() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_big.append(f"{name}.{node.name}: {length} lines")
     assert too_big == []
+
+
+def test_nothing_imports_the_folders_by_their_own_names() -> None:
+    """`server` and `protocol` exist only in the checkout; installed, they are `bashrpc.*`."""
+    wrong = []
+    for folder in ("server", "protocol", "tests", "bench", "deploy"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names = [node.module]
+                wrong += [
+                    f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in LEGACY
+                ]
+    assert wrong == []
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject.toml lists the packages by hand (the folders are remapped): none is missed."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {name: folder for folder, name in FOLDERS.items()}
+    folders = {
+        module_name(p) for f in ("server", "protocol") for p in (ROOT / f).rglob("__init__.py")
+    }
+    assert sorted(setuptools["packages"]) == sorted(folders)

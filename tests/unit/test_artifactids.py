@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.output import artifactids
-from server.output.artifacts import ArtifactStore
+from bashrpc.server.output import artifactids
+from bashrpc.server.output.artifacts import ArtifactStore
 
 WORKSPACE = "/work/project"
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ IDS_EACH = 150
 ALLOCATE = """
 import os, sys
 from pathlib import Path
-from server.output.artifacts import ArtifactStore
+from bashrpc.server.output.artifacts import ArtifactStore
 store = ArtifactStore(Path(sys.argv[1]), sys.argv[2])
 print("ready", flush=True)
 sys.stdin.readline()

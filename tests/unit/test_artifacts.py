@@ -5,9 +5,9 @@ from typing import cast
 
 import pytest
 
-from server.errors import ArtifactNotFound
-from server.output.artifactroot import workspace_key
-from server.output.artifacts import ArtifactStore
+from bashrpc.server.errors import ArtifactNotFound
+from bashrpc.server.output.artifactroot import workspace_key
+from bashrpc.server.output.artifacts import ArtifactStore
 
 WORKSPACE = "/work/project"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from protocol.client import (
+from bashrpc.protocol.client import (
     RESULT_TYPES,
     ClientCore,
     ErrorReply,
@@ -17,7 +17,7 @@ from protocol.client import (
     reply_key,
     result_of,
 )
-from protocol.envelope import (
+from bashrpc.protocol.envelope import (
     Call,
     Notification,
     ServerMessage,
@@ -26,10 +26,10 @@ from protocol.envelope import (
     error_response,
     parse_line,
 )
-from protocol.errors import ErrorCode
-from protocol.mcp import BashToolArguments, HostOptions, InitializeParams, ToolsCallParams
-from protocol.mcpclient import bash_tool_call, initialize_params
-from protocol.methods import METHODS, BashChunk, BashParams, BashResult, SessionListResult
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import BashToolArguments, HostOptions, InitializeParams, ToolsCallParams
+from bashrpc.protocol.mcpclient import bash_tool_call, initialize_params
+from bashrpc.protocol.methods import METHODS, BashChunk, BashParams, BashResult, SessionListResult
 
 RESULT = BashResult(
     output="hi\n",

@@ -13,13 +13,13 @@ from typing import Any
 import anyio
 import msgspec
 
-from protocol import messages
-from protocol.client import ClientCore, notification_params, result_of
-from protocol.envelope import ServerMessage
-from protocol.errors import ErrorCode
-from protocol.mcp import BashToolArguments, CallToolResult, CancelRequestParams, EmptyResult
-from protocol.mcpclient import bash_tool_call
-from protocol.methods import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import ClientCore, notification_params, result_of
+from bashrpc.protocol.envelope import ServerMessage
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, CancelRequestParams, EmptyResult
+from bashrpc.protocol.mcpclient import bash_tool_call
+from bashrpc.protocol.methods import (
     AbortBashParams,
     AbortBashResult,
     BashChunk,
@@ -28,13 +28,13 @@ from protocol.methods import (
     SessionOpenParams,
     SessionOpenResult,
 )
-from server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
-from server.runtime.containment import Containment
-from server.runtime.runtime import Options, Runtime
-from server.serve import dispatcher
-from server.services.api import Services
-from server.settings import Settings
-from server.wire.transport import Transport, memory_pair
+from bashrpc.server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
+from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.serve import dispatcher
+from bashrpc.server.services.api import Services
+from bashrpc.server.settings import Settings
+from bashrpc.server.wire.transport import Transport, memory_pair
 from tests.fakebackend import FAKE, NO_TERMINALS, FakeBackend
 from tests.rpc import request_line
 

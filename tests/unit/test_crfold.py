@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.output.crfold import CarriageReturnFolder
-from server.output.sink import OutputSink
+from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.output.sink import OutputSink
 from tests.carriagereturns import CASES
 
 

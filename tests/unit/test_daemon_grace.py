@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.daemon.grace import Grace
+from bashrpc.server.daemon.grace import Grace
 
 
 def test_sessions_outlive_the_last_connection_for_the_grace() -> None:

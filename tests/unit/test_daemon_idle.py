@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.daemon.idle import IdleClock
+from bashrpc.server.daemon.idle import IdleClock
 
 
 def test_a_daemon_that_never_saw_a_client_exits_after_the_idle_time() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.daemon.tenants import tenant_key
+from bashrpc.server.daemon.tenants import tenant_key
 
 
 def test_a_scope_names_one_tenant_whatever_the_client() -> None:

@@ -7,10 +7,10 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from protocol.methods import BashResult
-from server import errors
-from server.runtime.ptylane import PtyLane
-from server.services.detached import Resumables
+from bashrpc.protocol.methods import BashResult
+from bashrpc.server import errors
+from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.services.detached import Resumables
 
 RESULT = BashResult(
     output="",

@@ -10,11 +10,11 @@ import anyio
 import msgspec
 import pytest
 
-from protocol import messages
-from protocol.envelope import Call, ErrorResponse, SuccessResponse
-from protocol.errors import ErrorCode, TooManyShellsData
-from protocol.mcp import EmptyParams, EmptyResult
-from protocol.methods import (
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import Call, ErrorResponse, SuccessResponse
+from bashrpc.protocol.errors import ErrorCode, TooManyShellsData
+from bashrpc.protocol.mcp import EmptyParams, EmptyResult
+from bashrpc.protocol.methods import (
     AbortBashParams,
     AbortBashResult,
     BashChunk,
@@ -22,11 +22,11 @@ from protocol.methods import (
     SessionListParams,
     SessionListResult,
 )
-from server import errors
-from server.serve import dispatcher
-from server.wire.dispatch import Dispatcher
-from server.wire.registry import RegistrationError, Registry
-from server.wire.replies import encode_notification
+from bashrpc.server import errors
+from bashrpc.server.serve import dispatcher
+from bashrpc.server.wire.dispatch import Dispatcher
+from bashrpc.server.wire.registry import RegistrationError, Registry
+from bashrpc.server.wire.replies import encode_notification
 
 
 def call(method: str, params: bytes = b"", ident: object = 1) -> Call:

@@ -1,8 +1,8 @@
 import pytest
 
-from protocol import messages
-from protocol.envelope import Call, Rejected, parse_line
-from protocol.errors import ErrorCode
+from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import Call, Rejected, parse_line
+from bashrpc.protocol.errors import ErrorCode
 
 
 def one(line: bytes) -> Call | Rejected:

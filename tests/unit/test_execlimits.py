@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from server.runtime import execlimits
-from server.runtime.execlimits import ExecLimits, TooLarge, TooLong
+from bashrpc.server.runtime import execlimits
+from bashrpc.server.runtime.execlimits import ExecLimits, TooLarge, TooLong
 
 TRUE = "/bin/true"
 LIMITS = execlimits.current()

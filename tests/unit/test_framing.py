@@ -1,4 +1,4 @@
-from protocol.framing import LineFramer, Oversized
+from bashrpc.protocol.framing import LineFramer, Oversized
 
 
 def test_splits_on_newline_only_and_keeps_unicode_separators() -> None:

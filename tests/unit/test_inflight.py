@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from server import errors
-from server.wire.inflight import Flights
+from bashrpc.server import errors
+from bashrpc.server.wire.inflight import Flights
 
 
 def test_a_cancel_before_the_start_only_marks_the_flight() -> None:

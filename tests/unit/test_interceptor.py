@@ -1,8 +1,8 @@
 import pytest
 
-from protocol import messages
-from protocol.mcp import InterceptorRule, Recovery
-from server.services.interceptor import DEFAULT_RULES, compile_rules, intercept
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import InterceptorRule, Recovery
+from bashrpc.server.services.interceptor import DEFAULT_RULES, compile_rules, intercept
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write"]
 RULES = DEFAULT_RULES

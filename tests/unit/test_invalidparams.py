@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol import messages
-from protocol.invalidparams import MAX_QUOTED_CHARS, reason
-from protocol.methods import BashParams
+from bashrpc.protocol import messages
+from bashrpc.protocol.invalidparams import MAX_QUOTED_CHARS, reason
+from bashrpc.protocol.methods import BashParams
 
 
 def refusal(params: bytes, kind: type[msgspec.Struct] = BashParams) -> str:

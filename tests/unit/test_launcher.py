@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from server.cli.launcher import Launcher, LauncherError
+from bashrpc.server.cli.launcher import Launcher, LauncherError
 
 REMOTE = ["bashrpc", "--workspace", "my dir", "--log-level", "WARNING"]
 

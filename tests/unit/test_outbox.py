@@ -6,7 +6,7 @@ import anyio
 import anyio.abc
 from anyio import wait_all_tasks_blocked
 
-from server.wire.outbox import CONTROL_MAX_BYTES, OUTBOX_MAX_BYTES, SLICE_BYTES, Outbox
+from bashrpc.server.wire.outbox import CONTROL_MAX_BYTES, OUTBOX_MAX_BYTES, SLICE_BYTES, Outbox
 
 LINE = b"x" * 1023 + b"\n"
 

@@ -6,7 +6,7 @@ import itertools
 
 import anyio
 
-from server.runtime import polling
+from bashrpc.server.runtime import polling
 
 
 def test_pauses_double_from_the_first_up_to_the_steady_one() -> None:

@@ -1,9 +1,9 @@
 import msgspec
 import pytest
 
-from protocol.mcp import HostOptions, UiSize
-from server.services.toolplan import wants_pty
-from server.settings import BashSettings, Settings
+from bashrpc.protocol.mcp import HostOptions, UiSize
+from bashrpc.server.services.toolplan import wants_pty
+from bashrpc.server.settings import BashSettings, Settings
 
 ON = msgspec.structs.replace(Settings(), bash=BashSettings(virtual_terminal="on"))
 UI = HostOptions(ui=UiSize(cols=80, rows=24))

@@ -1,10 +1,10 @@
 import pytest
 
-from protocol import messages
-from server.errors import InvalidArgument
-from server.output.crfold import CarriageReturnFolder
-from server.runtime.screen import Snapshot, TerminalScreen
-from server.services.keys import encode_keys, key_bytes
+from bashrpc.protocol import messages
+from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
+from bashrpc.server.services.keys import encode_keys, key_bytes
 
 
 def fold(parts: list[bytes]) -> bytes:

@@ -6,7 +6,7 @@ import base64
 
 import anyio
 
-from server.output.chunks import RawStream
+from bashrpc.server.output.chunks import RawStream
 
 INTERVAL = 0.001
 

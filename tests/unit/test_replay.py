@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.output.replay import ChunkLog
+from bashrpc.server.output.replay import ChunkLog
 
 
 def _log(texts: list[str], max_bytes: int) -> ChunkLog:

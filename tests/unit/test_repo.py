@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.schemagen import stale
+from bashrpc.server.schemagen import stale
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_schemas_are_fresh() -> None:
-    assert stale(ROOT / "schemas") == [], "run: python -m server.schemagen"
+    assert stale(ROOT / "schemas") == [], "run: python -m bashrpc.server.schemagen"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -3,8 +3,8 @@ runtime directory hidden but for the shell's own part of it."""
 
 from __future__ import annotations
 
-from protocol.methods import SandboxMode
-from server.runtime.sandbox import Policy
+from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server.runtime.sandbox import Policy
 
 WORKSPACE = "/work/app"
 RUNTIME = "/var/tmp/bashrpc-x"

@@ -1,10 +1,10 @@
 import pytest
 
-from protocol import messages
-from server.errors import InvalidArgument
-from server.runtime.sandbox import Policy, policy
-from server.services.denials import denial_notice, denied_path
-from server.settings import tightened
+from bashrpc.protocol import messages
+from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.runtime.sandbox import Policy, policy
+from bashrpc.server.services.denials import denial_notice, denied_path
+from bashrpc.server.settings import tightened
 
 WORKSPACE = "/work/app"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.output.sanitize import Sanitizer
+from bashrpc.server.output.sanitize import Sanitizer
 
 ESC = "\x1b"
 # CR is kept: the sink folds the line it redraws.

@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from protocol.mcp import BashStructured, BashToolArguments
-from protocol.schema import generate, inline_schema
+from bashrpc.protocol.mcp import BashStructured, BashToolArguments
+from bashrpc.protocol.schema import generate, inline_schema
 
 
 def undescribed(node: Any, where: str) -> Iterator[str]:

@@ -1,10 +1,10 @@
 import msgspec
 
-from protocol import messages
-from protocol.mcp import BashStructured, CallToolResult
-from server.output.sink import SinkSummary
-from server.services.outcome import Outcome
-from server.services.shaping import Shaping, shape
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import BashStructured, CallToolResult
+from bashrpc.server.output.sink import SinkSummary
+from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.shaping import Shaping, shape
 
 
 def outcome(

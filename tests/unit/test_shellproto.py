@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from server.runtime.shellproto import (
+from bashrpc.server.runtime.shellproto import (
     ERR_WRAPPER,
     MAX_RECORD_BYTES,
     BadRecord,

@@ -2,8 +2,8 @@ import hashlib
 
 import pytest
 
-from server.output.sanitize import Sanitizer
-from server.output.sink import OutputSink, count_lines
+from bashrpc.server.output.sanitize import Sanitizer
+from bashrpc.server.output.sink import OutputSink, count_lines
 from tests.carriagereturns import CASES
 
 

@@ -6,9 +6,9 @@ import itertools
 
 import anyio
 
-from protocol import messages
-from server.output.chunks import ChunkStream
-from server.output.throttle import Throttle
+from bashrpc.protocol import messages
+from bashrpc.server.output.chunks import ChunkStream
+from bashrpc.server.output.throttle import Throttle
 
 
 def test_first_poke_flushes_at_once_then_coalesces() -> None:

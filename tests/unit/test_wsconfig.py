@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.daemon.wsconfig import (
+from bashrpc.server.daemon.wsconfig import (
     ListenAddress,
     ListenError,
     bearer_refusal,
@@ -15,7 +15,7 @@ from server.daemon.wsconfig import (
     parse_listen,
     read_token,
 )
-from server.wire.wstransport import as_line
+from bashrpc.server.wire.wstransport import as_line
 
 TOKEN = "0123456789abcdef0123"
 

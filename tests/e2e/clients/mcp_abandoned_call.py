@@ -27,7 +27,7 @@ HANG_SECONDS = 30
 async def main(server_python: str, artifacts: str) -> bool:
     params = StdioServerParameters(
         command=server_python,
-        args=["-m", "server", "--artifacts-dir", artifacts],
+        args=["-m", "bashrpc", "--artifacts-dir", artifacts],
         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")},
     )
     with open(os.devnull, "w") as errlog:

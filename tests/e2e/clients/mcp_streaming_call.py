@@ -33,7 +33,7 @@ class Collect(logging.Handler):
 async def main(server_python: str, artifacts: str, collect: Collect) -> str:
     params = StdioServerParameters(
         command=server_python,
-        args=["-m", "server", "--artifacts-dir", artifacts],
+        args=["-m", "bashrpc", "--artifacts-dir", artifacts],
         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")},
     )
     with open(os.devnull, "w") as errlog:

@@ -1,0 +1,1 @@
+../../../server/package/__init__.py

@@ -1,0 +1,1 @@
+../../../server/package/__main__.py

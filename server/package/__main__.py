@@ -1,0 +1,5 @@
+import sys
+
+from bashrpc.server.cli.main import main
+
+sys.exit(main())
