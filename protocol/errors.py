@@ -38,3 +38,12 @@ class ArtifactNotFoundData(msgspec.Struct, rename="camel", omit_defaults=True):
 
 class NoSuchPtyData(msgspec.Struct, rename="camel"):
     request_id: str | int | None
+
+
+# The `data` each server-defined error carries as a Struct (the generated
+# reference lists it); the others carry text, or the output so far (-32800).
+ERROR_DATA: dict[ErrorCode, type[msgspec.Struct]] = {
+    ErrorCode.TOO_MANY_SHELLS: TooManyShellsData,
+    ErrorCode.ARTIFACT_NOT_FOUND: ArtifactNotFoundData,
+    ErrorCode.NO_SUCH_PTY: NoSuchPtyData,
+}

@@ -31,7 +31,7 @@ def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     return top
 
 
-def _file_name(kind: str, name: str) -> str:
+def file_name(kind: str, name: str) -> str:
     """`session/open` -> `methods/session.open.json`; `$/x` -> `_.x`: shell-safe names."""
     return f"{kind}/{re.sub(r'[^A-Za-z0-9_.-]', '_', name.replace('/', '.'))}.json"
 
@@ -61,7 +61,7 @@ def generate() -> dict[str, bytes]:
     docs: dict[str, dict[str, Any]] = {}
     for table in (methods.METHODS, mcp.METHODS):
         for name, (params, result) in table.items():
-            docs[_file_name("methods", name)] = _document(name, params, result)
+            docs[file_name("methods", name)] = _document(name, params, result)
     for notifications in (
         methods.NOTIFICATIONS_FROM_CLIENT,
         methods.NOTIFICATIONS_FROM_SERVER,
@@ -71,7 +71,7 @@ def generate() -> dict[str, bytes]:
         for name, payload in notifications.items():
             doc = _document(name, payload, None)
             del doc["properties"]["result"]
-            docs[_file_name("notifications", name)] = doc
+            docs[file_name("notifications", name)] = doc
     return {
         path: (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
         for path, doc in sorted(docs.items())

@@ -24,7 +24,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.errors": (),
     "bashrpc.server.log": (),
     "bashrpc.server.fdio": (),
-    "bashrpc.server.schemagen": ("bashrpc.protocol",),
+    "bashrpc.server.genfiles": (),
+    "bashrpc.server.schemagen": ("bashrpc.protocol", "bashrpc.server.genfiles"),
+    # The reference pages: from the protocol's types and the CLI's parser.
+    "bashrpc.server.mdtable": (),
+    "bashrpc.server.clidocs": ("bashrpc.server.cli.main", "bashrpc.server.mdtable"),
+    "bashrpc.server.docsgen": (
+        "bashrpc.protocol",
+        "bashrpc.server.genfiles",
+        "bashrpc.server.clidocs",
+        "bashrpc.server.mdtable",
+    ),
     "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.runtime": (
