@@ -170,9 +170,7 @@ def _errors(defs: dict[str, Schema], shown: set[str]) -> list[str]:
 
 
 def protocol_page() -> str:
-    schemas = {
-        name: json.loads(content) for name, content in generate_schemas().items()
-    }
+    schemas = {name: json.loads(content) for name, content in generate_schemas().items()}
     defs: dict[str, Schema] = {}
     for document in schemas.values():
         defs.update(document.get("$defs", {}))
