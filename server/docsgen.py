@@ -89,8 +89,9 @@ def type_text(node: Schema) -> str:
     if kind == "array":
         return f"array of {type_text(node.get('items', {}))}"
     if kind == "object" and isinstance(node.get("additionalProperties"), dict):
-        keys = _limits(node.get("propertyNames", {}))
-        return f"object: names{keys} to {type_text(node['additionalProperties'])}"
+        names = _limits(node.get("propertyNames", {})).strip(" ()")
+        values = type_text(node["additionalProperties"])
+        return f"object ({'names ' + names + ', ' if names else ''}values {values})"
     if kind is None:
         return "any"
     return f"{kind}{_limits(node)}"
@@ -110,7 +111,7 @@ def fields_table(struct: Schema) -> list[str]:
         rows.append([f"`{name}`", type_text(node), need, node.get("description", "")])
     if not rows:
         return ["No fields.", ""]
-    return table(["field", "type", "", "description"], rows)
+    return table(["field", "type", "presence", "description"], rows)
 
 
 def _struct_section(title: str, node: Schema, defs: dict[str, Schema]) -> list[str]:

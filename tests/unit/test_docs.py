@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -11,6 +12,9 @@ from pathlib import Path
 
 from mkdocs.config import load_config
 
+from bashrpc.protocol import mcp, methods
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.server.cli.main import build_parser
 from bashrpc.server.docsgen import stale
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +39,40 @@ BUILD_TIMEOUT_SECONDS = 300
 
 def test_reference_is_fresh() -> None:
     assert stale(DOCS / "reference") == [], "run: python -m bashrpc.server.docsgen"
+
+
+def test_protocol_reference_has_every_message_and_code() -> None:
+    page = (DOCS / "reference" / "protocol.md").read_text()
+    tables: list[dict[str, object]] = [
+        methods.METHODS,
+        mcp.METHODS,
+        methods.NOTIFICATIONS_FROM_CLIENT,
+        methods.NOTIFICATIONS_FROM_SERVER,
+        mcp.NOTIFICATIONS_FROM_CLIENT,
+        mcp.NOTIFICATIONS_FROM_SERVER,
+    ]
+    missing = [name for table in tables for name in table if f"### `{name}` " not in page]
+    missing += [str(code) for code in ErrorCode if f"| `{int(code)}` | `{code.name}` |" not in page]
+    assert missing == []
+
+
+def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [parser, *(p for sub in subs for p in sub.choices.values())]
+
+
+def test_cli_reference_has_every_command_and_option() -> None:
+    page = (DOCS / "reference" / "cli.md").read_text()
+    missing = []
+    for parser in parsers(build_parser()):
+        section = page.split(f"## `{parser.prog}` ", 1)[-1].split("\n## ", 1)[0]
+        if section == page:
+            missing.append(parser.prog)
+        for action in parser._actions:
+            shown = action.help != argparse.SUPPRESS and action.dest != "help"
+            if shown and not all(f"`{o}`" in section for o in action.option_strings):
+                missing.append(f"{parser.prog} {action.option_strings}")
+    assert missing == []
 
 
 def test_site_builds_strict(tmp_path: Path) -> None:
