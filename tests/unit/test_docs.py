@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from mkdocs.config import load_config
@@ -43,7 +44,7 @@ def test_reference_is_fresh() -> None:
 
 def test_protocol_reference_has_every_message_and_code() -> None:
     page = (DOCS / "reference" / "protocol.md").read_text()
-    tables: list[dict[str, object]] = [
+    tables: list[Mapping[str, object]] = [
         methods.METHODS,
         mcp.METHODS,
         methods.NOTIFICATIONS_FROM_CLIENT,
