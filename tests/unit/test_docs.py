@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from mkdocs.config import load_config
 
 from bashrpc.protocol import mcp, methods
@@ -76,6 +77,7 @@ def test_cli_reference_has_every_command_and_option() -> None:
     assert missing == []
 
 
+@pytest.mark.slow
 def test_site_builds_strict(tmp_path: Path) -> None:
     """A broken link or anchor, or a page left out of the nav, fails the build.
     The docs extra is part of the test command: a missing mkdocs fails here."""
