@@ -1,7 +1,7 @@
 """`python -m bench`: run the cases, print the table, save it as JSON.
 
 A run's JSON goes to a cache (or `--out DIR`); only `--record` rewrites the
-committed `bench/results/latest.json` and `.png`, which the README's table
+committed `bench/results/latest.json` and `.png`, which the benchmarks page's table
 comes from, so trying a case never changes a tracked file.
 """
 
@@ -21,7 +21,7 @@ from bench.cases import CASES, QUICK, Sizes, run_cases
 from bench.plot import plot
 from bench.rows import Row
 
-# The committed results, which the README's table comes from: `--record` only.
+# The committed results, which docs/benchmarks.md's table comes from: `--record` only.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "--record",
         action="store_true",
         help=f"a full run, written to {RESULTS_DIR.relative_to(RESULTS_DIR.parents[1])}/, "
-        "the committed results the README's table comes from",
+        "the committed results docs/benchmarks.md's table comes from",
     )
     parser.add_argument(
         "--peers",

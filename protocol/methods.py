@@ -15,7 +15,7 @@ RequestId = str | int
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, msgspec.Meta(pattern=ENV_NAME_PATTERN)]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-# What a session's shell may touch; see the README's Sandbox section.
+# What a session's shell may touch; see docs/sandbox.md.
 SandboxMode = Literal["off", "full", "workspace-write", "read-only"]
 DEFAULT_SESSION_ID = "default"
 

@@ -1,6 +1,7 @@
-"""The README's MCP host configuration, run as a host runs it: its `command` and
-`args`, started by the official SDK's stdio client; and the launch directory as
-the workspace when `--workspace` is left out."""
+"""The MCP host configuration the README and the MCP tool page show (the same
+one), run as a host runs it: its `command` and `args`, started by the official
+SDK's stdio client; and the launch directory as the workspace when `--workspace`
+is left out."""
 
 from __future__ import annotations
 
@@ -16,19 +17,27 @@ import pytest
 # Every case here starts processes of its own: slow (see tests/conftest.py).
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "mcp-tool.md")
 PLACEHOLDER = "/path/to/project"
 HANG_SECONDS = 30
 
 
-def readme_host_config() -> dict[str, object]:
-    """The `bashrpc` entry of the README's `mcpServers` snippet."""
-    blocks = re.findall(r"^```json\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+def host_config(document: Path) -> dict[str, object]:
+    """The `bashrpc` entry of the document's one `mcpServers` snippet."""
+    blocks = re.findall(r"^```json\n(.*?)^```", document.read_text(), flags=re.M | re.S)
     snippets = [json.loads(block) for block in blocks if '"mcpServers"' in block]
-    assert len(snippets) == 1, "the README shows one MCP host configuration"
+    assert len(snippets) == 1, f"{document.name} shows one MCP host configuration"
     entry = snippets[0]["mcpServers"]["bashrpc"]
     assert isinstance(entry, dict) and set(entry) == {"command", "args"}
     return entry
+
+
+def documented_host_config() -> dict[str, object]:
+    """The configuration the documents show, the same in each."""
+    configs = [host_config(document) for document in DOCUMENTS]
+    assert all(config == configs[0] for config in configs), "the documents disagree"
+    return configs[0]
 
 
 def console_script(name: str) -> str:
@@ -69,8 +78,8 @@ def pwd_through_the_host(command: str, args: list[str], launch_dir: Path, home: 
     return said[0]
 
 
-def test_the_readme_host_config_serves_mcp_in_its_workspace(tmp_path: Path) -> None:
-    entry = readme_host_config()
+def test_the_documented_host_config_serves_mcp_in_its_workspace(tmp_path: Path) -> None:
+    entry = documented_host_config()
     assert entry["command"] == "bashrpc"
     args = entry["args"]
     assert isinstance(args, list) and PLACEHOLDER in args

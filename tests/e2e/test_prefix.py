@@ -1,6 +1,6 @@
 """The settings' `prefix`: shell text put before every command, with one space
-between, as the README says; and the README's own example, which must work in
-front of any command, compound ones included."""
+between, as the settings page says; and that page's own example, which must work
+in front of any command, compound ones included."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import SpawnInProcess
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 NICENESS = "5"
 COMPOUND_COMMANDS = [
     "nice",
@@ -26,10 +26,10 @@ COMPOUND_COMMANDS = [
 ]
 
 
-def readme_prefix() -> str:
-    """The `prefix` line of the README's settings example, as TOML reads it."""
-    found = re.search(r"^prefix = .*$", README.read_text(), flags=re.MULTILINE)
-    assert found is not None, "the README's settings example has no prefix"
+def documented_prefix() -> str:
+    """The `prefix` line of the settings page's example, as TOML reads it."""
+    found = re.search(r"^prefix = .*$", SETTINGS_PAGE.read_text(), flags=re.MULTILINE)
+    assert found is not None, "the settings page's example has no prefix"
     prefix = msgspec.toml.decode(found.group(0).encode())["prefix"]
     assert isinstance(prefix, str)
     return prefix
@@ -50,8 +50,10 @@ def test_a_prefix_is_text_before_the_command(spawn: SpawnInProcess) -> None:
 
 
 @pytest.mark.parametrize("command", COMPOUND_COMMANDS)
-def test_the_readme_prefix_works_before_any_command(spawn: SpawnInProcess, command: str) -> None:
-    server = spawn(settings_with(readme_prefix()))
+def test_the_documented_prefix_works_before_any_command(
+    spawn: SpawnInProcess, command: str
+) -> None:
+    server = spawn(settings_with(documented_prefix()))
     first = server.bash(command)
     assert first.exit_code == 0, first.output
     assert set(first.output.split()) == {NICENESS}
@@ -60,8 +62,8 @@ def test_the_readme_prefix_works_before_any_command(spawn: SpawnInProcess, comma
     assert again.exit_code == 0 and again.output == first.output
 
 
-def test_the_readme_prefix_works_on_a_pty(spawn: SpawnInProcess) -> None:
-    server = spawn(settings_with(readme_prefix()))
+def test_the_documented_prefix_works_on_a_pty(spawn: SpawnInProcess) -> None:
+    server = spawn(settings_with(documented_prefix()))
     result = server.bash("for i in 1 2; do nice; done", pty=True)
     assert result.exit_code == 0
     assert result.output.split() == [NICENESS, NICENESS]

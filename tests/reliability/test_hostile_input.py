@@ -34,7 +34,7 @@ from bashrpc.protocol.methods import AbortBashParams, BashParams, BashResult, Se
 from tests.inprocess import InProcessServer
 from tests.rpc import ServerProcess, error_of, wait_until
 
-# Examples per property; the README's figures count them. A property with a
+# Examples per property; the figures in docs/development.md count them. A property with a
 # thousand examples takes seconds, so those are `slow`: every full run has them.
 EXAMPLES = {
     "random bytes": 1000,
