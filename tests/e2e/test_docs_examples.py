@@ -1,10 +1,12 @@
-"""The host test that docs/testing-your-host.md shows, run as written: an
-example a reader copies must pass."""
+"""Examples a reader copies, run as written: the host test that
+docs/testing-your-host.md shows, and the README's first exchange over stdio."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,3 +33,32 @@ def test_the_host_test_on_the_testing_page_passes(
     tests = [value for name, value in scope.items() if name.startswith("test_")]
     assert len(tests) == 1
     tests[0](tmp_path)
+
+
+# Where a first exchange over stdio is shown: the document, and its section.
+STDIO_EXAMPLES = [
+    ("README.md", "### A host over stdio"),
+    ("docs/index.md", "## A first exchange over stdio"),
+]
+
+
+@pytest.mark.parametrize(("document", "section"), STDIO_EXAMPLES)
+def test_a_first_stdio_exchange_is_what_bashrpc_answers(
+    tmp_path: Path, document: str, section: str
+) -> None:
+    """The command line shown, run by bash, prints the lines shown."""
+    text = (PAGE.parents[1] / document).read_text()
+    part = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
+    (command,) = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
+    (shown,) = re.findall(r"^```json\n(.*?)\n```", part, flags=re.M | re.S)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    printed = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    expected = [json.loads(line) for line in shown.splitlines()]
+    # The example's directory is a placeholder; this run's is tmp_path.
+    expected[-1]["result"]["workingDir"] = str(tmp_path)
+    assert printed == expected
