@@ -18,6 +18,7 @@ class ErrorCode(IntEnum):
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
     SANDBOX_UNAVAILABLE = -32006
+    RESUME_GAP = -32007
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 
@@ -38,3 +39,10 @@ class ArtifactNotFoundData(msgspec.Struct, rename="camel", omit_defaults=True):
 
 class NoSuchPtyData(msgspec.Struct, rename="camel"):
     request_id: str | int | None
+
+
+class ResumeGapData(msgspec.Struct, rename="camel"):
+    # The oldest chunk seq still kept: a resume from `firstKept - 1` is exact.
+    first_kept: int
+    # Chunks asked for that are no longer kept.
+    missed: int

@@ -27,12 +27,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.schemagen": ("bashrpc.protocol",),
     "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
+    "bashrpc.server.observe": (*BASE, "bashrpc.server.observe"),
     "bashrpc.server.runtime": (
         *BASE,
         "bashrpc.server.fdio",
         "bashrpc.server.settings",
         "bashrpc.server.runtime",
         "bashrpc.server.output",
+        "bashrpc.server.observe",
     ),
     "bashrpc.server.services": (
         *BASE,
@@ -40,6 +42,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.services",
         "bashrpc.server.runtime",
         "bashrpc.server.output",
+        "bashrpc.server.observe",
     ),
     "bashrpc.server.wire": (*BASE, "bashrpc.server.fdio", "bashrpc.server.wire"),
     "bashrpc.server.connection": (*BASE, "bashrpc.server.settings", "bashrpc.server.wire"),
@@ -49,6 +52,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.services",
         "bashrpc.server.connection",
         "bashrpc.server.wire.registry",
+        "bashrpc.server.observe.stats",
     ),
     "bashrpc.server.serve": ("bashrpc.protocol", "bashrpc.server"),
     "bashrpc.server.daemon": ("bashrpc.protocol", "bashrpc.server"),
@@ -76,6 +80,7 @@ LATE_IMPORTS = {
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.attach",
     ): "the bridge never pays for the server's",
+    ("bashrpc.server.cli.daemon", "bashrpc.server.daemon.health"): "the same",
     (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.websocket",
