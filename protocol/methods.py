@@ -33,11 +33,25 @@ def described(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
+class CallMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """`_meta` of a request, as MCP has it; unknown keys are accepted and ignored."""
+
+    traceparent: Annotated[
+        str | None,
+        described("W3C trace context: with tracing on, the request's span is this one's child."),
+    ] = None
+    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
+
+
 class Params(
     msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True, omit_defaults=True
 ):
     """Base of all method params. A client leaves out what it did not set, as a
     hand-written request would."""
+
+    meta: Annotated[CallMeta | None, described("Request metadata (`_meta`), as in MCP.")] = (
+        msgspec.field(default=None, name="_meta")
+    )
 
 
 class Result(msgspec.Struct, rename="camel", kw_only=True):
