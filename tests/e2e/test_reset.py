@@ -1,5 +1,5 @@
 """`session/reset`: a warm pool's sandbox handed to its next task, with nothing
-of the previous task left, checked in /proc."""
+of the previous task left, checked in /proc; and `server/stats` in one server."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 
 from bashrpc.protocol.methods import (
     BashParams,
+    ServerStatsParams,
+    ServerStatsResult,
     SessionOpenParams,
     SessionResetParams,
     SessionResetResult,
@@ -81,3 +83,20 @@ def test_reset_empties_a_confined_sessions_private_tmp(
     [done] = reset(server, "default").sessions
     assert done.tmp_entries_removed == 3
     assert server.bash("ls -d /tmp/a /tmp/b /tmp/c 2>/dev/null | wc -l").output == "0\n"
+
+
+def test_server_stats_counts_a_stdio_servers_commands_by_outcome(server: InProcessServer) -> None:
+    before = server.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+    # The timeout first: it takes the shell with it, and the next command starts one.
+    server.bash("sleep 5", timeout=1)
+    server.bash("echo hi")
+    server.bash("false")
+    after = server.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+    assert (after.connections, after.tenants, after.sessions, after.shells) == (1, 0, 1, 1)
+    assert after.commands_started - before.commands_started == 3
+    finished = after.commands_finished
+    assert finished.ok - before.commands_finished.ok == 1
+    assert finished.failed - before.commands_finished.failed == 1
+    assert finished.timed_out - before.commands_finished.timed_out == 1
+    assert after.kills.timeout - before.kills.timeout == 1
+    assert after.command_seconds.count - before.command_seconds.count == 3
