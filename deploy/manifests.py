@@ -1,7 +1,8 @@
 """Check deploy/kubernetes without a cluster: each YAML document loads, has the
 fields its kind needs, and keeps bashrpc's own rules (stdio never on a terminal,
 a drain shorter than the grace period, artifacts on a volume, references that
-resolve; a pod in the daemon form names its socket and stays up between hosts).
+resolve; a pod in the daemon form names its socket, stays up between hosts, and is
+probed over its --http with a drain that fits the grace period).
 
     python3 deploy/manifests.py [FILE ...]    (default: every deploy/kubernetes/*.yaml)
 
@@ -53,11 +54,12 @@ def check_pod_spec(spec: dict[str, Any], where: str, *, stdio: bool) -> list[str
         problems.append(f"{where}: no volume at {ARTIFACTS_MOUNT}")
     main = containers[0] if containers else {}
     args = [str(a) for a in main.get("args") or []]
-    if stdio and args[:1] == ["daemon"]:
+    if args[:1] == ["daemon"]:
         if "--socket" not in args:
             problems.append(f"{where}: a daemon pod must name its --socket (attach's target)")
         if "--stay" not in args:
             problems.append(f"{where}: a daemon pod needs --stay, or it ends when idle")
+        problems += check_probes(spec, main, args, where)
     elif stdio:
         if not (main.get("stdin") and main.get("stdinOnce")):
             problems.append(f"{where}: stdio needs stdin and stdinOnce")
@@ -68,6 +70,65 @@ def check_pod_spec(spec: dict[str, Any], where: str, *, stdio: bool) -> list[str
         if drain is None or grace is None or not drain < grace:
             problems.append(f"{where}: --drain-seconds must be set below the grace period")
     return problems
+
+
+def _http_port(args: list[str]) -> int | None:
+    if "--http" not in args:
+        return None
+    return int(args[args.index("--http") + 1].rsplit(":", 1)[1])
+
+
+def _probe_port(probe: dict[str, Any], container: dict[str, Any]) -> int | None:
+    """The port an httpGet probe knocks on, a named port resolved."""
+    port = (probe.get("httpGet") or {}).get("port")
+    if isinstance(port, int):
+        return port
+    named = {p.get("name"): p.get("containerPort") for p in container.get("ports") or []}
+    found = named.get(port)
+    return found if isinstance(found, int) else None
+
+
+def check_probes(
+    spec: dict[str, Any], container: dict[str, Any], args: list[str], where: str
+) -> list[str]:
+    """A daemon is probed over its --http: /readyz for readiness, /livez for
+    liveness, reachable by a kubelet, and its drain fits in the grace period
+    after the preStop wait."""
+    port = _http_port(args)
+    if port is None:
+        return [f"{where}: a daemon pod needs --http HOST:PORT for its probes"]
+    problems = []
+    host = args[args.index("--http") + 1].rsplit(":", 1)[0]
+    if host.startswith("127.") or host == "localhost":
+        problems.append(f"{where}: --http on loopback cannot be reached by the kubelet's probes")
+    elif "--http-open-probes" not in args:
+        problems.append(f"{where}: a kubelet's httpGet sends no token: add --http-open-probes")
+    for kind, paths in (
+        ("readinessProbe", ("/readyz", "/v1/health")),
+        ("livenessProbe", ("/livez",)),
+    ):
+        probe = container.get(kind) or {}
+        path = (probe.get("httpGet") or {}).get("path")
+        if path not in paths:
+            problems.append(f"{where}: {kind} must be an httpGet of {paths[0]}")
+        elif _probe_port(probe, container) != port:
+            problems.append(f"{where}: {kind} is not on the --http port {port}")
+    token = args[args.index("--token-file") + 1] if "--token-file" in args else None
+    mounts = [m["mountPath"] for m in container.get("volumeMounts") or []]
+    if token is not None and not any(token.startswith(m.rstrip("/") + "/") for m in mounts):
+        problems.append(f"{where}: the --token-file {token} is on no volume")
+    drain = _flag(args, "--drain-seconds")
+    grace = spec.get("terminationGracePeriodSeconds")
+    wait = _pre_stop_sleep(container)
+    if drain is None or grace is None or not wait + drain < grace:
+        problems.append(f"{where}: preStop's wait plus --drain-seconds must be below the grace")
+    return problems
+
+
+def _pre_stop_sleep(container: dict[str, Any]) -> float:
+    command = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
+    argv = [str(a) for a in command.get("command") or []]
+    return float(argv[1]) if argv[:1] == ["sleep"] and len(argv) == 2 else 0.0
 
 
 def check(paths: list[Path]) -> tuple[list[str], list[str]]:

@@ -18,6 +18,7 @@ class ErrorCode(IntEnum):
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
     SANDBOX_UNAVAILABLE = -32006
+    RESUME_GAP = -32007
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 
@@ -40,10 +41,18 @@ class NoSuchPtyData(msgspec.Struct, rename="camel"):
     request_id: str | int | None
 
 
+class ResumeGapData(msgspec.Struct, rename="camel"):
+    # The oldest chunk seq still kept: a resume from `firstKept - 1` is exact.
+    first_kept: int
+    # Chunks asked for that are no longer kept.
+    missed: int
+
+
 # The `data` each server-defined error carries as a Struct (the generated
 # reference lists it); the others carry text, or the output so far (-32800).
 ERROR_DATA: dict[ErrorCode, type[msgspec.Struct]] = {
     ErrorCode.TOO_MANY_SHELLS: TooManyShellsData,
     ErrorCode.ARTIFACT_NOT_FOUND: ArtifactNotFoundData,
     ErrorCode.NO_SUCH_PTY: NoSuchPtyData,
+    ErrorCode.RESUME_GAP: ResumeGapData,
 }

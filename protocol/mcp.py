@@ -289,6 +289,11 @@ class RequestMeta(Open, omit_defaults=True):
     progress_token: Annotated[
         str | int | None, described("Send notifications/progress for this call with this token.")
     ] = None
+    traceparent: Annotated[
+        str | None,
+        described("W3C trace context: with tracing on, the call's span is this one's child."),
+    ] = None
+    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
 
 
 class ToolsCallParams(Open, omit_defaults=True):

@@ -33,11 +33,25 @@ def described(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
+class CallMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """`_meta` of a request, as MCP has it; unknown keys are accepted and ignored."""
+
+    traceparent: Annotated[
+        str | None,
+        described("W3C trace context: with tracing on, the request's span is this one's child."),
+    ] = None
+    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
+
+
 class Params(
     msgspec.Struct, forbid_unknown_fields=True, rename="camel", kw_only=True, omit_defaults=True
 ):
     """Base of all method params. A client leaves out what it did not set, as a
     hand-written request would."""
+
+    meta: Annotated[CallMeta | None, described("Request metadata (`_meta`), as in MCP.")] = (
+        msgspec.field(default=None, name="_meta")
+    )
 
 
 class Result(msgspec.Struct, rename="camel", kw_only=True):
@@ -223,6 +237,14 @@ class BashAttachParams(Params):
             " -1 (default): from the start."
         ),
     ] = -1
+    accept_gap: Annotated[
+        bool,
+        described(
+            "Resume even if output after `afterSeq` is no longer kept: the first chunk"
+            " then says how many were missed. False (default): such a resume is refused"
+            " with -32007, naming the first seq kept."
+        ),
+    ] = False
 
 
 # -- artifacts --------------------------------------------------------------
@@ -338,6 +360,97 @@ class ServerDraining(Result):
     ]
 
 
+# -- fleet: figures and reset ----------------------------------------------
+
+
+class ServerStatsParams(Params):
+    pass
+
+
+class CommandsFinished(Result):
+    """Commands finished, by how they ended (each command counts once)."""
+
+    ok: Annotated[int, described("Exited 0.")]
+    failed: Annotated[int, described("Exited non-zero (and not denied by the sandbox).")]
+    cancelled: Annotated[int, described("Aborted or cancelled by the client or the server.")]
+    timed_out: Annotated[int, described("Killed at their timeout.")]
+    sandbox_denied: Annotated[int, described("Failed on a write the sandbox refused.")]
+
+
+class Kills(Result):
+    """Commands killed, by why."""
+
+    timeout: Annotated[int, described("At their timeout.")]
+    cancel: Annotated[int, described("By an abort, a cancel, a cut or a shutdown.")]
+    reset: Annotated[int, described("Processes ended by `session/reset`.")]
+
+
+class Resumes(Result):
+    ok: Annotated[int, described("`bash/attach`es that replayed all that was asked.")]
+    gap: Annotated[
+        int, described("`bash/attach`es that asked for output no longer kept (refused or told).")
+    ]
+
+
+class DurationHistogram(Result):
+    """Command durations, cumulative as Prometheus keeps them."""
+
+    bounds: Annotated[list[float], described("Upper bounds of the buckets, in seconds.")]
+    counts: Annotated[
+        list[int], described("Commands that took at most each bound (one count per bound).")
+    ]
+    count: Annotated[int, described("Every command measured.")]
+    sum: Annotated[float, described("Their seconds added up.")]
+
+
+class ServerStatsResult(Result):
+    """The process's figures: the same as the daemon's `/metrics`."""
+
+    connections: Annotated[int, described("Connections being served now.")]
+    tenants: Annotated[int, described("Tenants (a clientId's or a scope's sessions) alive now.")]
+    sessions: Annotated[int, described("Sessions now.")]
+    shells: Annotated[int, described("Persistent shells running now.")]
+    commands_started: Annotated[int, described("Commands started since the server started.")]
+    commands_running: Annotated[int, described("Commands running now.")]
+    commands_finished: Annotated[CommandsFinished, described("Commands finished, by outcome.")]
+    command_seconds: Annotated[DurationHistogram, described("How long commands took.")]
+    output_bytes: Annotated[int, described("Bytes commands printed (before any cut).")]
+    kills: Annotated[Kills, described("Kills, by reason.")]
+    resumes: Annotated[Resumes, described("`bash/attach` resumes, by result.")]
+    replay_bytes: Annotated[
+        int, described("Bytes held in replay rings for `bash/attach`, across all tenants.")
+    ]
+    rc_capture_failures: Annotated[
+        int, described("Captures of the user's rc that failed or timed out.")
+    ]
+
+
+class SessionResetParams(Params):
+    session_id: Annotated[
+        SessionId | None,
+        described(
+            "The session to reset; absent: every session of this connection's tenant"
+            " (a warm pool's sandbox handed to its next task)."
+        ),
+    ] = None
+
+
+class SessionResetInfo(Result):
+    session_id: Annotated[str, described(_SESSION_ID)]
+    processes_killed: Annotated[
+        int, described("Processes of the session that were ended, its shell and jobs included.")
+    ]
+    commands_aborted: Annotated[int, described("Commands that were running, now aborted.")]
+    tmp_entries_removed: Annotated[
+        int, described("Entries removed from the session's private /tmp (0 when it has none).")
+    ]
+    cwd: Annotated[str, described("The directory it starts in again, as UTF-8 text.")]
+
+
+class SessionResetResult(Result):
+    sessions: Annotated[list[SessionResetInfo], described("What was cleaned, session by session.")]
+
+
 # Method name -> (params type, result type); the schema generator and the
 # dispatcher both read this table, so they cannot drift apart.
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
@@ -352,6 +465,8 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "pty/input": (PtyInputParams, PtyInputResult),
     "pty/resize": (PtyResizeParams, PtyResizeResult),
     "pty/screen": (PtyScreenParams, PtyScreen),
+    "server/stats": (ServerStatsParams, ServerStatsResult),
+    "session/reset": (SessionResetParams, SessionResetResult),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {

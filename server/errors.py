@@ -71,3 +71,14 @@ class RequestCancelled(BashrpcError):
     def __init__(self, output: str | None = None) -> None:
         super().__init__(output)
         self.output = output
+
+
+class ResumeGap(BashrpcError):
+    """A resume asked for output no longer kept, and did not accept the gap."""
+
+    def __init__(self, request_id: Any, after_seq: int, first_kept: int, missed: int) -> None:
+        super().__init__(request_id, after_seq, first_kept, missed)
+        self.request_id = request_id
+        self.after_seq = after_seq
+        self.first_kept = first_kept
+        self.missed = missed

@@ -27,6 +27,7 @@ import msgspec
 from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.connection import Connection
+from bashrpc.server.observe import traces
 from bashrpc.server.runtime import child, polling, procs
 from bashrpc.server.runtime.cgroups import CgroupRoot
 from bashrpc.server.runtime.containment import Containment
@@ -45,7 +46,7 @@ _log = log.get("serve")
 def dispatcher() -> Dispatcher:
     """Every surface's methods, in one table; a name registered twice, or a
     method of the protocol with no handler, fails here."""
-    table = Dispatcher(native.methods, tools.methods, resources.methods)
+    table = Dispatcher(native.methods, tools.methods, resources.methods, wrap=traces.spans())
     table.check_complete()
     return table
 

@@ -100,6 +100,8 @@ class ServerSettings(_Section, frozen=True):
     # On SIGTERM, how long running commands may finish before they are aborted
     # (new ones are refused meanwhile); 0: shut down at once.
     drain_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_DRAIN_SECONDS)] = 0.0
+    # The daemon's probes and metrics (`--http`): HOST:PORT, or None for none.
+    http: str | None = None
 
 
 class ToolSettings(_Section, frozen=True):

@@ -59,7 +59,13 @@ def daemon_pid(path: Path, timeout: float = 10.0) -> int:
 class DaemonProcess:
     """`bashrpc daemon` itself, on a socket of its own."""
 
-    def __init__(self, *args: str, tmp: Path, socket_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        tmp: Path,
+        socket_path: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.socket_path = socket_path or fresh_socket(tmp)
         self.stderr_path = tmp / f"daemon-stderr-{id(self)}.log"
         argv = [sys.executable, "-m", "bashrpc", "daemon", "--socket", str(self.socket_path)]
@@ -70,7 +76,7 @@ class DaemonProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env=server_environment(tmp),
+                env=server_environment(tmp, env),
                 cwd=tmp,
             )
 

@@ -51,6 +51,7 @@ def add_parsers(sub: Any) -> None:
     )
     daemon.add_argument("--stay", action="store_true", help="never exit for idleness")
     _listen_options(daemon)
+    _http_options(daemon)
     daemon.add_argument(
         "--detach-grace",
         type=float,
@@ -68,6 +69,47 @@ def add_parsers(sub: Any) -> None:
     _socket_option(attach)
 
 
+def _http_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve plain HTTP here: GET /livez, /readyz (/v1/health) and /metrics "
+        "(metrics need pip install 'bashrpc[metrics]'); loopback, or --token-file "
+        "(default: the server.http setting)",
+    )
+    parser.add_argument(
+        "--http-open-probes",
+        action="store_true",
+        help="let /livez and /readyz answer without the token, for a kubelet's httpGet "
+        "probes (they carry only fixed words); /metrics still needs it",
+    )
+
+
+def claim_http(args: argparse.Namespace, configured: str | None) -> Any:
+    """The probes' listener (None without --http or the setting), bound already;
+    or an exit status when it can't run as asked."""
+    from bashrpc.server.daemon import health
+
+    text = args.http or configured
+    if text is None:
+        return None
+    try:
+        address = health.parse_address(text)
+        token = None if args.token_file is None else wsconfig.read_token(args.token_file)
+        health.check_start(address, token, args.http_open_probes)
+    except wsconfig.ListenError as exc:
+        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        sock = health.bind(address)
+    except OSError as exc:
+        reason = messages.DAEMON_CANNOT_BIND.format(path=text, reason=exc.strerror)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return EXIT_FAILURE
+    return health.HttpListener(sock=sock, token=token, open_probes=args.http_open_probes)
+
+
 def _listen_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--listen",
@@ -82,7 +124,8 @@ def _listen_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="the bearer token --listen requires, read once (mode 600 or stricter)",
+        help="the bearer token --listen (and a non-loopback --http) requires, read once "
+        "(mode 600 or stricter)",
     )
     gate.add_argument(
         "--insecure-loopback",

@@ -159,11 +159,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         also = daemon.claim_listener(args, settings.max_line_bytes)
         if isinstance(also, int):
             return also
+        http = daemon.claim_http(args, settings.server.http)
+        if isinstance(http, int):
+            return http
         sock = daemon.claim_socket(args)
         if isinstance(sock, int):
             return sock
         idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
         path = daemon.socket_path(args)
-        run = (options, path, sock, idle, grace, also)
+        run = (options, path, sock, idle, grace, also, http)
         return anyio.run(run_daemon, *run, backend_options=backend)
     return anyio.run(serve, options, backend_options=backend)

@@ -27,17 +27,19 @@ import anyio
 import anyio.abc
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.health import NotReady, Readiness
 from bashrpc.protocol.mcp import HostOptions
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.methods import SandboxMode, ServerStatsResult
 from bashrpc.server import log
 from bashrpc.server.connection import Connection
-from bashrpc.server.daemon import socketpath
+from bashrpc.server.daemon import health, socketpath
 from bashrpc.server.daemon.idle import IdleClock
 from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
-from bashrpc.server.runtime import procs
+from bashrpc.server.observe.stats import STATS, Gauges
+from bashrpc.server.runtime import bwrap, procs
 from bashrpc.server.runtime.runtime import Options
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
-from bashrpc.server.services.api import Services
+from bashrpc.server.services.api import Services, runtime_gauges
 from bashrpc.server.wire import liveness
 from bashrpc.server.wire.transport import Transport
 
@@ -54,8 +56,15 @@ class View:
     """One connection's view onto its owner's tenant: a private one until
     `initialize` names a `clientId` or a shared scope, then that one's."""
 
-    def __init__(self, tenants: Tenants, connection: Connection[Services], tenant: Tenant) -> None:
+    def __init__(
+        self,
+        tenants: Tenants,
+        connection: Connection[Services],
+        tenant: Tenant,
+        gauges: Callable[[], Gauges],
+    ) -> None:
         self._tenants = tenants
+        self._gauges = gauges
         self.connection = connection
         self.tenant = tenant
         self.services = [connection.services]
@@ -74,7 +83,7 @@ class View:
         tenant = self._tenants.get(key)
         if tenant is self.tenant:
             return
-        services = TenantServices(tenant, client_id)
+        services = TenantServices(tenant, self._gauges, client_id)
         services.sessions.check_tighten_all(mode)
         tenant.attach()
         self.tenant.detach()
@@ -113,11 +122,23 @@ class Daemon:
         self._accepting = anyio.CancelScope()
         self._accepting_also = anyio.CancelScope()
         self.stopping = False
+        self.draining = False
 
-    async def run(self, listener: anyio.abc.SocketListener, also: Listen | None = None) -> None:
+    async def run(
+        self,
+        listener: anyio.abc.SocketListener,
+        also: Listen | None = None,
+        http: health.HttpListener | None = None,
+    ) -> None:
         async with anyio.create_task_group() as watchers:
             watchers.start_soon(self._watch_signals)
             watchers.start_soon(self._housekeeping)
+            if http is not None:
+                if self._options.settings.sandbox.mode != "off":
+                    # Probed once, off the loop; readiness reads the answer kept.
+                    await anyio.to_thread.run_sync(bwrap.probe)
+                probes = health.Probes(http.token, http.open_probes, self.readiness, self.figures)
+                watchers.start_soon(health.serve_http, http.sock, probes)
             async with listener, anyio.create_task_group() as connections:
                 self._tenants = Tenants(self._options, self._guard, connections, self._grace)
                 with self._accepting:
@@ -134,6 +155,45 @@ class Daemon:
     async def _listen_also(self, listen: Listen) -> None:
         with self._accepting_also:
             await listen(self.serve)
+
+    def gauges(self) -> Gauges:
+        tenants = [] if self._tenants is None else list(self._tenants.all.values())
+        return runtime_gauges(
+            [tenant.runtime for tenant in tenants],
+            connections=len(self.connections),
+            tenants=len(tenants),
+            replay_bytes=sum(tenant.replay_bytes for tenant in tenants),
+        )
+
+    def figures(self) -> ServerStatsResult:
+        return STATS.figures(self.gauges())
+
+    def readiness(self) -> Readiness:
+        reasons = []
+        if self.draining or self.stopping:
+            text = messages.READY_DRAINING if self.draining else messages.READY_STOPPING
+            reasons.append(NotReady("draining", text))
+        mode = self._options.settings.sandbox.mode
+        if mode != "off":
+            _path, problem = bwrap.probe()
+            if problem is not None:
+                text = messages.READY_NO_SANDBOX.format(mode=mode, reason=problem)
+                reasons.append(NotReady("sandbox", text))
+        if STATS.rc_capture_failing:
+            reasons.append(NotReady("rc_capture", messages.READY_RC_CAPTURE))
+        return Readiness(ready=not reasons, reasons=reasons)
+
+    async def drain(self, seconds: float) -> None:
+        """SIGTERM with a drain configured: take no new connection, let every
+        connection's running commands finish within `seconds` (new ones are
+        refused), then stop. Readiness says 503 from the first moment."""
+        self.draining = True
+        self._accepting.cancel()
+        self._accepting_also.cancel()
+        async with anyio.create_task_group() as draining:
+            for connection in list(self.connections):
+                draining.start_soon(connection.drain, seconds)
+        self.stop()
 
     def stop(self) -> None:
         """Take no more connections; end every one (each winds down as on EOF),
@@ -167,9 +227,9 @@ class Daemon:
         settings = self._options.settings
         tenant = self._tenants.get(None)
         transport = liveness.watched(transport, settings.server.client_timeout)
-        services = TenantServices(tenant)
+        services = TenantServices(tenant, self.gauges)
         connection: Connection[Services] = Connection(services, dispatcher(), transport, settings)
-        view = View(self._tenants, connection, tenant)
+        view = View(self._tenants, connection, tenant, self.gauges)
         connection.on_initialize = view.introduced
         self.connections.add(connection)
         if self.stopping:
@@ -200,10 +260,19 @@ class Daemon:
                 self.stop()
 
     async def _watch_signals(self) -> None:
-        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
-            async for signum in signals:
-                _log.info(messages.DAEMON_STOPPING.format(signal=signal.Signals(signum).name))
-                self.stop()
+        """The first SIGTERM drains when a drain is configured (as a stdio server
+        does); any other stop signal, or a second one, stops at once."""
+        drain_seconds = self._options.settings.server.drain_seconds
+        async with anyio.create_task_group() as draining:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async for signum in signals:
+                    if signum == signal.SIGTERM and drain_seconds > 0 and not self.draining:
+                        seconds = messages.format_seconds(drain_seconds)
+                        _log.info(messages.DRAINING.format(seconds=seconds))
+                        draining.start_soon(self.drain, drain_seconds)
+                        continue
+                    _log.info(messages.DAEMON_STOPPING.format(signal=signal.Signals(signum).name))
+                    self.stop()
 
 
 async def run_daemon(
@@ -213,13 +282,14 @@ async def run_daemon(
     idle_seconds: float | None,
     grace: float,
     also: Listen | None = None,
+    http: health.HttpListener | None = None,
 ) -> int:
     """Serve the socket bound at `path` until stopped (a signal, or idleness)."""
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)
             _log.info(messages.DAEMON_LISTENING.format(path=path))
-            await Daemon(options, guard, idle_seconds, grace).run(listener, also)
+            await Daemon(options, guard, idle_seconds, grace).run(listener, also, http)
     finally:
         # Ours still: the lock, held until this process ends, kept any other daemon off.
         with contextlib.suppress(OSError):

@@ -23,12 +23,14 @@ tenant can be made at once when `initialize` names its owner.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from bashrpc.server.daemon.grace import Grace
+from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.runtime.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
@@ -57,6 +59,11 @@ class Tenant:
         self.ending = False
         # Each client's requests, for `bash/attach` from its next connection.
         self._resumables: dict[str, Resumables] = {}
+
+    @property
+    def replay_bytes(self) -> int:
+        """Output held for resumes by every client of this tenant."""
+        return sum(r.bytes_held for r in self._resumables.values())
 
     def resumables(self, client_id: str | None) -> Resumables | None:
         """The client's records here; None for a connection that named no client."""
@@ -101,10 +108,17 @@ class TenantServices(Services):
     the host says `shutdown`: then the tenant ends with them, but for a shared
     scope's, whose sessions are not this host's alone: they wait for the grace."""
 
-    def __init__(self, tenant: Tenant, client_id: str | None = None) -> None:
+    def __init__(
+        self, tenant: Tenant, gauges: Callable[[], Gauges], client_id: str | None = None
+    ) -> None:
         super().__init__(tenant.runtime, client_id)
         self._tenant = tenant
+        self._gauges = gauges
         self.resumables = tenant.resumables(client_id)
+
+    def gauges(self) -> Gauges:
+        """The daemon's, all tenants together: figures are the process's."""
+        return self._gauges()
 
     async def wind_down(self) -> None:
         self.commands.abort()

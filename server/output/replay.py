@@ -56,6 +56,10 @@ class ChunkLog:
             self._bytes -= old.size
 
     @property
+    def bytes_held(self) -> int:
+        return self._bytes
+
+    @property
     def first_kept(self) -> int:
         return self._chunks[0].seq if self._chunks else self.next_seq
 

@@ -26,6 +26,7 @@ import anyio
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
+from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime import child, polling, procs
 from bashrpc.server.runtime.containment import Containment, Tracker
 
@@ -277,7 +278,9 @@ class SnapshotStore:
             if not self.winding_down:
                 reason = self._failure(timed_out, process.returncode)
                 _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
+                STATS.rc_captured(ok=False)
             return None
+        STATS.rc_captured(ok=True)
         return path
 
     def _failure(self, timed_out: bool, status: int | None) -> str:

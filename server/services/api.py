@@ -6,6 +6,7 @@ from typing import Any
 
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
+from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime.backend import DirKind
 from bashrpc.server.runtime.ptylane import PtyLane
@@ -50,6 +51,11 @@ class Services:
         """What is at `path` where commands run."""
         return self._runtime.backend.directory(path)
 
+    def gauges(self) -> Gauges:
+        """What is alive in this process now: for a stdio server, its one
+        connection and runtime (the daemon's services see all of its own)."""
+        return runtime_gauges([self._runtime], connections=1, tenants=0)
+
     async def wind_down(self) -> None:
         """Abort every command, then kill every process (idempotent)."""
         self.commands.abort()
@@ -58,3 +64,16 @@ class Services:
     async def shut_down(self) -> None:
         """`shutdown`: every session's processes killed (idempotent)."""
         await self._runtime.wind_down()
+
+
+def runtime_gauges(
+    runtimes: list[Runtime], *, connections: int, tenants: int, replay_bytes: int = 0
+) -> Gauges:
+    return Gauges(
+        connections=connections,
+        tenants=tenants,
+        sessions=sum(len(rt.sessions.all()) for rt in runtimes),
+        shells=sum(rt.pool.count for rt in runtimes),
+        commands_running=sum(len(rt.executions) for rt in runtimes),
+        replay_bytes=replay_bytes,
+    )

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import anyio
 import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from bashrpc.server import errors
+from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime import env as envmod
@@ -144,6 +146,8 @@ class CommandService:
             spec.terminal is not None,
         )
         execution = Execution(spec.request_id, session.id)
+        STATS.started()
+        began = anyio.current_time()
         self._executions.add(execution)
         runtime.executions.add(execution)
         if flight is not None:
@@ -179,12 +183,17 @@ class CommandService:
         denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
         if denied is not None and policy is not None:
             outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
+        STATS.finished_as(outcome.label, anyio.current_time() - began, outcome.summary.total_bytes)
         return outcome
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
+        return self.running_count(session_id) > 0
+
+    def running_count(self, session_id: str) -> int:
+        """Commands of the session running now, whoever started them."""
         executions = self._runtime.executions
-        return any(execution.session_id == session_id for execution in executions)
+        return sum(execution.session_id == session_id for execution in executions)
 
     def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
         """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or

@@ -26,6 +26,7 @@ import anyio
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import BashResult, RequestState
 from bashrpc.server import errors
+from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.replay import (
     REPLAY_ATTACHED_MAX_BYTES,
     REPLAY_MAX_BYTES,
@@ -133,6 +134,11 @@ class Resumables:
             return False
         return record.cancel is not None and record.cancel()
 
+    @property
+    def bytes_held(self) -> int:
+        """Output held for resumes, across this client's records."""
+        return sum(record.log.bytes_held for record in self.records.values())
+
     def _bound(self) -> None:
         finished = [r for r in self.records.values() if r.state == "finished"]
         for record in finished[: max(0, len(finished) - MAX_FINISHED_RECORDS)]:
@@ -152,10 +158,21 @@ class Resumables:
         return record.lane
 
     async def follow(
-        self, record: Resumable, after_seq: int, owner: object, send: SendChunk
+        self,
+        record: Resumable,
+        after_seq: int,
+        owner: object,
+        send: SendChunk,
+        accept_gap: bool = False,
     ) -> BashResult:
         """Send the chunks after `after_seq`, kept then live, and give the result at
-        the end; cancelled if `owner` (the attaching connection) is cut first."""
+        the end; cancelled if `owner` (the attaching connection) is cut first.
+        Chunks after `after_seq` no longer kept refuse the resume (ResumeGap)
+        unless `accept_gap`; then the first chunk sent says how many were missed."""
+        missed = record.log.after(after_seq).missed
+        STATS.resumed(gap=missed > 0)
+        if missed and not accept_gap:
+            raise errors.ResumeGap(record.request_id, after_seq, record.log.first_kept, missed)
         seen = after_seq
         while True:
             replay = record.log.after(seen)

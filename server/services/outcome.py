@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from bashrpc.protocol import messages, paths
+from bashrpc.server.observe.stats import CommandOutcome
 from bashrpc.server.output.sink import SinkSummary
 
 
@@ -27,6 +28,17 @@ class Outcome(msgspec.Struct, frozen=True):
     cwd_fallback: tuple[str, str] | None = None
     # The line saying the session's sandbox was tightened, so its shell restarted confined.
     sandbox_tightened: str | None = None
+
+    @property
+    def label(self) -> CommandOutcome:
+        """How the command ended, in one of the figures' fixed words."""
+        if self.timed_out:
+            return "timed_out"
+        if self.cancelled:
+            return "cancelled"
+        if self.sandbox_denied is not None:
+            return "sandbox_denied"
+        return "ok" if self.exit_code == 0 else "failed"
 
     @property
     def notice(self) -> str | None:

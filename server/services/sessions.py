@@ -7,6 +7,8 @@ import msgspec
 from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
+from bashrpc.server.observe.stats import STATS
+from bashrpc.server.runtime import reset
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import Session, resolve_path
 from bashrpc.server.services.commands import CommandService
@@ -21,6 +23,13 @@ class SessionView(msgspec.Struct, frozen=True):
     cwd: str
     background_jobs: int
     owner: str | None
+
+
+class SessionReset(msgspec.Struct, frozen=True):
+    id: str
+    commands_aborted: int
+    cleaned: reset.Cleaned
+    cwd: str
 
 
 class SessionService:
@@ -71,6 +80,26 @@ class SessionService:
         self._commands.abort(session_id=session.id)
         await self._runtime.close_session(session)
         return True
+
+    async def reset(self, session_id: str | None) -> list[SessionReset]:
+        """Hand sessions back clean: abort their commands, kill all they started,
+        drop their shells' state, back to the directory each was opened in. One
+        session, or (None) every session of this runtime: a daemon tenant's."""
+        if session_id is None:
+            sessions = self._runtime.sessions.all()
+        else:
+            found = self._runtime.sessions.get(session_id)
+            if found is None:
+                raise errors.InvalidArgument(messages.NO_SUCH_SESSION.format(session=session_id))
+            sessions = [found]
+        done = []
+        for session in sessions:
+            aborted = self._commands.running_count(session.id)
+            self._commands.abort(session_id=session.id)
+            cleaned = await reset.reset(self._runtime.pool, session)
+            STATS.killed("reset", cleaned.processes)
+            done.append(SessionReset(session.id, aborted, cleaned, session.cwd))
+        return done
 
     def list(self) -> list[SessionView]:
         scan = self._runtime.pool.scan()

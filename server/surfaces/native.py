@@ -26,6 +26,8 @@ from bashrpc.protocol.methods import (
     PtyScreen,
     PtyScreenParams,
     RequestInfo,
+    ServerStatsParams,
+    ServerStatsResult,
     SessionCloseParams,
     SessionCloseResult,
     SessionInfo,
@@ -33,10 +35,14 @@ from bashrpc.protocol.methods import (
     SessionListResult,
     SessionOpenParams,
     SessionOpenResult,
+    SessionResetInfo,
+    SessionResetParams,
+    SessionResetResult,
     ShutdownParams,
 )
 from bashrpc.server import errors
 from bashrpc.server.connection import RequestContext
+from bashrpc.server.observe.stats import STATS
 from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec, terminal
@@ -113,7 +119,9 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
         )
         await ctx.notify("bash/chunk", chunk)
 
-    return await resumables.follow(record, params.after_seq, ctx.connection, send)
+    return await resumables.follow(
+        record, params.after_seq, ctx.connection, send, params.accept_gap
+    )
 
 
 @methods.method("abort_bash")
@@ -177,6 +185,28 @@ def _requests(ctx: Ctx, session_id: str) -> list[RequestInfo] | None:
         for r in resumables.records.values()
         if r.session_id == session_id
     ]
+
+
+@methods.method("session/reset")
+async def session_reset(ctx: Ctx, params: SessionResetParams) -> SessionResetResult:
+    done = await ctx.services.sessions.reset(params.session_id)
+    return SessionResetResult(
+        sessions=[
+            SessionResetInfo(
+                session_id=r.id,
+                processes_killed=r.cleaned.processes,
+                commands_aborted=r.commands_aborted,
+                tmp_entries_removed=r.cleaned.tmp_entries,
+                cwd=paths.to_wire(r.cwd)[0],
+            )
+            for r in done
+        ]
+    )
+
+
+@methods.method("server/stats")
+def server_stats(ctx: Ctx, params: ServerStatsParams) -> ServerStatsResult:
+    return STATS.figures(ctx.services.gauges())
 
 
 @methods.method("artifact/read")

@@ -14,7 +14,10 @@ package is imported without its jsonschema (see `rpclib`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
@@ -33,9 +36,18 @@ Reply = ErrorResponse | SuccessResponse
 _EMPTY_PARAMS = b"{}"
 
 
+# What may wrap each handler (a span around it, say): (method name, handler) -> handler.
+Wrap = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+
+
 class Dispatcher:
-    def __init__(self, *registries: Registry) -> None:
+    def __init__(self, *registries: Registry, wrap: Wrap | None = None) -> None:
         self._typed: dict[str, Method] = merge(*registries)
+        if wrap is not None:
+            self._typed = {
+                name: msgspec.structs.replace(m, handler=wrap(name, m.handler))
+                for name, m in self._typed.items()
+            }
         # jsonrpcserver's table: name -> handler.
         self.table: Methods = {name: m.handler for name, m in self._typed.items()}
 

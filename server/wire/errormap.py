@@ -20,6 +20,7 @@ from bashrpc.protocol.errors import (
     ArtifactNotFoundData,
     ErrorCode,
     NoSuchPtyData,
+    ResumeGapData,
     TooManyShellsData,
 )
 from bashrpc.protocol.mcp import CancelledOutput
@@ -69,6 +70,16 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
     errors.RequestCancelled: _cancelled,
+    errors.ResumeGap: lambda exc: ErrorObject(
+        ErrorCode.RESUME_GAP,
+        messages.RESUME_GAP.format(
+            request_id=exc.request_id,
+            missed=exc.missed,
+            after_seq=exc.after_seq,
+            first_kept=exc.first_kept,
+        ),
+        ResumeGapData(first_kept=exc.first_kept, missed=exc.missed),
+    ),
 }
 # Those whose error quotes the request's params.
 _WITH_PARAMS: dict[type[BaseException], Callable[[Any, bytes | None], ErrorObject]] = {

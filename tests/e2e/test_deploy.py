@@ -70,6 +70,42 @@ def test_the_check_keeps_the_daemon_pod_reachable_and_up(
     assert any(problem in p for p in problems), problems
 
 
+PROBE_BREAKS = [
+    ('"--http", "0.0.0.0:8081", ', "needs --http"),
+    ('"0.0.0.0:8081"', "loopback"),
+    ('"--http-open-probes"', "add --http-open-probes"),
+    ("path: /readyz", "readinessProbe must be an httpGet of /readyz"),
+    ("path: /livez", "livenessProbe must be an httpGet of /livez"),
+    ("containerPort: 8081", "not on the --http port"),
+    ('"--drain-seconds", "20"', "must be below the grace"),
+    ('command: ["sleep", "3"]', "must be below the grace"),
+    ("mountPath: /etc/bashrpc/token", "is on no volume"),
+]
+PROBE_FIXES = {
+    '"0.0.0.0:8081"': '"127.0.0.1:8081"',
+    '"--http-open-probes"': '"--stay"',
+    "path: /readyz": "path: /metrics",
+    "path: /livez": "path: /readyz",
+    "containerPort: 8081": "containerPort: 9000",
+    '"--drain-seconds", "20"': '"--drain-seconds", "29"',
+    'command: ["sleep", "3"]': 'command: ["sleep", "15"]',
+    "mountPath: /etc/bashrpc/token": "mountPath: /etc/elsewhere",
+}
+
+
+@pytest.mark.parametrize("recipe", ["daemon-pod.yaml", "warm-pool.yaml"])
+@pytest.mark.parametrize(("change", "problem"), PROBE_BREAKS)
+def test_the_check_keeps_a_daemons_probes_reachable_and_its_drain_in_the_grace(
+    tmp_path: Path, recipe: str, change: str, problem: str
+) -> None:
+    text = (DEPLOY / "kubernetes" / recipe).read_text()
+    assert change in text
+    broken = tmp_path / recipe
+    broken.write_text(text.replace(change, PROBE_FIXES.get(change, "")))
+    _, problems = manifests().check([broken])
+    assert any(problem in p for p in problems), problems
+
+
 def test_a_claim_must_name_a_template(tmp_path: Path) -> None:
     text = (DEPLOY / "kubernetes" / "warm-pool.yaml").read_text()
     broken = tmp_path / "pool.yaml"

@@ -37,12 +37,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
+    "bashrpc.server.observe": (*BASE, "bashrpc.server.observe"),
     "bashrpc.server.runtime": (
         *BASE,
         "bashrpc.server.fdio",
         "bashrpc.server.settings",
         "bashrpc.server.runtime",
         "bashrpc.server.output",
+        "bashrpc.server.observe",
     ),
     "bashrpc.server.services": (
         *BASE,
@@ -50,6 +52,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.services",
         "bashrpc.server.runtime",
         "bashrpc.server.output",
+        "bashrpc.server.observe",
     ),
     "bashrpc.server.wire": (*BASE, "bashrpc.server.fdio", "bashrpc.server.wire"),
     "bashrpc.server.connection": (*BASE, "bashrpc.server.settings", "bashrpc.server.wire"),
@@ -59,6 +62,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.services",
         "bashrpc.server.connection",
         "bashrpc.server.wire.registry",
+        "bashrpc.server.observe.stats",
     ),
     "bashrpc.server.serve": ("bashrpc.protocol", "bashrpc.server"),
     "bashrpc.server.daemon": ("bashrpc.protocol", "bashrpc.server"),
@@ -86,6 +90,7 @@ LATE_IMPORTS = {
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.attach",
     ): "the bridge never pays for the server's",
+    ("bashrpc.server.cli.daemon", "bashrpc.server.daemon.health"): "the same",
     (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.websocket",

@@ -152,11 +152,35 @@ def test_a_pty_replay_that_lost_its_start_is_sent_as_kept_without_a_notice() -> 
         async def send(seq: int, text: str, skipped: int) -> None:
             got.append((seq, text))
 
-        await resumables.follow(record, -1, back, send)
+        await resumables.follow(record, -1, back, send, accept_gap=True)
         return got
 
     # Terminal bytes take no notice: the first seq sent says what is gone.
     assert anyio.run(main) == [(1, "BBBB"), (2, "CCCC")]
+
+
+def test_a_replay_that_lost_its_start_is_refused_unless_the_gap_is_accepted() -> None:
+    resumables = Resumables()
+    gone, back = Owner(), Owner()
+    record = resumables.start(1, "bash", "default", gone)
+    record.log.max_bytes = 8
+    for seq, data in enumerate(["AAAA", "BBBB", "CCCC"]):
+        record.add(seq, data, 0)
+    resumables.cut(gone)
+    resumables.end(record, RESULT)
+    sent: list[int] = []
+
+    async def send(seq: int, text: str, skipped: int) -> None:
+        sent.append(seq)
+
+    with pytest.raises(errors.ResumeGap) as refused:
+        anyio.run(resumables.follow, record, -1, back, send)
+    assert (refused.value.first_kept, refused.value.missed) == (1, 1)
+    # Nothing was sent, and the record is still there to attach to.
+    assert sent == [] and resumables.find(1) is record
+    # From what is kept, no gap: it resumes exactly.
+    assert anyio.run(resumables.follow, record, 0, back, send) is RESULT
+    assert sent == [1, 2]
 
 
 def test_a_pty_lane_is_reachable_through_its_record_while_it_is_open() -> None:
