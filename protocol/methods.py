@@ -79,6 +79,13 @@ class BashParams(Params):
         bool | PtySize | None,
         described("Run on a pseudo-terminal, as a one-shot `bash -c`: true, or a size."),
     ] = None
+    one_shot: Annotated[
+        bool,
+        described(
+            "Run at once on a shell of its own, without the session's state, rather than"
+            " waiting for the session's earlier commands."
+        ),
+    ] = False
 
 
 class BashResult(Result, omit_defaults=True):
@@ -117,6 +124,14 @@ class BashResult(Result, omit_defaults=True):
             "The session's shell state (variables, functions, exports) was lost: this "
             "command's shell ended, or the one before it did since the last result."
         ),
+    ] = False
+    queued_seconds: Annotated[
+        float,
+        described("Seconds the command waited behind the session's earlier commands."),
+    ] = 0.0
+    one_shot: Annotated[
+        bool,
+        described("The command ran on a one-shot shell (`oneShot`), without the session's state."),
     ] = False
 
 
@@ -206,6 +221,10 @@ class SessionInfo(Result, omit_defaults=True):
             "Under the daemon: the clientId of the connection that opened the session;"
             " absent when it named none."
         ),
+    ] = None
+    queued: Annotated[
+        list[RequestId] | None,
+        described("The ids of the commands waiting for their turn, first in line first."),
     ] = None
 
 

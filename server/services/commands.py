@@ -28,7 +28,7 @@ from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
 from bashrpc.server.runtime.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session
+from bashrpc.server.runtime.sessions import Session, Ticket
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
@@ -84,6 +84,8 @@ class CommandSpec(msgspec.Struct, frozen=True):
     # Whether a cancelled command is answered with its result; a cancelled tool call
     # is answered with an error, so a shell restart it caused is told in the next one.
     result_when_cancelled: bool = True
+    # At once on a one-shot shell, without the session's state, rather than in its turn.
+    one_shot: bool = False
 
 
 class _Pipeline:
@@ -155,19 +157,25 @@ class CommandService:
             timeout=spec.timeout,
             feed=pipeline.feed,
             execution=execution,
+            one_shot=spec.one_shot,
         )
-        # Where relative paths in the output are taken from (a command may `cd`).
-        start = request.workdir(session)
+        ticket = Ticket(spec.request_id)
         try:
-            if spec.terminal is None:
-                run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
+            if spec.one_shot:
+                start = request.workdir(session)
+                run = await self._now(spec, session, request, listener)
             else:
-                lane = self._claim(spec.request_id, spec.terminal)
-                run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
+                async with session.turn(ticket, execution.waiting):
+                    # Where relative paths in the output are taken from (a command may `cd`).
+                    start = request.workdir(session)
+                    run = await self._in_turn(spec, session, request, listener)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)
         outcome = _finish(pipeline, run, spec.timeout)
+        outcome = msgspec.structs.replace(
+            outcome, queued_seconds=ticket.waited, one_shot=request.one_shot
+        )
         aborted = outcome.cancelled and not outcome.timed_out
         if run.shell_restarted and (spec.result_when_cancelled or not aborted):
             session.shell_lost = False
@@ -181,8 +189,27 @@ class CommandService:
             outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
         return outcome
 
+    async def _in_turn(
+        self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
+    ) -> RunResult:
+        """The command, now that it is its turn; nothing when it was aborted waiting."""
+        if request.execution.aborted:
+            request.execution.finished = True
+            return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
+        return await self._now(spec, session, request, listener)
+
+    async def _now(
+        self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
+    ) -> RunResult:
+        runtime = self._runtime
+        if spec.terminal is None:
+            return await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
+        lane = self._claim(spec.request_id, spec.terminal)
+        return await ptyrunner.on_pty(runtime.pool, session, request, lane)
+
     def running(self, session_id: str) -> bool:
-        """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
+        """Whether a command of the session runs (on its shell, a one-shot one or a
+        PTY) or waits for its turn."""
         executions = self._runtime.executions
         return any(execution.session_id == session_id for execution in executions)
 

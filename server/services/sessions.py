@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.methods import RequestId, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import Session, resolve_path
@@ -21,6 +21,8 @@ class SessionView(msgspec.Struct, frozen=True):
     cwd: str
     background_jobs: int
     owner: str | None
+    # The ids of its commands waiting for their turn, first in line first.
+    queued: list[RequestId]
 
 
 class SessionService:
@@ -82,6 +84,9 @@ class SessionService:
                 cwd=s.cwd,
                 background_jobs=s.background_jobs(scan),
                 owner=s.owner,
+                queued=[
+                    t.request_id for t in s.line.waiting if isinstance(t.request_id, str | int)
+                ],
             )
             for s in self._runtime.sessions.all()
         ]

@@ -139,6 +139,7 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             artifact_uri=_artifact_uri(truncation),
             sandbox_denied=outcome.sandbox_denied is not None,
             shell_restarted=outcome.shell_restarted,
+            queued_seconds=round(outcome.queued_seconds, 3),
         ),
         is_error=is_error,
         details=details,

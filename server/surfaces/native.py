@@ -160,6 +160,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 background_jobs=view.background_jobs,
                 owner=view.owner,
                 requests=_requests(ctx, view.id),
+                queued=view.queued or None,
             )
         )
     return SessionListResult(sessions=infos)

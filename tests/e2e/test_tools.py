@@ -56,7 +56,7 @@ from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import DEFAULT_TIMEOUT, RpcClient
+from tests.rpc import DEFAULT_TIMEOUT, RpcClient, ok_result
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write", "bash"]
 PROTOCOL_VERSION = "2025-06-18"
@@ -186,6 +186,7 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
         "artifactUri",
         "sandboxDenied",
         "shellRestarted",
+        "queuedSeconds",
     }
     assert "output" in tool.output_schema["required"]
 
@@ -626,3 +627,13 @@ def test_lifted_head_and_tail_name_only_a_cap_that_cut(server: InProcessServer) 
             full=messages.TRUNCATION_FULL.format(id=truncation.artifact_id),
         )
         assert text_of(result) == shown + notice
+
+
+def test_parallel_tool_calls_take_turns_in_the_tool_session(server: InProcessServer) -> None:
+    """Calls sent without waiting keep each other's state, in arrival order."""
+    initialize(server)
+    first = server.request("tools/call", tool_call("sleep 0.5; export B=2"))
+    second = server.request("tools/call", tool_call('echo "B=$B"'))
+    assert not ok_result(server.response(first), CallToolResult).is_error
+    result = ok_result(server.response(second), CallToolResult)
+    assert text_of(result) == "B=2\n" and structured(result).queued_seconds > 0
