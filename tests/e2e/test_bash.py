@@ -486,3 +486,14 @@ def test_errors_name_the_line_bash_c_would(spawn: SpawnInProcess, tmp_path: Path
         # Traps to restore come before the command's own text, and count for nothing.
         server.bash("trap 'true' DEBUG; set -x; set +x")
     assert server.bash("echo $LINENO; greet", pty=True).output == "1\nhello\n"
+
+
+def test_a_full_queue_is_refused_as_busy(server: InProcessServer) -> None:
+    """Waiting requests count toward the requests in flight: beyond, -32003."""
+    running = server.request("bash", BashParams(command="sleep 30"))
+    waiting = [server.request("bash", BashParams(command="true")) for _ in range(300)]
+    codes = [server.response(ident).error for ident in waiting[255:]]
+    assert [c is not None and c.code for c in codes] == [ErrorCode.SERVER_BUSY] * 45
+    assert server.abort(session_id="default")
+    assert server.bash_result(running).cancelled
+    assert all(server.bash_result(ident).cancelled for ident in waiting[:255])
