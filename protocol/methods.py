@@ -126,9 +126,12 @@ class BashResult(Result, omit_defaults=True):
         ),
     ] = False
     queued_seconds: Annotated[
-        float,
-        described("Seconds the command waited behind the session's earlier commands."),
-    ] = 0.0
+        float | None,
+        described(
+            "Seconds the command waited behind the session's earlier commands;"
+            " absent when it waited for none."
+        ),
+    ] = None
     one_shot: Annotated[
         bool,
         described("The command ran on a one-shot shell (`oneShot`), without the session's state."),

@@ -13,7 +13,9 @@ reader, and an abort always gets through.
 Task groups, each with one owner: `serve` holds the writer's group around the requests
 group around the reader's group, so the reader stops first, then running requests are
 wound down and answered (under the daemon a cut may leave them running: `on_detach`),
-then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`).
+then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`);
+but when the input is a script (`in_order`, `--on-eof finish`), the reader runs each
+request to its reply before it reads the next, so at EOF all was answered.
 """
 
 from __future__ import annotations
@@ -124,6 +126,9 @@ class Connection(Generic[S]):
         # before they take effect: it may refuse), and of a cut (the requests then run on).
         self.on_initialize: Callable[[Connection[S], HostOptions, SandboxMode], None] | None = None
         self.on_detach: Callable[[], None] | None = None
+        # The input is a script (`--on-eof finish`): each request is run and answered
+        # before the next is read, and the end of input ends the connection only then.
+        self.in_order = False
 
     # -- the loop ---------------------------------------------------------
 
@@ -216,9 +221,23 @@ class Connection(Generic[S]):
         prepared = self._prepare(item)
         if isinstance(prepared, Task):
             assert self.requests is not None
-            self.requests.start_soon(self._run, prepared, None)
+            if not self.in_order:
+                self.requests.start_soon(self._run, prepared, None)
+                return
+            done = anyio.Event()
+            self.requests.start_soon(self._run_then, done, self._run, prepared, None)
+            await done.wait()
+            await self._outbox.drained(prepared.flight)
         elif prepared is not None:
             await self._answer(prepared)
+
+    @staticmethod
+    async def _run_then(done: anyio.Event, run: Callable[..., Any], *args: Any) -> None:
+        """`run(*args)`, then `done` set however it ended (for a reader that waits)."""
+        try:
+            await run(*args)
+        finally:
+            done.set()
 
     async def _batch(self, items: list[Call | Rejected]) -> None:
         """Each member on its own, and in flight on its own; one array of replies."""
@@ -230,7 +249,13 @@ class Connection(Generic[S]):
                 tasks.append(prepared)
             elif prepared is not None:
                 replies.append(prepared)
-        if tasks:
+        if tasks and self.in_order:
+            assert self.requests is not None
+            done = anyio.Event()
+            self.requests.start_soon(self._run_then, done, self._finish_batch, replies, tasks)
+            await done.wait()
+            await self._outbox.drained(None)
+        elif tasks:
             assert self.requests is not None
             self.requests.start_soon(self._finish_batch, replies, tasks)
         elif replies:

@@ -91,6 +91,10 @@ class SandboxSettings(_Section, frozen=True):
     protected_paths: tuple[str, ...] = ()
 
 
+OnEof = Literal["finish", "abort"]
+ON_EOF_CHOICES: tuple[OnEof, ...] = ("finish", "abort")
+
+
 class ServerSettings(_Section, frozen=True):
     # Seconds without a byte from the client (while the server waits for one)
     # after which it is taken for gone, as on EOF; None: never.
@@ -100,6 +104,10 @@ class ServerSettings(_Section, frozen=True):
     # On SIGTERM, how long running commands may finish before they are aborted
     # (new ones are refused meanwhile); 0: shut down at once.
     drain_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_DRAIN_SECONDS)] = 0.0
+    # What the end of stdin means: "finish" runs every request read, in order, and
+    # answers it, then exits; "abort" aborts what runs (MCP's stdio shutdown).
+    # None: finish for a regular file or /dev/null, abort for a pipe or a socket.
+    on_eof: OnEof | None = None
 
 
 class ToolSettings(_Section, frozen=True):

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
-    for name in ("client_timeout", "drain_seconds"):
+    for name in ("client_timeout", "drain_seconds", "on_eof"):
         if getattr(args, name) is not None:
             server = msgspec.structs.replace(settings.server, **{name: getattr(args, name)})
             settings = msgspec.structs.replace(settings, server=server)

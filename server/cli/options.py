@@ -12,6 +12,7 @@ from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server.settings import (
     MAX_CLIENT_TIMEOUT_SECONDS,
     MAX_DRAIN_SECONDS,
+    ON_EOF_CHOICES,
     SANDBOX_STRICTNESS,
 )
 
@@ -97,6 +98,14 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         metavar="SECONDS",
         help="on SIGTERM, refuse new commands and let running ones finish for this "
         "long before aborting them; default: 0 (shut down at once)",
+    )
+    parser.add_argument(
+        "--on-eof",
+        default=default,
+        choices=ON_EOF_CHOICES,
+        help="at the end of stdin, finish (run and answer every request read, in order, "
+        "then exit) or abort what runs; default: finish for a file or /dev/null, "
+        "abort for a pipe",
     )
     parser.add_argument(
         "--log-level",

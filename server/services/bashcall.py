@@ -94,6 +94,6 @@ def finish(outcome: Outcome) -> BashResult:
         artifact_truncated=outcome.artifact_truncated,
         sandbox_denied=outcome.sandbox_denied is not None,
         shell_restarted=outcome.shell_restarted,
-        queued_seconds=round(outcome.queued_seconds, 3),
+        queued_seconds=round(outcome.queued_seconds, 3) if outcome.queued_seconds else None,
         one_shot=outcome.one_shot,
     )
