@@ -289,7 +289,9 @@ class Connection(Generic[S]):
                 reply = self.dispatcher.failure(call, errors.RequestCancelled())
         finally:
             self._flights.release(flight)
-        if call.is_notification or (self.input_ended and not method.answers_after_eof):
+        if flight.silent or call.is_notification:
+            return
+        if self.input_ended and not method.answers_after_eof:
             return
         if collect is not None:
             collect.append(reply)
@@ -298,9 +300,10 @@ class Connection(Generic[S]):
 
     # -- out --------------------------------------------------------------
 
-    def cancel(self, request_id: RequestId) -> bool:
-        """Cancel every request in flight with this id; False when there is none."""
-        return self._flights.cancel(request_id)
+    def cancel(self, request_id: RequestId, *, silent: bool = False) -> bool:
+        """Cancel every request in flight with this id; False when there is none.
+        `silent`: they get no response (MCP's `notifications/cancelled`)."""
+        return self._flights.cancel(request_id, silent=silent)
 
     async def notify(
         self, method: str, params: msgspec.Struct, flight: InFlight | None = None

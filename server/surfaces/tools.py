@@ -87,7 +87,9 @@ def initialized(ctx: Ctx, params: EmptyParams) -> None:
 
 @methods.method("notifications/cancelled")
 def cancelled(ctx: Ctx, params: CancelledParams) -> None:
-    ctx.connection.cancel(params.request_id)
+    """As MCP says, the cancelled request gets no response: its command is still
+    killed, and the next result tells of the shell it took."""
+    ctx.connection.cancel(params.request_id, silent=True)
 
 
 @methods.method("$/cancelRequest")

@@ -56,7 +56,7 @@ from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import DEFAULT_TIMEOUT, RpcClient, ok_result
+from tests.rpc import DEFAULT_TIMEOUT, RpcClient, ok_result, wait_until
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write", "bash"]
 PROTOCOL_VERSION = "2025-06-18"
@@ -456,23 +456,37 @@ def updates_of(ident: RequestId) -> Callable[[ServerMessage], bool]:
     )
 
 
-def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
+def test_an_lsp_cancel_answers_request_cancelled_with_the_output(
+    server: InProcessServer,
+) -> None:
     initialize(server, notifications=["tool/update"])
-    cancels: list[tuple[str, Callable[[RequestId], msgspec.Struct]]] = [
-        ("notifications/cancelled", lambda i: CancelledParams(request_id=i, reason="user")),
-        ("$/cancelRequest", lambda i: CancelRequestParams(id=i)),
-    ]
-    for method, cancel in cancels:
-        ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
-        server.wait_for(updates_of(ident))
-        server.notify(method, cancel(ident))
-        reply = server.response(ident, timeout=10)
-        assert reply.error is not None, reply
-        error = reply.error
-        assert error.code == ErrorCode.REQUEST_CANCELLED
-        assert error.message == messages.REQUEST_CANCELLED
-        assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
-        assert not [c for c in server.owned_commands() if "sleep 60" in c]
+    ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
+    server.wait_for(updates_of(ident))
+    server.notify("$/cancelRequest", CancelRequestParams(id=ident))
+    reply = server.response(ident, timeout=10)
+    assert reply.error is not None, reply
+    error = reply.error
+    assert error.code == ErrorCode.REQUEST_CANCELLED
+    assert error.message == messages.REQUEST_CANCELLED
+    assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
+    assert not [c for c in server.owned_commands() if "sleep 60" in c]
+    again = call_tool(server, command="echo healthy")
+    assert text_of(again) == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+
+
+def test_an_mcp_cancel_gets_no_response_and_the_next_call_says_the_shell_restarted(
+    server: InProcessServer,
+) -> None:
+    """MCP: the receiver of `notifications/cancelled` does not respond to the request."""
+    initialize(server, notifications=["tool/update"])
+    ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
+    server.wait_for(updates_of(ident))
+    server.notify("notifications/cancelled", CancelledParams(request_id=ident, reason="user"))
+    assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 60" in c])
+    # The next call runs after the cancelled one left the session, reply or not.
+    again = call_tool(server, command="echo healthy")
+    assert text_of(again) == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+    assert [m for m in server.messages if m.id == ident and m.method is None] == []
     # Late, repeated and unknown cancels are harmless.
     done = server.request("tools/call", tool_call("echo x"))
     server.response(done)
