@@ -10,6 +10,7 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 import anyio.abc
@@ -18,11 +19,9 @@ import msgspec
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from bashrpc.server import errors
-from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime import ptyrunner, runners
-from bashrpc.server.runtime.channels import Backpressure
 from bashrpc.server.runtime.pty import clamp_size
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
@@ -32,6 +31,7 @@ from bashrpc.server.runtime.sessions import Session, Ticket
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.pipeline import Listener, Pipeline, finish
 from bashrpc.server.services.streams import StreamListener, streaming
 from bashrpc.server.settings import stricter
 
@@ -45,17 +45,6 @@ def clamp_timeout(seconds: float) -> float:
 def terminal(cols: int | None, rows: int | None) -> Terminal:
     """A PTY size within limits; a missing side takes the default."""
     return Terminal(*clamp_size(cols, rows))
-
-
-class Listener(Protocol):
-    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
-
-    def on_text(self, clean: bytes) -> None: ...
-
-    def on_raw(self, raw: bytes) -> None: ...
-
-    @property
-    def backpressure(self) -> Backpressure | None: ...
 
 
 class Flight(Protocol):
@@ -88,35 +77,6 @@ class CommandSpec(msgspec.Struct, frozen=True):
     one_shot: bool = False
 
 
-class _Pipeline:
-    """Bytes from a runner to the sink and the listener; on a PTY, raw bytes
-    are passed on as they are and carriage returns are folded first."""
-
-    def __init__(self, sink: OutputSink, listener: Listener, terminal: bool) -> None:
-        self.sink = sink
-        self._listener = listener
-        self._folder = CarriageReturnFolder() if terminal else None
-
-    def feed(self, data: bytes) -> None:
-        if self._folder is not None:
-            self._listener.on_raw(data)
-            data = self._folder.feed(data)
-        self._text(self.sink.feed(data))
-
-    def feed_text(self, data: bytes) -> None:
-        """A message of the server's own, as text only (never as terminal bytes)."""
-        self._text(self.sink.feed(data))
-
-    def _text(self, clean: bytes) -> None:
-        if clean:
-            self._listener.on_text(clean)
-
-    def finish(self) -> None:
-        if self._folder is not None:
-            self._text(self.sink.feed(self._folder.finish()))
-        self._text(self.sink.finish())
-
-
 class CommandService:
     def __init__(self, runtime: Runtime, owner: str | None = None) -> None:
         self._runtime = runtime
@@ -140,7 +100,7 @@ class CommandService:
         if command_env:
             # The command's children exec the session's variables and these.
             reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
-        pipeline = _Pipeline(
+        pipeline = Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
             spec.terminal is not None,
@@ -160,47 +120,29 @@ class CommandService:
             one_shot=spec.one_shot,
         )
         ticket = Ticket(spec.request_id)
+        # A one-shot runs at once; any other command in the session's turn.
+        turn = session.turn(ticket, execution.waiting) if not spec.one_shot else nullcontext()
         try:
-            if spec.one_shot:
+            async with turn:
+                # Where relative paths in the output are taken from (a command may `cd`).
                 start = request.workdir(session)
                 run = await self._now(spec, session, request, listener)
-            else:
-                async with session.turn(ticket, execution.waiting):
-                    # Where relative paths in the output are taken from (a command may `cd`).
-                    start = request.workdir(session)
-                    run = await self._in_turn(spec, session, request, listener)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)
-        outcome = _finish(pipeline, run, spec.timeout)
+        outcome = finish(pipeline, run, spec.timeout)
         outcome = msgspec.structs.replace(
-            outcome, queued_seconds=ticket.waited, one_shot=request.one_shot
+            outcome, queued_seconds=ticket.waited, one_shot=spec.one_shot
         )
-        aborted = outcome.cancelled and not outcome.timed_out
-        if run.shell_restarted and (spec.result_when_cancelled or not aborted):
-            session.shell_lost = False
-            if session.tightened_to is not None:
-                notice = messages.SANDBOX_TIGHTENED.format(mode=session.tightened_to)
-                outcome = msgspec.structs.replace(outcome, sandbox_tightened=notice)
-                session.tightened_to = None
-        policy = session.config.sandbox
-        denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
-        if denied is not None and policy is not None:
-            outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
-        return outcome
-
-    async def _in_turn(
-        self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
-    ) -> RunResult:
-        """The command, now that it is its turn; nothing when it was aborted waiting."""
-        if request.execution.aborted:
-            request.execution.finished = True
-            return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
-        return await self._now(spec, session, request, listener)
+        return _with_notices(outcome, run.shell_restarted, spec, session, start)
 
     async def _now(
         self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
     ) -> RunResult:
+        """The command, now that it may run; nothing when it was aborted waiting."""
+        if request.execution.aborted:
+            request.execution.finished = True
+            return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
         runtime = self._runtime
         if spec.terminal is None:
             return await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
@@ -287,21 +229,20 @@ class CommandService:
         return lane
 
 
-def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outcome:
-    """The one finishing step of both runners."""
-    if run.start_error is not None:
-        pipeline.feed_text(messages.PTY_ERROR.format(reason=run.start_error).encode())
-    pipeline.finish()
-    spill = pipeline.sink.spill
-    return Outcome(
-        summary=pipeline.sink.summary(),
-        exit_code=run.exit_code,
-        cancelled=run.killed,
-        timed_out=run.timed_out,
-        timeout=timeout,
-        working_dir=run.cwd,
-        artifact_id=None if spill is None else spill.close(),
-        artifact_truncated=spill is not None and spill.cut,
-        shell_restarted=run.shell_restarted,
-        cwd_fallback=run.cwd_fallback,
-    )
+def _with_notices(
+    outcome: Outcome, restarted: bool, spec: CommandSpec, session: Session, start: str
+) -> Outcome:
+    """What the result tells besides the output: the shell's restart (once; a
+    cancelled tool call leaves it to the next result) and the sandbox's doings."""
+    aborted = outcome.cancelled and not outcome.timed_out
+    if restarted and (spec.result_when_cancelled or not aborted):
+        session.shell_lost = False
+        if session.tightened_to is not None:
+            notice = messages.SANDBOX_TIGHTENED.format(mode=session.tightened_to)
+            outcome = msgspec.structs.replace(outcome, sandbox_tightened=notice)
+            session.tightened_to = None
+    policy = session.config.sandbox
+    denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
+    if denied is not None and policy is not None:
+        outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
+    return outcome
