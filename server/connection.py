@@ -113,7 +113,7 @@ class Connection(Generic[S]):
         self.input_ended = False
         self.draining = False
         self._transport = transport
-        self._outbox = Outbox(transport.send)
+        self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
         # The daemon's hooks: told of `initialize` (its host options and sandbox mode,

@@ -343,3 +343,19 @@ def test_pipelined_requests_take_turns_in_the_session_over_the_daemon(
     assert (workspace / "sub" / "order.txt").read_text() == "one\ntwo\n"
     first.close()
     second.close()
+
+
+def test_a_cut_connection_is_not_logged_as_the_daemon_shutting_down(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    """At the default log level, a client that goes away is no news."""
+    daemon = spawn_daemon("--log-level", "WARNING").wait_listening()
+    client = daemon.connect()
+    client.request("bash", BashParams(command="seq 1 300000"))
+    client.wait_for(lambda m: m.method == "bash/chunk")
+    client.cut()
+    witness = daemon.connect()
+    assert witness.bash("echo alive").output == "alive\n"
+    witness.close()
+    assert "shutting down" not in daemon.stderr()
+    assert "stdout" not in daemon.stderr()
