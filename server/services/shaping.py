@@ -37,6 +37,8 @@ class Shaping(msgspec.Struct, frozen=True):
     max_lines: int = DEFAULT_MAX_LINES
     # (requested, applied) when the timeout was clamped.
     clamp: tuple[float, float] | None = None
+    # The timeout applied when the call sent `timeout: null` (a form's empty field).
+    null_timeout: float | None = None
 
 
 def _limit_label(cut_by: Cap | None, shaping: Shaping) -> str:
@@ -126,6 +128,9 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             requested=messages.format_seconds(requested),
             applied=messages.format_seconds(applied),
         )
+    if shaping.null_timeout is not None:
+        applied = messages.format_seconds(shaping.null_timeout)
+        body += messages.TIMEOUT_NULL.format(applied=applied)
     truncation = kept.truncation
     details = None if truncation is None else ToolDetails(meta=DetailsMeta(truncation=truncation))
     return CallToolResult(

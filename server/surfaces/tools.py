@@ -114,8 +114,10 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
+    sent = toolargs.arguments(params)
     plan = toolplan.plan(
-        toolargs.arguments(params),
+        sent.arguments,
+        timeout_null="timeout" in sent.nulls,
         request_id=ctx.id,
         settings=connection.settings,
         host=connection.host,

@@ -341,7 +341,7 @@ def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessSe
         server, {"command": "seq 1 5", "timeout": "30", "head": "2", "tail": "1"}
     )
     assert text_of(result) == "2" and not result.is_error
-    nulls = {"command": "pwd", "timeout": None, "cwd": None, "head": None, "tail": None}
+    nulls = {"command": "pwd", "cwd": None, "head": None, "tail": None}
     result = call_tool_raw(server, nulls)
     assert text_of(result) == f"{server.tmp}\n"
     for value, reason in [
@@ -360,6 +360,13 @@ def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessSe
         "tools/call", {"name": BASH_TOOL, "arguments": {"command": "true", "head": "2.5"}}
     )
     assert error.message == messages.invalid_params('head: expected an integer, got "2.5"')
+
+
+def test_a_null_timeout_is_said_in_the_result(server: InProcessServer) -> None:
+    """A form that turns `timeout="1"` into null must not silently get the default."""
+    result = call_tool_raw(server, {"command": "pwd", "timeout": None})
+    assert not result.is_error
+    assert text_of(result) == f"{server.tmp}\n" + messages.TIMEOUT_NULL.format(applied="300")
 
 
 def test_configured_default_timeout(server: InProcessServer) -> None:
