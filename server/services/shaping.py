@@ -129,8 +129,7 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             applied=messages.format_seconds(applied),
         )
     if shaping.null_timeout is not None:
-        applied = messages.format_seconds(shaping.null_timeout)
-        body += messages.TIMEOUT_NULL.format(applied=applied)
+        body += messages.TIMEOUT_NULL.format(applied=messages.format_seconds(shaping.null_timeout))
     truncation = kept.truncation
     details = None if truncation is None else ToolDetails(meta=DetailsMeta(truncation=truncation))
     return CallToolResult(
