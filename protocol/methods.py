@@ -136,6 +136,13 @@ class BashResult(Result, omit_defaults=True):
         bool,
         described("The command ran on a one-shot shell (`oneShot`), without the session's state."),
     ] = False
+    tool_text: Annotated[
+        str | None,
+        described(
+            "For a `tools/call` resumed with `bash/attach`: its tool result's text, as the"
+            " model would have got it."
+        ),
+    ] = None
 
 
 class AbortBashParams(Params):
@@ -236,13 +243,15 @@ class SessionListResult(Result):
 
 
 class BashAttachParams(Params):
-    request_id: Annotated[RequestId, described("The `bash` request to resume, by its id.")]
+    request_id: Annotated[
+        RequestId, described("The `bash` or `tools/call` request to resume, by its id.")
+    ]
     after_seq: Annotated[
         int,
         msgspec.Meta(ge=-1),
         described(
-            "The last `bash/chunk` (or `pty/output`) seq already received;"
-            " -1 (default): from the start."
+            "The last `bash/chunk` (`pty/output` on a PTY, the nth `notifications/progress`"
+            " of a tool call) already received; -1 (default): from the start."
         ),
     ] = -1
 

@@ -5,7 +5,10 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
+import msgspec
+
 from bashrpc.protocol import messages, paths
+from bashrpc.protocol.mcp import ProgressParams
 from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     AbortBashParams,
@@ -99,6 +102,9 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
     record = resumables.find(params.request_id)
 
     async def send(seq: int, text: str, skipped: int) -> None:
+        if record.method == "tools/call":
+            await ctx.notify("notifications/progress", _decode_progress(text))
+            return
         if record.pty:
             await ctx.notify(
                 "pty/output", PtyOutput(request_id=record.request_id, seq=seq, data=text)
@@ -114,6 +120,9 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
         await ctx.notify("bash/chunk", chunk)
 
     return await resumables.follow(record, params.after_seq, ctx.connection, send)
+
+
+_decode_progress = msgspec.json.Decoder(ProgressParams).decode
 
 
 @methods.method("abort_bash")
