@@ -1,5 +1,5 @@
 """A confined session's shell restarted (by `exit`, a timeout, an abort, an idle
-close, or the busy session's one-shot shell) sees the sandbox's own view, never a
+close, or a one-shot shell, `oneShot`) sees the sandbox's own view, never a
 directory a command `cd`'d into re-bound from the host: not the host's /tmp over
 the private one, not the host's / (with its /proc, and its nodev /dev) over all."""
 
