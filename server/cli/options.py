@@ -100,18 +100,22 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         "long before aborting them; default: 0 (shut down at once)",
     )
     parser.add_argument(
-        "--on-eof",
-        default=default,
-        choices=ON_EOF_CHOICES,
-        help="at the end of stdin, finish (run and answer every request read, in order, "
-        "then exit) or abort what runs; default: finish for a file or /dev/null, "
-        "abort for a pipe",
-    )
-    parser.add_argument(
         "--log-level",
         default=argparse.SUPPRESS if suppress else "WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level",
+    )
+
+
+def add_eof_option(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """The stdio server's own: the end of its stdin (exec and the daemon have none)."""
+    parser.add_argument(
+        "--on-eof",
+        default=argparse.SUPPRESS if suppress else None,
+        choices=ON_EOF_CHOICES,
+        help="at the end of stdin, finish (run and answer every request read, in order, "
+        "then exit) or abort what runs; default: finish for a file or /dev/null, "
+        "abort for a pipe",
     )
 
 
