@@ -385,6 +385,9 @@ class BashStructured(Open):
             "The shell's state (variables, functions, exports) was lost since the last result."
         ),
     ] = False
+    queued_seconds: Annotated[
+        float, described("Seconds the command waited behind the session's earlier commands.")
+    ] = 0.0
 
 
 class CallToolResult(Open, omit_defaults=True):

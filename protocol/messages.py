@@ -155,6 +155,7 @@ TRUNCATION_FULL = " Full: artifact://{id}"
 EXITED_WITH_CODE = "Command exited with code {code}"
 MISSING_EXIT_STATUS = "Command failed: missing exit status"
 TIMEOUT_CLAMPED = "\n\n[Timeout {requested}s is outside 1-3600s; using {applied}s]"
+TIMEOUT_NULL = "\n\n[Timeout was null; using the default {applied}s]"
 UNKNOWN_TOOL = "Unknown tool: {name}"
 ARTIFACT_URI_NO_ID = "artifact:// URL requires a numeric ID"
 ARTIFACT_URI_NOT_NUMERIC = "artifact:// ID must be numeric, got: {got}"
@@ -186,6 +187,7 @@ SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shell
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
+CLIENT_GONE = "a client connection is gone ({reason})"
 DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"
 CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); taking it for gone"
 
@@ -257,6 +259,10 @@ EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
 VIA_UNPARSABLE = "--via: {reason}"
 VIA_EMPTY = "--via: no launcher given"
 VIA_UNSTARTABLE = "--via: {program}: {reason}"
+VIA_NOT_FOUND = (
+    "--via: the far side found no `{program}` on its PATH (a non-interactive shell's is"
+    " short); name its directory: --via '{launcher} env PATH=/dir/of/{program}:/usr/bin:/bin'"
+)
 VIA_FORCES_TTY = (
     "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
     " use the launcher without it (ssh -T, podman exec -i)"

@@ -93,6 +93,13 @@ class BashParams(Params):
         bool | PtySize | None,
         described("Run on a pseudo-terminal, as a one-shot `bash -c`: true, or a size."),
     ] = None
+    one_shot: Annotated[
+        bool,
+        described(
+            "Run at once on a shell of its own, without the session's state, rather than"
+            " waiting for the session's earlier commands."
+        ),
+    ] = False
 
 
 class BashResult(Result, omit_defaults=True):
@@ -132,6 +139,24 @@ class BashResult(Result, omit_defaults=True):
             "command's shell ended, or the one before it did since the last result."
         ),
     ] = False
+    queued_seconds: Annotated[
+        float | None,
+        described(
+            "Seconds the command waited behind the session's earlier commands;"
+            " absent when it waited for none."
+        ),
+    ] = None
+    one_shot: Annotated[
+        bool,
+        described("The command ran on a one-shot shell (`oneShot`), without the session's state."),
+    ] = False
+    tool_text: Annotated[
+        str | None,
+        described(
+            "For a `tools/call` resumed with `bash/attach`: its tool result's text, as the"
+            " model would have got it."
+        ),
+    ] = None
 
 
 class AbortBashParams(Params):
@@ -221,6 +246,10 @@ class SessionInfo(Result, omit_defaults=True):
             " absent when it named none."
         ),
     ] = None
+    queued: Annotated[
+        list[RequestId] | None,
+        described("The ids of the commands waiting for their turn, first in line first."),
+    ] = None
 
 
 class SessionListResult(Result):
@@ -228,13 +257,15 @@ class SessionListResult(Result):
 
 
 class BashAttachParams(Params):
-    request_id: Annotated[RequestId, described("The `bash` request to resume, by its id.")]
+    request_id: Annotated[
+        RequestId, described("The `bash` or `tools/call` request to resume, by its id.")
+    ]
     after_seq: Annotated[
         int,
         msgspec.Meta(ge=-1),
         described(
-            "The last `bash/chunk` (or `pty/output`) seq already received;"
-            " -1 (default): from the start."
+            "The last `bash/chunk` (`pty/output` on a PTY, the nth `notifications/progress`"
+            " of a tool call) already received; -1 (default): from the start."
         ),
     ] = -1
     accept_gap: Annotated[

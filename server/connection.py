@@ -13,7 +13,8 @@ reader, and an abort always gets through.
 Task groups, each with one owner: `serve` holds the writer's group around the requests
 group around the reader's group, so the reader stops first, then running requests are
 wound down and answered (under the daemon a cut may leave them running: `on_detach`),
-then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`).
+then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`),
+unless the input is a script (`in_order`): then each was answered before the next was read.
 """
 
 from __future__ import annotations
@@ -26,13 +27,7 @@ import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
-from bashrpc.protocol.envelope import (
-    Call,
-    Rejected,
-    RequestId,
-    error_response,
-    parse_line,
-)
+from bashrpc.protocol.envelope import Call, Rejected, RequestId, error_response, parse_line
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.framing import LineFramer, Oversized
 from bashrpc.protocol.mcp import HostOptions
@@ -40,6 +35,7 @@ from bashrpc.protocol.methods import SandboxMode, ServerDraining
 from bashrpc.server import errors
 from bashrpc.server.settings import Settings
 from bashrpc.server.wire.dispatch import Dispatcher, Reply
+from bashrpc.server.wire.events import cancel_when, then_set
 from bashrpc.server.wire.frames import frames
 from bashrpc.server.wire.inflight import Flights, InFlight
 from bashrpc.server.wire.outbox import Outbox
@@ -117,13 +113,15 @@ class Connection(Generic[S]):
         self.input_ended = False
         self.draining = False
         self._transport = transport
-        self._outbox = Outbox(transport.send)
+        self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
         # The daemon's hooks: told of `initialize` (its host options and sandbox mode,
         # before they take effect: it may refuse), and of a cut (the requests then run on).
         self.on_initialize: Callable[[Connection[S], HostOptions, SandboxMode], None] | None = None
         self.on_detach: Callable[[], None] | None = None
+        # The input is a script (`--on-eof finish`): each request answered before the next.
+        self.in_order = False
 
     # -- the loop ---------------------------------------------------------
 
@@ -135,8 +133,8 @@ class Connection(Generic[S]):
                 self.requests = requests
                 async with anyio.create_task_group() as reader:
                     reader.start_soon(self._read, reader.cancel_scope)
-                    reader.start_soon(_cancel_when, self.stop, reader.cancel_scope)
-                    reader.start_soon(_cancel_when, self._outbox.broken, reader.cancel_scope)
+                    reader.start_soon(cancel_when, self.stop, reader.cancel_scope)
+                    reader.start_soon(cancel_when, self._outbox.broken, reader.cancel_scope)
                 if self.on_detach is not None and not (self.stop.is_set() or self.shutting_down):
                     self.on_detach()
                     await self._flights.wait_idle()
@@ -215,10 +213,20 @@ class Connection(Generic[S]):
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)
         if isinstance(prepared, Task):
-            assert self.requests is not None
-            self.requests.start_soon(self._run, prepared, None)
+            await self._start(prepared.flight, self._run, prepared, None)
         elif prepared is not None:
             await self._answer(prepared)
+
+    async def _start(self, lane: object, run: Callable[..., Any], *args: Any) -> None:
+        """`run(*args)` as a request task; `in_order`, waited for with its output (`lane`)."""
+        assert self.requests is not None
+        if not self.in_order:
+            self.requests.start_soon(run, *args)
+            return
+        done = anyio.Event()
+        self.requests.start_soon(then_set, done, run, *args)
+        await done.wait()
+        await self._outbox.drained(lane)
 
     async def _batch(self, items: list[Call | Rejected]) -> None:
         """Each member on its own, and in flight on its own; one array of replies."""
@@ -231,8 +239,7 @@ class Connection(Generic[S]):
             elif prepared is not None:
                 replies.append(prepared)
         if tasks:
-            assert self.requests is not None
-            self.requests.start_soon(self._finish_batch, replies, tasks)
+            await self._start(None, self._finish_batch, replies, tasks)
         elif replies:
             await self._outbox.put_control(encode_batch(replies))
 
@@ -264,18 +271,20 @@ class Connection(Generic[S]):
                 reply = self.dispatcher.failure(call, errors.RequestCancelled())
         finally:
             self._flights.release(flight)
-        if call.is_notification or (self.input_ended and not method.answers_after_eof):
+        unanswered = flight.silent or (self.input_ended and not method.answers_after_eof)
+        if call.is_notification or unanswered:
             return
         if collect is not None:
             collect.append(reply)
         else:
-            await self._send(reply, flight)
+            # After the chunks it queued, in its own bulk lane.
+            await self._outbox.put(encode_reply(reply), flight)
 
     # -- out --------------------------------------------------------------
 
-    def cancel(self, request_id: RequestId) -> bool:
-        """Cancel every request in flight with this id; False when there is none."""
-        return self._flights.cancel(request_id)
+    def cancel(self, request_id: RequestId, *, silent: bool = False) -> bool:
+        """Cancel every request in flight with this id (`silent`: unanswered); False if none."""
+        return self._flights.cancel(request_id, silent=silent)
 
     async def notify(
         self, method: str, params: msgspec.Struct, flight: InFlight | None = None
@@ -285,16 +294,7 @@ class Connection(Generic[S]):
         if line is not None:
             await self._outbox.put(line, flight)
 
-    async def _send(self, reply: Reply, flight: InFlight) -> None:
-        """A task's reply: after the chunks it queued, in its own bulk lane."""
-        await self._outbox.put(encode_reply(reply), flight)
-
     async def _answer(self, reply: Reply) -> None:
         """The reader's own reply: in the control lane, so it never waits behind
         bulk output and the reader goes on to the next request (an abort)."""
         await self._outbox.put_control(encode_reply(reply))
-
-
-async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()

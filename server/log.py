@@ -18,3 +18,9 @@ def setup(level: str = "WARNING") -> None:
 
 def get(name: str) -> logging.Logger:
     return logging.getLogger(f"{LOGGER_NAME}.{name}")
+
+
+def announce(message: str) -> None:
+    """Said whatever the log level: what a person needs to use the process (the
+    port a listener bound when asked for any)."""
+    print(f"bashrpc: {message}", file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +35,7 @@ from bashrpc.server.runtime.containment import Containment
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.runtime.watchdog import Watchdog
 from bashrpc.server.services.api import Services
+from bashrpc.server.settings import OnEof
 from bashrpc.server.surfaces import native, resources, tools
 from bashrpc.server.wire import liveness, stdio
 from bashrpc.server.wire.dispatch import Dispatcher
@@ -99,12 +101,24 @@ async def serve(options: Options) -> int:
                 stdio.transport(fds), options.settings.server.client_timeout
             )
             connection = Connection(Services(rt), dispatcher(), transport, options.settings)
+            connection.in_order = finishes_on_eof(options.settings.server.on_eof, fds.input)
             signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
             await connection.serve()
             signals.cancel_scope.cancel()
     finally:
         stdio.restore_stdio(fds)
     return 0
+
+
+def finishes_on_eof(on_eof: OnEof | None, fd: int) -> bool:
+    """Whether the end of input means "finish what was asked": as set, else for a
+    regular file or /dev/null, which hold requests rather than a live client."""
+    if on_eof is not None:
+        return on_eof == "finish"
+    mode = os.fstat(fd)
+    if stat.S_ISREG(mode.st_mode):
+        return True
+    return stat.S_ISCHR(mode.st_mode) and mode.st_rdev == os.stat(os.devnull).st_rdev
 
 
 async def _watch_signals(connection: Connection[Services], drain_seconds: float) -> None:

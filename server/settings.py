@@ -91,6 +91,10 @@ class SandboxSettings(_Section, frozen=True):
     protected_paths: tuple[str, ...] = ()
 
 
+OnEof = Literal["finish", "abort"]
+ON_EOF_CHOICES: tuple[OnEof, ...] = ("finish", "abort")
+
+
 class ServerSettings(_Section, frozen=True):
     # Seconds without a byte from the client (while the server waits for one)
     # after which it is taken for gone, as on EOF; None: never.
@@ -102,6 +106,10 @@ class ServerSettings(_Section, frozen=True):
     drain_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_DRAIN_SECONDS)] = 0.0
     # The daemon's probes and metrics (`--http`): HOST:PORT, or None for none.
     http: str | None = None
+    # What the end of stdin means: "finish" runs every request read, in order, and
+    # answers it, then exits; "abort" aborts what runs (MCP's stdio shutdown).
+    # None: finish for a regular file or /dev/null, abort for a pipe or a socket.
+    on_eof: OnEof | None = None
 
 
 class ToolSettings(_Section, frozen=True):

@@ -41,6 +41,8 @@ EXIT_CANCELLED = 130
 EXIT_NO_STATUS = 1
 # A bad command line, or a run that cannot happen as asked (no sandbox here).
 EXIT_USAGE = 2
+# A shell's status for a command it found nowhere on its PATH.
+EXIT_NOT_FOUND = 127
 # How long the server may take to exit once its stdin is closed.
 CHILD_EXIT_SECONDS = 10
 # A server started far away (--via) takes a silent client for gone after this
@@ -108,6 +110,10 @@ def run_exec(args: argparse.Namespace) -> int:
         print(interrupted_line(time.monotonic() - started), file=sys.stderr)
         return EXIT_CANCELLED
     if isinstance(outcome, ServerError):
+        if isinstance(outcome, NoAnswer) and launcher is not None and status == EXIT_NOT_FOUND:
+            found_none = messages.VIA_NOT_FOUND.format(program=REMOTE_PROGRAM, launcher=args.via)
+            print(messages.CLI_ERROR.format(message=found_none), file=sys.stderr)
+            return EXIT_USAGE
         return _failed(outcome, status)
     reprint = _reprint(args, outcome, launcher)
     print(summary_line(outcome, time.monotonic() - started, reprint), file=sys.stderr)

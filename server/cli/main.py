@@ -17,7 +17,7 @@ from bashrpc.server import log
 from bashrpc.server.cli import daemon
 from bashrpc.server.cli.artifact import print_artifact
 from bashrpc.server.cli.exec import run_exec
-from bashrpc.server.cli.options import add_server_options, command_timeout
+from bashrpc.server.cli.options import add_eof_option, add_server_options, command_timeout
 from bashrpc.server.output.artifactroot import default_root
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
@@ -31,9 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"bashrpc {__version__}")
     add_server_options(parser, suppress=False)
+    add_eof_option(parser, suppress=False)
     sub = parser.add_subparsers(dest="command_name")
     serve = sub.add_parser("serve", help="serve JSON-RPC on stdin/stdout (the default)")
     add_server_options(serve, suppress=True)
+    add_eof_option(serve, suppress=True)
     run = sub.add_parser(
         "exec",
         help="run one command through a server and stream its output",
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))
         settings = msgspec.structs.replace(settings, max_line_bytes=args.max_line_bytes)
-    for name in ("client_timeout", "drain_seconds"):
+    for name in ("client_timeout", "drain_seconds", "on_eof"):
         if getattr(args, name) is not None:
             server = msgspec.structs.replace(settings.server, **{name: getattr(args, name)})
             settings = msgspec.structs.replace(settings, server=server)

@@ -12,6 +12,7 @@ from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server.settings import (
     MAX_CLIENT_TIMEOUT_SECONDS,
     MAX_DRAIN_SECONDS,
+    ON_EOF_CHOICES,
     SANDBOX_STRICTNESS,
 )
 
@@ -103,6 +104,18 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         default=argparse.SUPPRESS if suppress else "WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level",
+    )
+
+
+def add_eof_option(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """The stdio server's own: the end of its stdin (exec and the daemon have none)."""
+    parser.add_argument(
+        "--on-eof",
+        default=argparse.SUPPRESS if suppress else None,
+        choices=ON_EOF_CHOICES,
+        help="at the end of stdin, finish (run and answer every request read, in order, "
+        "then exit) or abort what runs; default: finish for a file or /dev/null, "
+        "abort for a pipe",
     )
 
 

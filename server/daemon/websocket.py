@@ -112,7 +112,8 @@ async def listen(listener: WebSocketListener, serve_one: Serve) -> None:
         logger=_library_log,
     )
     port = listener.sock.getsockname()[1]
-    _log.info(messages.DAEMON_LISTENING.format(path=listener.address.url(port)))
+    # Port 0 lets the system choose: only this line tells which it chose.
+    log.announce(messages.DAEMON_LISTENING.format(path=listener.address.url(port)))
     try:
         await anyio.sleep_forever()
     finally:

@@ -7,9 +7,11 @@ So memory stays bounded while the full text stays recoverable.
 
 What it keeps (tail, counts, artifact) has its carriage returns folded, as a
 terminal shows it: a line redrawn with CR keeps its last state. What it
-streams is the text as it comes, CRs dropped: a line still being written is
-sent at once, since holding it until it ends would hide a prompt or a row of
-progress dots, and a chunk cannot be taken back.
+streams is the text as it comes, CRs as the command printed them: a line still
+being written is sent at once, since holding it until it ends would hide a
+prompt or a row of progress dots, and a chunk cannot be taken back; a client
+that shows the stream on a terminal (`bashrpc exec`) redraws the line as bash
+would have.
 """
 
 from __future__ import annotations
@@ -81,20 +83,21 @@ class OutputSink:
         return self._spill
 
     def feed(self, data: bytes) -> bytes:
-        """Take raw output; return it sanitized (UTF-8) for streaming."""
+        """Take raw output; return it sanitized (UTF-8) for streaming, its CRs as the
+        command printed them (what is kept folds them instead)."""
         clean = self._sanitizer.feed(data)
         if clean:
             kept = self._folder.feed(clean)
             if kept:
                 self._append(kept)
-        return _streamed(clean)
+        return clean
 
     def finish(self) -> bytes:
         clean = self._sanitizer.finish()
         kept = self._folder.feed(clean) + self._folder.finish()
         if kept:
             self._append(kept)
-        return _streamed(clean)
+        return clean
 
     def _append(self, data: bytes) -> None:
         self.total_bytes += len(data)
@@ -143,8 +146,3 @@ class OutputSink:
             output_bytes=len(kept),
             output_lines=count_lines(kept),
         )
-
-
-def _streamed(clean: bytes) -> bytes:
-    """The text as streamed: CRs go (the kept text folds them instead)."""
-    return clean.replace(b"\r", b"") if b"\r" in clean else clean

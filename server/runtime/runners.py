@@ -31,6 +31,8 @@ class Execution:
         self.request_id = request_id
         self.session_id = session_id
         self.scope = anyio.CancelScope()
+        # Its wait for the session's turn, which an abort ends: it then never runs.
+        self.waiting = anyio.CancelScope()
         self.aborted = False
         self.finished = False
 
@@ -38,6 +40,7 @@ class Execution:
         if self.finished or self.aborted:
             return False
         self.aborted = True
+        self.waiting.cancel()
         self.scope.cancel()
         return True
 
@@ -82,6 +85,8 @@ class RunRequest(msgspec.Struct, frozen=True):
     timeout: float | None
     feed: Callable[[bytes], None]
     execution: Execution
+    # On a shell of its own, at once, without the session's state (pipes only).
+    one_shot: bool = False
 
     def workdir(self, session: Session) -> str:
         """The directory the command starts in, `~` expanded as the session's shell would."""
@@ -96,17 +101,16 @@ async def on_pipes(
     request: RunRequest,
     backpressure: Backpressure | None = None,
 ) -> RunResult:
-    """On the session's shell; on a one-shot shell when that one is busy."""
+    """On the session's shell (its caller holds the session's turn), or on a
+    one-shot shell of its own when the request asks for one."""
     command, cwd, env, execution = request.command, request.cwd, request.env, request.execution
     if cwd is not None:
         # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
         cwd = expand_home(cwd, session.home)
-    one_shot = session.busy
+    one_shot = request.one_shot
     shell: ShellHandle | None = None
     completion: Completion | None = None
     fallback: tuple[str, str] | None = None
-    if not one_shot:
-        session.busy = True
     try:
         with execution.arm(request.timeout):
             for attempt in range(2):
@@ -135,8 +139,6 @@ async def on_pipes(
                     raise failure
     finally:
         execution.finished = True
-        if not one_shot:
-            session.busy = False
         session.last_used = anyio.current_time()
     if completion is not None and completion.cwd is not None and not one_shot:
         session.cwd = completion.cwd

@@ -1,8 +1,10 @@
 """Sessions: a name, a shell configuration, a directory, and at most one live shell.
 
-A session keeps one shell alive between commands. A command that arrives
-while that shell is busy runs at once in a one-shot shell of the same
-configuration, so a slow build never queues a quick `ls`. The session
+A session keeps one shell alive between commands, and its commands take
+turns on it (`turn`, over the pure `cmdqueue.CommandLine`): one that arrives
+while another runs waits, in arrival order, and then sees the state the
+earlier ones left. Only a command that asks for it runs at once, in a
+one-shot shell of the same configuration, without that state. The session
 outlives its shells: when one dies or is evicted, the next command gets a
 fresh one, in the session's directory when that shell can enter it (else in
 the workspace, with a notice), and the first result after the loss says so.
@@ -10,14 +12,17 @@ the workspace, with a notice), and the first result after the loss says so.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import anyio
 
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime.backend import Backend, ShellHandle
+from bashrpc.server.runtime.cmdqueue import CommandLine
 from bashrpc.server.runtime.procs import Scan
 from bashrpc.server.runtime.shelltypes import ShellConfig
 
@@ -34,6 +39,16 @@ def resolve_path(base: str, path: str, home: str | None) -> str:
     return os.path.normpath(os.path.join(base, expand_home(path, home)))
 
 
+class Ticket:
+    """A command's place in its session's line."""
+
+    def __init__(self, request_id: object) -> None:
+        self.request_id = request_id
+        self.ready = anyio.Event()
+        # Seconds it waited for its turn (0 when it had it at once).
+        self.waited = 0.0
+
+
 @dataclass(eq=False)
 class Session:
     id: str
@@ -43,7 +58,8 @@ class Session:
     # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
     workspace: str
     shell: ShellHandle | None = None
-    busy: bool = False
+    # Its commands, one running (on the shell, or a PTY), the others waiting.
+    line: CommandLine[Ticket] = field(default_factory=CommandLine)
     last_used: float = field(default_factory=anyio.current_time)
     # A shell of the session ended, taking its state, and no result has said so yet.
     shell_lost: bool = False
@@ -53,6 +69,28 @@ class Session:
     tightened_to: SandboxMode | None = None
     # Under the daemon, the clientId of the connection that opened it (if it named one).
     owner: str | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.line.busy
+
+    @contextlib.asynccontextmanager
+    async def turn(self, ticket: Ticket, give_up: anyio.CancelScope) -> AsyncIterator[None]:
+        """Hold the session's turn for `ticket`'s command, after those before it.
+        Cancelling `give_up` while it waits (an abort) leaves the line at once:
+        the caller then runs nothing."""
+        joined_at = anyio.current_time()
+        now = self.line.join(ticket)
+        try:
+            if not now:
+                with give_up:
+                    await ticket.ready.wait()
+                ticket.waited = anyio.current_time() - joined_at
+            yield
+        finally:
+            following = self.line.leave(ticket)
+            if following is not None:
+                following.ready.set()
 
     @property
     def sandbox_mode(self) -> SandboxMode:

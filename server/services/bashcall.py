@@ -39,6 +39,7 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
         env=params.env or {},
         terminal=pty_terminal(params),
         sandbox=settings.sandbox.mode,
+        one_shot=params.one_shot,
     )
 
 
@@ -93,4 +94,6 @@ def finish(outcome: Outcome) -> BashResult:
         artifact_truncated=outcome.artifact_truncated,
         sandbox_denied=outcome.sandbox_denied is not None,
         shell_restarted=outcome.shell_restarted,
+        queued_seconds=round(outcome.queued_seconds, 3) if outcome.queued_seconds else None,
+        one_shot=outcome.one_shot,
     )

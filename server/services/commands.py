@@ -10,6 +10,7 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, Protocol
 
 import anyio
@@ -20,20 +21,19 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime import ptyrunner, runners
-from bashrpc.server.runtime.channels import Backpressure
 from bashrpc.server.runtime.pty import clamp_size
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
 from bashrpc.server.runtime.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session
+from bashrpc.server.runtime.sessions import Session, Ticket
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.pipeline import Listener, Pipeline, finish
 from bashrpc.server.services.streams import StreamListener, streaming
 from bashrpc.server.settings import stricter
 
@@ -47,17 +47,6 @@ def clamp_timeout(seconds: float) -> float:
 def terminal(cols: int | None, rows: int | None) -> Terminal:
     """A PTY size within limits; a missing side takes the default."""
     return Terminal(*clamp_size(cols, rows))
-
-
-class Listener(Protocol):
-    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
-
-    def on_text(self, clean: bytes) -> None: ...
-
-    def on_raw(self, raw: bytes) -> None: ...
-
-    @property
-    def backpressure(self) -> Backpressure | None: ...
 
 
 class Flight(Protocol):
@@ -86,35 +75,8 @@ class CommandSpec(msgspec.Struct, frozen=True):
     # Whether a cancelled command is answered with its result; a cancelled tool call
     # is answered with an error, so a shell restart it caused is told in the next one.
     result_when_cancelled: bool = True
-
-
-class _Pipeline:
-    """Bytes from a runner to the sink and the listener; on a PTY, raw bytes
-    are passed on as they are and carriage returns are folded first."""
-
-    def __init__(self, sink: OutputSink, listener: Listener, terminal: bool) -> None:
-        self.sink = sink
-        self._listener = listener
-        self._folder = CarriageReturnFolder() if terminal else None
-
-    def feed(self, data: bytes) -> None:
-        if self._folder is not None:
-            self._listener.on_raw(data)
-            data = self._folder.feed(data)
-        self._text(self.sink.feed(data))
-
-    def feed_text(self, data: bytes) -> None:
-        """A message of the server's own, as text only (never as terminal bytes)."""
-        self._text(self.sink.feed(data))
-
-    def _text(self, clean: bytes) -> None:
-        if clean:
-            self._listener.on_text(clean)
-
-    def finish(self) -> None:
-        if self._folder is not None:
-            self._text(self.sink.feed(self._folder.finish()))
-        self._text(self.sink.finish())
+    # At once on a one-shot shell, without the session's state, rather than in its turn.
+    one_shot: bool = False
 
 
 class CommandService:
@@ -140,14 +102,13 @@ class CommandService:
         if command_env:
             # The command's children exec the session's variables and these.
             reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
-        pipeline = _Pipeline(
+        pipeline = Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
             spec.terminal is not None,
         )
         execution = Execution(spec.request_id, session.id)
         STATS.started()
-        began = anyio.current_time()
         self._executions.add(execution)
         runtime.executions.add(execution)
         if flight is not None:
@@ -159,39 +120,49 @@ class CommandService:
             timeout=spec.timeout,
             feed=pipeline.feed,
             execution=execution,
+            one_shot=spec.one_shot,
         )
-        # Where relative paths in the output are taken from (a command may `cd`).
-        start = request.workdir(session)
+        ticket = Ticket(spec.request_id)
+        # A one-shot runs at once; any other command in the session's turn.
+        turn = session.turn(ticket, execution.waiting) if not spec.one_shot else nullcontext()
         try:
-            if spec.terminal is None:
-                run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
-            else:
-                lane = self._claim(spec.request_id, spec.terminal)
-                run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
+            async with turn:
+                # How long it ran is counted from here, after its wait for the turn.
+                began = anyio.current_time()
+                # Where relative paths in the output are taken from (a command may `cd`).
+                start = request.workdir(session)
+                run = await self._now(spec, session, request, listener)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)
-        outcome = _finish(pipeline, run, spec.timeout)
-        aborted = outcome.cancelled and not outcome.timed_out
-        if run.shell_restarted and (spec.result_when_cancelled or not aborted):
-            session.shell_lost = False
-            if session.tightened_to is not None:
-                notice = messages.SANDBOX_TIGHTENED.format(mode=session.tightened_to)
-                outcome = msgspec.structs.replace(outcome, sandbox_tightened=notice)
-                session.tightened_to = None
-        policy = session.config.sandbox
-        denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
-        if denied is not None and policy is not None:
-            outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
+        outcome = finish(pipeline, run, spec.timeout)
+        outcome = msgspec.structs.replace(
+            outcome, queued_seconds=ticket.waited, one_shot=spec.one_shot
+        )
+        outcome = _with_notices(outcome, run.shell_restarted, spec, session, start)
         STATS.finished_as(outcome.label, anyio.current_time() - began, outcome.summary.total_bytes)
         return outcome
 
+    async def _now(
+        self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
+    ) -> RunResult:
+        """The command, now that it may run; nothing when it was aborted waiting."""
+        if request.execution.aborted:
+            request.execution.finished = True
+            return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
+        runtime = self._runtime
+        if spec.terminal is None:
+            return await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
+        lane = self._claim(spec.request_id, spec.terminal)
+        return await ptyrunner.on_pty(runtime.pool, session, request, lane)
+
     def running(self, session_id: str) -> bool:
-        """Whether a command of the session runs, on its shell, a one-shot one or a PTY."""
+        """Whether a command of the session runs (on its shell, a one-shot one or a
+        PTY) or waits for its turn."""
         return self.running_count(session_id) > 0
 
     def running_count(self, session_id: str) -> int:
-        """Commands of the session running now, whoever started them."""
+        """Commands of the session running or waiting now, whoever started them."""
         executions = self._runtime.executions
         return sum(execution.session_id == session_id for execution in executions)
 
@@ -269,21 +240,20 @@ class CommandService:
         return lane
 
 
-def _finish(pipeline: _Pipeline, run: RunResult, timeout: float | None) -> Outcome:
-    """The one finishing step of both runners."""
-    if run.start_error is not None:
-        pipeline.feed_text(messages.PTY_ERROR.format(reason=run.start_error).encode())
-    pipeline.finish()
-    spill = pipeline.sink.spill
-    return Outcome(
-        summary=pipeline.sink.summary(),
-        exit_code=run.exit_code,
-        cancelled=run.killed,
-        timed_out=run.timed_out,
-        timeout=timeout,
-        working_dir=run.cwd,
-        artifact_id=None if spill is None else spill.close(),
-        artifact_truncated=spill is not None and spill.cut,
-        shell_restarted=run.shell_restarted,
-        cwd_fallback=run.cwd_fallback,
-    )
+def _with_notices(
+    outcome: Outcome, restarted: bool, spec: CommandSpec, session: Session, start: str
+) -> Outcome:
+    """What the result tells besides the output: the shell's restart (once; a
+    cancelled tool call leaves it to the next result) and the sandbox's doings."""
+    aborted = outcome.cancelled and not outcome.timed_out
+    if restarted and (spec.result_when_cancelled or not aborted):
+        session.shell_lost = False
+        if session.tightened_to is not None:
+            notice = messages.SANDBOX_TIGHTENED.format(mode=session.tightened_to)
+            outcome = msgspec.structs.replace(outcome, sandbox_tightened=notice)
+            session.tightened_to = None
+    policy = session.config.sandbox
+    denied = denied_path(outcome.summary.text, outcome.exit_code, policy, start)
+    if denied is not None and policy is not None:
+        outcome = msgspec.structs.replace(outcome, sandbox_denied=denial_notice(denied, policy))
+    return outcome

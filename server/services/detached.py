@@ -1,11 +1,13 @@
 """Requests a client may resume on another connection: their chunks, state and result.
 
 Under the daemon, a tenant of a `clientId` keeps one `Resumable` per request
-of its `bash` (keyed by the id its client gave), owned by the tenant, not the
-connection: the command's chunks are logged as they are sent (`ChunkLog`),
+of its `bash` or `tools/call` (keyed by the id its client gave), owned by the
+tenant, not the connection: the command's chunks are logged as they are sent (`ChunkLog`),
 and its result is kept when it ends. A PTY request is one too: what it logs
 is its `pty/output`s (their base64 data, as sent), and it holds the PTY's
 lane, so a new connection of the client reaches its input, size and screen.
+A tool call logs its `notifications/progress` (their params as JSON), and its
+result is kept as a BashResult holding the tool result's text (`toolText`).
 A record whose connection is still there at the end is dropped; one whose
 connection was cut is kept, finished, until a `bash/attach` delivers its
 result or the tenant ends.
@@ -65,6 +67,12 @@ class Resumable:
     def pty(self) -> bool:
         """Its output is `pty/output` (raw bytes), not `bash/chunk`."""
         return self.lane is not None
+
+    @property
+    def textual(self) -> bool:
+        """Its log holds `bash/chunk` text, which a notice of what is missed may open
+        (not raw bytes, nor a tool call's progress notifications)."""
+        return self.method == "bash" and not self.pty
 
     def add(self, seq: int, text: str, skipped: int) -> None:
         self.log.add(seq, text, skipped)
@@ -178,7 +186,7 @@ class Resumables:
             replay = record.log.after(seen)
             # Raw terminal bytes take no notice: the gap in seq tells, and
             # `pty/screen` shows the screen now.
-            if replay.missed and not record.pty:
+            if replay.missed and record.textual:
                 first = replay.chunks[0]
                 notice = messages.NOTICE_RESUME_MISSED.format(count=replay.missed)
                 replay.chunks[0] = Chunk(first.seq, notice + first.text, first.skipped, 0)

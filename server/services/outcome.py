@@ -28,6 +28,10 @@ class Outcome(msgspec.Struct, frozen=True):
     cwd_fallback: tuple[str, str] | None = None
     # The line saying the session's sandbox was tightened, so its shell restarted confined.
     sandbox_tightened: str | None = None
+    # Seconds it waited for the session's turn, behind the commands before it.
+    queued_seconds: float = 0.0
+    # It ran at once on a shell of its own, without the session's state (asked for).
+    one_shot: bool = False
 
     @property
     def label(self) -> CommandOutcome:

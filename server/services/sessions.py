@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.methods import RequestId, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime import reset
@@ -23,6 +23,8 @@ class SessionView(msgspec.Struct, frozen=True):
     cwd: str
     background_jobs: int
     owner: str | None
+    # The ids of its commands waiting for their turn, first in line first.
+    queued: list[RequestId]
 
 
 class SessionReset(msgspec.Struct, frozen=True):
@@ -111,6 +113,9 @@ class SessionService:
                 cwd=s.cwd,
                 background_jobs=s.background_jobs(scan),
                 owner=s.owner,
+                queued=[
+                    t.request_id for t in s.line.waiting if isinstance(t.request_id, str | int)
+                ],
             )
             for s in self._runtime.sessions.all()
         ]

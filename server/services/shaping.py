@@ -37,6 +37,8 @@ class Shaping(msgspec.Struct, frozen=True):
     max_lines: int = DEFAULT_MAX_LINES
     # (requested, applied) when the timeout was clamped.
     clamp: tuple[float, float] | None = None
+    # The timeout applied when the call sent `timeout: null` (a form's empty field).
+    null_timeout: float | None = None
 
 
 def _limit_label(cut_by: Cap | None, shaping: Shaping) -> str:
@@ -126,6 +128,8 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             requested=messages.format_seconds(requested),
             applied=messages.format_seconds(applied),
         )
+    if shaping.null_timeout is not None:
+        body += messages.TIMEOUT_NULL.format(applied=messages.format_seconds(shaping.null_timeout))
     truncation = kept.truncation
     details = None if truncation is None else ToolDetails(meta=DetailsMeta(truncation=truncation))
     return CallToolResult(
@@ -139,6 +143,7 @@ def shape(outcome: Outcome, shaping: Shaping, prefix: str | None = None) -> Call
             artifact_uri=_artifact_uri(truncation),
             sandbox_denied=outcome.sandbox_denied is not None,
             shell_restarted=outcome.shell_restarted,
+            queued_seconds=round(outcome.queued_seconds, 3),
         ),
         is_error=is_error,
         details=details,

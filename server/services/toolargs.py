@@ -2,8 +2,8 @@
 
 Checked strictly (unknown arguments, wrong types) but for two leniencies of
 clients whose forms send text: a numeric string counts as a number (`"30"`,
-`"2.5"`), and null as an argument left out. What is not finite (`"nan"`,
-`"inf"`) is refused. Pure.
+`"2.5"`), and null as an argument left out (the result says so of `timeout`).
+What is not finite (`"nan"`, `"inf"`) is refused. Pure.
 """
 
 from __future__ import annotations
@@ -20,13 +20,21 @@ from bashrpc.server import errors
 T = TypeVar("T")
 
 
-def arguments(params: ToolsCallParams) -> BashToolArguments:
+class Sent(msgspec.Struct, frozen=True):
+    arguments: BashToolArguments
+    # The arguments sent as null (taken as left out, which the result says).
+    nulls: frozenset[str] = frozenset()
+
+
+def arguments(params: ToolsCallParams) -> Sent:
     """The call's arguments; an unknown tool or a bad argument is invalid params."""
     if params.name != BASH_TOOL:
         raise errors.InvalidArgument(messages.UNKNOWN_TOOL.format(name=params.name))
+    nulls: frozenset[str] = frozenset()
     try:
         sent = msgspec.json.decode(params.arguments)
         if isinstance(sent, dict):
+            nulls = frozenset(name for name, value in sent.items() if value is None)
             sent = {name: value for name, value in sent.items() if value is not None}
         args = msgspec.convert(sent, BashToolArguments, strict=False)
         if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
@@ -35,7 +43,7 @@ def arguments(params: ToolsCallParams) -> BashToolArguments:
         # The message names the argument as the model passed it: `timeout`, not a path.
         message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
         raise errors.InvalidArgument(f"arguments: {exc}", message) from None
-    return args
+    return Sent(args, nulls)
 
 
 def given(value: T | msgspec.UnsetType) -> T | None:

@@ -101,8 +101,10 @@ def plan(
     workspace: str,
     home: str | None,
     directory: Callable[[str], DirKind],
+    timeout_null: bool = False,
 ) -> Plan:
-    """Steps 1-6 of a tool call; `directory` says what is at a path."""
+    """Steps 1-6 of a tool call; `directory` says what is at a path; `timeout_null`:
+    the timeout was sent as null, and the default taken."""
     given_cwd, given_timeout = given(args.cwd), given(args.timeout)
     reject_nul({"command": args.command, "cwd": given_cwd}, "arguments.")
     norm = normalize(args.command, given(args.head), given(args.tail))
@@ -113,6 +115,7 @@ def plan(
         tail=norm.tail,
         max_bytes=settings.output.max_bytes,
         clamp=None if timeout == requested else (requested, timeout),
+        null_timeout=timeout if timeout_null else None,
     )
     if settings.interceptor.enabled:
         block = intercept(norm.command, _rules(settings), host.tool_names, cwd=given_cwd)

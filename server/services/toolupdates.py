@@ -8,10 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.abc
+import msgspec
 
 from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
 from bashrpc.server.output.chunks import RawStream
 from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.services.detached import Resumable
 from bashrpc.server.services.streams import Notify, StreamListener, raw_emitter
 from bashrpc.server.settings import Settings
 
@@ -99,3 +101,15 @@ def listener(
         return StreamListener(text=text, raw=raw)
 
     return make
+
+
+def logging_progress(notify: Notify, record: Resumable) -> Notify:
+    """`notify`, with each `notifications/progress` also logged in `record`, in
+    order, for a `bash/attach` on another connection to replay."""
+
+    async def send(method: str, params: msgspec.Struct) -> None:
+        if method == "notifications/progress":
+            record.add(record.log.next_seq, msgspec.json.encode(params).decode(), 0)
+        await notify(method, params)
+
+    return send

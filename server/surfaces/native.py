@@ -5,7 +5,10 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
+import msgspec
+
 from bashrpc.protocol import messages, paths
+from bashrpc.protocol.mcp import ProgressParams
 from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     AbortBashParams,
@@ -105,6 +108,9 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
     record = resumables.find(params.request_id)
 
     async def send(seq: int, text: str, skipped: int) -> None:
+        if record.method == "tools/call":
+            await ctx.notify("notifications/progress", _decode_progress(text))
+            return
         if record.pty:
             await ctx.notify(
                 "pty/output", PtyOutput(request_id=record.request_id, seq=seq, data=text)
@@ -122,6 +128,9 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
     return await resumables.follow(
         record, params.after_seq, ctx.connection, send, params.accept_gap
     )
+
+
+_decode_progress = msgspec.json.Decoder(ProgressParams).decode
 
 
 @methods.method("abort_bash")
@@ -168,6 +177,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 background_jobs=view.background_jobs,
                 owner=view.owner,
                 requests=_requests(ctx, view.id),
+                queued=view.queued or None,
             )
         )
     return SessionListResult(sessions=infos)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import msgspec
+
 from bashrpc.protocol import __version__
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
@@ -27,9 +29,11 @@ from bashrpc.protocol.mcp import (
     ToolsCallParams,
     ToolsListResult,
 )
+from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.services import toolargs, toolfinish, toolplan, toolupdates
+from bashrpc.server.services import bashcall, toolargs, toolfinish, toolplan, toolupdates
 from bashrpc.server.services.api import Services
+from bashrpc.server.services.detached import Resumable, Resumables
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
@@ -87,7 +91,9 @@ def initialized(ctx: Ctx, params: EmptyParams) -> None:
 
 @methods.method("notifications/cancelled")
 def cancelled(ctx: Ctx, params: CancelledParams) -> None:
-    ctx.connection.cancel(params.request_id)
+    """As MCP says, the cancelled request gets no response: its command is still
+    killed, and the next result tells of the shell it took."""
+    ctx.connection.cancel(params.request_id, silent=True)
 
 
 @methods.method("$/cancelRequest")
@@ -112,8 +118,10 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
+    sent = toolargs.arguments(params)
     plan = toolplan.plan(
-        toolargs.arguments(params),
+        sent.arguments,
+        timeout_null="timeout" in sent.nulls,
         request_id=ctx.id,
         settings=connection.settings,
         host=connection.host,
@@ -125,13 +133,29 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     if plan.spec is None:
         assert plan.early is not None
         return plan.early
+    resumables = services.resumables
+    record = None if resumables is None else _record(ctx, resumables)
     listener = toolupdates.listener(
-        ctx.notify,
+        ctx.notify if record is None else toolupdates.logging_progress(ctx.notify, record),
         ctx.id,
         host=connection.host,
         progress_token=None if params.meta is None else params.meta.progress_token,
         settings=connection.settings,
         terminal=plan.spec.terminal is not None,
     )
-    outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
-    return toolfinish.finish(outcome, plan.shaping, services.artifacts)
+    kept: BashResult | None = None
+    try:
+        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
+        result = toolfinish.finish(outcome, plan.shaping, services.artifacts)
+        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
+        return result
+    finally:
+        if record is not None and resumables is not None:
+            resumables.end(record, kept)
+
+
+def _record(ctx: Ctx, resumables: Resumables) -> Resumable:
+    """The call's record for a `bash/attach` elsewhere, should its connection be cut."""
+    record = resumables.start(ctx.id, "tools/call", toolplan.TOOL_SESSION_ID, ctx.connection)
+    record.cancel = None if ctx.flight is None else ctx.flight.cancel
+    return record

@@ -26,6 +26,8 @@ class InFlight:
     runs_command: bool = False
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     cancelled: bool = False
+    # Cancelled by MCP's `notifications/cancelled`: it gets no response at all.
+    silent: bool = False
     started: bool = False
     finished: bool = False
     _abort: Callable[[], bool] | None = None
@@ -51,10 +53,12 @@ class InFlight:
         not its handler got to use it."""
         self.releases.append(release)
 
-    def cancel(self) -> bool:
+    def cancel(self, *, silent: bool = False) -> bool:
+        """`silent`: the client wants no response to the request (MCP's cancel)."""
         if self.finished:
             return False
         self.cancelled = True
+        self.silent = self.silent or silent
         if self._abort is not None:
             return self._abort()
         if self.started:
@@ -118,9 +122,10 @@ class Flights:
         if self._count == 0:
             self._idle.set()
 
-    def cancel(self, request_id: RequestId) -> bool:
+    def cancel(self, request_id: RequestId, *, silent: bool = False) -> bool:
         """Cancel every request in flight with this id; False when there is none."""
-        return any([flight.cancel() for flight in self._by_id.get(request_id, [])])
+        flights = self._by_id.get(request_id, [])
+        return any([flight.cancel(silent=silent) for flight in flights])
 
     def cancel_all(self) -> None:
         for flights in list(self._by_id.values()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import anyio
 import anyio.abc
+import msgspec
 from anyio.abc import AnyByteReceiveStream
 
 from bashrpc.protocol import messages
@@ -43,4 +44,4 @@ def watched(transport: Transport, seconds: float | None) -> Transport:
     """The transport, with its input ending after `seconds` of silence (None: never)."""
     if seconds is None:
         return transport
-    return Transport(SilenceLimit(transport.receive, seconds), transport.send)
+    return msgspec.structs.replace(transport, receive=SilenceLimit(transport.receive, seconds))

@@ -129,8 +129,10 @@ class _BulkLanes:
 
 
 class Outbox:
-    def __init__(self, stream: AnyByteSendStream) -> None:
+    def __init__(self, stream: AnyByteSendStream, is_stdout: bool = False) -> None:
         self._stream = stream
+        # Losing stdout ends the process: a warning; losing a daemon's client: a debug line.
+        self._is_stdout = is_stdout
         # A stream that can take bytes without waiting lets an idle outbox
         # write a line at once, with no hop through the writer task.
         self._try_send: Callable[[bytes], int] | None = getattr(stream, "try_send", None)
@@ -225,6 +227,10 @@ class Outbox:
             self._gone(exc)
 
     def _gone(self, exc: Exception) -> None:
-        _log.warning(messages.STDOUT_GONE.format(reason=exc or "closed"))
+        reason = str(exc) or "closed"
+        if self._is_stdout:
+            _log.warning(messages.STDOUT_GONE.format(reason=reason))
+        else:
+            _log.debug(messages.CLIENT_GONE.format(reason=reason))
         self.broken.set()
         self._space.made()

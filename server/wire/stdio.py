@@ -208,4 +208,4 @@ class FdSendStream(anyio.abc.ByteSendStream):
 
 
 def transport(fds: ProtocolFds) -> Transport:
-    return Transport(FdReceiveStream(fds.input), FdSendStream(fds.output))
+    return Transport(FdReceiveStream(fds.input), FdSendStream(fds.output), is_stdout=True)

@@ -19,6 +19,9 @@ MEMORY_PIPE_CHUNKS = 256
 class Transport(msgspec.Struct, frozen=True):
     receive: AnyByteReceiveStream
     send: AnyByteSendStream
+    # Its output is the process's stdout, whose loss ends the process (worth a
+    # warning); a daemon's client going away is no news.
+    is_stdout: bool = False
 
 
 def memory_pair() -> tuple[Transport, Transport]:

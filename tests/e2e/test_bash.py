@@ -264,13 +264,83 @@ def test_two_sessions_run_in_parallel(server: InProcessServer) -> None:
     assert b_start < a_end and a_start < b_end  # the runs overlapped
 
 
-def test_busy_session_runs_a_one_shot_shell(server: InProcessServer) -> None:
+def test_a_busy_sessions_requests_wait_their_turn_in_its_own_shell(
+    server: InProcessServer,
+) -> None:
+    """Sent without waiting, requests to one session run in order on its shell:
+    each sees the directory and variables the earlier ones left."""
+    (server.tmp / "sub").mkdir()
+    first = server.request("bash", BashParams(command="sleep 0.5; cd sub"))
+    second = server.request("bash", BashParams(command="X=hello"))
+    third = server.request("bash", BashParams(command='pwd; echo "X=$X"', timeout=5))
+    assert server.bash_result(first).exit_code == 0
+    assert (server.bash_result(second).queued_seconds or 0) > 0
+    result = server.bash_result(third)
+    assert result.output == f"{server.tmp}/sub\nX=hello\n"
+    assert (result.queued_seconds or 0) > 0 and not result.shell_restarted and not result.one_shot
+
+
+def test_session_list_shows_the_queued_requests_and_abort_of_one_never_runs_it(
+    server: InProcessServer,
+) -> None:
+    running = server.request("bash", BashParams(command="sleep 30"))
+    queued = [
+        server.request("bash", BashParams(command=f"echo ran {n} >> ran.txt")) for n in range(3)
+    ]
+    assert wait_until(lambda: server.sessions()["default"].queued == queued)
+    # Methods that run no command answer at once, behind no command.
+    assert server.sessions()["default"].state == "busy"
+    assert server.abort(request_id=queued[1])
+    skipped = server.bash_result(queued[1])
+    assert skipped.cancelled and skipped.exit_code is None and not skipped.shell_restarted
+    assert server.sessions()["default"].queued == [queued[0], queued[2]]
+    assert server.abort(request_id=running)
+    assert server.bash_result(running).cancelled
+    for ident in (queued[0], queued[2]):
+        assert server.bash_result(ident).exit_code == 0
+    assert (server.tmp / "ran.txt").read_text() == "ran 0\nran 2\n"
+
+
+def test_aborting_a_session_aborts_what_runs_and_what_waits(server: InProcessServer) -> None:
+    running = server.request("bash", BashParams(command="sleep 30"))
+    queued = server.request("bash", BashParams(command="touch never"))
+    assert wait_until(lambda: server.sessions()["default"].queued == [queued])
+    assert server.abort(session_id="default")
+    assert server.bash_result(running).cancelled
+    assert server.bash_result(queued).cancelled
+    assert not (server.tmp / "never").exists()
+    assert server.bash("echo after").output.endswith("after\n")
+
+
+def test_a_queued_requests_timeout_counts_from_its_start(server: InProcessServer) -> None:
+    first = server.request("bash", BashParams(command="sleep 2"))
+    second = server.request("bash", BashParams(command="sleep 0.2; echo done", timeout=1))
+    assert server.bash_result(first).exit_code == 0
+    result = server.bash_result(second)
+    assert not result.timed_out and result.output == "done\n"
+    assert (result.queued_seconds or 0) >= 1
+
+
+def test_a_pty_request_waits_its_turn_and_starts_where_the_session_went(
+    server: InProcessServer,
+) -> None:
+    (server.tmp / "sub").mkdir()
+    first = server.request("bash", BashParams(command="sleep 0.5; cd sub"))
+    on_pty = server.request("bash", BashParams(command="pwd", pty=True))
+    server.bash_result(first)
+    result = server.bash_result(on_pty)
+    assert result.output.strip() == f"{server.tmp}/sub" and (result.queued_seconds or 0) > 0
+
+
+def test_a_one_shot_request_runs_at_once_without_the_sessions_state(
+    server: InProcessServer,
+) -> None:
     server.bash("export KEEP=kept")
     slow = server.request("bash", BashParams(command="sleep 1; echo slow"))
     time.sleep(0.2)
-    quick = server.bash('echo "quick $KEEP"; export ONESHOT=1')
+    quick = server.bash('echo "quick $KEEP"; export ONESHOT=1', one_shot=True)
     # A one-shot shell has the session's configuration, not its variables.
-    assert quick.output == "quick \n"
+    assert quick.output == "quick \n" and quick.one_shot and quick.queued_seconds is None
     assert server.bash_result(slow).output == "slow\n"
     # The one-shot shell's state did not leak into the session.
     assert server.bash('echo "[$ONESHOT] $KEEP"').output == "[] kept\n"
@@ -416,3 +486,14 @@ def test_errors_name_the_line_bash_c_would(spawn: SpawnInProcess, tmp_path: Path
         # Traps to restore come before the command's own text, and count for nothing.
         server.bash("trap 'true' DEBUG; set -x; set +x")
     assert server.bash("echo $LINENO; greet", pty=True).output == "1\nhello\n"
+
+
+def test_a_full_queue_is_refused_as_busy(server: InProcessServer) -> None:
+    """Waiting requests count toward the requests in flight: beyond, -32003."""
+    running = server.request("bash", BashParams(command="sleep 30"))
+    waiting = [server.request("bash", BashParams(command="true")) for _ in range(300)]
+    codes = [server.response(ident).error for ident in waiting[255:]]
+    assert [c is not None and c.code for c in codes] == [ErrorCode.SERVER_BUSY] * 45
+    assert server.abort(session_id="default")
+    assert server.bash_result(running).cancelled
+    assert all(server.bash_result(ident).cancelled for ident in waiting[:255])

@@ -56,6 +56,20 @@ def test_exec_streams_and_exits_with_the_command_status(tmp_path: Path) -> None:
     assert "exit 3" in summary and "2 lines" in summary
 
 
+def test_exec_prints_carriage_returns_as_bash_printed_them(tmp_path: Path) -> None:
+    """A terminal shows a progress bar redrawn with CRs as it would for `bash -c`."""
+    command = 'printf "\\r33%%\\r66%%\\r100%%\\n"; printf "a\\r\\nb\\r"'
+    proc = subprocess.run(
+        [*SERVER, "exec", command],
+        capture_output=True,
+        env=environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = subprocess.run(["bash", "-c", command], capture_output=True).stdout
+    assert proc.stdout == expected == b"\r33%\r66%\r100%\na\r\nb\r"
+
+
 def test_console_script_runs(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("bashrpc")
     if not exe.exists():

@@ -19,7 +19,7 @@ from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrid
 from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import BashParams
 from tests.daemon import DaemonProcess, introduce
-from tests.rpc import marked_processes, server_environment, wait_until
+from tests.rpc import marked_processes, request_line, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -314,3 +314,48 @@ def test_a_detached_command_dies_with_its_sessions_at_the_end_of_the_grace(
     client.cut()
     assert wait_until(lambda: not marked_processes("daemon-detached-mark"), timeout=10)
     assert wait_until(lambda: daemon.owned_processes() == [], timeout=5)
+
+
+def test_pipelined_requests_take_turns_in_the_session_over_the_daemon(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    """Written at once without waiting, from two connections of one client: each
+    request runs in the session's shell after the ones before it, in arrival order."""
+    daemon = spawn_daemon()
+    first = introduce(daemon.connect(), "pipeliner")
+    second = introduce(daemon.connect(), "pipeliner")
+    first.bash("mkdir -p sub")
+    commands = ["sleep 0.5; cd sub", "X=hello", 'pwd; echo "X=$X"', "echo one >> order.txt"]
+    first.send_raw(
+        b"".join(
+            request_line(f"p{n}", "bash", BashParams(command=command))
+            for n, command in enumerate(commands, 1)
+        )
+    )
+    assert wait_until(lambda: len(first.sessions()["default"].queued or []) == 3)
+    # Another connection's request to the session waits behind them all.
+    later = second.request("bash", BashParams(command="echo two >> order.txt; pwd"))
+    results = [first.bash_result(f"p{n}") for n in range(1, 5)]
+    assert [r.exit_code for r in results] == [0, 0, 0, 0]
+    workspace = daemon.socket_path.parents[1]
+    assert results[2].output == f"{workspace}/sub\nX=hello\n"
+    assert second.bash_result(later).output == f"{workspace}/sub\n"
+    assert (workspace / "sub" / "order.txt").read_text() == "one\ntwo\n"
+    first.close()
+    second.close()
+
+
+def test_a_cut_connection_is_not_logged_as_the_daemon_shutting_down(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    """At the default log level, a client that goes away is no news."""
+    daemon = spawn_daemon("--log-level", "WARNING").wait_listening()
+    client = daemon.connect()
+    client.request("bash", BashParams(command="seq 1 300000"))
+    client.wait_for(lambda m: m.method == "bash/chunk")
+    client.cut()
+    witness = daemon.connect()
+    assert witness.bash("echo alive").output == "alive\n"
+    witness.close()
+    assert "shutting down" not in daemon.stderr()
+    assert "stdout" not in daemon.stderr()

@@ -75,7 +75,9 @@ def test_the_connections_own_request_of_that_id_is_aborted_first(daemon: DaemonP
     held, own = "detached-abort-held-mark", "detached-abort-own-mark"
     start_detached(daemon, "same-id", held, id=5)
     again = introduce(daemon.connect(), "same-id")
-    mine = again.request("bash", BashParams(command=f"exec -a {own} sleep 300"), id=5)
+    # In a session of its own: the held one still holds the default session's turn.
+    command = f"exec -a {own} sleep 300"
+    mine = again.request("bash", BashParams(command=command, session_id="own"), id=5)
     assert wait_until(lambda: marked_processes(own))
     assert again.abort(request_id=5)
     assert again.bash_result(mine).cancelled

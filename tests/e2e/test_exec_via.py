@@ -158,3 +158,21 @@ def test_through_real_ssh(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"it's {tmp_path}\n".encode()
+
+
+def test_a_far_side_without_bashrpc_on_its_path_is_told_the_env_path_form(
+    tmp_path: Path,
+) -> None:
+    """Non-interactive ssh gets a short PATH: `bashrpc` in ~/.local/bin is not on it."""
+    launcher = tmp_path / "bare"
+    launcher.write_text('#!/bin/sh\nPATH=/usr/bin:/bin exec "$@"\n')
+    launcher.chmod(0o755)
+    done = subprocess.run(
+        [*VIA_EXEC, str(launcher), "true"],
+        capture_output=True,
+        env=server_environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.decode()
+    assert "bashrpc: --via:" in said and f"{launcher} env PATH=" in said, said

@@ -60,7 +60,8 @@ def test_a_client_that_pings_is_alive(spawn_process: SpawnProcess) -> None:
         assert server.result("ping", EmptyParams()) == EmptyResult()
         time.sleep(CLIENT_TIMEOUT_SECONDS / 3)
     assert server.proc.poll() is None
-    assert server.bash("echo alive").output == "alive\n"
+    # In a session of its own: the default one's command still runs.
+    assert server.bash("echo alive", session_id="other").output == "alive\n"
 
 
 def test_client_timeout_from_the_settings(spawn_process: SpawnProcess, tmp_path: Path) -> None:

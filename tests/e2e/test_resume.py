@@ -12,6 +12,8 @@ import pytest
 
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import BashToolArguments, ProgressParams
+from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     BashAttachParams,
@@ -19,6 +21,7 @@ from bashrpc.protocol.methods import (
     BashResult,
     RequestInfo,
 )
+from bashrpc.server.services.toolplan import TOOL_SESSION_ID
 from tests.daemon import (
     AttachProcess,
     DaemonProcess,
@@ -185,4 +188,33 @@ def test_an_attach_replays_then_follows_a_command_still_running(
     expected = subprocess.run(["seq", "1", "400000"], capture_output=True).stdout
     assert "".join(c.text for c in chunks).encode() == expected
     assert result.exit_code == 0
+    again.close()
+
+
+def test_a_tool_call_cut_resumes_with_its_result_and_its_progress_in_order(
+    daemon: DaemonProcess,
+) -> None:
+    first = introduce(daemon.connect(), "tool-resumer")
+    first.bash("export KEPT=yes", session_id=TOOL_SESSION_ID)
+    command = 'for i in 1 2 3 4 5 6; do echo "step-$i $KEPT"; sleep 0.3; done'
+    call = bash_tool_call(BashToolArguments(command=command), progress_token="resume-me")
+    ident = first.request("tools/call", call)
+    first.wait_for(lambda m: m.method == "notifications/progress")
+    first.cut()
+    before = first.notified("notifications/progress", ProgressParams)
+    again = introduce(daemon.connect(), "tool-resumer")
+    listed = requests_of(again, TOOL_SESSION_ID)
+    assert [(r.request_id, r.method) for r in listed] == [(ident, "tools/call")]
+    result = again.typed(
+        BashResult, "bash/attach", BashAttachParams(request_id=ident), STREAM_BOUND_SECONDS
+    )
+    steps = "".join(f"step-{i} yes\n" for i in range(1, 7))
+    assert result.exit_code == 0 and result.output == steps and result.tool_text == steps
+    # Every progress notification from the first, in order, the cut ones included.
+    replayed = again.notified("notifications/progress", ProgressParams)
+    assert replayed[: len(before)] == before
+    assert [p.progress for p in replayed] == sorted(p.progress for p in replayed)
+    assert all(p.progress_token == "resume-me" for p in replayed)
+    # Delivered: no longer listed.
+    assert requests_of(again, TOOL_SESSION_ID) == []
     again.close()

@@ -56,7 +56,7 @@ from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import DEFAULT_TIMEOUT, RpcClient
+from tests.rpc import DEFAULT_TIMEOUT, RpcClient, ok_result, wait_until
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write", "bash"]
 PROTOCOL_VERSION = "2025-06-18"
@@ -186,6 +186,7 @@ def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
         "artifactUri",
         "sandboxDenied",
         "shellRestarted",
+        "queuedSeconds",
     }
     assert "output" in tool.output_schema["required"]
 
@@ -340,7 +341,7 @@ def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessSe
         server, {"command": "seq 1 5", "timeout": "30", "head": "2", "tail": "1"}
     )
     assert text_of(result) == "2" and not result.is_error
-    nulls = {"command": "pwd", "timeout": None, "cwd": None, "head": None, "tail": None}
+    nulls = {"command": "pwd", "cwd": None, "head": None, "tail": None}
     result = call_tool_raw(server, nulls)
     assert text_of(result) == f"{server.tmp}\n"
     for value, reason in [
@@ -359,6 +360,13 @@ def test_numeric_strings_count_as_numbers_and_null_as_absent(server: InProcessSe
         "tools/call", {"name": BASH_TOOL, "arguments": {"command": "true", "head": "2.5"}}
     )
     assert error.message == messages.invalid_params('head: expected an integer, got "2.5"')
+
+
+def test_a_null_timeout_is_said_in_the_result(server: InProcessServer) -> None:
+    """A form that turns `timeout="1"` into null must not silently get the default."""
+    result = call_tool_raw(server, {"command": "pwd", "timeout": None})
+    assert not result.is_error
+    assert text_of(result) == f"{server.tmp}\n" + messages.TIMEOUT_NULL.format(applied="300")
 
 
 def test_configured_default_timeout(server: InProcessServer) -> None:
@@ -455,23 +463,37 @@ def updates_of(ident: RequestId) -> Callable[[ServerMessage], bool]:
     )
 
 
-def test_cancel_answers_request_cancelled_with_the_output(server: InProcessServer) -> None:
+def test_an_lsp_cancel_answers_request_cancelled_with_the_output(
+    server: InProcessServer,
+) -> None:
     initialize(server, notifications=["tool/update"])
-    cancels: list[tuple[str, Callable[[RequestId], msgspec.Struct]]] = [
-        ("notifications/cancelled", lambda i: CancelledParams(request_id=i, reason="user")),
-        ("$/cancelRequest", lambda i: CancelRequestParams(id=i)),
-    ]
-    for method, cancel in cancels:
-        ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
-        server.wait_for(updates_of(ident))
-        server.notify(method, cancel(ident))
-        reply = server.response(ident, timeout=10)
-        assert reply.error is not None, reply
-        error = reply.error
-        assert error.code == ErrorCode.REQUEST_CANCELLED
-        assert error.message == messages.REQUEST_CANCELLED
-        assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
-        assert not [c for c in server.owned_commands() if "sleep 60" in c]
+    ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
+    server.wait_for(updates_of(ident))
+    server.notify("$/cancelRequest", CancelRequestParams(id=ident))
+    reply = server.response(ident, timeout=10)
+    assert reply.error is not None, reply
+    error = reply.error
+    assert error.code == ErrorCode.REQUEST_CANCELLED
+    assert error.message == messages.REQUEST_CANCELLED
+    assert msgspec.convert(error.data, CancelledOutput).output == "begun\n"
+    assert not [c for c in server.owned_commands() if "sleep 60" in c]
+    again = call_tool(server, command="echo healthy")
+    assert text_of(again) == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+
+
+def test_an_mcp_cancel_gets_no_response_and_the_next_call_says_the_shell_restarted(
+    server: InProcessServer,
+) -> None:
+    """MCP: the receiver of `notifications/cancelled` does not respond to the request."""
+    initialize(server, notifications=["tool/update"])
+    ident = server.request("tools/call", tool_call("echo begun; exec sleep 60"))
+    server.wait_for(updates_of(ident))
+    server.notify("notifications/cancelled", CancelledParams(request_id=ident, reason="user"))
+    assert wait_until(lambda: not [c for c in server.owned_commands() if "sleep 60" in c])
+    # The next call runs after the cancelled one left the session, reply or not.
+    again = call_tool(server, command="echo healthy")
+    assert text_of(again) == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+    assert [m for m in server.messages if m.id == ident and m.method is None] == []
     # Late, repeated and unknown cancels are harmless.
     done = server.request("tools/call", tool_call("echo x"))
     server.response(done)
@@ -626,3 +648,13 @@ def test_lifted_head_and_tail_name_only_a_cap_that_cut(server: InProcessServer) 
             full=messages.TRUNCATION_FULL.format(id=truncation.artifact_id),
         )
         assert text_of(result) == shown + notice
+
+
+def test_parallel_tool_calls_take_turns_in_the_tool_session(server: InProcessServer) -> None:
+    """Calls sent without waiting keep each other's state, in arrival order."""
+    initialize(server)
+    first = server.request("tools/call", tool_call("sleep 0.5; export B=2"))
+    second = server.request("tools/call", tool_call('echo "B=$B"'))
+    assert not ok_result(server.response(first), CallToolResult).is_error
+    result = ok_result(server.response(second), CallToolResult)
+    assert text_of(result) == "B=2\n" and structured(result).queued_seconds > 0

@@ -270,3 +270,19 @@ def test_sigterm_ends_websocket_connections_and_leaves_no_process(
         client.next_message(timeout=EXIT_BOUND_SECONDS)
     client.close()
     assert "Traceback" not in listener.daemon.stderr()
+
+
+def test_a_listener_on_port_0_names_its_port_at_the_default_log_level(
+    tmp_path: Path,
+) -> None:
+    daemon = DaemonProcess(
+        "--listen", LOOPBACK, "--insecure-loopback", "--log-level", "WARNING", tmp=tmp_path
+    )
+    try:
+        url = listening_url(daemon)
+        assert not url.endswith(":0")
+        client = WebSocketClient(url)
+        assert client.result("ping") == EmptyResult()
+        client.close()
+    finally:
+        daemon.kill()

@@ -208,7 +208,13 @@ def test_ids_keep_their_type(server: InProcessServer) -> None:
 def test_batch_members_count_as_requests_in_flight(spawn: SpawnInProcess) -> None:
     server = spawn("[sessions]\nmaxShells = 4\n")
     batch = [
-        {"jsonrpc": "2.0", "id": i, "method": "bash", "params": {"command": "sleep 2", "pty": True}}
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "bash",
+            # A session each: one session's commands would take turns.
+            "params": {"command": "sleep 2", "pty": True, "sessionId": f"s{i}"},
+        }
         for i in range(300)
     ]
     send_json(server, batch)

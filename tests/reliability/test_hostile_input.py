@@ -26,7 +26,7 @@ from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
     BashToolArguments,
     CallToolResult,
-    CancelledParams,
+    CancelRequestParams,
     EmptyResult,
     ToolsCallParams,
 )
@@ -351,7 +351,8 @@ def _race_wave(server: ServerProcess, idents: list[str], head_start: float) -> d
         if i % 2:
             server.request("abort_bash", AbortBashParams(request_id=ident))
         else:
-            server.notify("notifications/cancelled", CancelledParams(request_id=ident))
+            # The LSP cancel, which is answered (MCP's own gets no response).
+            server.notify("$/cancelRequest", CancelRequestParams(id=ident))
     outcomes = {"completed": 0, "cancelled": 0}
     for i, ident in enumerate(idents):
         reply = server.response(ident, timeout=60)

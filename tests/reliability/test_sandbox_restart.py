@@ -1,5 +1,5 @@
 """A confined session's shell restarted (by `exit`, a timeout, an abort, an idle
-close, or the busy session's one-shot shell) sees the sandbox's own view, never a
+close, or a one-shot shell, `oneShot`) sees the sandbox's own view, never a
 directory a command `cd`'d into re-bound from the host: not the host's /tmp over
 the private one, not the host's / (with its /proc, and its nodev /dev) over all."""
 
@@ -68,7 +68,7 @@ def restart(server: InProcessServer, how: str, probe: str) -> str:
     elif how == "one-shot":
         ident = server.request("bash", BashParams(command=f"sleep {BUSY_SECONDS}"))
         assert wait_until(lambda: server.sessions()["default"].state == "busy")
-        result = server.bash(probe)
+        result = server.bash(probe, one_shot=True)
         server.abort(request_id=ident)
         server.bash_result(ident)
         return result.output
@@ -143,7 +143,7 @@ def test_a_busy_one_shot_in_a_directory_seen_by_both_enters_it(
     server.bash("cd sub")
     ident = server.request("bash", BashParams(command=f"sleep {BUSY_SECONDS}"))
     assert wait_until(lambda: server.sessions()["default"].state == "busy")
-    result = server.bash("pwd")
+    result = server.bash("pwd", one_shot=True)
     assert result.output == f"{tmp_path}/sub\n" and not result.shell_restarted
     server.abort(request_id=ident)
     server.bash_result(ident)

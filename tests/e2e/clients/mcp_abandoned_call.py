@@ -1,13 +1,19 @@
-"""Run by another Python (an MCP SDK of another major version): abandon a call, then close.
+"""Run by another Python (an MCP SDK of another major version): give up on a call.
 
-Usage: python mcp_abandoned_call.py SERVER_PYTHON ARTIFACTS_DIR
-A tool call is started, seen running (its first progress), and abandoned
-without a cancel notification, as the 1.x SDK does when its caller gives up;
-then the session and the transport close, which closes the server's stdin.
-Prints one JSON object: what closing raised (null when nothing did), and
-whether the session still answered a ping after the call was abandoned.
-Imports only the SDK, never bashrpc.
+Usage: python mcp_abandoned_call.py SERVER_PYTHON ARTIFACTS_DIR [cancel]
+A tool call is started and seen running (its first progress). Without `cancel`
+it is abandoned without a cancel notification, as the 1.x SDK does when its
+caller gives up; then the session and the transport close, which closes the
+server's stdin. With `cancel` it is cancelled with `notifications/cancelled`
+(which the 1.x SDK leaves to its caller to send), and another call follows.
+Prints one JSON object: what the session raised (null when nothing did),
+whether a ping was still answered, the errors the SDK reported (a response to
+an unknown request id is one) and the next call's text. Imports only the SDK,
+never bashrpc.
 """
+
+# Written for the 1.x SDK's API, which differs from the 2.x one mypy sees here.
+# mypy: ignore-errors
 
 from __future__ import annotations
 
@@ -15,25 +21,32 @@ import json
 import os
 import sys
 import traceback
+from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
 
 LONG_COMMAND = "echo started; sleep 60"
 HANG_SECONDS = 30
 
 
-async def main(server_python: str, artifacts: str) -> bool:
+async def main(server_python: str, artifacts: str, cancel: bool, report: dict[str, Any]) -> None:
     params = StdioServerParameters(
         command=server_python,
         args=["-m", "bashrpc", "--artifacts-dir", artifacts],
         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")},
     )
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, Exception):
+            report["errors"].append(str(message))
+
     with open(os.devnull, "w") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as streams,
-            ClientSession(*streams) as session,
+            ClientSession(*streams, message_handler=on_message) as session,
         ):
             with anyio.fail_after(HANG_SECONDS):
                 await session.initialize()
@@ -52,15 +65,24 @@ async def main(server_python: str, artifacts: str) -> bool:
                         )
                     )
                     await started.wait()
+                    if cancel:
+                        # The id the SDK gave the call: its last one.
+                        said = CancelledNotificationParams(
+                            requestId=session._request_id - 1, reason="test"
+                        )
+                        notice = CancelledNotification(params=said)
+                        await session.send_notification(ClientNotification(notice))
                     tg.cancel_scope.cancel()
-                return await session.send_ping() is not None
+                if cancel:
+                    again = await session.call_tool("bash", {"command": "echo still healthy"})
+                    report["next"] = again.content[0].text
+                report["pinged"] = await session.send_ping() is not None
 
 
 if __name__ == "__main__":
-    error: str | None = None
-    pinged = False
+    report: dict[str, Any] = {"raised": None, "pinged": False, "errors": [], "next": None}
     try:
-        pinged = anyio.run(main, sys.argv[1], sys.argv[2])
+        anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3:] == ["cancel"], report)
     except BaseException as exc:
-        error = "".join(traceback.format_exception(exc))
-    print(json.dumps({"error": error, "pinged": pinged}))
+        report["raised"] = "".join(traceback.format_exception(exc))
+    print(json.dumps(report))
