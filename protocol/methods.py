@@ -443,6 +443,9 @@ class ServerStatsResult(Result):
     shells: Annotated[int, described("Persistent shells running now.")]
     commands_started: Annotated[int, described("Commands started since the server started.")]
     commands_running: Annotated[int, described("Commands running now.")]
+    commands_queued: Annotated[
+        int, described("Commands waiting for their session's turn now (queue depth).")
+    ]
     commands_finished: Annotated[CommandsFinished, described("Commands finished, by outcome.")]
     command_seconds: Annotated[DurationHistogram, described("How long commands took.")]
     output_bytes: Annotated[int, described("Bytes commands printed (before any cut).")]

@@ -18,6 +18,7 @@ GAUGES = {
     "sessions": "Sessions now.",
     "shells": "Persistent shells running now.",
     "commands_running": "Commands running now.",
+    "commands_queued": "Commands waiting for their session's turn now.",
     "replay_bytes": "Bytes held in replay rings for bash/attach.",
 }
 COUNTERS = {

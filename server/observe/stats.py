@@ -42,6 +42,7 @@ class Gauges(msgspec.Struct, frozen=True, kw_only=True):
     sessions: int
     shells: int
     commands_running: int
+    commands_queued: int
     replay_bytes: int
 
 
@@ -108,6 +109,7 @@ class Stats:
             shells=gauges.shells,
             commands_started=self.commands_started,
             commands_running=gauges.commands_running,
+            commands_queued=gauges.commands_queued,
             commands_finished=CommandsFinished(**self.finished),
             command_seconds=self.histogram(),
             output_bytes=self.output_bytes,

@@ -69,11 +69,13 @@ class Services:
 def runtime_gauges(
     runtimes: list[Runtime], *, connections: int, tenants: int, replay_bytes: int = 0
 ) -> Gauges:
+    queued = sum(len(s.line.waiting) for rt in runtimes for s in rt.sessions.all())
     return Gauges(
         connections=connections,
         tenants=tenants,
         sessions=sum(len(rt.sessions.all()) for rt in runtimes),
         shells=sum(rt.pool.count for rt in runtimes),
-        commands_running=sum(len(rt.executions) for rt in runtimes),
+        commands_running=sum(len(rt.executions) for rt in runtimes) - queued,
+        commands_queued=queued,
         replay_bytes=replay_bytes,
     )

@@ -100,3 +100,21 @@ def test_server_stats_counts_a_stdio_servers_commands_by_outcome(server: InProce
     assert finished.timed_out - before.commands_finished.timed_out == 1
     assert after.kills.timeout - before.kills.timeout == 1
     assert after.command_seconds.count - before.command_seconds.count == 3
+
+
+def test_server_stats_shows_the_queue_depth(server: InProcessServer, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    first = server.request("bash", BashParams(command=f"until [ -e {gate} ]; do sleep 0.05; done"))
+    waiting = [server.request("bash", BashParams(command="true")) for _ in range(2)]
+
+    def queued() -> int:
+        stats = server.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+        return stats.commands_queued
+
+    assert wait_until(lambda: queued() == 2, timeout=HANG_SECONDS)
+    stats = server.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+    assert stats.commands_running == 1
+    gate.touch()
+    for ident in [first, *waiting]:
+        server.bash_result(ident)
+    assert queued() == 0

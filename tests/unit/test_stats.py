@@ -5,7 +5,13 @@ from bashrpc.server.observe import prometheus
 from bashrpc.server.observe.stats import DURATION_BOUNDS, Gauges, Stats
 
 NOTHING_ALIVE = Gauges(
-    connections=0, tenants=0, sessions=0, shells=0, commands_running=0, replay_bytes=0
+    connections=0,
+    tenants=0,
+    sessions=0,
+    shells=0,
+    commands_running=0,
+    commands_queued=0,
+    replay_bytes=0,
 )
 
 
