@@ -9,14 +9,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from bashrpc.protocol.schema import generate
+from bashrpc.protocol.schema import generate, transcript_documents
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
+def documents() -> dict[str, bytes]:
+    """Every schema file: the methods' and notifications', and a transcript line's."""
+    return {**generate(), **transcript_documents()}
+
+
 def stale(directory: Path) -> list[str]:
     """Names of files that differ from what the protocol generates, or are extra."""
-    wanted = generate()
+    wanted = documents()
     problems = [
         name
         for name, content in wanted.items()
@@ -31,7 +36,7 @@ def stale(directory: Path) -> list[str]:
 
 
 def write(directory: Path) -> None:
-    wanted = generate()
+    wanted = documents()
     for path in directory.rglob("*.json"):
         if str(path.relative_to(directory)) not in wanted:
             path.unlink()
