@@ -165,18 +165,25 @@ class _Run:
                 request.entry[field] = value
 
     def owner(self, method: str, params: dict[str, Any]) -> _Request | None:
+        """The request a notification is about. While a `bash/attach` follows a
+        request, a chunk whose seq the request itself has had is the attach's."""
         if method in SNAPSHOTS and method != "tool/update":
             return self.by_token.get(_key(params.get(SNAPSHOTS[method])))
         key = _key(params.get("requestId"))
         matching = [r for r in self.requests if _key(r.ident) == key]
         live = [r for r in matching if not r.answered]
-        if live:
-            return live[0]
         attaches = [
             r
             for r in self.requests
             if r.method == ATTACH and not r.answered and _key(r.entry.get("attachTo")) == key
         ]
+        if live and attaches:
+            seq = params.get("seq")
+            had = live[0].last_seq.get(method)
+            if isinstance(seq, int) and had is not None and seq <= had:
+                return attaches[0]
+        if live:
+            return live[0]
         return attaches[0] if attaches else (matching[-1] if matching else None)
 
     def notification(self, member: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -73,7 +74,7 @@ class Received:
                 key = f"{method} {json.dumps(params.get('requestId'))}"
                 self.streams.setdefault(key, []).append(params[field])
             else:
-                self.counts[method] += 1
+                self.counts[_about(method, params)] += 1
 
     def stream_length(self, key: str, substitution: Substitution | None) -> int:
         text = "".join(self.streams.get(key, []))
@@ -83,8 +84,8 @@ class Received:
         """Whether this holds all of `wanted` (its streams in the placeholders' terms)."""
         if any(self.replies[k] < n for k, n in wanted.replies.items()):
             return False
-        for method, n in wanted.counts.items():
-            if self.counts[method] < (min(n, 1) if method in SNAPSHOTS else n):
+        for key, n in wanted.counts.items():
+            if self.counts[key] < (min(n, 1) if key.split(" ", 1)[0] in SNAPSHOTS else n):
                 return False
         for key in wanted.streams:
             length = wanted.stream_length(key, None)
@@ -93,6 +94,14 @@ class Received:
             if self.stream_length(key, substitution) < length:
                 return False
         return True
+
+
+def _about(method: str, params: Any) -> str:
+    """A notification's method and the request it is about, if it names one."""
+    if not isinstance(params, dict):
+        return method
+    anchor = params.get("requestId", params.get("progressToken"))
+    return f"{method} {json.dumps(anchor)}"
 
 
 def _client_lines(record: ClientRecord, substitution: Substitution) -> bytes:
@@ -120,7 +129,7 @@ class _Run:
         self.actual: list[Record] = []
 
 
-def _stop_daemon(path: Path) -> None:
+def stop_daemon(path: Path) -> None:
     """The daemon a bridge of this run started: stopped with the run."""
     pid = socketpath.holder_pid(path)
     if pid is None:
@@ -162,7 +171,7 @@ def replay(
             finally:
                 server.close()
                 if args[:1] == [DAEMON_BRIDGE]:
-                    _stop_daemon(root.socket)
+                    stop_daemon(root.socket)
         tail = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
         actual = hide_paths(run.actual, run.substitution)
     finally:
