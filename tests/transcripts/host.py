@@ -37,11 +37,15 @@ class HostError(Exception):
 
 
 class Host:
-    def __init__(self, out: Path, server_args: list[str] | None = None) -> None:
+    def __init__(
+        self, out: Path, server_args: list[str] | None = None, fixture: Path | None = None
+    ) -> None:
         self.server_args = server_args or []
-        self.root = RunRoot()
+        self.root = RunRoot(fixture)
         self.core = ClientCore()
         self.messages: list[ServerMessage] = []
+        # Every line as the host got it, for the check that record changes none.
+        self.lines: list[bytes] = []
         own = self.root.argv(self.server_args)[3:]  # after `python -m bashrpc`
         argv = [sys.executable, "-m", "bashrpc", "record", "--out", str(out), "--", *own]
         self._log = open(self.root.root / "record.log", "wb")
@@ -50,6 +54,7 @@ class Host:
         )
 
     def _received(self, line: bytes) -> None:
+        self.lines.append(line)
         for message in self.core.line(line):
             if not isinstance(message, Unparsable):
                 self.messages.append(message)
