@@ -71,9 +71,10 @@ class Substitution:
             return text
         return self._holders.sub(lambda m: self._to_path[m.group(0)], text)
 
-    def pairs(self) -> list[tuple[str, str]]:
-        """(path, placeholder), each path once."""
-        return list(self._to_placeholder.items())
+    def for_bytes(self) -> Substitution:
+        """The same paths in raw bytes shown as latin-1 text (one char a byte)."""
+        pairs = [(p.encode().decode("latin-1"), h) for p, h in self._to_placeholder.items()]
+        return Substitution(pairs)
 
     def hide_split(self, pieces: list[str]) -> list[str]:
         """`hide` over the pieces joined, cut again where they were cut; a match
@@ -119,7 +120,8 @@ def _stream_of(member: Any) -> tuple[str, str, bool] | None:
     return key, field, method in BYTE_STREAMS
 
 
-def _decode_bytes(data: str) -> str:
+def decode_bytes(data: str) -> str:
+    """Base64 of raw bytes as latin-1 text, one char a byte (as is, if not base64)."""
     try:
         return base64.b64decode(data, validate=True).decode("latin-1")
     except (binascii.Error, ValueError):
@@ -161,11 +163,7 @@ def hide_paths(records: list[Record], substitution: Substitution) -> list[Record
 
 def _hide_stream(pieces: list[tuple[dict[str, Any], str, bool]], sub: Substitution) -> None:
     is_bytes = pieces[0][2]
-    texts = [_decode_bytes(p[f]) if is_bytes else p[f] for p, f, _ in pieces]
-    if is_bytes:
-        latin = Substitution([(p.encode().decode("latin-1"), h) for p, h in sub.pairs()])
-        hidden = latin.hide_split(texts)
-    else:
-        hidden = sub.hide_split(texts)
+    texts = [decode_bytes(p[f]) if is_bytes else p[f] for p, f, _ in pieces]
+    hidden = (sub.for_bytes() if is_bytes else sub).hide_split(texts)
     for (params, field, _), text in zip(pieces, hidden, strict=True):
         params[field] = base64.b64encode(text.encode("latin-1")).decode() if is_bytes else text

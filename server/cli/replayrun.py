@@ -22,7 +22,13 @@ from typing import Any
 import msgspec
 
 from bashrpc.protocol.normalization import NORMALIZATION_VERSION, SNAPSHOTS, normalize
-from bashrpc.protocol.placeholders import BYTE_STREAMS, TEXT_STREAMS, Substitution, hide_paths
+from bashrpc.protocol.placeholders import (
+    BYTE_STREAMS,
+    TEXT_STREAMS,
+    Substitution,
+    decode_bytes,
+    hide_paths,
+)
 from bashrpc.protocol.transcript import (
     ClientRecord,
     Record,
@@ -57,7 +63,9 @@ class Received:
     def __init__(self) -> None:
         self.replies: collections.Counter[str] = collections.Counter()
         self.counts: collections.Counter[str] = collections.Counter()
+        # Each stream's pieces (PTY bytes as latin-1 text) and their total length.
         self.streams: dict[str, list[str]] = {}
+        self.lengths: collections.Counter[str] = collections.Counter()
 
     def add(self, record: Record) -> None:
         members = record.message if isinstance(record.message, list) else [record.message]
@@ -72,26 +80,28 @@ class Received:
             field = TEXT_STREAMS.get(method) or BYTE_STREAMS.get(method)
             if field and isinstance(params, dict) and isinstance(params.get(field), str):
                 key = f"{method} {json.dumps(params.get('requestId'))}"
-                self.streams.setdefault(key, []).append(params[field])
+                piece = params[field] if method in TEXT_STREAMS else decode_bytes(params[field])
+                self.streams.setdefault(key, []).append(piece)
+                self.lengths[key] += len(piece)
             else:
                 self.counts[_about(method, params)] += 1
 
-    def stream_length(self, key: str, substitution: Substitution | None) -> int:
-        text = "".join(self.streams.get(key, []))
-        return len(text if substitution is None else substitution.hide(text))
+    def hidden_length(self, key: str, substitution: Substitution) -> int:
+        """A stream's length with the run's paths as placeholders."""
+        if key.split(" ", 1)[0] in BYTE_STREAMS:
+            substitution = substitution.for_bytes()
+        return len(substitution.hide("".join(self.streams.get(key, []))))
 
     def covers(self, wanted: Received, substitution: Substitution) -> bool:
-        """Whether this holds all of `wanted` (its streams in the placeholders' terms)."""
+        """Whether this holds all of `wanted` (its streams in the placeholders' terms).
+        A path is longer than its placeholder, so the cheap raw length comes first."""
         if any(self.replies[k] < n for k, n in wanted.replies.items()):
             return False
         for key, n in wanted.counts.items():
             if self.counts[key] < (min(n, 1) if key.split(" ", 1)[0] in SNAPSHOTS else n):
                 return False
-        for key in wanted.streams:
-            length = wanted.stream_length(key, None)
-            if len("".join(self.streams.get(key, []))) < length:
-                return False
-            if self.stream_length(key, substitution) < length:
+        for key, length in wanted.lengths.items():
+            if self.lengths[key] < length or self.hidden_length(key, substitution) < length:
                 return False
         return True
 
