@@ -9,7 +9,8 @@ from typing import Any
 # A report stops after this many differences, and a text diff after this many lines.
 MAX_DIFFERENCES = 20
 MAX_TEXT_DIFF_LINES = 40
-# Strings longer than this, or of several lines, are shown as a line diff.
+# Strings longer than this, or of several lines, are shown as a line diff; one
+# line (with its newline) is shown whole, expected against got.
 SHORT_TEXT = 80
 
 
@@ -36,7 +37,8 @@ def _text_diff(expected: str, actual: str) -> list[str]:
 def _long_texts(expected: Any, actual: Any) -> bool:
     if not (isinstance(expected, str) and isinstance(actual, str)):
         return False
-    return "\n" in expected + actual or max(len(expected), len(actual)) > SHORT_TEXT
+    several_lines = "\n" in expected[:-1] + actual[:-1]
+    return several_lines or max(len(expected), len(actual)) > SHORT_TEXT
 
 
 def _compare(expected: Any, actual: Any, field: str, where: str, out: list[str]) -> None:

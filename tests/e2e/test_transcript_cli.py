@@ -14,7 +14,7 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import ArtifactReadParams, BashParams
 from bashrpc.protocol.placeholders import Substitution
-from bashrpc.protocol.transcript import Record, ServerRecord, Transcript, dumps, loads
+from bashrpc.protocol.transcript import Record, Rule, ServerRecord, Transcript, dumps, loads
 from tests.transcripts.host import Host
 
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def test_a_copy_replays_green_20_times_in_a_row_at_another_path(tmp_path: Path) 
 
 
 def test_an_edited_expected_output_fails_with_a_diff_naming_the_field(tmp_path: Path) -> None:
-    change = {"exitCode": 7, "output": "hello from elsewhere\n"}
+    change = {"exitCode": 7, "output": "hello from elsewhere\nand more\n"}
     broken = edited(STATEFUL, tmp_path / "broken.jsonl", change)
     done = replay_cli(broken, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -163,6 +163,23 @@ def test_record_passes_every_line_through_unchanged(tmp_path: Path) -> None:
     # The transcript holds the paths' placeholders; the lines are the server's own.
     assert [hide(line.decode()).encode() for line in got] == expected
     assert any(b"<WORKSPACE>" in line for line in expected)
+
+
+def test_a_rule_of_the_host_hides_what_its_commands_print(tmp_path: Path) -> None:
+    recorded = tmp_path / "clock.jsonl"
+    rule = ["--rule", "*", r"now \d+", "now <N>"]
+    with Host(recorded, record_args=rule) as host:
+        host.call("bash", BashParams(command='echo "now $(date +%s%N)"'))
+    assert loads(recorded.read_bytes()).header.rules == [
+        Rule(field="*", pattern=r"now \d+", replacement="now <N>")
+    ]
+    assert replay_cli(recorded, cwd=tmp_path).returncode == 0
+    transcript = loads(recorded.read_bytes())
+    header = msgspec.structs.replace(transcript.header, rules=[])
+    recorded.write_bytes(dumps(Transcript(header=header, records=transcript.records)))
+    without = replay_cli(recorded, cwd=tmp_path)
+    assert without.returncode == 1
+    assert "request 1 (bash): result.output: expected" in without.stdout
 
 
 @pytest.mark.parametrize(

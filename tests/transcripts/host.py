@@ -38,7 +38,11 @@ class HostError(Exception):
 
 class Host:
     def __init__(
-        self, out: Path, server_args: list[str] | None = None, fixture: Path | None = None
+        self,
+        out: Path,
+        server_args: list[str] | None = None,
+        fixture: Path | None = None,
+        record_args: list[str] | None = None,
     ) -> None:
         self.server_args = server_args or []
         self.root = RunRoot(fixture)
@@ -47,7 +51,8 @@ class Host:
         # Every line as the host got it, for the check that record changes none.
         self.lines: list[bytes] = []
         own = self.root.argv(self.server_args)[3:]  # after `python -m bashrpc`
-        argv = [sys.executable, "-m", "bashrpc", "record", "--out", str(out), "--", *own]
+        argv = [sys.executable, "-m", "bashrpc", "record", "--out", str(out)]
+        argv += [*(record_args or []), "--", *own]
         self._log = open(self.root.root / "record.log", "wb")
         self.server = PipeServer(
             argv, self.root.environment(), self.root.workspace, self._log, self._received

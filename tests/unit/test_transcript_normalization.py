@@ -210,8 +210,16 @@ def test_the_diff_names_the_request_and_the_field() -> None:
     got = normalize([*run, result(1, {"output": "b\n", "exitCode": 2})])
     found = differences(want, got)
     assert "request 1 (bash): result.exitCode: expected 0, got 2" in found
-    assert 'request 1 (bash): result.output: expected "a\\n", got "b\\n"' not in found
-    assert "request 1 (bash): result.output: the text differs" in found
+    assert 'request 1 (bash): result.output: expected "a\\n", got "b\\n"' in found
+    assert 'request 1 (bash): output.bash/chunk: expected "a\\n", got "b\\n"' in found
+
+
+def test_several_lines_differ_as_a_line_diff() -> None:
+    want = normalize(bash_run(["same\nold\n"]))
+    got = normalize(bash_run(["same\nnew\n"]))
+    found = differences(want, got)
+    assert "request 1 (bash): output.bash/chunk: the text differs" in found
+    assert "    -old" in found and "    +new" in found and "     same" in found
 
 
 def test_a_missing_reply_and_an_extra_request_are_named() -> None:
