@@ -321,6 +321,8 @@ directory, sending the host's messages in their recorded causal order, and
 compare what the server says once normalized. Exit status: 0 when all match,
 1 when one differs (the difference names the request and the field), 2 for a
 usage error. --update writes what this run received as the expected side."""
+RECORD_CANNOT_WRITE = "--out {path}: {reason}"
+REPLAY_BAD_RULE = "line 1: rule {pattern!r} is not a regular expression: {reason}"
 REPLAY_NO_FIXTURE = "fixture {path}: not a directory"
 REPLAY_MATCHED = "ok {path}"
 REPLAY_DIFFERS = "FAILED {path}"

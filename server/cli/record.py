@@ -167,6 +167,13 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
     if isinstance(rules, str):
         print(messages.CLI_ERROR.format(message=rules), file=sys.stderr)
         return EXIT_USAGE
+    try:
+        # Now, not after the session: a host learns at once that nothing would be kept.
+        args.out.touch()
+    except OSError as exc:
+        reason = messages.RECORD_CANNOT_WRITE.format(path=args.out, reason=exc.strerror)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return EXIT_USAGE
     recorder = Recorder()
     child = subprocess.Popen(
         [sys.executable, "-m", "bashrpc", *server_args],

@@ -10,6 +10,7 @@ the transcript expected.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,9 +57,16 @@ def load(path: Path) -> Transcript:
     except OSError as exc:
         raise TranscriptError(f"{path}: {exc.strerror}") from None
     try:
-        return loads(data)
+        transcript = loads(data)
     except TranscriptError as exc:
         raise TranscriptError(f"{path}: {exc}") from None
+    for rule in transcript.header.rules:
+        try:
+            re.compile(rule.pattern)
+        except re.error as exc:
+            reason = messages.REPLAY_BAD_RULE.format(pattern=rule.pattern, reason=exc)
+            raise TranscriptError(f"{path}: {reason}") from None
+    return transcript
 
 
 def fixture_of(path: Path, transcript: Transcript, given: Path | None) -> Path | None:

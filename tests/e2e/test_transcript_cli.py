@@ -14,7 +14,7 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import ArtifactReadParams, BashParams
 from bashrpc.protocol.placeholders import Substitution
-from bashrpc.protocol.transcript import Record, Rule, ServerRecord, Transcript, dumps, loads
+from bashrpc.protocol.transcript import Header, Record, Rule, ServerRecord, Transcript, dumps, loads
 from tests.transcripts.host import Host
 
 pytestmark = pytest.mark.slow
@@ -189,11 +189,15 @@ def test_a_rule_of_the_host_hides_what_its_commands_print(tmp_path: Path) -> Non
         (["replay", "not-a-transcript.jsonl"], "line 1:"),
         (["replay", "--fixture", "nowhere", str(STATEFUL)], "fixture nowhere: not a directory"),
         (["replay"], "the following arguments are required: FILE"),
+        (["replay", "bad-rule.jsonl"], "rule '(' is not a regular expression"),
         (["record", "--out", "x.jsonl", "--rule", "*", "(", "x"], "not a regular expression"),
+        (["record", "--out", "no/such/dir/x.jsonl"], "--out no/such/dir/x.jsonl: No such file"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, argv: list[str], says: str) -> None:
     (tmp_path / "not-a-transcript.jsonl").write_text('{"jsonrpc":"2.0"}\n')
+    bad_rule = Header(normalization=1, rules=[Rule(field="*", pattern="(", replacement="")])
+    (tmp_path / "bad-rule.jsonl").write_bytes(dumps(Transcript(header=bad_rule, records=[])))
     done = subprocess.run(
         [sys.executable, "-m", "bashrpc", *argv],
         cwd=tmp_path,
