@@ -45,6 +45,9 @@ NORMALIZATION_VERSION = 1
 
 PID = "<PID>"
 DURATION = "<DURATION>"
+# A `seq` left in a value (a request's count of chunks in `session/list`).
+SEQ = "<SEQ>"
+SEQ_KEY = "seq"
 TIMESTAMP = "<TIMESTAMP>"
 PID_KEYS = re.compile(r"^(pid|[a-z]+Pid)$")
 DURATION_KEYS = re.compile(r"^(duration|elapsed|[a-z]*(Duration|Elapsed))(Ms|Seconds)?$")
@@ -287,6 +290,8 @@ def _volatile(value: Any) -> Any:
         for k, v in value.items():
             if PID_KEYS.match(k) and isinstance(v, int) and not isinstance(v, bool):
                 out[k] = PID
+            elif k == SEQ_KEY and isinstance(v, int):
+                out[k] = SEQ
             elif DURATION_KEYS.match(k) and isinstance(v, (int, float)):
                 out[k] = DURATION
             else:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bashrpc.protocol.normalization import BYTES, DURATION, PID, TIMESTAMP, normalize
+from bashrpc.protocol.normalization import BYTES, DURATION, PID, SEQ, TIMESTAMP, normalize
 from bashrpc.protocol.placeholders import HOME, TMP, WORKSPACE, Substitution, hide_paths
 from bashrpc.protocol.transcript import (
     ClientRecord,
@@ -140,6 +140,13 @@ def test_seq_is_checked_for_order_not_value() -> None:
     assert "seqOutOfOrder" not in in_order["requests"]["1"]
     backwards = normalize([sent(1, "bash"), chunk(1, 9, "a"), chunk(1, 5, "b"), result(1, {})])
     assert backwards["requests"]["1"]["seqOutOfOrder"] is True
+
+
+def test_a_seq_in_a_reply_is_not_compared() -> None:
+    info = {"requestId": 2, "method": "bash", "seq": 3, "state": "finished"}
+    listed = {"sessions": [{"sessionId": "s", "requests": [info]}]}
+    entry = normalize([sent(1, "session/list"), result(1, listed)])["requests"]["1"]
+    assert entry["result"]["sessions"][0]["requests"][0]["seq"] == SEQ
 
 
 def test_a_notification_after_its_reply_is_counted() -> None:
