@@ -179,6 +179,8 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
         [sys.executable, "-m", "bashrpc", *server_args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        # A group of its own: a Ctrl-C at the terminal reaches it once, forwarded.
+        start_new_session=True,
     )
     for signum in FORWARDED_SIGNALS:
         signal.signal(signum, lambda received, _frame: child.send_signal(received))

@@ -334,9 +334,12 @@ def daemon_bash_attach_replays_a_request(host: Host) -> None:
     """An attach from the request's own connection follows it: the chunks so
     far, then the live ones, then its result."""
     initialize(host, client_id="golden-host")
-    ident = host.request("bash", bash("echo one; read -t 5 < <(sleep 0.5); echo two"))
+    waiting = "echo one; until [ -e go ]; do sleep 0.05; done; echo two"
+    ident = host.request("bash", bash(waiting))
     host.output_has(ident, "one")
     attach = host.request("bash/attach", BashAttachParams(request_id=ident))
+    # From another session: the command ends only once the attach follows it.
+    host.call("bash", bash("touch go", session_id="other"))
     host.reply(ident)
     host.reply(attach)
     host.call("bash/attach", BashAttachParams(request_id=ident))
