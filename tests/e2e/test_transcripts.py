@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import mcp, methods
-from bashrpc.protocol.transcript import ClientRecord, loads
+from bashrpc.protocol.transcript import ClientRecord, Record, loads
 from bashrpc.server.cli.replayrun import replay
 
 GOLDEN = Path(__file__).resolve().parents[1] / "transcripts"
@@ -48,3 +48,25 @@ def test_the_golden_transcripts_cover_every_method_and_notification() -> None:
 def test_a_golden_transcript_replays(path: Path) -> None:
     outcome = replay(loads(path.read_bytes()))
     assert outcome.differences == [], "\n".join(outcome.differences + outcome.log_tail)
+
+
+def client_ids(outcome_records: list[Record]) -> list[tuple[str, object]]:
+    """(who, id) in the order a run sent and received them."""
+    order: list[tuple[str, object]] = []
+    for record in outcome_records:
+        message = record.message
+        if isinstance(message, dict) and "id" in message:
+            order.append(("sent" if isinstance(record, ClientRecord) else "got", message["id"]))
+    return order
+
+
+@pytest.mark.slow
+def test_replay_keeps_the_causal_order() -> None:
+    """Lockstep requests wait for the reply before them; pipelined ones do not."""
+    lockstep = replay(loads((GOLDEN / "bash_state_carries_across_requests.jsonl").read_bytes()))
+    assert client_ids(lockstep.actual.records) == [
+        (who, n) for n in range(1, 5) for who in ("sent", "got")
+    ]
+    pipelined = replay(loads((GOLDEN / "sessions_pipelined.jsonl").read_bytes()))
+    order = client_ids(pipelined.actual.records)
+    assert order.index(("sent", 4)) < order.index(("got", 3))
