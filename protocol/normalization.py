@@ -16,7 +16,8 @@ their values are equal. Version 1 (the header's `normalization`):
   whose seqs do not increase gets `seqOutOfOrder`. A `bash/attach` owns the
   chunks it replays of the request it names.
 - Volatile values become placeholders: `pid` fields `<PID>`; durations
-  `<DURATION>`; ISO 8601 timestamps in any string `<TIMESTAMP>`. Artifact ids
+  `<DURATION>`; ISO 8601 timestamps in any string `<TIMESTAMP>`; the
+  server's version in `initialize`'s `serverInfo` `<VERSION>`. Artifact ids
   (`artifactId`, `artifact://N`, `artifact N`, the `id` of `artifact/read`)
   are renumbered 1, 2, ... in order of appearance. A path's placeholder is
   not as long as the path, so in a request whose messages hold one, byte
@@ -48,6 +49,9 @@ DURATION = "<DURATION>"
 # A `seq` left in a value (a request's count of chunks in `session/list`).
 SEQ = "<SEQ>"
 SEQ_KEY = "seq"
+# The server's own version (initialize's serverInfo): an upgrade alone changes no transcript.
+VERSION = "<VERSION>"
+SERVER_INFO = "serverInfo"
 TIMESTAMP = "<TIMESTAMP>"
 PID_KEYS = re.compile(r"^(pid|[a-z]+Pid)$")
 DURATION_KEYS = re.compile(r"^(duration|elapsed|[a-z]*(Duration|Elapsed))(Ms|Seconds)?$")
@@ -286,12 +290,14 @@ def _volatile(value: Any) -> Any:
     if isinstance(value, list):
         return [_volatile(v) for v in value]
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             if PID_KEYS.match(k) and isinstance(v, int) and not isinstance(v, bool):
                 out[k] = PID
             elif k == SEQ_KEY and isinstance(v, int):
                 out[k] = SEQ
+            elif k == SERVER_INFO and isinstance(v, dict) and "version" in v:
+                out[k] = {**_volatile(v), "version": VERSION}
             elif DURATION_KEYS.match(k) and isinstance(v, (int, float)):
                 out[k] = DURATION
             else:

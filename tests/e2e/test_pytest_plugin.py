@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol.methods import BashChunk
+from bashrpc.testing import Client
 from tests.e2e.test_transcript_cli import STATEFUL, edited
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -117,3 +119,14 @@ def test_loading_the_plugin_imports_nothing_of_the_server() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_the_fixture_in_this_project(bashrpc: Client) -> None:
+    """The plugin is installed here too (the editable install registers it)."""
+    bashrpc.bash("export KEPT=yes")
+    result = bashrpc.bash('echo "$KEPT"; pwd')
+    assert result.output == f"yes\n{bashrpc.workspace}\n"
+    chunks = bashrpc.notifications("bash/chunk", BashChunk)
+    assert "".join(c.text for c in chunks) == f"yes\n{bashrpc.workspace}\n"
+    assert bashrpc.call("shutdown") is None

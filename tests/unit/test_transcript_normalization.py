@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bashrpc.protocol.normalization import BYTES, DURATION, PID, SEQ, TIMESTAMP, normalize
+from bashrpc.protocol.normalization import (
+    BYTES,
+    DURATION,
+    PID,
+    SEQ,
+    TIMESTAMP,
+    VERSION,
+    normalize,
+)
 from bashrpc.protocol.placeholders import HOME, TMP, WORKSPACE, Substitution, hide_paths
 from bashrpc.protocol.transcript import (
     ClientRecord,
@@ -140,6 +148,13 @@ def test_seq_is_checked_for_order_not_value() -> None:
     assert "seqOutOfOrder" not in in_order["requests"]["1"]
     backwards = normalize([sent(1, "bash"), chunk(1, 9, "a"), chunk(1, 5, "b"), result(1, {})])
     assert backwards["requests"]["1"]["seqOutOfOrder"] is True
+
+
+def test_the_servers_version_is_not_compared() -> None:
+    info = {"serverInfo": {"name": "bashrpc", "version": "9.9.9"}, "protocolVersion": "x"}
+    entry = normalize([sent(1, "initialize"), result(1, info)])["requests"]["1"]
+    assert entry["result"]["serverInfo"] == {"name": "bashrpc", "version": VERSION}
+    assert entry["result"]["protocolVersion"] == "x"
 
 
 def test_a_seq_in_a_reply_is_not_compared() -> None:
