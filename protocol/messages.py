@@ -313,6 +313,10 @@ place of `bashrpc`: every line passes through unchanged, both ways, and the
 session is written to FILE as a transcript (JSON Lines) when the server's
 output ends. The run's workspace, HOME, artifacts and temporary directories
 are written as placeholders, so `bashrpc replay` can check it anywhere."""
+RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
+REPLAY_USAGE = (
+    "bashrpc replay FILE... [--update] [--fixture DIR] [--wait SECONDS] [-- SERVER_ARGS...]"
+)
 RECORD_BAD_RULE = "--rule: {pattern!r} is not a regular expression: {reason}"
 REPLAY_DESCRIPTION = """\
 Replay each transcript against a fresh server (SERVER_ARGS after --, else the

@@ -46,6 +46,7 @@ def add_parser(sub: Any) -> None:
         "record",
         help="run a server for a host and write the session as a transcript",
         description=messages.RECORD_DESCRIPTION,
+        usage=messages.RECORD_USAGE,
     )
     record.add_argument("--out", type=Path, required=True, metavar="FILE", help="the transcript")
     record.add_argument(

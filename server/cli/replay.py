@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> None:
         "replay",
         help="replay transcripts against a fresh server and compare what it says",
         description=messages.REPLAY_DESCRIPTION,
+        usage=messages.REPLAY_USAGE,
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="transcripts")
     parser.add_argument(
