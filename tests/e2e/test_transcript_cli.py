@@ -74,6 +74,31 @@ def test_an_edited_expected_output_fails_with_a_diff_naming_the_field(tmp_path: 
     assert "-hello from elsewhere" in done.stdout
 
 
+# Far below --wait: a run that waited it out would hit this instead.
+NO_WAIT_OUT_SECONDS = 120
+
+
+def test_a_shorter_output_than_recorded_fails_without_waiting_it_out(tmp_path: Path) -> None:
+    transcript = loads(STATEFUL.read_bytes())
+    records: list[Record] = []
+    for record in transcript.records:
+        message = record.message
+        if isinstance(message, dict) and message.get("method") == "bash/chunk":
+            text = message["params"]["text"] + "a line this server never printed\n"
+            record = ServerRecord(
+                message={**message, "params": {**message["params"], "text": text}}
+            )
+        records.append(record)
+    longer = tmp_path / "longer.jsonl"
+    longer.write_bytes(dumps(Transcript(header=transcript.header, records=records)))
+    argv = [sys.executable, "-m", "bashrpc", "replay", "--wait", "600", str(longer)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=NO_WAIT_OUT_SECONDS
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "request 2 (bash): output.bash/chunk: the text differs" in done.stdout
+
+
 def test_update_rewrites_the_expected_side(tmp_path: Path) -> None:
     broken = edited(STATEFUL, tmp_path / "broken.jsonl", {"exitCode": 7})
     done = replay_cli("--update", broken, cwd=tmp_path)
