@@ -88,6 +88,11 @@ class Recorder:
                 self._unanswered[key] = self._unanswered.get(key, 0) + 1
             self.records.append(record)
 
+    def taken(self) -> list[Record]:
+        """The records so far (the host may still be writing)."""
+        with self._lock:
+            return list(self.records)
+
     def server(self, line: bytes) -> None:
         with self._lock:
             record = line_record(line, client=False)
@@ -191,10 +196,9 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
         _downstream(recorder, child)
     finally:
         status = child.wait()
-        upstream.join(0)
         header = Header(
             normalization=NORMALIZATION_VERSION, server_args=portable_args(server_args), rules=rules
         )
-        records = hide_paths(recorder.records, Substitution(recorded_paths(server_args)))
+        records = hide_paths(recorder.taken(), Substitution(recorded_paths(server_args)))
         args.out.write_bytes(dumps(Transcript(header=header, records=records)))
     return status
