@@ -81,6 +81,8 @@ def run_pytest(python: Path, project: Path, *args: str) -> subprocess.CompletedP
         timeout=PYTEST_SECONDS,
         stdin=subprocess.DEVNULL,
         check=False,
+        # Apart from this run's process group, as a host's own CI would run it.
+        start_new_session=True,
     )
 
 
