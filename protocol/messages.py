@@ -332,3 +332,30 @@ RESUME_GAP = (
     " (the first kept is {first_kept}); attach with acceptGap to resume from there"
 )
 NO_SUCH_SESSION = "sessionId: no session {session!r}"
+
+# Transcripts: `bashrpc record` and `bashrpc replay`.
+RECORD_DESCRIPTION = """\
+Start the server with SERVER_ARGS (after --) for a host that spawns this in
+place of `bashrpc`: every line passes through unchanged, both ways, and the
+session is written to FILE as a transcript (JSON Lines) when the server's
+output ends. The run's workspace, HOME, artifacts and temporary directories
+are written as placeholders, so `bashrpc replay` can check it anywhere."""
+RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
+REPLAY_USAGE = (
+    "bashrpc replay FILE... [--update] [--fixture DIR] [--wait SECONDS] [-- SERVER_ARGS...]"
+)
+RECORD_BAD_RULE = "--rule: {pattern!r} is not a regular expression: {reason}"
+REPLAY_DESCRIPTION = """\
+Replay each transcript against a fresh server (SERVER_ARGS after --, else the
+transcript's own) in a fresh temporary workspace, HOME and artifacts
+directory, sending the host's messages in their recorded causal order, and
+compare what the server says once normalized. Exit status: 0 when all match,
+1 when one differs (the difference names the request and the field), 2 for a
+usage error. --update writes what this run received as the expected side."""
+RECORD_CANNOT_WRITE = "--out {path}: {reason}"
+REPLAY_BAD_RULE = "line 1: rule {pattern!r} is not a regular expression: {reason}"
+REPLAY_NO_FIXTURE = "fixture {path}: not a directory"
+REPLAY_MATCHED = "ok {path}"
+REPLAY_DIFFERS = "FAILED {path}"
+REPLAY_UPDATED = "updated {path}"
+REPLAY_LOG_TAIL = "  the server's log ended with:"

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, transcript
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Every property of every document has a description, these two included.
@@ -76,3 +76,19 @@ def generate() -> dict[str, bytes]:
         path: (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
         for path, doc in sorted(docs.items())
     }
+
+
+TRANSCRIPT_SCHEMA = "transcript/line.json"
+TAG_DESCRIPTION = "What the line is: the header, or a message from the client or the server."
+TRANSCRIPT_TITLE = "A line of a bashrpc transcript (JSON Lines): the header, or one message"
+
+
+def transcript_documents() -> dict[str, bytes]:
+    """The schema of a transcript's lines, any of which validates against it."""
+    refs, defs = msgspec.json.schema_components([transcript.Line], ref_template="#/$defs/{name}")
+    for definition in defs.values():
+        tag = definition.get("properties", {}).get("type")
+        if tag is not None:
+            tag["description"] = TAG_DESCRIPTION
+    doc = {"$schema": SCHEMA_DIALECT, "title": TRANSCRIPT_TITLE, **refs[0], "$defs": defs}
+    return {TRANSCRIPT_SCHEMA: (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()}

@@ -8,17 +8,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bashrpc.protocol.schema import generate
+from bashrpc.protocol.schema import generate, transcript_documents
 from bashrpc.server import genfiles
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "schemas"
 PATTERN = "*.json"
 
 
+def documents() -> dict[str, bytes]:
+    """Every schema file: the methods' and notifications', and a transcript line's."""
+    return {**generate(), **transcript_documents()}
+
+
 def stale(directory: Path) -> list[str]:
     """Names of files that differ from what the protocol generates, or are extra."""
-    return genfiles.stale(directory, generate(), PATTERN)
+    return genfiles.stale(directory, documents(), PATTERN)
 
 
 if __name__ == "__main__":
-    sys.exit(genfiles.main("python -m bashrpc.server.schemagen", DEFAULT_DIR, generate, PATTERN))
+    sys.exit(genfiles.main("python -m bashrpc.server.schemagen", DEFAULT_DIR, documents, PATTERN))

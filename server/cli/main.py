@@ -14,7 +14,7 @@ import msgspec
 from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server import log
-from bashrpc.server.cli import daemon
+from bashrpc.server.cli import daemon, record, replay
 from bashrpc.server.cli.artifact import print_artifact
 from bashrpc.server.cli.exec import run_exec
 from bashrpc.server.cli.options import add_eof_option, add_server_options, command_timeout
@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
     )
     daemon.add_parsers(sub)
+    record.add_parser(sub)
+    replay.add_parser(sub)
     show = sub.add_parser(
         "artifact",
         help="print an artifact (a long command's full output) to stdout",
@@ -107,8 +109,26 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+# Subcommands that start a server of their own, its arguments after `--`.
+TRANSCRIPT_COMMANDS = ("record", "replay")
+
+
+def split_server_args(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """`record`/`replay` ... `--` SERVER_ARGS: the arguments before `--` and those
+    after (None when there is no `--`). argparse would take them as more files."""
+    if not argv or argv[0] not in TRANSCRIPT_COMMANDS or "--" not in argv:
+        return argv, None
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, server_args = split_server_args(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(own)
+    if args.command_name == "record":
+        return record.run_record(args, server_args or [])
+    if args.command_name == "replay":
+        return replay.run_replay(args, server_args)
     if args.command_name == "exec":
         return run_exec(args)
     if args.command_name == "attach":

@@ -21,6 +21,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server": (),
     "bashrpc": (),
     "bashrpc.__main__": ("bashrpc.server.cli",),
+    # The pytest plugin: a client on the protocol, a server as the CLI runs one.
+    "bashrpc.testing": ("bashrpc.protocol", "bashrpc.server.cli"),
     "bashrpc.server.errors": (),
     "bashrpc.server.log": (),
     "bashrpc.server.fdio": (),
@@ -78,8 +80,22 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.daemon",
     ),
 }
+# pytest loads the plugin in every run of a project that has bashrpc installed.
+_PLUGIN_LOADS_EVERYWHERE = "a test run that never uses the plugin imports nothing more"
 # Imports inside a function, each with its reason; any other is a dodged cycle.
 LATE_IMPORTS = {
+    **{
+        ("bashrpc.testing", target): _PLUGIN_LOADS_EVERYWHERE
+        for target in (
+            "bashrpc.protocol.client",
+            "bashrpc.protocol.methods",
+            "bashrpc.protocol.transcript",
+            "bashrpc.server.cli.pipeserver",
+            "bashrpc.server.cli.runroot",
+            "bashrpc.server.cli.replay",
+            "bashrpc.server.cli.replayrun",
+        )
+    },
     (
         "bashrpc.server.cli.main",
         "bashrpc.server.serve",

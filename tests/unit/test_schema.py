@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bashrpc.protocol.mcp import BashStructured, BashToolArguments
-from bashrpc.protocol.schema import generate, inline_schema
+from bashrpc.protocol.schema import generate, inline_schema, transcript_documents
 
 
 def undescribed(node: Any, where: str) -> Iterator[str]:
@@ -24,7 +24,8 @@ def undescribed(node: Any, where: str) -> Iterator[str]:
 
 
 def test_every_field_of_every_schema_has_a_description() -> None:
-    documents = {name: json.loads(content) for name, content in generate().items()}
+    generated = {**generate(), **transcript_documents()}
+    documents = {name: json.loads(content) for name, content in generated.items()}
     documents["tool bash: inputSchema"] = inline_schema(BashToolArguments)
     documents["tool bash: outputSchema"] = inline_schema(BashStructured)
     missing = [path for name, doc in documents.items() for path in undescribed(doc, name)]

@@ -1,0 +1,204 @@
+"""`bashrpc record --out FILE [-- SERVER_ARGS...]`: a host's session, as a transcript.
+
+A host spawns this in place of `bashrpc`. It starts the real server with
+SERVER_ARGS and passes every line through unchanged, both ways, while it
+notes each one. Each line is noted before it is passed on, so the file's order
+is the causal order: a host's line comes after every server line it could
+have seen. When the server's output ends, the transcript is written, with the
+run's paths as placeholders (`bashrpc.protocol.placeholders`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bashrpc.protocol import messages
+from bashrpc.protocol.normalization import NORMALIZATION_VERSION
+from bashrpc.protocol.placeholders import Substitution, hide_paths
+from bashrpc.protocol.transcript import (
+    ClientRecord,
+    Header,
+    Record,
+    Rule,
+    Transcript,
+    dumps,
+    line_record,
+)
+from bashrpc.server.cli.runroot import portable_args, recorded_paths
+
+EXIT_USAGE = 2
+COPY_BYTES = 256 * 1024
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def add_parser(sub: Any) -> None:
+    record = sub.add_parser(
+        "record",
+        help="run a server for a host and write the session as a transcript",
+        description=messages.RECORD_DESCRIPTION,
+        usage=messages.RECORD_USAGE,
+    )
+    record.add_argument("--out", type=Path, required=True, metavar="FILE", help="the transcript")
+    record.add_argument(
+        "--rule",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("FIELD", "REGEX", "REPLACEMENT"),
+        help="a normalization rule of the host's own, written into the header",
+    )
+
+
+def _request_keys(record: Record) -> list[str]:
+    """The ids of the requests in a client line, or of the replies in a server line."""
+    members = record.message if isinstance(record.message, list) else [record.message]
+    keys = []
+    for member in members:
+        if not isinstance(member, dict) or "id" not in member:
+            continue
+        is_request = "method" in member
+        if is_request == isinstance(record, ClientRecord):
+            keys.append(msgspec.json.encode(member["id"]).decode())
+    return keys
+
+
+class Recorder:
+    """The records so far, and the requests still unanswered (to tell lockstep
+    from pipelined)."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self._unanswered: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def client(self, line: bytes) -> None:
+        with self._lock:
+            record = line_record(line, client=True, waited=not self._unanswered)
+            for key in _request_keys(record):
+                self._unanswered[key] = self._unanswered.get(key, 0) + 1
+            self.records.append(record)
+
+    def taken(self) -> list[Record]:
+        """The records so far (the host may still be writing)."""
+        with self._lock:
+            return list(self.records)
+
+    def server(self, line: bytes) -> None:
+        with self._lock:
+            record = line_record(line, client=False)
+            for key in _request_keys(record):
+                left = self._unanswered.get(key, 0) - 1
+                if left > 0:
+                    self._unanswered[key] = left
+                else:
+                    self._unanswered.pop(key, None)
+            self.records.append(record)
+
+
+def _lines(fd: int) -> Any:
+    """The lines read from `fd`, a last one without its newline included."""
+    pending = b""
+    while True:
+        try:
+            data = os.read(fd, COPY_BYTES)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        pending += data
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            yield line + b"\n"
+    if pending:
+        yield pending
+
+
+def _upstream(recorder: Recorder, child: subprocess.Popen[bytes]) -> None:
+    assert child.stdin is not None
+    try:
+        for line in _lines(sys.stdin.fileno()):
+            recorder.client(line)
+            child.stdin.write(line)
+            child.stdin.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+    try:
+        child.stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+def _downstream(recorder: Recorder, child: subprocess.Popen[bytes]) -> None:
+    assert child.stdout is not None
+    host_reads = True
+    for line in _lines(child.stdout.fileno()):
+        recorder.server(line)
+        if host_reads:
+            try:
+                _write_all(sys.stdout.fileno(), line)
+            except OSError:
+                host_reads = False  # the host is gone; the server still ends on its own
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def rules_of(triples: list[list[str]]) -> list[Rule] | str:
+    """The --rule triples as Rules, or what is wrong with one."""
+    rules = []
+    for field, pattern, replacement in triples:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return messages.RECORD_BAD_RULE.format(pattern=pattern, reason=exc)
+        rules.append(Rule(field=field, pattern=pattern, replacement=replacement))
+    return rules
+
+
+def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
+    rules = rules_of(args.rule)
+    if isinstance(rules, str):
+        print(messages.CLI_ERROR.format(message=rules), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        # Now, not after the session: a host learns at once that nothing would be kept.
+        args.out.touch()
+    except OSError as exc:
+        reason = messages.RECORD_CANNOT_WRITE.format(path=args.out, reason=exc.strerror)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return EXIT_USAGE
+    recorder = Recorder()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bashrpc", *server_args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        # A group of its own: a Ctrl-C at the terminal reaches it once, forwarded.
+        start_new_session=True,
+    )
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, lambda received, _frame: child.send_signal(received))
+    upstream = threading.Thread(target=_upstream, args=(recorder, child), daemon=True)
+    upstream.start()
+    try:
+        _downstream(recorder, child)
+    finally:
+        status = child.wait()
+        header = Header(
+            normalization=NORMALIZATION_VERSION, server_args=portable_args(server_args), rules=rules
+        )
+        records = hide_paths(recorder.taken(), Substitution(recorded_paths(server_args)))
+        args.out.write_bytes(dumps(Transcript(header=header, records=records)))
+    return status

@@ -1,0 +1,119 @@
+"""The directories of one recorded or replayed run, and the paths they hide.
+
+A replay (and the pytest plugin's server) runs in a fresh temporary root of
+its own: a workspace (a copy of a fixture directory, or empty), HOME, the
+artifacts root, TMPDIR and the XDG directories, so nothing of the machine's,
+or of an earlier run's, leaks in: run 2's `artifact/read {"id":1}` reads run 2's
+artifact. A recording runs where its host put it; `recorded_paths` names its
+directories for the placeholders.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from bashrpc.protocol import placeholders
+from bashrpc.server.output.artifactroot import default_root, workspace_key
+
+# Flags naming a run's own paths: a header leaves them out, replay gives its own.
+PATH_FLAGS = ("--workspace", "--cwd", "--artifacts-dir", "--socket")
+DAEMON_BRIDGE = "attach"
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The last value given for `flag` (`--flag V` or `--flag=V`)."""
+    found = None
+    for index, arg in enumerate(args):
+        if arg == flag and index + 1 < len(args):
+            found = args[index + 1]
+        elif arg.startswith(flag + "="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def portable_args(args: list[str]) -> list[str]:
+    """The server arguments without the flags that name a run's own paths."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in PATH_FLAGS:
+            skip = True
+        elif not arg.startswith(tuple(f + "=" for f in PATH_FLAGS)):
+            kept.append(arg)
+    return kept
+
+
+def _variants(path: str | Path) -> list[str]:
+    """A path as given and as resolved (a symlinked /tmp prints either)."""
+    absolute = os.path.abspath(path)
+    return sorted({absolute, os.path.realpath(absolute)})
+
+
+def paths_for(workspace: Path, artifacts_root: Path, home: str, tmp: str) -> placeholders.Paths:
+    pairs: list[tuple[str, str]] = []
+    for path, holder in (
+        (artifacts_root / workspace_key(workspace), placeholders.ARTIFACTS),
+        (artifacts_root, placeholders.ARTIFACTS_ROOT),
+        (workspace, placeholders.WORKSPACE),
+        (home, placeholders.HOME),
+        (tmp, placeholders.TMP),
+    ):
+        pairs += [(variant, holder) for variant in _variants(path)]
+    return pairs
+
+
+def recorded_paths(args: list[str]) -> placeholders.Paths:
+    """The directories a recorded server uses, as its arguments and environment say."""
+    workspace = Path(flag_value(args, "--workspace") or flag_value(args, "--cwd") or os.getcwd())
+    root = flag_value(args, "--artifacts-dir")
+    artifacts = Path(root) if root else default_root()
+    home = os.environ.get("HOME") or str(Path.home())
+    return paths_for(workspace.resolve(), artifacts, home, tempfile.gettempdir())
+
+
+class RunRoot:
+    """A fresh temporary root: workspace, home, artifacts, tmp; removed by `remove`."""
+
+    def __init__(self, fixture: Path | None = None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="bashrpc-run-")).resolve()
+        self.workspace = self.root / "workspace"
+        if fixture is not None:
+            shutil.copytree(fixture, self.workspace, symlinks=True)
+        else:
+            self.workspace.mkdir()
+        self.home = self.root / "home"
+        self.artifacts = self.root / "artifacts"
+        self.tmp = self.root / "tmp"
+        for directory in (self.home, self.tmp, self.root / "state", self.root / "config"):
+            directory.mkdir()
+        self.socket = self.tmp / "daemon" / "daemon.sock"
+
+    def argv(self, server_args: list[str]) -> list[str]:
+        """The server's command line: its arguments, then this run's paths."""
+        own = ["--workspace", str(self.workspace), "--artifacts-dir", str(self.artifacts)]
+        if server_args[:1] == [DAEMON_BRIDGE]:
+            own += ["--socket", str(self.socket)]
+        return [sys.executable, "-m", "bashrpc", *portable_args(server_args), *own]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            HOME=str(self.home),
+            TMPDIR=str(self.tmp),
+            XDG_STATE_HOME=str(self.root / "state"),
+            XDG_CONFIG_HOME=str(self.root / "config"),
+            XDG_RUNTIME_DIR=str(self.tmp),
+        )
+        return env
+
+    def paths(self) -> placeholders.Paths:
+        return paths_for(self.workspace, self.artifacts, str(self.home), str(self.tmp))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,134 @@
+"""The pytest plugin `bashrpc.testing`, as a Python host's project uses it: in a
+fresh venv holding only this checkout (`pip install`) and pytest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bashrpc.protocol.methods import BashChunk
+from bashrpc.testing import Client
+from tests.e2e.test_transcript_cli import STATEFUL, edited
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+PIP_SECONDS = 900
+PYTEST_SECONDS = 600
+
+HOST_TESTS = """
+from pathlib import Path
+
+from bashrpc.protocol.methods import BashResult, SessionListResult
+from bashrpc.testing import verify_transcript
+
+HERE = Path(__file__).parent
+
+
+def test_the_fixture_is_a_typed_client_in_a_private_workspace(bashrpc):
+    result = bashrpc.bash('echo hi; pwd; echo "$HOME"')
+    assert isinstance(result, BashResult)
+    assert result.output == f"hi\\n{bashrpc.workspace}\\n{bashrpc.home}\\n"
+    assert bashrpc.home != Path.home()
+    listed = bashrpc.call("session/list")
+    assert isinstance(listed, SessionListResult)
+    assert [s.session_id for s in listed.sessions] == ["default"]
+
+
+def test_golden():
+    verify_transcript(HERE / "golden.jsonl")
+
+
+def test_broken():
+    verify_transcript(HERE / "broken.jsonl")
+"""
+
+
+def fresh_venv() -> Path:
+    """A venv with pytest and this checkout installed by pip, not editable: its
+    dependencies once (kept in the cache), this checkout again on every run."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    venv = cache / "bashrpc-tests" / "plugin-venv"
+    python = venv / "bin" / "python"
+    ready = venv / "ready"
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    if not ready.exists():
+        _run([sys.executable, "-m", "venv", "--clear", str(venv)])
+        _run([*pip, str(CHECKOUT), "pytest"])
+        ready.touch()
+    else:
+        _run([*pip, "--no-deps", "--force-reinstall", str(CHECKOUT)])
+    return python
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(
+        argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=PIP_SECONDS
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def run_pytest(python: Path, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=PYTEST_SECONDS,
+        stdin=subprocess.DEVNULL,
+        check=False,
+        # Apart from this run's process group, as a host's own CI would run it.
+        start_new_session=True,
+    )
+
+
+@pytest.mark.slow
+def test_the_plugin_works_in_a_fresh_venv_with_only_bashrpc_and_pytest(tmp_path: Path) -> None:
+    python = fresh_venv()
+    project = tmp_path / "host-project"
+    project.mkdir()
+    (project / "test_host.py").write_text(textwrap.dedent(HOST_TESTS))
+    shutil.copyfile(STATEFUL, project / "golden.jsonl")
+    edited(STATEFUL, project / "broken.jsonl", {"exitCode": 7})
+    done = run_pytest(python, project)
+    assert "1 failed, 2 passed" in done.stdout, done.stdout + done.stderr
+    assert "TranscriptMismatch" in done.stdout
+    assert "request 2 (bash): result.exitCode: expected 7, got 0" in done.stdout
+    where = subprocess.run(
+        [str(python), "-c", "import bashrpc; print(bashrpc.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=project,
+    )
+    assert where.stdout.startswith(str(python.parent.parent)), where.stdout
+    updated = run_pytest(python, project, "--bashrpc-update", "-k", "broken")
+    assert updated.returncode == 0, updated.stdout
+    again = run_pytest(python, project)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_loading_the_plugin_imports_nothing_of_the_server() -> None:
+    probe = (
+        "import sys, bashrpc.testing; "
+        "print([m for m in sys.modules if m.startswith('bashrpc.') and m != 'bashrpc.testing'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_the_fixture_in_this_project(bashrpc: Client) -> None:
+    """The plugin is installed here too (the editable install registers it)."""
+    bashrpc.bash("export KEPT=yes")
+    result = bashrpc.bash('echo "$KEPT"; pwd')
+    assert result.output == f"yes\n{bashrpc.workspace}\n"
+    chunks = bashrpc.notifications("bash/chunk", BashChunk)
+    assert "".join(c.text for c in chunks) == f"yes\n{bashrpc.workspace}\n"
+    assert bashrpc.call("shutdown") is None

@@ -1,0 +1,237 @@
+"""`bashrpc record` and `bashrpc replay` as a host's CI runs them."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import ArtifactReadParams, BashParams
+from bashrpc.protocol.placeholders import Substitution
+from bashrpc.protocol.transcript import Header, Record, Rule, ServerRecord, Transcript, dumps, loads
+from tests.transcripts.host import Host
+
+pytestmark = pytest.mark.slow
+
+GOLDEN = Path(__file__).resolve().parents[1] / "transcripts"
+STATEFUL = GOLDEN / "bash_state_carries_across_requests.jsonl"
+RUNS_IN_A_ROW = 20
+BIG_LINES = 200_000
+CLI_SECONDS = 600
+
+
+def replay_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "bashrpc", "replay", *map(str, args)]
+    return subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, timeout=CLI_SECONDS, check=False
+    )
+
+
+def _replies_to_2(message: object) -> bool:
+    return isinstance(message, dict) and message.get("id") == 2 and "result" in message
+
+
+def edited(path: Path, out: Path, change: dict[str, object]) -> Path:
+    """A copy whose reply to request 2 has `change` merged into its result."""
+    transcript = loads(path.read_bytes())
+    records = []
+    for record in transcript.records:
+        message = record.message
+        if isinstance(record, ServerRecord) and _replies_to_2(message):
+            record = ServerRecord(message={**message, "result": {**message["result"], **change}})
+        records.append(record)
+    out.write_bytes(dumps(Transcript(header=transcript.header, records=records)))
+    return out
+
+
+def test_a_copy_replays_green_20_times_in_a_row_at_another_path(tmp_path: Path) -> None:
+    checkout = tmp_path / "another" / "checkout" / "tests" / "transcripts"
+    checkout.mkdir(parents=True)
+    copy = checkout / STATEFUL.name
+    shutil.copyfile(STATEFUL, copy)
+    elsewhere = tmp_path / "ci"
+    elsewhere.mkdir()
+    done = replay_cli(*[copy] * RUNS_IN_A_ROW, cwd=elsewhere)
+    assert done.returncode == 0, done.stdout + done.stderr
+    oks = [line for line in done.stdout.splitlines() if line.startswith("ok ")]
+    assert len(oks) == RUNS_IN_A_ROW
+
+
+def test_an_edited_expected_output_fails_with_a_diff_naming_the_field(tmp_path: Path) -> None:
+    change = {"exitCode": 7, "output": "hello from elsewhere\nand more\n"}
+    broken = edited(STATEFUL, tmp_path / "broken.jsonl", change)
+    done = replay_cli(broken, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert messages.REPLAY_DIFFERS.format(path=broken) in done.stdout
+    assert "request 2 (bash): result.exitCode: expected 7, got 0" in done.stdout
+    assert "request 2 (bash): result.output: the text differs" in done.stdout
+    assert "-hello from elsewhere" in done.stdout
+
+
+# Far below --wait: a run that waited it out would hit this instead.
+NO_WAIT_OUT_SECONDS = 120
+
+
+def test_a_shorter_output_than_recorded_fails_without_waiting_it_out(tmp_path: Path) -> None:
+    transcript = loads(STATEFUL.read_bytes())
+    records: list[Record] = []
+    for record in transcript.records:
+        message = record.message
+        if isinstance(message, dict) and message.get("method") == "bash/chunk":
+            text = message["params"]["text"] + "a line this server never printed\n"
+            record = ServerRecord(
+                message={**message, "params": {**message["params"], "text": text}}
+            )
+        records.append(record)
+    longer = tmp_path / "longer.jsonl"
+    longer.write_bytes(dumps(Transcript(header=transcript.header, records=records)))
+    argv = [sys.executable, "-m", "bashrpc", "replay", "--wait", "600", str(longer)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=NO_WAIT_OUT_SECONDS
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "request 2 (bash): output.bash/chunk: the text differs" in done.stdout
+
+
+def test_update_rewrites_the_expected_side(tmp_path: Path) -> None:
+    broken = edited(STATEFUL, tmp_path / "broken.jsonl", {"exitCode": 7})
+    done = replay_cli("--update", broken, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == messages.REPLAY_UPDATED.format(path=broken)
+    again = replay_cli(broken, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def recut(transcript: Transcript, seed: int | None) -> Transcript:
+    """The same session with its bash/chunk texts cut again: into one chunk per
+    request (no seed), or at random points."""
+    texts: dict[object, list[str]] = {}
+    kept: list[Record] = []
+    for record in transcript.records:
+        message = record.message
+        if isinstance(message, dict) and message.get("method") == "bash/chunk":
+            texts.setdefault(message["params"]["requestId"], []).append(message["params"]["text"])
+            if len(texts[message["params"]["requestId"]]) > 1:
+                continue
+        kept.append(record)
+    records: list[Record] = []
+    for record in kept:
+        message = record.message
+        if not (isinstance(message, dict) and message.get("method") == "bash/chunk"):
+            records.append(record)
+            continue
+        params = message["params"]
+        whole = "".join(texts[params["requestId"]])
+        points = [] if seed is None else sorted(random.Random(seed).sample(range(len(whole)), 300))
+        pieces = [whole[a:b] for a, b in zip([0, *points], [*points, len(whole)], strict=True)]
+        for seq, piece in enumerate(pieces):
+            chunk = {**message, "params": {**params, "seq": seq, "text": piece}}
+            records.append(ServerRecord(message=chunk))
+    return Transcript(header=transcript.header, records=records)
+
+
+def test_a_200000_line_output_and_its_artifact_replay_whatever_the_cut_points(
+    tmp_path: Path,
+) -> None:
+    recorded = tmp_path / "big.jsonl"
+    with Host(recorded) as host:
+        host.call("bash", BashParams(command=f"seq 1 {BIG_LINES}"))
+        host.call("artifact/read", ArtifactReadParams(id=1, limit=1000))
+        host.call("artifact/read", ArtifactReadParams(id=1, offset=1288000, limit=1000))
+    transcript = loads(recorded.read_bytes())
+    variants = [recorded]
+    for name, seed in (("whole", None), ("cut-a", 1), ("cut-b", 2)):
+        path = tmp_path / f"big-{name}.jsonl"
+        path.write_bytes(dumps(recut(transcript, seed)))
+        variants.append(path)
+    done = replay_cli(*variants, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    first = loads(variants[1].read_bytes()).records
+    chunks = [r for r in first if isinstance(r, ServerRecord) and r.message.get("method")]
+    assert len(chunks) == 1 and chunks[0].message["params"]["text"].count("\n") == BIG_LINES
+
+
+def test_a_fixture_is_copied_in_as_the_workspace(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture"
+    fixture.mkdir()
+    (fixture / "hello.txt").write_text("from the fixture\n")
+    recorded = tmp_path / "cat.jsonl"
+    with Host(recorded, fixture=fixture) as host:
+        host.call("bash", BashParams(command="cat hello.txt"))
+    without = replay_cli(recorded, cwd=tmp_path)
+    assert without.returncode == 1, without.stdout
+    assert "No such file or directory" in without.stdout
+    given = replay_cli("--fixture", fixture, recorded, cwd=tmp_path)
+    assert given.returncode == 0, given.stdout + given.stderr
+    transcript = loads(recorded.read_bytes())
+    header = msgspec.structs.replace(transcript.header, fixture="fixture")
+    recorded.write_bytes(dumps(Transcript(header=header, records=transcript.records)))
+    named = replay_cli(recorded, cwd=tmp_path / "fixture")
+    assert named.returncode == 0, named.stdout + named.stderr
+
+
+def test_record_passes_every_line_through_unchanged(tmp_path: Path) -> None:
+    recorded = tmp_path / "through.jsonl"
+    with Host(recorded) as host:
+        host.call("bash", BashParams(command="echo one; echo two >&2; pwd"))
+        host.call("session/list")
+        got = list(host.lines)
+        hide = Substitution(host.root.paths()).hide
+    servers = [r for r in loads(recorded.read_bytes()).records if isinstance(r, ServerRecord)]
+    expected = [msgspec.json.encode(r.message) + b"\n" for r in servers]
+    # The transcript holds the paths' placeholders; the lines are the server's own.
+    assert [hide(line.decode()).encode() for line in got] == expected
+    assert any(b"<WORKSPACE>" in line for line in expected)
+
+
+def test_a_rule_of_the_host_hides_what_its_commands_print(tmp_path: Path) -> None:
+    recorded = tmp_path / "clock.jsonl"
+    rule = ["--rule", "*", r"now \d+", "now <N>"]
+    with Host(recorded, record_args=rule) as host:
+        host.call("bash", BashParams(command='echo "now $(date +%s%N)"'))
+    assert loads(recorded.read_bytes()).header.rules == [
+        Rule(field="*", pattern=r"now \d+", replacement="now <N>")
+    ]
+    assert replay_cli(recorded, cwd=tmp_path).returncode == 0
+    transcript = loads(recorded.read_bytes())
+    header = msgspec.structs.replace(transcript.header, rules=[])
+    recorded.write_bytes(dumps(Transcript(header=header, records=transcript.records)))
+    without = replay_cli(recorded, cwd=tmp_path)
+    assert without.returncode == 1
+    assert "request 1 (bash): result.output: expected" in without.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["replay", "missing.jsonl"], "missing.jsonl: No such file or directory"),
+        (["replay", "not-a-transcript.jsonl"], "line 1:"),
+        (["replay", "--fixture", "nowhere", str(STATEFUL)], "fixture nowhere: not a directory"),
+        (["replay"], "the following arguments are required: FILE"),
+        (["replay", "bad-rule.jsonl"], "rule '(' is not a regular expression"),
+        (["record", "--out", "x.jsonl", "--rule", "*", "(", "x"], "not a regular expression"),
+        (["record", "--out", "no/such/dir/x.jsonl"], "--out no/such/dir/x.jsonl: No such file"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, argv: list[str], says: str) -> None:
+    (tmp_path / "not-a-transcript.jsonl").write_text('{"jsonrpc":"2.0"}\n')
+    bad_rule = Header(normalization=1, rules=[Rule(field="*", pattern="(", replacement="")])
+    (tmp_path / "bad-rule.jsonl").write_bytes(dumps(Transcript(header=bad_rule, records=[])))
+    done = subprocess.run(
+        [sys.executable, "-m", "bashrpc", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=CLI_SECONDS,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert says in done.stderr
+    assert done.stdout == ""
