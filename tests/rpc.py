@@ -468,10 +468,12 @@ class ServerProcess(RpcClient):
 
 def server_environment(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a test server runs in: a private, empty HOME, so the
-    developer's own rc files never leak in, and private XDG directories."""
+    developer's own rc files never leak in, and private XDG directories (made: see
+    `tests.inprocess.environment`)."""
     env = dict(os.environ)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
+    (tmp / "config").mkdir(exist_ok=True)
     env["HOME"] = str(home)
     env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
     env["XDG_CONFIG_HOME"] = str(tmp / "config")
