@@ -74,10 +74,7 @@ def git_view(host: Host, checkout: Path) -> dict[str, str]:
 
 
 def pygit2_view(checkout: Path) -> object:
-    try:
-        repo = pygit2.Repository(str(checkout))
-    except pygit2.GitError as exc:
-        return {"error": str(exc)}
+    repo = pygit2.Repository(str(checkout))
     return {
         "head": str(repo.head.target),
         "refs": sorted(repo.references),
@@ -100,7 +97,7 @@ def dulwich_view(checkout: Path) -> object:
         }
 
 
-def isogit_view(checkout: Path, git_dir: Path) -> object:
+def isogit_view(checkout: Path, git_dir: Path) -> dict[str, object]:
     done = subprocess.run(
         ["node", str(ISOGIT_VIEW), str(checkout), str(git_dir)],
         env={**os.environ, "NODE_PATH": str(node_modules())},
@@ -109,7 +106,9 @@ def isogit_view(checkout: Path, git_dir: Path) -> object:
         timeout=NODE_SECONDS,
         check=True,
     )
-    return json.loads(done.stdout)
+    found: dict[str, object] = json.loads(done.stdout)
+    assert "error" not in found, found
+    return found
 
 
 def views(host: Host, checkouts: dict[Path, Path]) -> dict[str, object]:
@@ -133,7 +132,8 @@ def worktree_with_submodule(host: Host) -> tuple[Path, dict[Path, Path]]:
     admin = main / ".git" / "worktrees" / "worktree"
     return worktree, {
         main: main / ".git",
-        worktree: admin,
+        # isomorphic-git has no linked worktrees (`commondir`): it reads the common dir.
+        worktree: main / ".git",
         worktree / "lib": admin / "modules" / "lib",
     }
 
