@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
 import pytest
 
 from bashrpc.protocol.envelope import ErrorObject

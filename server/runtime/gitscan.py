@@ -256,9 +256,11 @@ def _host_configs(env: Mapping[str, str], home: str) -> tuple[str, ...]:
 
 
 def _common_of(git_dir: str) -> str | None:
-    """The common dir a git dir's `commondir` names, resolved."""
+    """The common dir a git dir's `commondir` names, resolved; None when it names
+    none, or the git dir itself (the placeholder commits make)."""
     pointer = _pointer(os.path.join(git_dir, "commondir"))
-    return None if pointer is None else os.path.realpath(os.path.join(git_dir, pointer))
+    common = None if pointer is None else os.path.realpath(os.path.join(git_dir, pointer))
+    return None if common == git_dir else common
 
 
 def _worktree(git_dir: str, own: bool) -> str | None:

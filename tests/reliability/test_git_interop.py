@@ -155,9 +155,7 @@ LAYOUTS: dict[str, Callable[[Host], tuple[Path, dict[Path, Path]]]] = {
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_every_reader_reads_the_same_before_during_and_after(
-    root_host: Host, layout: str
-) -> None:
+def test_every_reader_reads_the_same_before_during_and_after(root_host: Host, layout: str) -> None:
     workspace, checkouts = LAYOUTS[layout](root_host)
     before = views(root_host, checkouts)
     server = root_host.serve(workspace, "workspace-write")

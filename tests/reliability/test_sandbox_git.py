@@ -224,7 +224,9 @@ def test_an_include_in_a_missing_directory(host: Host, settings: str) -> None:
     nothing can keep it but the root itself, so the shell is refused, with why."""
     repo = host.repo("repo")
     host.ok(repo, "config", "include.path", "../conf/local.gitconfig")
-    command = f"mkdir conf; printf '[core]\\n\\tfsmonitor = {host.payload()}\\n' > conf/local.gitconfig"
+    command = (
+        f"mkdir conf; printf '[core]\\n\\tfsmonitor = {host.payload()}\\n' > conf/local.gitconfig"
+    )
     result = host.attack(repo, "workspace-write", command, settings)
     assert refused(result), output(result)
     assert f"{repo}/conf/local.gitconfig (include.path)" in output(result)
@@ -237,7 +239,10 @@ def test_a_relative_hooks_path_in_the_global_config(host: Host, settings: str) -
     repo = host.repo("repo")
     host.write(repo / ".hooks" / "README", "")
     host.write(host.home / ".gitconfig", "[core]\n\thooksPath = .hooks\n")
-    command = f"{host.hooks()} plant .hooks/pre-commit; mv .hooks .moved; mkdir .hooks; plant .hooks/pre-commit"
+    command = (
+        f"{host.hooks()} plant .hooks/pre-commit; "
+        "mv .hooks .moved; mkdir .hooks; plant .hooks/pre-commit"
+    )
     result = host.attack(repo, "workspace-write", command, settings)
     assert not host.planted(repo), output(result)
 
