@@ -2,40 +2,28 @@
 
 The host runs git in the workspace later (`git status`, `git commit`, an
 editor's background `git`), and git runs what its git dirs and configs say:
-hooks, and the commands of config keys (`core.fsmonitor`, `core.hooksPath`,
-`core.sshCommand`, `core.pager`, `diff.*.textconv`, `filter.*`, `include.path`
-and the rest). The scan (`gitscan.py`) finds every git dir a writable root's
-git reaches, and every path git reads for them in a root; this decides the
-binds, in two designs:
+hooks, and the commands of config keys (`core.fsmonitor`, `core.sshCommand`,
+`diff.*.textconv`, `filter.*`...). The scan (`gitscan.py`) finds every git dir
+a root's git reaches and each path git reads for them; this decides the binds.
 
-Read-only git metadata (the default, as Codex does). Every git dir is bound
-read-only whole: its configs, hooks, `commondir`, index, refs, and the git dirs
-nested in it (submodules', linked worktrees') with it, so nothing can be added
-to it either. A `.git` file, a submodule checkout that has no `.git` (the
-host's `git status` enters a gitlink's checkout as soon as it has one), and
-what a config names in a root (an included file, the `core.hooksPath`
-directory, a command's program) are bound read-only too. Nothing is made on
-the host: a path that does not exist is kept from being made by binding its
-nearest existing directory read-only. Commits, checkouts and fetches fail.
+Read-only git metadata (the default, as in Codex): every git dir is bound
+read-only whole, with what is nested in it, and nothing is made on the host.
+A `.git` file, a gitlink's checkout with no `.git` (the host's `git status`
+enters it once it has one) and what a config names in a root are read-only
+too; a path missing is kept from being made by its nearest existing directory.
 
-Commits (`gitCommits`, the setting that costs). A git dir's own directory
-must then stay writable: git makes `index.lock`, `HEAD.lock`,
-`packed-refs.lock` and `COMMIT_EDITMSG` there and renames them over `index`,
-`HEAD`, `packed-refs`. A name in a writable directory can be kept from being
-made only by making it first: so the server makes `commondir` (naming the
-git dir itself), empty `config`/`config.worktree` and `hooks/` where missing
-(`PLACEHOLDERS`) and binds them read-only, with every directory between the
-git dir and the one it is nested in bound over itself (a mount point cannot be
-renamed). Those files are the repository's afterwards: libgit2 cannot open a
-repository with `commondir`, and git reports `--git-common-dir` absolute.
-A pinned name that is a symlink cannot be covered (a mount follows the link):
-that git dir is bound read-only but for `objects/`, `refs/` and `logs/`.
+Commits (`gitCommits`): git makes `index.lock`, `HEAD.lock` and the like in
+the git dir and renames them over `index` and `HEAD`, so the git dir stays
+writable, and a name there can be kept from being made only by making it
+first (`PLACEHOLDERS`), then binding it read-only, with every directory down
+to it bound over itself (a mount point cannot be renamed). Those files stay:
+libgit2 cannot open a repository with `commondir`. A pinned name that is a
+symlink cannot be covered: that git dir is read-only but for `objects/`,
+`refs/` and `logs/`.
 
-In both, what cannot be kept is refused, never skipped: a path git reads
-that is a writable root itself, or a root inside a repository with no `.git`
-of its own (a command could `git init` one). bwrap binds a directory without
-what is mounted inside it, so the order is kept such that no bind uncovers an
-earlier one (`_settled`).
+What no bind can keep is refused, never skipped. bwrap binds a directory
+without what is mounted inside it, so the binds are ordered such that none
+uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Finding the git dirs a sandbox's writable roots reach, and what git reads
-for them (`gitguard.py`, whose rules these are), before the sandbox starts.
+for them (`gitguard.py`, whose rules these are), at each shell's start.
 
-Done at each shell's start, since the layout changes: a repository made or a
-submodule added after the last start is guarded from the next one.
-
-From each root's `.git` (a directory, or a file naming a linked worktree's,
-a submodule's or a `--separate-git-dir` git dir and, through `commondir`, its
-common dir), then every gitlink of its index whose checkout has a `.git`, the
-same way, however deep: the index, not `.gitmodules`, says what the host's
-`git status` enters. For each, the configs git reads (system, global,
-repository, worktree, and what they include, `includeIf` whatever its
-condition) say which paths it runs or reads. No count bounds it: what a
-command could add to it (an index, `modules/`) is read-only but with commits,
-and there it is followed all the same.
+From each root's `.git`, then every gitlink of its index whose checkout has a
+`.git`, however deep: the index, not `.gitmodules`, says what the host's `git
+status` enters. For each, the configs git reads (system, global, repository,
+worktree, and their includes, `includeIf` whatever its condition) name what
+is kept. No count bounds it, so no command can spend one.
 """
 
 from __future__ import annotations
@@ -25,11 +18,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from bashrpc.protocol import messages
 from bashrpc.server.runtime import gitconfig, gitguard, gitindex
 from bashrpc.server.runtime.gitguard import GitDir, Kept, Plan, Survey
+from bashrpc.server.runtime.gitlayout import (
+    DOT_GIT,
+    GITDIR_PREFIX,
+    checkout_link,
+    common_of,
+    file_type,
+    host_configs,
+    read_pointer,
+    worktree_of,
+)
 
-DOT_GIT = ".git"
-GITDIR_PREFIX = "gitdir:"
-# A `.git` file or `commondir` is a line; anything longer is not one.
-POINTER_BYTES = 4096
 # Submodule names may hold slashes (`modules/a/b`): how deep `modules/` and
 # `worktrees/` are looked into, with commits; deeper is kept read-only.
 MAX_DEPTH = 8
@@ -59,7 +58,7 @@ class _Scan:
         self.roots = roots
         self.commits = commits
         self.home = env.get("HOME") or os.path.expanduser("~")
-        self.host_configs = _host_configs(env, self.home)
+        self.host_configs = host_configs(env, self.home)
         self.dirs: dict[str, GitDir] = {}
         self.kept: list[Kept] = []
         self.refused: list[str] = []
@@ -95,11 +94,11 @@ class _Scan:
     def _checkout(self, worktree: str, parent: str | None = None) -> None:
         """The repository a checkout's `.git` is, or names."""
         dot = os.path.join(worktree, DOT_GIT)
-        kind = _kind(dot)
+        kind = file_type(dot)
         if kind == stat.S_IFDIR:
             self._repository(worktree, os.path.realpath(dot), link=None, parent=parent)
         elif kind == stat.S_IFREG:
-            pointer = _pointer(dot, GITDIR_PREFIX)
+            pointer = read_pointer(dot, GITDIR_PREFIX)
             target = None if pointer is None else os.path.join(worktree, pointer)
             if target is None or not os.path.isdir(target):
                 # Broken: kept as it is, and what it names kept from being made.
@@ -122,10 +121,10 @@ class _Scan:
         if known is not None:
             if link is not None and known.link != link:
                 self._keep(link, messages.GIT_GUARD_GITDIR)
-            self._configs(worktree, git_dir, _common_of(git_dir) or git_dir)
-            self._gitlinks(worktree, git_dir, _common_of(git_dir) or git_dir)
+            self._configs(worktree, git_dir, common_of(git_dir) or git_dir)
+            self._gitlinks(worktree, git_dir, common_of(git_dir) or git_dir)
             return
-        common = _common_of(git_dir)
+        common = common_of(git_dir)
         if common is not None and common not in self.dirs:
             self._describe(common, own=True)
         if common is not None and gitguard.within_any(git_dir, [common]):
@@ -146,7 +145,7 @@ class _Scan:
         links: list[tuple[str, str]] = []
         for name in _LOOKED_AT:
             entry = os.path.join(path, name)
-            kind = _kind(entry)
+            kind = file_type(entry)
             if kind == stat.S_IFLNK and name in gitguard.PINNED:
                 target = os.path.realpath(entry)
                 links.append((name, target))
@@ -216,8 +215,8 @@ class _Scan:
         for kind in gitguard.NESTED:
             for path in self._git_dirs_under(os.path.join(parent, kind), MAX_DEPTH):
                 own = kind == "modules"
-                worktree = _worktree(path, own)
-                link = _checkout_link(path, worktree)
+                worktree = worktree_of(path, own)
+                link = checkout_link(path, worktree)
                 if path not in self.dirs:
                     self._describe(path, own=own, link=link, parent=parent)
                     if worktree is not None:
@@ -240,68 +239,6 @@ class _Scan:
                 self._keep(entry.path, messages.GIT_GUARD_TOO_DEEP)
             else:
                 yield from self._git_dirs_under(entry.path, depth - 1)
-
-
-def _host_configs(env: Mapping[str, str], home: str) -> tuple[str, ...]:
-    """The system and global config files git reads, as it finds them."""
-    found = []
-    if not env.get("GIT_CONFIG_NOSYSTEM"):
-        found.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
-    if env.get("GIT_CONFIG_GLOBAL"):
-        found.append(env["GIT_CONFIG_GLOBAL"])
-    else:
-        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-        found += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    return tuple(found)
-
-
-def _common_of(git_dir: str) -> str | None:
-    """The common dir a git dir's `commondir` names, resolved; None when it names
-    none, or the git dir itself (the placeholder commits make)."""
-    pointer = _pointer(os.path.join(git_dir, "commondir"))
-    common = None if pointer is None else os.path.realpath(os.path.join(git_dir, pointer))
-    return None if common == git_dir else common
-
-
-def _worktree(git_dir: str, own: bool) -> str | None:
-    """Where a nested git dir's worktree is: a submodule's `core.worktree`, a linked
-    worktree's `gitdir` file's directory."""
-    if own:
-        found = dict(gitconfig.entries(os.path.join(git_dir, "config"))).get("core.worktree")
-    else:
-        pointer = _pointer(os.path.join(git_dir, "gitdir"))
-        found = None if pointer is None else os.path.dirname(pointer)
-    return None if found is None else os.path.normpath(os.path.join(git_dir, found))
-
-
-def _checkout_link(git_dir: str, worktree: str | None) -> str | None:
-    """A submodule's or linked worktree's `.git` file, when it names `git_dir`."""
-    if worktree is None:
-        return None
-    dot = os.path.join(worktree, DOT_GIT)
-    target = _pointer(dot, GITDIR_PREFIX) if _kind(dot) == stat.S_IFREG else None
-    if target is None or os.path.realpath(os.path.join(worktree, target)) != git_dir:
-        return None
-    return dot
-
-
-def _kind(path: str) -> int | None:
-    try:
-        return stat.S_IFMT(os.lstat(path).st_mode)
-    except OSError:
-        return None
-
-
-def _pointer(path: str, prefix: str = "") -> str | None:
-    """The path a `.git` file (`gitdir: X`) or a `commondir` names, if it is one."""
-    try:
-        with open(path, "rb") as file:
-            text = file.read(POINTER_BYTES).decode(errors="replace").strip()
-    except OSError:
-        return None
-    if not text.startswith(prefix):
-        return None
-    return text[len(prefix) :].strip() or None
 
 
 def _make(path: str, content: str | None) -> None:
