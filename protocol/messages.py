@@ -311,6 +311,7 @@ GIT_GUARD_GITDIR = "the git dir a .git file names"
 GIT_GUARD_GLOBAL = "a global or system git config"
 GIT_GUARD_LINK_TARGET = "where a git dir's {name} links"
 GIT_GUARD_TOO_DEEP = "nested deeper than the scan goes"
+GIT_GUARD_TOO_MANY = "holding more git dirs than are pinned one by one"
 
 # The daemon's WebSocket listener (`--listen`).
 WS_NEEDS_LIBRARY = "--listen needs the websockets library: pip install 'bashrpc[ws]'"

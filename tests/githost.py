@@ -104,7 +104,9 @@ class Host:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(mode)
-        self._own(self.base)
+        if self.user == "nobody":
+            for made in (path, *path.relative_to(self.base).parents):
+                os.lchown(self.base / made, NOBODY, NOBODY)
 
     def serve(self, workspace: Path, mode: str, settings: str = "") -> ServerProcess:
         config = self.base / f"settings-{len(self.servers)}.toml"

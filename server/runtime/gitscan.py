@@ -11,6 +11,7 @@ is kept. No count bounds it, so no command can spend one.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,6 +33,8 @@ from bashrpc.server.runtime.gitlayout import (
 # Submodule names may hold slashes (`modules/a/b`): how deep `modules/` and
 # `worktrees/` are looked into, with commits; deeper is kept read-only.
 MAX_DEPTH = 8
+# How many git dirs one `modules/` or `worktrees/` may hold to be pinned one by one.
+MAX_NESTED = 64
 # How deep `include.path` chains are followed (git stops at 10).
 MAX_INCLUDE_DEPTH = 10
 OBJECT_FORMAT_KEY = "extensions.objectformat"
@@ -211,9 +214,18 @@ class _Scan:
 
     def _nested(self, parent: str) -> Iterator[GitDir]:
         """With commits: the git dirs under `modules/` and `worktrees/`, which a
-        command could point a checkout at; deeper than MAX_DEPTH, kept read-only."""
+        command could point a checkout at. Deeper than MAX_DEPTH, or more than
+        MAX_NESTED in one, is kept read-only: more cannot be pinned at a cost
+        a shell's start can pay, and a command made them."""
         for kind in gitguard.NESTED:
-            for path in self._git_dirs_under(os.path.join(parent, kind), MAX_DEPTH):
+            directory = os.path.join(parent, kind)
+            found = list(
+                itertools.islice(self._git_dirs_under(directory, MAX_DEPTH), MAX_NESTED + 1)
+            )
+            if len(found) > MAX_NESTED:
+                self._keep(directory, messages.GIT_GUARD_TOO_MANY)
+                continue
+            for path in found:
                 own = kind == "modules"
                 worktree = worktree_of(path, own)
                 link = checkout_link(path, worktree)
