@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime import gitindex, gitscan
+from bashrpc.server.runtime import gitguard, gitindex, gitscan
 from bashrpc.server.runtime.gitguard import Survey
 from tests.githost import Host
 
@@ -133,3 +133,18 @@ def test_gitlinks_are_read_from_the_index_in_every_format(tmp_path: Path) -> Non
     assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
     (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
     assert scan([repo]).refused != ()
+
+
+def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
+    """A `.git` symlink could be replaced: only its directory, the root, could keep it."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    root = host.base / "root"
+    root.mkdir()
+    (root / ".git").symlink_to(repo / ".git")
+    made = gitguard.plan(scan([root]), [str(root)])
+    why = messages.GIT_GUARD_IS_ROOT.format(root=root)
+    what = messages.GIT_GUARD_NAMED.format(
+        path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_LINK
+    )
+    assert made.refused == messages.GIT_GUARD_REFUSED.format(what=what, why=why)
