@@ -11,6 +11,7 @@ Formats 2, 3 and 4 (prefix-compressed paths), and a split index's shared part.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 
@@ -35,12 +36,22 @@ class IndexUnreadable(Exception):
 
 
 def gitlinks(path: str, hash_bytes: int = SHA1_BYTES) -> tuple[str, ...]:
-    """The gitlink paths of the index at `path` (none when there is no index)."""
+    """The gitlink paths of the index at `path` (none when there is no index);
+    an unchanged index (a monorepo's runs to many megabytes) is read once."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise IndexUnreadable(str(exc)) from exc
+    return _read(path, hash_bytes, info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str, hash_bytes: int, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
     try:
         with open(path, "rb") as file:
             data = file.read()
-    except FileNotFoundError:
-        return ()
     except OSError as exc:
         raise IndexUnreadable(str(exc)) from exc
     found, shared = _parse(data, hash_bytes)

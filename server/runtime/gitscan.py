@@ -121,20 +121,19 @@ class _Scan:
             return  # a cycle of `.git` files, or two checkouts of one git dir
         self.entered.add(git_dir)
         known = self.dirs.get(git_dir)
+        common = common_of(git_dir)
         if known is not None:
+            # Found as another's common dir, or under `modules/`: its `.git` file too.
             if link is not None and known.link != link:
                 self._keep(link, messages.GIT_GUARD_GITDIR)
-            self._configs(worktree, git_dir, common_of(git_dir) or git_dir)
-            self._gitlinks(worktree, git_dir, common_of(git_dir) or git_dir)
-            return
-        common = common_of(git_dir)
-        if common is not None and common not in self.dirs:
-            self._describe(common, own=True)
-        if common is not None and gitguard.within_any(git_dir, [common]):
-            parent = common
-        elif parent is not None and not gitguard.within_any(git_dir, [parent]):
-            parent = None
-        self._describe(git_dir, own=common is None, link=link, parent=parent)
+        else:
+            if common is not None and common not in self.dirs:
+                self._describe(common, own=True)
+            if common is not None and gitguard.within_any(git_dir, [common]):
+                parent = common
+            elif parent is not None and not gitguard.within_any(git_dir, [parent]):
+                parent = None
+            self._describe(git_dir, own=common is None, link=link, parent=parent)
         self._configs(worktree, git_dir, common or git_dir)
         if self.commits:
             for nested in self._nested(git_dir):
