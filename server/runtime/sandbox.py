@@ -8,9 +8,10 @@ server (PR_SET_PDEATHSIG, set by `child.spawn`) and the init with bwrap
 
 Filesystem, by mode: `full` sees the host's as it is; `read-only` and
 `workspace-write` see it read-only with a private /tmp, the latter with the
-workspace and `writableRoots` bound writable again, then what decides what the
-host's git runs kept as the host has it (`gitguard.py`), and `protectedPaths`
-bound read-only inside them. They run with
+workspace and `writableRoots` bound writable again, then every git dir they
+reach and what the host's git reads for them kept as the host has it
+(`gitguard.py`; with `gitCommits`, all but what decides what git runs is
+writable), and `protectedPaths` bound read-only inside them. They run with
 no capability, even as root (`--cap-drop ALL`; bwrap sets no_new_privs).
 Without `network`, they get a network namespace with loopback alone, and a
 seccomp filter that refuses unix sockets (`seccomp.py`), whose filesystem
