@@ -4,13 +4,14 @@ runs later, a `core.fsmonitor` or a hook; then the host's own `git status` and
 `git commit` run, and must run nothing.
 
 Each vector runs with read-only git metadata (the default) and with
-`gitCommits`, and once with the sandbox `off`: there it plants, so the check can
-see a planted payload when one gets through."""
+`gitCommits`, and with the sandbox `off` (as root): there it plants, so the
+check sees a planted payload when one gets through."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from bashrpc.protocol import messages
@@ -22,8 +23,25 @@ from tests.sandboxing import skip_without_sandbox
 __all__ = ["host"]
 
 COMMITS = "gitCommits = true\n"
-# Read-only git metadata (the default), and commits.
-GIT_SETTINGS = {"read-only git": "", "commits": COMMITS}
+
+
+class Setup(msgspec.Struct, frozen=True):
+    """How the attacking command runs: unconfined (where it plants), or in
+    workspace-write with read-only git metadata (the default) or commits."""
+
+    mode: str
+    settings: str = ""
+
+    @property
+    def off(self) -> bool:
+        return self.mode == "off"
+
+
+SETUPS = {
+    "off": Setup("off"),
+    "read-only git": Setup("workspace-write"),
+    "commits": Setup("workspace-write", COMMITS),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -31,9 +49,17 @@ def _needs_sandbox() -> None:
     skip_without_sandbox()
 
 
-@pytest.fixture(params=sorted(GIT_SETTINGS))
-def settings(request: pytest.FixtureRequest) -> str:
-    return GIT_SETTINGS[request.param]
+@pytest.fixture(params=sorted(SETUPS))
+def setup(request: pytest.FixtureRequest, host: Host) -> Setup:
+    """Each setup; unconfined as root only, where it shows the vector plants."""
+    if request.param == "off" and host.user != "root":
+        pytest.skip("the unconfined control runs once, as root")
+    return SETUPS[request.param]
+
+
+@pytest.fixture(params=["read-only git", "commits"])
+def confined(request: pytest.FixtureRequest) -> Setup:
+    return SETUPS[request.param]
 
 
 def output(result: BashResult | ErrorObject) -> str:
@@ -45,7 +71,7 @@ def refused(result: BashResult | ErrorObject) -> bool:
     return isinstance(result, ErrorObject) and prefix in result.message
 
 
-def test_a_renamed_git_dir_and_a_fresh_one(host: Host, settings: str) -> None:
+def test_a_renamed_git_dir_and_a_fresh_one(host: Host, setup: Setup) -> None:
     """`mv .git .git-old` and a fresh `.git` with a chosen config."""
     repo = host.repo("repo")
     command = (
@@ -53,22 +79,12 @@ def test_a_renamed_git_dir_and_a_fresh_one(host: Host, settings: str) -> None:
         f"git config core.fsmonitor '{host.payload()}'; "
         "git config user.email a@example.com; git config user.name a"
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
-    assert (repo / ".git").is_dir() and not (repo / ".git-old").exists()
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
+    assert (repo / ".git-old").exists() is setup.off
 
 
-def test_the_vectors_plant_with_the_sandbox_off(host: Host) -> None:
-    """The same commands, unconfined, do plant: the checks above can fail."""
-    if host.user != "root":
-        pytest.skip("once is enough")
-    repo = host.repo("repo")
-    command = f"git config core.fsmonitor '{host.payload()}'"
-    host.attack(repo, "off", command)
-    assert host.planted(repo)
-
-
-def test_a_commondir_pointed_at_a_planted_copy(host: Host, settings: str) -> None:
+def test_a_commondir_pointed_at_a_planted_copy(host: Host, setup: Setup) -> None:
     """`.git/commondir` naming a copy of the git dir with a planted config."""
     repo = host.repo("repo")
     command = (
@@ -76,11 +92,11 @@ def test_a_commondir_pointed_at_a_planted_copy(host: Host, settings: str) -> Non
         f"git --git-dir=copy config core.fsmonitor '{host.payload()}'; "
         'rm -f .git/commondir; echo "$PWD/copy" > .git/commondir'
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
 
 
-def test_a_hooks_symlink_replaced_by_a_directory(host: Host, settings: str) -> None:
+def test_a_hooks_symlink_replaced_by_a_directory(host: Host, setup: Setup) -> None:
     """`.git/hooks` a symlink to a tracked `.githooks/`: the command replaces the
     link with a directory of its own, or writes the link's target."""
     repo = host.repo("repo")
@@ -95,9 +111,9 @@ def test_a_hooks_symlink_replaced_by_a_directory(host: Host, settings: str) -> N
         f"{host.hooks()} plant .githooks/post-commit; "
         "rm -rf .git/hooks; mkdir .git/hooks; plant .git/hooks/pre-commit"
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
-    assert hooks.is_symlink()
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
+    assert hooks.is_symlink() is not setup.off
 
 
 def with_submodules(host: Host, names: tuple[str, ...] = ("lib", "zlib")) -> Path:
@@ -109,7 +125,7 @@ def with_submodules(host: Host, names: tuple[str, ...] = ("lib", "zlib")) -> Pat
     return repo
 
 
-def test_a_submodules_config_and_hooks(host: Host, settings: str) -> None:
+def test_a_submodules_config_and_hooks(host: Host, setup: Setup) -> None:
     """A submodule's `.git/modules/<name>/config` and hooks, written in place or in
     a fresh `modules/` after moving the old one aside; its checkout's `.git` file
     pointed at a planted copy, in place or in a fresh checkout."""
@@ -126,11 +142,11 @@ def test_a_submodules_config_and_hooks(host: Host, settings: str) -> None:
         'echo "gitdir: $PWD/planted" > lib/.git; '
         'mv lib lib-old; mkdir -p lib; echo "gitdir: $PWD/planted" > lib/.git'
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo, "lib"), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo, "lib") is setup.off, output(result)
 
 
-def test_the_scan_has_no_budget_to_spend(host: Host, settings: str) -> None:
+def test_the_scan_has_no_budget_to_spend(host: Host, setup: Setup) -> None:
     """Issue vector 4: 257 decoy git dirs in `.git/modules`, named before the real
     submodule (as a shell with a writable `modules/` could leave them), once left
     the real one unscanned."""
@@ -142,11 +158,11 @@ def test_the_scan_has_no_budget_to_spend(host: Host, settings: str) -> None:
         f"git --git-dir={module} config core.fsmonitor '{host.payload()}'; "
         f"{host.hooks()} plant {module}/hooks/pre-commit"
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo, "zlib"), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo, "zlib") is setup.off, output(result)
 
 
-def test_a_submodule_checkout_without_a_git_gets_one(host: Host, settings: str) -> None:
+def test_a_submodule_checkout_without_a_git_gets_one(host: Host, setup: Setup) -> None:
     """A gitlink whose checkout is empty (cloned without its submodules): a `.git`
     made there is entered by the host's `git status`, which runs its fsmonitor."""
     source = with_submodules(host, ("lib",))
@@ -154,8 +170,8 @@ def test_a_submodule_checkout_without_a_git_gets_one(host: Host, settings: str) 
     host.ok(host.base, "clone", "-q", str(source), str(repo))
     assert list((repo / "lib").iterdir()) == []
     command = f"cd lib && git init -q && git config core.fsmonitor '{host.payload()}'"
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
 
 
 def linked_worktree(host: Host) -> tuple[Path, Path]:
@@ -168,9 +184,10 @@ def linked_worktree(host: Host) -> tuple[Path, Path]:
     return main, worktree
 
 
-def test_a_linked_worktree_workspace(host: Host, settings: str) -> None:
+def test_a_linked_worktree_workspace(host: Host, confined: Setup) -> None:
     """A workspace whose `.git` is a file: its `.git` file and its git dir's
-    pointers stay as they are."""
+    pointers stay as they are (unconfined, the rewrites break the host's git
+    before anything is planted: no control)."""
     main, worktree = linked_worktree(host)
     pointer = (worktree / ".git").read_text()
     admin = main / ".git" / "worktrees" / "worktree"
@@ -181,14 +198,14 @@ def test_a_linked_worktree_workspace(host: Host, settings: str) -> None:
         f"git config --worktree core.fsmonitor '{payload}'; "
         f"echo '[core]fsmonitor = {payload}' > {admin}/config.worktree"
     )
-    result = host.attack(worktree, "workspace-write", command, settings)
+    result = host.attack(worktree, confined.mode, command, confined.settings)
     assert (worktree / ".git").read_text() == pointer
     assert (admin / "commondir").read_text() == "../..\n"
     host.ok(main, "config", "extensions.worktreeConfig", "true")
     assert not host.planted(worktree), output(result)
 
 
-def test_a_linked_worktrees_submodule(host: Host, settings: str) -> None:
+def test_a_linked_worktrees_submodule(host: Host, setup: Setup) -> None:
     """Issue vector 3: a linked worktree keeps its submodules' git dirs in
     `<main>/.git/worktrees/<wt>/modules/<name>`, which was bound writable."""
     main, worktree = linked_worktree(host)
@@ -198,11 +215,11 @@ def test_a_linked_worktrees_submodule(host: Host, settings: str) -> None:
         f"git --git-dir={module} config core.fsmonitor '{host.payload()}'; "
         f"{host.hooks()} plant {module}/hooks/pre-commit"
     )
-    result = host.attack(worktree, "workspace-write", command, settings)
-    assert not host.planted(worktree, "lib"), output(result)
+    result = host.attack(worktree, setup.mode, command, setup.settings)
+    assert host.planted(worktree, "lib") is setup.off, output(result)
 
 
-def test_a_separate_git_dir_outside_the_workspace(host: Host, settings: str) -> None:
+def test_a_separate_git_dir_outside_the_workspace(host: Host, setup: Setup) -> None:
     """`git init --separate-git-dir`: the workspace's `.git` file names a git dir
     outside the roots."""
     repo = host.base / "repo"
@@ -210,16 +227,18 @@ def test_a_separate_git_dir_outside_the_workspace(host: Host, settings: str) -> 
     host.ok(host.base, "init", "-q", "--separate-git-dir", str(host.base / "store.git"), str(repo))
     host.ok(repo, "commit", "-q", "--allow-empty", "-m", "first")
     host.ok(repo, "config", "user.email", "agent@example.com")
+    payload = host.payload()
     command = (
-        f"git config core.fsmonitor '{host.payload()}'; "
-        f"echo 'gitdir: {host.base}/planted.git' > .git; "
-        f"cp -r {host.base}/store.git /tmp/copy; git --git-dir=/tmp/copy config core.fsmonitor x"
+        f"git config core.fsmonitor '{payload}'; "
+        f"cp -r {host.base}/store.git planted.git; "
+        f"git --git-dir=planted.git config core.fsmonitor '{payload}'; "
+        'echo "gitdir: $PWD/planted.git" > .git'
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
 
 
-def test_an_include_in_a_missing_directory(host: Host, settings: str) -> None:
+def test_an_include_in_a_missing_directory(host: Host, setup: Setup) -> None:
     """Issue vector 5: `include.path = conf/local.gitconfig`, `conf/` missing:
     nothing can keep it but the root itself, so the shell is refused, with why."""
     repo = host.repo("repo")
@@ -227,13 +246,14 @@ def test_an_include_in_a_missing_directory(host: Host, settings: str) -> None:
     command = (
         f"mkdir conf; printf '[core]\\n\\tfsmonitor = {host.payload()}\\n' > conf/local.gitconfig"
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert refused(result), output(result)
-    assert f"{repo}/conf/local.gitconfig (include.path)" in output(result)
-    assert not host.planted(repo)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert refused(result) is not setup.off, output(result)
+    if not setup.off:
+        assert f"{repo}/conf/local.gitconfig (include.path)" in output(result)
+    assert host.planted(repo) is setup.off
 
 
-def test_a_relative_hooks_path_in_the_global_config(host: Host, settings: str) -> None:
+def test_a_relative_hooks_path_in_the_global_config(host: Host, setup: Setup) -> None:
     """Issue vector 6: `core.hooksPath = .hooks` in the user's `~/.gitconfig`, relative
     to the worktree: the workspace's `.hooks/` must be kept."""
     repo = host.repo("repo")
@@ -243,11 +263,11 @@ def test_a_relative_hooks_path_in_the_global_config(host: Host, settings: str) -
         f"{host.hooks()} plant .hooks/pre-commit; "
         "mv .hooks .moved; mkdir .hooks; plant .hooks/pre-commit"
     )
-    result = host.attack(repo, "workspace-write", command, settings)
-    assert not host.planted(repo), output(result)
+    result = host.attack(repo, setup.mode, command, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
 
 
-def test_a_workspace_inside_a_repository(host: Host, settings: str) -> None:
+def test_a_workspace_inside_a_repository(host: Host, setup: Setup) -> None:
     """Issue vector 7: a workspace in a repository (a monorepo's package), with no
     `.git` of its own, could `git init` one, whose fsmonitor the host's git runs:
     the shell is refused."""
@@ -255,9 +275,9 @@ def test_a_workspace_inside_a_repository(host: Host, settings: str) -> None:
     package = repo / "packages" / "app"
     host.write(package / "README", "")
     command = f"git init -q . && git config core.fsmonitor '{host.payload()}'"
-    result = host.attack(package, "workspace-write", command, settings)
-    assert refused(result), output(result)
-    assert not host.planted(package)
+    result = host.attack(package, setup.mode, command, setup.settings)
+    assert refused(result) is not setup.off, output(result)
+    assert host.planted(package) is setup.off
 
 
 # What the host's config names in the workspace, and how the command rewrites it.
@@ -287,7 +307,7 @@ CONFIG_NAMED = {
 
 
 @pytest.mark.parametrize("named", sorted(CONFIG_NAMED))
-def test_what_the_config_names_in_the_workspace(host: Host, settings: str, named: str) -> None:
+def test_what_the_config_names_in_the_workspace(host: Host, setup: Setup, named: str) -> None:
     """The config is read-only, but what it names in the workspace must be too: a
     hooks directory not made yet (husky's `.husky/_` before its install), an
     included config file (there or not), a command's program."""
@@ -300,8 +320,8 @@ def test_what_the_config_names_in_the_workspace(host: Host, settings: str, named
         host.write(program, "#!/bin/sh\nexit 1\n", 0o755)
     host.ok(repo, "config", key, value)
     text = command.format(hooks=host.hooks(), payload=host.payload())
-    result = host.attack(repo, "workspace-write", text, settings)
-    assert not host.planted(repo), output(result)
+    result = host.attack(repo, setup.mode, text, setup.settings)
+    assert host.planted(repo) is setup.off, output(result)
 
 
 def test_git_metadata_is_read_only_by_default(host: Host) -> None:
