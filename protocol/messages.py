@@ -297,6 +297,27 @@ SANDBOX_DENIED = (
     " Ask the user to run it, or to widen the sandbox.]"
 )
 SANDBOX_PRIVATE_TMP = "/tmp (private to this shell)"
+# The git guard's refusals: what no bind can keep from a command, and why.
+GIT_GUARD_REFUSED = (
+    "the git guard cannot protect {what}: {why}, and the host's git would run what a"
+    " command wrote there. Fix that, or use sandbox mode read-only"
+)
+GIT_GUARD_NAMED = "{path} ({reason})"
+GIT_GUARD_IS_ROOT = "only binding the writable root {root} read-only would keep it"
+GIT_GUARD_ENCLOSED = (
+    "the writable root {root}, inside the repository {repository} without a .git of its own"
+)
+GIT_GUARD_MAY_INIT = "a command could make one there (git init); open the repository's top instead"
+GIT_GUARD_INDEX = "the index {path} (its gitlinks)"
+GIT_GUARD_UNREADABLE = "it cannot be read ({detail}), so its submodules are unknown"
+# Why a path is kept: what git reads it as.
+GIT_GUARD_CHECKOUT = "a submodule's checkout"
+GIT_GUARD_DOT_GIT_LINK = "a .git that is a symlink"
+GIT_GUARD_GITDIR = "the git dir a .git file names"
+GIT_GUARD_GLOBAL = "a global or system git config"
+GIT_GUARD_LINK_TARGET = "where a git dir's {name} links"
+GIT_GUARD_TOO_DEEP = "nested deeper than the scan goes"
+GIT_GUARD_TOO_MANY = "holding more git dirs than are pinned one by one"
 
 # The daemon's WebSocket listener (`--listen`).
 WS_NEEDS_LIBRARY = "--listen needs the websockets library: pip install 'bashrpc[ws]'"

@@ -86,9 +86,12 @@ class SandboxSettings(_Section, frozen=True):
     network: bool = False
     # Writable in `workspace-write`, besides the workspace.
     writable_roots: tuple[str, ...] = ()
-    # Read-only inside the writable roots, besides `.git/hooks` and `.git/config`;
+    # Read-only inside the writable roots, besides what the host's git reads;
     # relative paths are taken in each root.
     protected_paths: tuple[str, ...] = ()
+    # workspace-write: git dirs writable but for what decides what git runs, so
+    # commits work; this makes files in the repositories (`gitguard.py`).
+    git_commits: bool = False
 
 
 OnEof = Literal["finish", "abort"]

@@ -119,8 +119,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(MAX_WORKERS, WORKERS_PER_CORE * len(os.sched_getaffinity(0)))
 
 
-# Fixtures that start the real server as a process of its own.
-PROCESS_FIXTURES = frozenset({"process", "spawn_process"})
+# Fixtures that start the real server as a process of its own (`host`: tests/githost.py).
+PROCESS_FIXTURES = frozenset({"process", "spawn_process", "host"})
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -125,7 +125,11 @@ class InProcessServer(RpcClient):
 
 
 def environment(tmp: Path) -> dict[str, str]:
-    """What an in-process server's shells see besides os.environ: a private HOME."""
+    """What an in-process server's shells see besides os.environ: a private HOME.
+
+    Both are made: in the workspace, a global git config's directory that does not
+    exist could be made by a sandboxed command, which the git guard refuses."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
+    (tmp / "config").mkdir(exist_ok=True)
     return {"HOME": str(home), "XDG_CONFIG_HOME": str(tmp / "config")}

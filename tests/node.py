@@ -52,3 +52,8 @@ def node_packages() -> Path:
             )
             ready.touch()
     return root
+
+
+def node_modules() -> Path:
+    """The installed `node_modules`, for NODE_PATH (CommonJS scripts)."""
+    return node_packages() / "node_modules"

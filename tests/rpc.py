@@ -375,7 +375,9 @@ class ServerProcess(RpcClient):
         artifacts: bool = True,
         preexec_fn: Any = None,
         new_session: bool = False,
+        launcher: tuple[str, ...] = (),
     ) -> None:
+        """`launcher`: what runs the server (`setpriv --reuid ...`), before its argv."""
         super().__init__()
         self.tmp = tmp
         self.artifacts_root = tmp / "artifacts"
@@ -383,7 +385,7 @@ class ServerProcess(RpcClient):
         workspace = args[flags[-1] + 1] if flags else cwd or tmp
         # This server's workspace's own directory under the root.
         self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
-        argv = [sys.executable, "-m", "bashrpc", *args]
+        argv = [*launcher, sys.executable, "-m", "bashrpc", *args]
         if artifacts and "--artifacts-dir" not in args:
             argv += ["--artifacts-dir", str(self.artifacts_root)]
         self.stderr_path = tmp / f"stderr-{id(self)}.log"
@@ -468,10 +470,12 @@ class ServerProcess(RpcClient):
 
 def server_environment(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment a test server runs in: a private, empty HOME, so the
-    developer's own rc files never leak in, and private XDG directories."""
+    developer's own rc files never leak in, and private XDG directories (made: see
+    `tests.inprocess.environment`)."""
     env = dict(os.environ)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
+    (tmp / "config").mkdir(exist_ok=True)
     env["HOME"] = str(home)
     env.setdefault("XDG_STATE_HOME", str(tmp / "state"))
     env["XDG_CONFIG_HOME"] = str(tmp / "config")

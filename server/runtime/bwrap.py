@@ -53,7 +53,11 @@ async def wrap(
     if policy is None:
         return Launch(argv)
     bwrap = await bwrap_path()
-    guard = await anyio.to_thread.run_sync(gitscan.prepare, policy.writable)
+    guard = await anyio.to_thread.run_sync(
+        functools.partial(gitscan.prepare, policy.writable, commits=policy.git_commits)
+    )
+    if guard.refused is not None:
+        raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=guard.refused))
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
     wrapped = policy.argv(
         argv,

@@ -1,39 +1,29 @@
 """What the host's git runs must not be a confined command's to change (pure).
 
 The host runs git in the workspace later (`git status`, `git commit`, an
-editor's background `git`), and git runs what its git dirs say: hooks, and
-the commands of config keys (`core.fsmonitor`, `core.hooksPath`,
-`core.sshCommand`, `core.pager`, `diff.*.textconv`, `filter.*`, `include.path`
-and the rest). So in workspace-write, every git dir a writable root's git
-reaches is bound so that what decides those stays as the host had it:
+editor's background `git`), and git runs what its git dirs and configs say:
+hooks, and the commands of config keys (`core.fsmonitor`, `core.sshCommand`,
+`diff.*.textconv`, `filter.*`...). The scan (`gitscan.py`) finds every git dir
+a root's git reaches and each path git reads for them; this decides the binds.
 
-- Each git dir in a root is bound over itself, with every directory between it
-  and the one it is nested in (`modules/`, `worktrees/`): a mount point cannot
-  be renamed, so `mv .git .git-old` and a fresh `.git` fail, and so does
-  moving `.git/modules` aside.
-- In it, `config`, `config.worktree`, `commondir`, `gitdir` and `hooks` are
-  bound read-only. Those missing are made first (`PLACEHOLDERS`): a name must
-  exist to be covered, and one a command could create would be read (a
-  `commondir` pointing at a copy with a planted config, say).
-- A git dir's own root stays writable otherwise: git makes `index.lock`,
-  `HEAD.lock`, `packed-refs.lock` and `COMMIT_EDITMSG` there and renames them
-  over `index`, `HEAD`, `packed-refs`, so a read-only root fails every commit.
-- A pinned entry that is a symlink (a `.git/hooks` linked to a tracked
-  `.githooks/`) cannot be covered: a mount follows the link, and the link itself
-  could be replaced. That git dir is bound read-only, with `objects/`, `refs/` and
-  `logs/` writable again; its target, when in a root, is bound read-only too.
-  Commits there fail (`index.lock`): the price of a link nothing can pin.
-- What the config names in a root is bound read-only too, with every directory
-  down to it bound over itself: the `core.hooksPath` directory (made when
-  missing: husky's `.husky/_` before its install), files the config includes
-  (made empty when missing), and the program of a command key
-  (`diff.pdf.textconv = ./tools/pdf2txt`).
-- A `.git` file in a root (a linked worktree, a submodule's checkout) is bound
-  read-only, so it keeps naming its git dir. That git dir, when outside the roots,
-  is bound writable (its `HEAD`, `index`), pinned as above; the common dir it
-  names stays read-only but for `objects/`, `refs/` and `logs/`.
-- bwrap binds a directory without what is mounted inside it, so the order is
-  kept such that no bind uncovers an earlier one (`_settled`).
+Read-only git metadata (the default, as in Codex): every git dir is bound
+read-only whole, with what is nested in it, and nothing is made on the host.
+A `.git` file, a gitlink's checkout with no `.git` (the host's `git status`
+enters it once it has one) and what a config names in a root are read-only
+too; a path missing is kept from being made by its nearest existing directory.
+
+Commits (`gitCommits`): git makes `index.lock`, `HEAD.lock` and the like in
+the git dir and renames them over `index` and `HEAD`, so the git dir stays
+writable, and a name there can be kept from being made only by making it
+first (`PLACEHOLDERS`), then binding it read-only, with every directory down
+to it bound over itself (a mount point cannot be renamed). Those files stay:
+libgit2 cannot open a repository with `commondir`. A pinned name that is a
+symlink cannot be covered: that git dir is read-only but for `objects/`,
+`refs/` and `logs/`.
+
+What no bind can keep is refused, never skipped. bwrap binds a directory
+without what is mounted inside it, so the binds are ordered such that none
+uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
@@ -45,10 +35,13 @@ from collections.abc import Sequence
 
 import msgspec
 
+from bashrpc.protocol import messages
+
 # What git reads in a git dir to decide what it runs, or which git dir it uses.
 PINNED = ("config", "config.worktree", "commondir", "gitdir", "hooks")
-# Made on the host when missing, so they can be pinned, each harmless as made:
-# `commondir` naming the git dir itself, empty configs, no hooks. None: a directory.
+# Made on the host when missing (commits only), so they can be pinned, each
+# harmless as made: `commondir` naming the git dir itself, empty configs, no hooks.
+# None: a directory.
 PLACEHOLDERS: dict[str, str | None] = {
     "config": "",
     "config.worktree": "",
@@ -89,17 +82,30 @@ class GitDir(msgspec.Struct, frozen=True):
     link: str | None = None
     # The git dir it is nested in (`modules/`, `worktrees/`), when it is.
     parent: str | None = None
-    # What its config names (`references`), absolute and resolved: programs that
-    # exist, and config files it includes and hooks directories, there or not.
-    referenced: tuple[str, ...] = ()
-    includes: tuple[str, ...] = ()
-    hooks_dirs: tuple[str, ...] = ()
+
+
+class Kept(msgspec.Struct, frozen=True):
+    """A path git reads, in a writable root, to keep as the host has it."""
+
+    # What is bound read-only: the path itself, or its nearest existing directory.
+    path: str
+    # What git reads there, and why (`messages.GIT_GUARD_NAMED`), for a refusal.
+    what: str
+
+
+class Survey(msgspec.Struct, frozen=True):
+    """What the scan found: git dirs (parents before those nested in them), paths
+    to keep, and what no bind can keep (each a message), which refuses the shell."""
+
+    git_dirs: tuple[GitDir, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    refused: tuple[str, ...] = ()
 
 
 class References(msgspec.Struct, frozen=True):
-    includes: tuple[str, ...] = ()
-    programs: tuple[str, ...] = ()
-    hooks_dirs: tuple[str, ...] = ()
+    includes: tuple[tuple[str, str], ...] = ()
+    # (key, path) pairs: the program of a command key, the hooks directory.
+    named: tuple[tuple[str, str], ...] = ()
 
 
 def references(
@@ -108,16 +114,16 @@ def references(
     """What one config file's entries name: included files (relative to the file),
     hooks directories and programs (relative to the worktree, where git runs them;
     when there is none, only absolute ones count)."""
-    includes, programs, hooks = [], [], []
+    includes, named = [], []
     for key, value in pairs:
         value = home + value[1:] if value.startswith("~/") else value
         if INCLUDE_KEY.match(key):
-            includes += _resolved(value, config_dir)
+            includes += [(key, p) for p in _resolved(value, config_dir)]
         elif key == HOOKS_KEY:
-            hooks += _resolved(value, worktree)
+            named += [(key, p) for p in _resolved(value, worktree)]
         elif COMMAND_KEY.match(key):
-            programs += _resolved(_program(value.removeprefix("!")), worktree)
-    return References(tuple(includes), tuple(programs), tuple(hooks))
+            named += [(key, p) for p in _resolved(_program(value.removeprefix("!")), worktree)]
+    return References(tuple(includes), tuple(named))
 
 
 def _program(command: str) -> str:
@@ -144,29 +150,64 @@ class Bind(msgspec.Struct, frozen=True):
 
 class Plan(msgspec.Struct, frozen=True):
     binds: tuple[Bind, ...] = ()
-    # (path, content) to make on the host before the sandbox starts; None: a directory.
+    # (path, content) to make on the host before the sandbox starts (commits only);
+    # None: a directory.
     placeholders: tuple[tuple[str, str | None], ...] = ()
+    # Why the shell cannot start, when something cannot be kept.
+    refused: str | None = None
 
 
-def plan(dirs: Sequence[GitDir], roots: Sequence[str]) -> Plan:
-    """The binds that keep `dirs` (parents before the dirs nested in them) as the
-    host has them, for a sandbox whose writable roots are `roots`."""
+def plan(survey: Survey, roots: Sequence[str], *, commits: bool = False) -> Plan:
+    """The binds that keep what `survey` found as the host has it, for a sandbox
+    whose writable roots are `roots`."""
+    if survey.refused:
+        return Plan(refused=survey.refused[0])
     binds: list[Bind] = []
     placeholders: list[tuple[str, str | None]] = []
-    for git_dir in dirs:
-        binds += _pins(git_dir, roots, placeholders)
-        made: dict[str, str | None] = {p: None for p in git_dir.hooks_dirs}
-        made.update((path, "") for path in git_dir.includes)
-        for path in (*made, *git_dir.referenced):
-            root = _root_of(path, roots)
-            if root is None or any(_within(path, b.path) for b in binds if not b.writable):
-                continue  # outside the roots, or read-only already (`.git/hooks/x`)
-            if path in made:
-                # Made when missing, or the command could make it: an empty config, no hooks.
-                placeholders.append((path, made[path]))
-            binds += [Bind(d, writable=True) for d in _between(root, path)]
-            binds.append(Bind(path, writable=False))
+    for git_dir in survey.git_dirs:
+        if git_dir.link is not None:
+            binds += _kept(git_dir.link, roots, binds)
+        if commits:
+            binds += _pins(git_dir, roots, placeholders, binds)
+        else:
+            binds += _kept(git_dir.path, roots, binds)
+    for kept in survey.kept:
+        if kept.path in roots:
+            why = messages.GIT_GUARD_IS_ROOT.format(root=kept.path)
+            return Plan(refused=messages.GIT_GUARD_REFUSED.format(what=kept.what, why=why))
+        binds += _kept(kept.path, roots, binds)
     return Plan(_settled(binds), tuple(placeholders))
+
+
+def _kept(path: str, roots: Sequence[str], binds: Sequence[Bind]) -> list[Bind]:
+    """`path` bound read-only with the way down to it, unless it is read-only already.
+
+    Outside any writable mount it is bound all the same: it is there then even
+    under the sandbox's private /tmp."""
+    mount = _mounted_at(path, roots, binds)
+    if mount is None:
+        return [Bind(path, writable=False)]
+    top, writable = mount
+    if not writable:
+        return []
+    return [*_way_down(top, path), Bind(path, writable=False)]
+
+
+def _mounted_at(path: str, roots: Sequence[str], binds: Sequence[Bind]) -> tuple[str, bool] | None:
+    """The innermost mount holding `path` (the last bound, of equals): its path,
+    and whether it is writable."""
+    mounts = [(r, True) for r in roots] + [(b.path, b.writable) for b in binds]
+    holding = [(i, m) for i, m in enumerate(mounts) if _within(path, m[0])]
+    if not holding:
+        return None
+    return max(holding, key=lambda item: (len(item[1][0]), item[0]))[1]
+
+
+def _way_down(root: str, path: str) -> list[Bind]:
+    """Every directory strictly between `root` and `path`, each bound over itself:
+    a mount point cannot be renamed, so none is moved aside with what is kept in it."""
+    parts = os.path.relpath(path, root).split(os.sep)[:-1]
+    return [Bind(os.path.join(root, *parts[: i + 1]), writable=True) for i in range(len(parts))]
 
 
 def _settled(binds: Sequence[Bind]) -> tuple[Bind, ...]:
@@ -184,15 +225,20 @@ def _settled(binds: Sequence[Bind]) -> tuple[Bind, ...]:
 
 
 def _pins(
-    git_dir: GitDir, roots: Sequence[str], placeholders: list[tuple[str, str | None]]
+    git_dir: GitDir,
+    roots: Sequence[str],
+    placeholders: list[tuple[str, str | None]],
+    earlier: Sequence[Bind],
 ) -> list[Bind]:
-    binds = []
-    if git_dir.link is not None:
-        # A submodule's checkout keeps its `.git` file, and cannot be moved aside.
-        root = _root_of(git_dir.link, roots)
-        between = [] if root is None else _between(root, git_dir.link)
-        binds += [*(Bind(d, writable=True) for d in between), Bind(git_dir.link, writable=False)]
-    if within_any(git_dir.path, roots):
+    """Commits: the git dir writable, what decides what git runs in it read-only."""
+    binds: list[Bind] = []
+    parent_writable = git_dir.parent is not None and any(
+        b.path == git_dir.parent and b.writable for b in earlier
+    )
+    root = _root_of(git_dir.path, roots)
+    if root is not None or parent_writable:
+        if root is not None and git_dir.parent is None:
+            binds += _way_down(root, git_dir.path)
         binds += [Bind(path, writable=True) for path in _chain(git_dir)]
     elif git_dir.link is not None:
         binds.append(Bind(git_dir.path, writable=True))
@@ -201,9 +247,7 @@ def _pins(
         # what a commit writes there. Bound, so it is there even under /tmp.
         return [*binds, Bind(git_dir.path, writable=False), *_written(git_dir)]
     if git_dir.links:
-        binds += [Bind(git_dir.path, writable=False), *_written(git_dir)]
-        targets = (target for _, target in git_dir.links if within_any(target, roots))
-        return binds + [Bind(target, writable=False) for target in targets]
+        return [*binds, Bind(git_dir.path, writable=False), *_written(git_dir)]
     for name in PINNED:
         path = os.path.join(git_dir.path, name)
         if name in git_dir.found:
@@ -216,12 +260,6 @@ def _pins(
 
 def _root_of(path: str, roots: Sequence[str]) -> str | None:
     return max((r for r in roots if _within(path, r)), key=len, default=None)
-
-
-def _between(root: str, path: str) -> list[str]:
-    """The directories strictly between `root` and `path`, outermost first."""
-    parts = os.path.relpath(path, root).split(os.sep)[:-1]
-    return [os.path.join(root, *parts[: i + 1]) for i in range(len(parts))]
 
 
 def _chain(git_dir: GitDir) -> list[str]:
@@ -241,10 +279,11 @@ def _written(git_dir: GitDir) -> list[Bind]:
     ]
 
 
-def protected(roots: Sequence[str]) -> tuple[str, ...]:
+def protected(roots: Sequence[str], *, commits: bool) -> tuple[str, ...]:
     """What a command may not write in `roots`, as far as the denial notice goes:
-    the pinned names of each root's own `.git`."""
-    return tuple(os.path.join(root, ".git", name) for root in roots for name in PINNED)
+    each root's `.git`, or with commits its pinned names."""
+    names = PINNED if commits else ("",)
+    return tuple(os.path.normpath(os.path.join(r, ".git", n)) for r in roots for n in names)
 
 
 def within_any(path: str, roots: Sequence[str]) -> bool:

@@ -118,6 +118,7 @@ class Runtime:
             workspace=self.workspace,
             writable_roots=configured.writable_roots,
             protected_paths=configured.protected_paths,
+            git_commits=configured.git_commits,
             opened_in=opened_in,
         )
 

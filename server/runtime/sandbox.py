@@ -8,9 +8,10 @@ server (PR_SET_PDEATHSIG, set by `child.spawn`) and the init with bwrap
 
 Filesystem, by mode: `full` sees the host's as it is; `read-only` and
 `workspace-write` see it read-only with a private /tmp, the latter with the
-workspace and `writableRoots` bound writable again, then what decides what the
-host's git runs kept as the host has it (`gitguard.py`), and `protectedPaths`
-bound read-only inside them. They run with
+workspace and `writableRoots` bound writable again, then every git dir they
+reach and what the host's git reads for them kept as the host has it
+(`gitguard.py`; with `gitCommits`, all but what decides what git runs is
+writable), and `protectedPaths` bound read-only inside them. They run with
 no capability, even as root (`--cap-drop ALL`; bwrap sets no_new_privs).
 Without `network`, they get a network namespace with loopback alone, and a
 seccomp filter that refuses unix sockets (`seccomp.py`), whose filesystem
@@ -39,9 +40,6 @@ from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime import gitguard
 from bashrpc.server.runtime.gitguard import Bind
 
-# Never written inside a writable root, as the denial notice judges: what would run
-# code outside the sandbox (bound by the git guard, which knows where they are).
-PROTECTED_IN_ROOTS = tuple(f".git/{name}" for name in gitguard.PINNED)
 # A tmpfs of each confined shell's own, over the host's.
 PRIVATE_TMP = "/tmp"
 # What every confined sandbox mounts of its own; `full` has its own /proc alone.
@@ -60,6 +58,8 @@ class Policy(msgspec.Struct, frozen=True):
     protected_paths: tuple[str, ...]
     # Directories the host opened a session in, outside the roots: bound read-only.
     shown: tuple[str, ...] = ()
+    # Git dirs writable but for what decides what git runs (`gitguard.py`).
+    git_commits: bool = False
 
     @property
     def confined(self) -> bool:
@@ -101,8 +101,10 @@ class Policy(msgspec.Struct, frozen=True):
         return not _below_own_mounts(path, OWN_MOUNTS)
 
     def _protected(self, roots: Sequence[str], *, builtin: bool = True) -> list[str]:
-        out = []
-        for path in (*(PROTECTED_IN_ROOTS if builtin else ()), *self.protected_paths):
+        # What would run code outside the sandbox, as the denial notice judges
+        # (the git guard binds it, knowing where it is).
+        out = list(gitguard.protected(roots, commits=self.git_commits)) if builtin else []
+        for path in self.protected_paths:
             if os.path.isabs(path):
                 out.append(os.path.normpath(path))
             else:
@@ -196,6 +198,7 @@ def policy(
     writable_roots: Sequence[str],
     protected_paths: Sequence[str],
     opened_in: str | None = None,
+    git_commits: bool = False,
 ) -> Policy | None:
     """The policy of a mode; None for `off`. `opened_in`: the directory the host
     opened the session in, shown read-only when outside the roots (and showable)."""
@@ -208,4 +211,4 @@ def policy(
     shown: tuple[str, ...] = ()
     if opened_in is not None and not any(_within(opened_in, root) for root in resolved):
         shown = (opened_in,) if showable(opened_in) else ()
-    return Policy(mode, network, resolved, tuple(protected_paths), shown)
+    return Policy(mode, network, resolved, tuple(protected_paths), shown, git_commits)

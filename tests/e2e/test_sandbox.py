@@ -95,11 +95,17 @@ def test_workspace_write_allows_the_workspace_and_refuses_the_rest(
     assert not Path("/tmp/bashrpc-private").exists()
 
 
-def test_git_hooks_and_config_stay_read_only(spawn: SpawnInProcess, tmp_path: Path) -> None:
+@pytest.mark.parametrize("commits", [False, True])
+def test_git_hooks_and_config_stay_read_only(
+    spawn: SpawnInProcess, tmp_path: Path, commits: bool
+) -> None:
+    """By default the whole git dir is read-only; with `gitCommits`, what decides
+    what git runs."""
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / ".git" / "config").write_text("[core]\n")
     (tmp_path / "secret.env").write_text("x")
-    server = sandboxed(spawn, "workspace-write", "protectedPaths = ['secret.env']\n")
+    extra = "protectedPaths = ['secret.env']\n" + ("gitCommits = true\n" if commits else "")
+    server = sandboxed(spawn, "workspace-write", extra)
     for command, target in (
         ("echo evil > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
         ("echo evil >> .git/config", ".git/config"),
@@ -108,7 +114,9 @@ def test_git_hooks_and_config_stay_read_only(spawn: SpawnInProcess, tmp_path: Pa
         result = server.bash(command)
         assert result.exit_code == 1 and result.sandbox_denied, command
         assert f"denied writing {tmp_path / target};" in result.output
-    assert server.bash("echo ok > .git/HEAD && cat .git/HEAD").output == "ok\n"
+    head = server.bash("echo ok > .git/HEAD && cat .git/HEAD")
+    assert (head.output == "ok\n") is commits
+    assert head.sandbox_denied is not commits
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / ".git" / "config").read_text() == "[core]\n"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bashrpc.server.runtime.gitguard import Bind, GitDir, Plan, plan, references
+from bashrpc.protocol import messages
+from bashrpc.server.runtime.gitguard import Bind, GitDir, Kept, Plan, Survey, plan, references
 
 ROOT = "/work/app"
 GIT = f"{ROOT}/.git"
@@ -17,8 +18,24 @@ def read_only(plan_: Plan) -> list[str]:
     return [b.path for b in plan_.binds if not b.writable]
 
 
-def test_a_repository_is_pinned_in_place_and_its_missing_pointers_made() -> None:
-    made = plan([GitDir(GIT, own=True, found=OWN_FOUND)], [ROOT])
+def surveyed(*dirs: GitDir, kept: tuple[Kept, ...] = ()) -> Survey:
+    return Survey(dirs, kept)
+
+
+def test_by_default_a_git_dir_is_read_only_whole_and_nothing_is_made() -> None:
+    module = GitDir(f"{GIT}/modules/lib", own=True, parent=GIT, link=f"{ROOT}/lib/.git")
+    made = plan(surveyed(GitDir(GIT, own=True, found=OWN_FOUND), module), [ROOT])
+    # The submodule's git dir is inside the one already read-only: not bound again.
+    assert made.binds == (
+        Bind(GIT, writable=False),
+        Bind(f"{ROOT}/lib", writable=True),
+        Bind(f"{ROOT}/lib/.git", writable=False),
+    )
+    assert made.placeholders == () and made.refused is None
+
+
+def test_with_commits_a_repository_is_pinned_in_place_and_its_missing_pointers_made() -> None:
+    made = plan(surveyed(GitDir(GIT, own=True, found=OWN_FOUND)), [ROOT], commits=True)
     assert made.binds[0] == Bind(GIT, writable=True)
     assert read_only(made) == [
         f"{GIT}/{n}" for n in ("config", "config.worktree", "commondir", "hooks")
@@ -26,9 +43,9 @@ def test_a_repository_is_pinned_in_place_and_its_missing_pointers_made() -> None
     assert dict(made.placeholders) == {f"{GIT}/config.worktree": "", f"{GIT}/commondir": ".\n"}
 
 
-def test_nested_git_dirs_pin_every_directory_down_to_them() -> None:
+def test_with_commits_nested_git_dirs_pin_every_directory_down_to_them() -> None:
     module = GitDir(f"{GIT}/modules/a/b", own=True, found=frozenset({"config"}), parent=GIT)
-    made = plan([GitDir(GIT, own=True, found=OWN_FOUND), module], [ROOT])
+    made = plan(surveyed(GitDir(GIT, own=True, found=OWN_FOUND), module), [ROOT], commits=True)
     chain = [f"{GIT}/modules", f"{GIT}/modules/a", f"{GIT}/modules/a/b"]
     assert writable(made) == [GIT, *chain]
     assert f"{GIT}/modules/a/b/config" in read_only(made)
@@ -36,11 +53,14 @@ def test_nested_git_dirs_pin_every_directory_down_to_them() -> None:
     assert (f"{GIT}/modules/a/b/hooks", None) in made.placeholders
 
 
-def test_a_symlinked_pin_leaves_the_git_dir_read_only_but_for_what_commits_write() -> None:
+def test_with_commits_a_symlinked_pin_leaves_the_git_dir_read_only_but_for_what_commits_write() -> (
+    None
+):
     linked = GitDir(
         GIT, own=True, found=OWN_FOUND - {"hooks"}, links=(("hooks", f"{ROOT}/.githooks"),)
     )
-    made = plan([linked], [ROOT])
+    kept = (Kept(f"{ROOT}/.githooks", "x"),)
+    made = plan(surveyed(linked, kept=kept), [ROOT], commits=True)
     assert made.binds == (
         Bind(GIT, writable=True),
         Bind(GIT, writable=False),
@@ -57,12 +77,18 @@ def test_a_linked_worktree_outside_keeps_the_host_repository_read_only() -> None
     admin = GitDir(
         f"{common}/worktrees/app",
         own=False,
-        found=frozenset({"commondir", "gitdir", "logs"}),
+        found=frozenset({"commondir", "gitdir", "logs", "modules"}),
         link=f"{ROOT}/.git",
         parent=common,
     )
-    made = plan([GitDir(common, own=True, found=OWN_FOUND), admin], [ROOT])
-    assert made.binds == (
+    module = GitDir(f"{common}/worktrees/app/modules/lib", own=True, parent=admin.path)
+    dirs = surveyed(GitDir(common, own=True, found=OWN_FOUND), admin, module)
+    assert plan(dirs, [ROOT]).binds == (
+        Bind(common, writable=False),
+        Bind(f"{ROOT}/.git", writable=False),
+    )
+    made = plan(dirs, [ROOT], commits=True)
+    assert made.binds[:9] == (
         Bind(common, writable=False),
         Bind(f"{common}/objects", writable=True),
         Bind(f"{common}/refs", writable=True),
@@ -73,8 +99,9 @@ def test_a_linked_worktree_outside_keeps_the_host_repository_read_only() -> None
         Bind(f"{common}/worktrees/app/commondir", writable=False),
         Bind(f"{common}/worktrees/app/gitdir", writable=False),
     )
-    # Only the worktree config is made: a linked worktree's git dir reads no other.
-    assert made.placeholders == ((f"{common}/worktrees/app/config.worktree", ""),)
+    # The worktree's submodule: its way down from the worktree's git dir kept too.
+    assert Bind(f"{common}/worktrees/app/modules", writable=True) in made.binds
+    assert Bind(f"{module.path}/config", writable=False) in made.binds
 
 
 def test_references_read_includes_hooks_and_programs() -> None:
@@ -90,35 +117,43 @@ def test_references_read_includes_hooks_and_programs() -> None:
         ("user.name", "./not/a/command"),
     ]
     found = references(pairs, config_dir=GIT, worktree=ROOT, home="/home/me")
-    assert found.includes == (f"{ROOT}/team.gitconfig", "/home/me/shared.gitconfig")
-    assert found.hooks_dirs == (f"{ROOT}/.husky/_",)
-    assert found.programs == (f"{ROOT}/tools/pdf2txt", f"{ROOT}/scripts/st.sh")
-    # With no worktree known (a nested git dir's), only absolute paths count.
-    assert references(pairs, config_dir=GIT, worktree=None, home="/h").hooks_dirs == ()
-
-
-def test_what_the_config_names_in_a_root_is_pinned_with_the_way_down() -> None:
-    git_dir = GitDir(
-        GIT,
-        own=True,
-        found=OWN_FOUND,
-        referenced=(f"{ROOT}/tools/bin/tc", "/usr/bin/less"),
-        includes=(f"{ROOT}/team.gitconfig",),
-        hooks_dirs=(f"{GIT}/my-hooks",),
+    assert found.includes == (
+        ("include.path", f"{ROOT}/team.gitconfig"),
+        ("includeif.gitdir:~/x/.path", "/home/me/shared.gitconfig"),
     )
-    made = plan([git_dir], [ROOT])
-    # The git dir is bound already: not again over its pins.
-    assert made.binds[-5:] == (
-        Bind(f"{GIT}/my-hooks", writable=False),
-        Bind(f"{ROOT}/team.gitconfig", writable=False),
+    assert found.named == (
+        ("core.hookspath", f"{ROOT}/.husky/_"),
+        ("diff.pdf.textconv", f"{ROOT}/tools/pdf2txt"),
+        ("alias.st", f"{ROOT}/scripts/st.sh"),
+    )
+    # With no worktree known (a nested git dir's), only absolute paths count.
+    assert references(pairs, config_dir=GIT, worktree=None, home="/h").named == ()
+
+
+def test_what_is_kept_in_a_root_is_bound_with_the_way_down() -> None:
+    kept = (
+        Kept(f"{GIT}/my-hooks", "hooks"),
+        Kept(f"{ROOT}/tools/bin/tc", "program"),
+        Kept("/usr/bin/less", "program"),
+    )
+    made = plan(surveyed(GitDir(GIT, own=True, found=OWN_FOUND), kept=kept), [ROOT])
+    assert made.binds == (
+        Bind(GIT, writable=False),
         Bind(f"{ROOT}/tools", writable=True),
         Bind(f"{ROOT}/tools/bin", writable=True),
         Bind(f"{ROOT}/tools/bin/tc", writable=False),
+        Bind("/usr/bin/less", writable=False),
     )
-    assert [b.path for b in made.binds].count(GIT) == 1
-    assert (f"{GIT}/my-hooks", None) in made.placeholders
-    assert (f"{ROOT}/team.gitconfig", "") in made.placeholders
-    assert "/usr/bin/less" not in [b.path for b in made.binds]
+
+
+def test_what_only_the_root_itself_could_keep_refuses_the_shell() -> None:
+    what = messages.GIT_GUARD_NAMED.format(path=f"{ROOT}/conf/x", reason="include.path")
+    made = plan(surveyed(kept=(Kept(ROOT, what),)), [ROOT])
+    assert made.binds == ()
+    assert made.refused == messages.GIT_GUARD_REFUSED.format(
+        what=what, why=messages.GIT_GUARD_IS_ROOT.format(root=ROOT)
+    )
+    assert plan(Survey(refused=("no",)), [ROOT]).refused == "no"
 
 
 def uncovered(binds: tuple[Bind, ...]) -> list[str]:
@@ -143,10 +178,10 @@ def test_no_bind_uncovers_an_earlier_one() -> None:
         GitDir(f"{GIT}/modules/{name}", own=True, found=frozenset({"config"}), parent=GIT)
         for name in ("a", "b")
     ]
-    watchman = GitDir(
-        GIT, own=True, found=OWN_FOUND, referenced=(f"{GIT}/hooks/fsmonitor-watchman",)
-    )
-    made = plan([watchman, *modules], [ROOT])
-    assert uncovered(made.binds) == []
-    # The hooks stay read-only: the program inside them is not a reason to bind them writable.
-    assert Bind(f"{GIT}/hooks", writable=True) not in made.binds
+    kept = (Kept(f"{GIT}/hooks/fsmonitor-watchman", "program"),)
+    dirs = surveyed(GitDir(GIT, own=True, found=OWN_FOUND), *modules, kept=kept)
+    for commits in (False, True):
+        made = plan(dirs, [ROOT], commits=commits)
+        assert uncovered(made.binds) == []
+        # The hooks stay read-only: the program inside them is not a reason to bind them writable.
+        assert Bind(f"{GIT}/hooks", writable=True) not in made.binds

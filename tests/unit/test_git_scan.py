@@ -1,53 +1,150 @@
 """The git scan on real repositories made with the host's git: what it finds, and
-what it makes before a sandbox starts."""
+(with commits only) what it makes before a sandbox starts."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from bashrpc.server.runtime import gitscan
-from tests.reliability.test_sandbox_git import host_git, make_repo
+from bashrpc.protocol import messages
+from bashrpc.server.runtime import gitguard, gitindex, gitscan
+from bashrpc.server.runtime.gitguard import Survey
+from tests.githost import Host
+
+NO_HOST_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": "/"}
+
+
+def host_of(tmp_path: Path) -> Host:
+    base = tmp_path / "host"
+    base.mkdir()
+    return Host("root", base)
+
+
+def scan(roots: list[Path], commits: bool = False) -> Survey:
+    return gitscan.scan([str(r) for r in roots], commits=commits, env=NO_HOST_CONFIG)
 
 
 def test_a_repository_with_a_nested_submodule_and_a_linked_worktree(tmp_path: Path) -> None:
-    library = make_repo(tmp_path / "library")
-    repo = make_repo(tmp_path / "repo")
-    assert host_git(repo, "submodule", "add", "-q", str(library), "deps/lib").returncode == 0
-    assert host_git(repo, "worktree", "add", "-q", str(tmp_path / "side")).returncode == 0
-    found = {d.path: d for d in gitscan.scan([str(repo)])}
+    host = host_of(tmp_path)
+    library = host.repo("library")
+    repo = host.repo("repo")
+    host.ok(repo, "submodule", "add", "-q", str(library), "deps/lib")
+    host.ok(repo, "worktree", "add", "-q", str(host.base / "side"))
     git = repo / ".git"
-    assert list(found) == [str(git), str(git / "modules/deps/lib"), str(git / "worktrees/side")]
+    found = {d.path: d for d in scan([repo]).git_dirs}
+    # By default the submodule is found through the index's gitlink and its `.git` file.
+    assert list(found) == [str(git), str(git / "modules/deps/lib")]
     module = found[str(git / "modules/deps/lib")]
-    assert module.own and module.parent == str(git) and "config" in module.found
-    # Its checkout's `.git` file, which names it, is pinned with it.
+    assert module.own and module.parent == str(git)
     assert module.link == str(repo / "deps/lib/.git")
-    assert not found[str(git / "worktrees/side")].own
+    # With commits, what `modules/` and `worktrees/` hold is scanned too.
+    with_commits = {d.path: d for d in scan([repo], commits=True).git_dirs}
+    assert list(with_commits) == [
+        str(git),
+        str(git / "modules/deps/lib"),
+        str(git / "worktrees/side"),
+    ]
+    assert not with_commits[str(git / "worktrees/side")].own
 
 
 def test_a_linked_worktree_as_the_root(tmp_path: Path) -> None:
-    main = make_repo(tmp_path / "main")
-    side = tmp_path / "side"
-    assert host_git(main, "worktree", "add", "-q", str(side)).returncode == 0
-    common, admin = gitscan.scan([str(side)])
+    host = host_of(tmp_path)
+    main = host.repo("main")
+    side = host.base / "side"
+    host.ok(main, "worktree", "add", "-q", str(side))
+    common, admin = scan([side]).git_dirs
     assert common.path == str(main / ".git") and common.link is None
     assert admin.path == str(main / ".git/worktrees/side") and admin.link == str(side / ".git")
     assert admin.parent == common.path
 
 
-def test_prepare_makes_the_placeholders_and_git_still_works(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
-    assert host_git(repo, "config", "core.hooksPath", ".husky/_").returncode == 0
-    plan = gitscan.prepare([str(repo)])
+def test_by_default_nothing_is_made(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    host.ok(repo, "config", "core.hooksPath", ".husky/_")
+    (repo / ".husky").mkdir()
+    before = sorted(p for p in repo.rglob("*"))
+    made = gitscan.prepare([str(repo)])
+    assert made.placeholders == () and sorted(repo.rglob("*")) == before
+    # The hooks directory is missing: its nearest directory is kept instead.
+    assert made.binds[-1].path == str(repo / ".husky") and not made.binds[-1].writable
+
+
+def test_with_commits_the_placeholders_are_made_and_git_still_works(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    host.ok(repo, "config", "core.hooksPath", ".husky/_")
+    (repo / ".husky").mkdir()
+    plan = gitscan.prepare([str(repo)], commits=True)
     assert (repo / ".git/commondir").read_text() == ".\n"
     assert (repo / ".git/config.worktree").read_text() == ""
-    assert (repo / ".husky/_").is_dir()
-    assert host_git(repo, "commit", "-q", "--allow-empty", "-m", "after").returncode == 0
+    host.ok(repo, "commit", "-q", "--allow-empty", "-m", "after")
     # A second start finds them there, and binds the same.
-    again = gitscan.prepare([str(repo)])
-    assert again.binds == plan.binds and len(again.placeholders) < len(plan.placeholders)
+    again = gitscan.prepare([str(repo)], commits=True)
+    assert again.binds == plan.binds and len(again.placeholders) <= len(plan.placeholders)
 
 
-def test_not_a_repository_and_a_broken_pointer_give_nothing(tmp_path: Path) -> None:
-    assert gitscan.scan([str(tmp_path)]) == []
-    (tmp_path / ".git").write_text("gitdir: /nowhere/at/all\n")
-    assert gitscan.prepare([str(tmp_path)]).binds == ()
+def test_not_a_repository_and_a_broken_pointer(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    assert scan([root]) == Survey()
+    (root / ".git").write_text("gitdir: /nowhere/at/all\n")
+    # The broken `.git` file is kept as it is; what it names is outside the root.
+    kept = scan([root]).kept
+    assert [k.path for k in kept] == [str(root / ".git")]
+
+
+def test_a_root_inside_a_repository_is_refused(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    package = repo / "packages" / "app"
+    package.mkdir(parents=True)
+    (refused,) = scan([package]).refused
+    what = messages.GIT_GUARD_ENCLOSED.format(root=package, repository=repo)
+    assert refused == messages.GIT_GUARD_REFUSED.format(what=what, why=messages.GIT_GUARD_MAY_INIT)
+    # Inside another root, it is that root's.
+    assert scan([repo, package]).refused == ()
+
+
+def test_a_global_config_in_a_root_is_kept(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    (host.home / ".gitconfig").write_text("[core]\n\thooksPath = .hooks\n")
+    (repo / ".hooks").mkdir()
+    env = {"HOME": str(host.home), "GIT_CONFIG_NOSYSTEM": "1", "XDG_CONFIG_HOME": "/nowhere"}
+    survey = gitscan.scan([str(repo), str(host.home)], env=env)
+    kept = {k.path for k in survey.kept}
+    assert {str(host.home / ".gitconfig"), str(repo / ".hooks")} <= kept
+
+
+def test_gitlinks_are_read_from_the_index_in_every_format(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    library = host.repo("library")
+    repo = host.repo("repo")
+    for path in ("a/one", "a/two", "b"):
+        host.ok(repo, "submodule", "add", "-q", str(library), path)
+    (repo / "file").write_text("")
+    host.ok(repo, "add", "file")
+    index = str(repo / ".git" / "index")
+    for version in ("2", "3", "4"):
+        host.ok(repo, "update-index", "--index-version", version)
+        assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
+    host.ok(repo, "update-index", "--split-index")
+    assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
+    (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
+    assert scan([repo]).refused != ()
+
+
+def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
+    """A `.git` symlink could be replaced: only its directory, the root, could keep it."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    root = host.base / "root"
+    root.mkdir()
+    (root / ".git").symlink_to(repo / ".git")
+    made = gitguard.plan(scan([root]), [str(root)])
+    why = messages.GIT_GUARD_IS_ROOT.format(root=root)
+    what = messages.GIT_GUARD_NAMED.format(
+        path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_LINK
+    )
+    assert made.refused == messages.GIT_GUARD_REFUSED.format(what=what, why=why)

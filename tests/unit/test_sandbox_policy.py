@@ -64,7 +64,7 @@ def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None
         ("workspace-write", "/work/application", False),
         ("workspace-write", "/work/app/.git/hooks/pre-commit", False),
         ("workspace-write", "/work/app/.git/config", False),
-        ("workspace-write", "/work/app/.git/HEAD", True),
+        ("workspace-write", "/work/app/.git/HEAD", False),
         ("workspace-write", "/tmp/x", True),
         ("workspace-write", "/etc/passwd", False),
         ("read-only", "/work/app/a", False),
@@ -74,6 +74,21 @@ def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None
 )
 def test_allows_write(mode: str, path: str, allowed: bool) -> None:
     assert make(mode).allows_write(path) is allowed
+
+
+def test_with_git_commits_only_what_decides_what_git_runs_is_refused() -> None:
+    committing = policy(
+        "workspace-write",
+        network=False,
+        workspace=WORKSPACE,
+        writable_roots=(),
+        protected_paths=(),
+        git_commits=True,
+    )
+    assert committing is not None
+    assert committing.allows_write("/work/app/.git/HEAD")
+    assert not committing.allows_write("/work/app/.git/hooks/pre-commit")
+    assert not committing.allows_write("/work/app/.git/commondir")
 
 
 def test_a_request_only_tightens() -> None:

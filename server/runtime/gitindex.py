@@ -1,0 +1,117 @@
+"""The gitlinks (submodule entries) of a git index, read from the file itself.
+
+The host's `git status` enters every gitlink whose checkout has a `.git`, and
+runs that repository's `core.fsmonitor`: the git guard must know them all, and
+`.gitmodules` (the workspace's, anyone's to write) need not list them. Read
+here, not through `git ls-files`, which would itself read the repository's
+config and could run its fsmonitor.
+
+Formats 2, 3 and 4 (prefix-compressed paths), and a split index's shared part.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import struct
+
+SIGNATURE = b"DIRC"
+VERSIONS = (2, 3, 4)
+GITLINK_MODE = 0o160000
+MODE_TYPE_MASK = 0o170000
+# ctime, mtime (seconds, nanoseconds each), dev, ino, mode, uid, gid, size.
+STAT_BYTES = 40
+MODE_OFFSET = 24
+NAME_LENGTH_MASK = 0x0FFF
+EXTENDED_FLAG = 0x4000
+# A split index names its shared part (`sharedindex.<hex>`) in this extension.
+LINK_EXTENSION = b"link"
+HEADER = struct.Struct(">4sII")
+SHA1_BYTES = 20
+SHA256_BYTES = 32
+
+
+class IndexUnreadable(Exception):
+    """The index is there but not one this reader knows: its gitlinks are unknown."""
+
+
+def gitlinks(path: str, hash_bytes: int = SHA1_BYTES) -> tuple[str, ...]:
+    """The gitlink paths of the index at `path` (none when there is no index);
+    an unchanged index (a monorepo's runs to many megabytes) is read once."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise IndexUnreadable(str(exc)) from exc
+    return _read(path, hash_bytes, info.st_mtime_ns, info.st_size, info.st_ino)
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str, hash_bytes: int, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as exc:
+        raise IndexUnreadable(str(exc)) from exc
+    found, shared = _parse(data, hash_bytes)
+    if shared is not None:
+        name = os.path.join(os.path.dirname(path), f"sharedindex.{shared}")
+        found += gitlinks(name, hash_bytes)
+    return tuple(dict.fromkeys(found))
+
+
+def _parse(data: bytes, hash_bytes: int) -> tuple[tuple[str, ...], str | None]:
+    if len(data) < HEADER.size:
+        raise IndexUnreadable("too short")
+    signature, version, count = HEADER.unpack_from(data)
+    if signature != SIGNATURE or version not in VERSIONS:
+        raise IndexUnreadable(f"signature {signature!r}, version {version}")
+    offset = HEADER.size
+    previous = b""
+    found: list[str] = []
+    try:
+        for _ in range(count):
+            start = offset
+            (mode,) = struct.unpack_from(">I", data, offset + MODE_OFFSET)
+            offset += STAT_BYTES + hash_bytes
+            (flags,) = struct.unpack_from(">H", data, offset)
+            offset += 2
+            if flags & EXTENDED_FLAG and version >= 3:
+                offset += 2
+            if version == 4:
+                strip, offset = _varint(data, offset)
+                end = data.index(b"\0", offset)
+                name = previous[: len(previous) - strip] + data[offset:end]
+                offset = end + 1
+            else:
+                end = data.index(b"\0", offset)
+                name = data[offset:end]
+                # Padded with 1 to 8 NULs to a multiple of 8 bytes.
+                offset = start + ((end - start) // 8 + 1) * 8
+            previous = name
+            if mode & MODE_TYPE_MASK == GITLINK_MODE:
+                found.append(os.fsdecode(name))
+        shared = None
+        while offset + 8 <= len(data) - hash_bytes:
+            signature, size = struct.unpack_from(">4sI", data, offset)
+            if signature == LINK_EXTENSION:
+                named = data[offset + 8 : offset + 8 + hash_bytes]
+                # All zeros: no shared part.
+                shared = named.hex() if named.strip(b"\0") else None
+            offset += 8 + size
+    except (struct.error, ValueError) as exc:
+        raise IndexUnreadable("truncated") from exc
+    return tuple(found), shared
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    """git's offset encoding (varint.c): each continuation adds one before shifting."""
+    byte = data[offset]
+    offset += 1
+    value = byte & 0x7F
+    while byte & 0x80:
+        byte = data[offset]
+        offset += 1
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, offset
