@@ -26,15 +26,10 @@ import anyio
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
-from bashrpc.server.runtime import child, polling, procs
+from bashrpc.server.runtime import child, hangup, polling, procs
 from bashrpc.server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
-# How long a hung-up capture's EXIT traps may run before its tree is killed.
-# A trap forks (an `rm` of a lock, say): half a second was too little on a
-# loaded machine, and the lock then outlived the server. Only a capture whose
-# rc ignores the hang-up waits this long.
-HANGUP_GRACE_SECONDS = 2.0
 SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
 
 # Names that agent commands rely on behaving as documented: functions and
@@ -289,7 +284,29 @@ class SnapshotStore:
 
 
 async def _hang_up(tracker: Tracker) -> None:
-    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait a
-    little for them all to be gone."""
-    procs.signal_all(tracker.members(), signal.SIGHUP)
-    await polling.until(lambda: not tracker.members(), HANGUP_GRACE_SECONDS)
+    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait for
+    them all to be gone while they make progress (`hangup.Progress`).
+
+    Parents are signalled before their children: a bash whose foreground child
+    died of the SIGHUP first would take that for the end of its script, run its
+    EXIT trap as at a normal exit, and then be ended mid-trap by its own SIGHUP."""
+    procs.signal_all(procs.parents_first(tracker.members()), signal.SIGHUP)
+    progress = hangup.Progress(anyio.current_time())
+    for pause in polling.intervals():
+        members = tracker.members()
+        if not members:
+            return
+        now = anyio.current_time()
+        progress.note(now, _sample(members))
+        if progress.given_up(now):
+            return
+        await anyio.sleep(pause)
+
+
+def _sample(members: set[int]) -> hangup.Sample:
+    infos = [(pid, info) for pid in members if (info := procs.read_stat(pid)) is not None]
+    return hangup.Sample(
+        members=frozenset((pid, info.start) for pid, info in infos),
+        cpu=sum(info.cpu for _, info in infos),
+        runnable=any(info.state == "R" for _, info in infos),
+    )
