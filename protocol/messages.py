@@ -192,9 +192,16 @@ CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); ta
 # The daemon and its attach bridge.
 DAEMON_ALREADY_RUNNING = "another daemon (pid {pid}) is serving {path}; not starting a second one"
 DAEMON_DIR_NOT_DIRECTORY = "the socket's directory {path} is not a directory"
-DAEMON_DIR_NOT_PRIVATE = (
-    "the socket's directory {path} must be ours and mode 700 (it is {mode}); "
-    "choose another --socket, or `chmod 700` it"
+DAEMON_DIR_NOT_OURS = (
+    "the socket's directory {path} belongs to uid {owner}, not to us (uid {ours}); "
+    "choose another --socket"
+)
+DAEMON_DIR_OPEN = (
+    "the socket's directory {path} is mode {mode}: others may reach the socket; "
+    "`chmod 700` it, or choose another --socket"
+)
+ATTACH_PEER_NOT_OURS = (
+    "what listens at {path} runs as uid {uid}, not as us (uid {ours}); sent it nothing"
 )
 DAEMON_PATH_NOT_SOCKET = "{path} exists and is not a socket; not replacing it"
 DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"

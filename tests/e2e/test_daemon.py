@@ -86,8 +86,19 @@ def test_a_directory_others_can_enter_is_refused(tmp_path: Path) -> None:
     shared.chmod(0o755)
     done = _run_daemon(tmp_path, "--socket", str(shared / "d.sock"))
     assert done.returncode == 1
-    assert "must be ours and mode 700" in done.stderr
+    assert "is mode 755: others may reach the socket" in done.stderr
     assert not (shared / "d.sock").exists()
+
+
+def test_a_directory_of_another_owner_is_refused_for_that_reason(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.mkdir(mode=0o700)
+    os.chown(taken, NOBODY, NOBODY)
+    done = _run_daemon(tmp_path, "--socket", str(taken / "d.sock"))
+    assert done.returncode == 1
+    assert f"belongs to uid {NOBODY}, not to us (uid {os.getuid()})" in done.stderr
+    assert "mode" not in done.stderr
+    assert not (taken / "d.sock").exists()
 
 
 def test_a_second_daemon_on_the_path_fails_and_the_first_serves_on(
