@@ -310,5 +310,7 @@ WS_TOKEN_WEAK = "the token must be at least {minimum} printable ASCII characters
 WS_REFUSED = "refused a websocket from {peer}: {reason}"
 WS_NO_BEARER = "no bearer token"
 WS_WRONG_TOKEN = "wrong token"
+WS_TOO_MANY_WRONG = "too many wrong tokens from this address; try again later"
+WS_REFUSALS_LEFT_OUT = " ({count} refusals before this one not logged)"
 WS_FROM_BROWSER = "an Origin header ({origin}): no browser is let in"
 WS_TOO_BIG = "closed the websocket from {peer}: a message over {limit} bytes (--max-line-bytes)"
