@@ -208,6 +208,10 @@ DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
 DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
 DAEMON_LISTENING = "daemon listening on {path}"
 DAEMON_PEER_REFUSED = "refused a connection from pid {pid}, uid {uid}: not our uid ({ours})"
+DAEMON_TOO_MANY_CLIENTS = (
+    "the daemon keeps {limit} clients already, each with a connection "
+    "([daemon] maxClients); try again when one has gone"
+)
 DAEMON_IDLE_EXIT = "no session and no connection for {seconds} s (--idle-exit); exiting"
 DAEMON_STOPPING = "received {signal}; ending every connection"
 ATTACH_NO_DAEMON = "no daemon came up at {path} within {seconds} s; see its log at {log}"

@@ -1,4 +1,4 @@
-"""How long a hung-up rc capture may go on running its EXIT traps: pure, tested without a clock.
+"""Hanging up on an rc capture, and how long it may go on running its EXIT traps.
 
 A trap releases what the rc holds (pyenv's lock), so it is never cut short
 while it still makes progress: a process of the capture started or ended,
@@ -10,7 +10,13 @@ every capture after `bound` seconds in all, whatever it does.
 
 from __future__ import annotations
 
+import signal
+
+import anyio
 import msgspec
+
+from bashrpc.server.runtime import polling, procs
+from bashrpc.server.runtime.containment import Tracker
 
 # How long a capture may make no progress at all before its tree is killed.
 HANGUP_STALL_SECONDS = 2.0
@@ -48,3 +54,32 @@ class Progress:
     def given_up(self, now: float) -> bool:
         """Past the bound, or no progress for the stall time."""
         return now >= self._end or now >= self._last_progress + self._stall
+
+
+async def hang_up(tracker: Tracker) -> None:
+    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait for
+    them all to be gone while they make progress (`Progress`).
+
+    Parents are signalled before their children: a bash whose foreground child
+    died of the SIGHUP first would take that for the end of its script, run its
+    EXIT trap as at a normal exit, and then be ended mid-trap by its own SIGHUP."""
+    procs.signal_all(procs.parents_first(tracker.members()), signal.SIGHUP)
+    progress = Progress(anyio.current_time())
+    for pause in polling.intervals():
+        members = tracker.members()
+        if not members:
+            return
+        now = anyio.current_time()
+        progress.note(now, _sample(members))
+        if progress.given_up(now):
+            return
+        await anyio.sleep(pause)
+
+
+def _sample(members: set[int]) -> Sample:
+    infos = [(pid, info) for pid in members if (info := procs.read_stat(pid)) is not None]
+    return Sample(
+        members=frozenset((pid, info.start) for pid, info in infos),
+        cpu=sum(info.cpu for _, info in infos),
+        runnable=any(info.state == "R" for _, info in infos),
+    )

@@ -17,7 +17,6 @@ sourced the rc waited 60 s for it.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from subprocess import Popen
@@ -26,7 +25,7 @@ import anyio
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
-from bashrpc.server.runtime import child, hangup, polling, procs
+from bashrpc.server.runtime import child, hangup, procs
 from bashrpc.server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
@@ -227,7 +226,7 @@ class SnapshotStore:
         self.winding_down = True
         async with anyio.create_task_group() as tg:
             for tracker in list(self._running):
-                tg.start_soon(_hang_up, tracker)
+                tg.start_soon(hangup.hang_up, tracker)
 
     async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
         key = (shell, tuple(sorted(env.items())))
@@ -259,7 +258,7 @@ class SnapshotStore:
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
-                    await _hang_up(tracker)
+                    await hangup.hang_up(tracker)
                 # Whatever the rc started (agents, daemons) goes with it.
                 leader = None if process.returncode is not None else process.pid
                 await tracker.kill(leader, 0.0)
@@ -281,32 +280,3 @@ class SnapshotStore:
                 seconds=messages.format_seconds(self._deadline)
             )
         return messages.SNAPSHOT_EXITED.format(status=status)
-
-
-async def _hang_up(tracker: Tracker) -> None:
-    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait for
-    them all to be gone while they make progress (`hangup.Progress`).
-
-    Parents are signalled before their children: a bash whose foreground child
-    died of the SIGHUP first would take that for the end of its script, run its
-    EXIT trap as at a normal exit, and then be ended mid-trap by its own SIGHUP."""
-    procs.signal_all(procs.parents_first(tracker.members()), signal.SIGHUP)
-    progress = hangup.Progress(anyio.current_time())
-    for pause in polling.intervals():
-        members = tracker.members()
-        if not members:
-            return
-        now = anyio.current_time()
-        progress.note(now, _sample(members))
-        if progress.given_up(now):
-            return
-        await anyio.sleep(pause)
-
-
-def _sample(members: set[int]) -> hangup.Sample:
-    infos = [(pid, info) for pid in members if (info := procs.read_stat(pid)) is not None]
-    return hangup.Sample(
-        members=frozenset((pid, info.start) for pid, info in infos),
-        cpu=sum(info.cpu for _, info in infos),
-        runnable=any(info.state == "R" for _, info in infos),
-    )

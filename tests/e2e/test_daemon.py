@@ -325,3 +325,27 @@ def test_a_detached_command_dies_with_its_sessions_at_the_end_of_the_grace(
     client.cut()
     assert wait_until(lambda: not marked_processes("daemon-detached-mark"), timeout=10)
     assert wait_until(lambda: daemon.owned_processes() == [], timeout=5)
+
+
+def test_a_client_past_the_cap_ends_the_one_detached_longest_or_is_refused(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    config = tmp_path / "clients.toml"
+    config.write_text("[daemon]\nmaxClients = 1\n")
+    daemon = spawn_daemon("--config", str(config)).wait_listening()
+    alice = introduce(daemon.connect(), "alice")
+    alice.bash("export MINE=alice")
+    # Every kept client has a connection: a new one is refused, and says why.
+    bob = daemon.connect()
+    error = bob.error("initialize", initialize_params(HostOptions(client_id="bob")))
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert "maxClients" in error.message + str(error.data)
+    bob.close()
+    alice.close()  # detached: her sessions wait for the grace
+    carol = introduce(daemon.connect(), "carol")
+    assert carol.bash("echo in").output == "in\n"
+    carol.close()
+    # Alice's place went to carol: her shell, and what it held, are gone.
+    back = introduce(daemon.connect(), "alice")
+    assert back.bash('echo "[$MINE]"').output == "[]\n"
+    back.close()
