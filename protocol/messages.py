@@ -194,15 +194,26 @@ CLIENT_SILENT = "no input from the client for {seconds} s (--client-timeout); ta
 # The daemon and its attach bridge.
 DAEMON_ALREADY_RUNNING = "another daemon (pid {pid}) is serving {path}; not starting a second one"
 DAEMON_DIR_NOT_DIRECTORY = "the socket's directory {path} is not a directory"
-DAEMON_DIR_NOT_PRIVATE = (
-    "the socket's directory {path} must be ours and mode 700 (it is {mode}); "
-    "choose another --socket, or `chmod 700` it"
+DAEMON_DIR_NOT_OURS = (
+    "the socket's directory {path} belongs to uid {owner}, not to us (uid {ours}); "
+    "choose another --socket"
+)
+DAEMON_DIR_OPEN = (
+    "the socket's directory {path} is mode {mode}: others may reach the socket; "
+    "`chmod 700` it, or choose another --socket"
+)
+ATTACH_PEER_NOT_OURS = (
+    "what listens at {path} runs as uid {uid}, not as us (uid {ours}); sent it nothing"
 )
 DAEMON_PATH_NOT_SOCKET = "{path} exists and is not a socket; not replacing it"
 DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
 DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
 DAEMON_LISTENING = "daemon listening on {path}"
 DAEMON_PEER_REFUSED = "refused a connection from pid {pid}, uid {uid}: not our uid ({ours})"
+DAEMON_TOO_MANY_CLIENTS = (
+    "the daemon keeps {limit} clients already, each with a connection "
+    "([daemon] maxClients); try again when one has gone"
+)
 DAEMON_IDLE_EXIT = "no session and no connection for {seconds} s (--idle-exit); exiting"
 DAEMON_STOPPING = "received {signal}; ending every connection"
 ATTACH_NO_DAEMON = "no daemon came up at {path} within {seconds} s; see its log at {log}"
@@ -330,6 +341,8 @@ WS_TOKEN_WEAK = "the token must be at least {minimum} printable ASCII characters
 WS_REFUSED = "refused a websocket from {peer}: {reason}"
 WS_NO_BEARER = "no bearer token"
 WS_WRONG_TOKEN = "wrong token"
+WS_TOO_MANY_WRONG = "too many wrong tokens from this address; try again later"
+WS_REFUSALS_LEFT_OUT = " ({count} refusals before this one not logged)"
 WS_FROM_BROWSER = "an Origin header ({origin}): no browser is let in"
 WS_TOO_BIG = "closed the websocket from {peer}: a message over {limit} bytes (--max-line-bytes)"
 

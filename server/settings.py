@@ -23,6 +23,7 @@ from bashrpc.protocol.mcp import (
 from bashrpc.protocol.methods import EnvName, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
+from bashrpc.server.output.keptbudget import DEFAULT_KEPT_BYTES, DEFAULT_MAX_KEPT_REQUESTS
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
@@ -36,6 +37,11 @@ MAX_CLIENT_TIMEOUT_SECONDS = 86400.0
 # An hour: longer than any orchestrator's termination grace.
 MAX_DRAIN_SECONDS = 3600.0
 ENV_EXCLUDE_KEY = "exclude"
+DEFAULT_MAX_CLIENTS = 64
+MAX_CLIENTS_LIMIT = 4096
+MAX_KEPT_REQUESTS_LIMIT = 4096
+# Below this, one request's chunks in flight would not fit.
+MIN_RESUME_BUDGET_BYTES = 1024 * 1024
 
 
 class _Section(
@@ -115,6 +121,21 @@ class ServerSettings(_Section, frozen=True):
     on_eof: OnEof | None = None
 
 
+class DaemonSettings(_Section, frozen=True):
+    # Bytes that all kept requests (their chunks and results, for a resume)
+    # may hold together; past it, those whose connection was cut give way.
+    resume_budget_bytes: Annotated[int, msgspec.Meta(ge=MIN_RESUME_BUDGET_BYTES)] = (
+        DEFAULT_KEPT_BYTES
+    )
+    # Requests kept per tenant (a clientId, or a shared scope) for a resume.
+    max_kept_requests: Annotated[int, msgspec.Meta(ge=1, le=MAX_KEPT_REQUESTS_LIMIT)] = (
+        DEFAULT_MAX_KEPT_REQUESTS
+    )
+    # Tenants named by a clientId or a scope kept at once; a new one past it
+    # ends the one detached longest ago, or is refused if every one is attached.
+    max_clients: Annotated[int, msgspec.Meta(ge=1, le=MAX_CLIENTS_LIMIT)] = DEFAULT_MAX_CLIENTS
+
+
 class ToolSettings(_Section, frozen=True):
     default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
 
@@ -134,6 +155,7 @@ class Settings(_Section, frozen=True):
     sessions: SessionSettings = SessionSettings()
     sandbox: SandboxSettings = SandboxSettings()
     server: ServerSettings = ServerSettings()
+    daemon: DaemonSettings = DaemonSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
     # Run on uvloop when it is installed; false runs on asyncio's own loop.
     uvloop: bool = True

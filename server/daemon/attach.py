@@ -7,6 +7,11 @@ on /dev/null, stderr to `PATH.log`), and waits for its socket. Two bridges
 starting at once may both start one: the daemon's lock lets one serve, the
 other says so in the log and exits, and both bridges reach the winner.
 
+It trusts no stranger: before a byte goes to the socket, its directory must
+be its own and 0700, and what listens must run as its uid (`SO_PEERCRED`),
+by the daemon's own rules (`socketpath.connect_ours`); otherwise it says
+why in one line and exits 1.
+
 The end of stdin is passed on as a half-close, so the daemon winds the
 connection down as a stdio server does on EOF and the replies still come
 back; the bridge ends when the daemon closes its side. Stopped by a signal
@@ -67,10 +72,9 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
-    sock = socketpath.connect(path)
+    sock = socketpath.connect_ours(path)
     if sock is not None:
         return sock
-    socketpath.private_dir(path.parent)
     log_path = path.with_name(path.name + LOG_SUFFIX)
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     with open(log_fd, "ab") as log_file:
@@ -83,7 +87,7 @@ def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
         )
     deadline = time.monotonic() + DAEMON_START_SECONDS
     while time.monotonic() < deadline:
-        sock = socketpath.connect(path)
+        sock = socketpath.connect_ours(path)
         if sock is not None:
             return sock
         daemon.poll()  # one that lost the race to another is collected

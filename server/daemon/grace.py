@@ -25,6 +25,11 @@ class Grace:
         if self.attached == 0:
             self._detached_at = now
 
+    @property
+    def detached_at(self) -> float | None:
+        """When its last connection went; None while one is attached."""
+        return None if self.attached else self._detached_at
+
     def deadline(self) -> float | None:
         """When the sessions end if no connection comes back; None while one is attached."""
         if self.attached or self._detached_at is None:

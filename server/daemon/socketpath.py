@@ -11,7 +11,10 @@ hijacked, a dead one never blocks.
 The directory is the first gate: it must be ours and 0700 (it is created so
 when missing), and the socket is bound under a umask that makes it 0600.
 The second gate is the kernel's word on who connected (`SO_PEERCRED`): a
-peer of another uid is refused, root's included.
+peer of another uid is refused, root's included. `attach` checks the same
+two gates from its side before it sends a byte: the directory is its own
+and 0700, and the listener runs as its uid. So another user who made
+`/tmp/bashrpc-UID` first (with no `XDG_RUNTIME_DIR`) gets nothing.
 """
 
 from __future__ import annotations
@@ -67,12 +70,13 @@ def private_dir(directory: Path) -> None:
     info = os.lstat(directory)
     if not stat.S_ISDIR(info.st_mode):
         raise SocketPathError(messages.DAEMON_DIR_NOT_DIRECTORY.format(path=directory))
-    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+    if info.st_uid != os.getuid():
         raise SocketPathError(
-            messages.DAEMON_DIR_NOT_PRIVATE.format(
-                path=directory, mode=f"{stat.S_IMODE(info.st_mode):o}"
-            )
+            messages.DAEMON_DIR_NOT_OURS.format(path=directory, owner=info.st_uid, ours=os.getuid())
         )
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        mode = f"{stat.S_IMODE(info.st_mode):o}"
+        raise SocketPathError(messages.DAEMON_DIR_OPEN.format(path=directory, mode=mode))
 
 
 def take_lock(path: Path) -> int:
@@ -145,6 +149,23 @@ def peer(sock: socket.socket) -> Peer:
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize(_PEERCRED_FORMAT))
     pid, uid, gid = struct.unpack(_PEERCRED_FORMAT, raw)
     return Peer(pid, uid, gid)
+
+
+def connect_ours(path: Path) -> socket.socket | None:
+    """`connect`, by the daemon's own rules: the directory is ours and 0700, and
+    what answers runs as our uid (so a socket another user set up first is
+    refused before a byte is sent to it)."""
+    private_dir(path.parent)
+    sock = connect(path)
+    if sock is None:
+        return None
+    listener = peer(sock)
+    if listener.uid != os.getuid():
+        sock.close()
+        raise SocketPathError(
+            messages.ATTACH_PEER_NOT_OURS.format(path=path, uid=listener.uid, ours=os.getuid())
+        )
+    return sock
 
 
 def connect(path: Path) -> socket.socket | None:

@@ -13,6 +13,14 @@ connection's own tenant has no one to come back and ends at once.
 
 Requests a client may resume (`detached.Resumables`) are kept per clientId,
 also in a scope: ids are each client's own, and only it may attach to them.
+What they hold is bounded across all tenants (`[daemon] resumeBudgetBytes`),
+and their number per tenant (`maxKeptRequests`). Named tenants are bounded
+too (`maxClients`): a new one past the cap ends the one detached longest
+ago, and is refused when every one has a connection.
+
+A clientId is a name, not a credential: every connection the daemon admits
+(its uid's, or the token holder's) may name any clientId and so take up its
+sessions and requests.
 
 Each tenant is kept by one task of the daemon's (`keep`), which winds the
 runtime down (every process killed) when the grace runs out or the daemon
@@ -29,8 +37,11 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from bashrpc.protocol import messages
+from bashrpc.server import errors
 from bashrpc.server.daemon.grace import Grace
 from bashrpc.server.observe.stats import Gauges
+from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.runtime.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
@@ -50,7 +61,15 @@ def tenant_key(client_id: str | None, scope: str | None) -> str | None:
 
 
 class Tenant:
-    def __init__(self, key: str, runtime: Runtime, runtime_dir: Path, grace: float) -> None:
+    def __init__(
+        self,
+        key: str,
+        runtime: Runtime,
+        runtime_dir: Path,
+        grace: float,
+        budget: KeptBudget | None = None,
+        max_kept: int | None = None,
+    ) -> None:
         self.key = key
         self.runtime = runtime
         self.runtime_dir = runtime_dir
@@ -59,6 +78,13 @@ class Tenant:
         self.ending = False
         # Each client's requests, for `bash/attach` from its next connection.
         self._resumables: dict[str, Resumables] = {}
+        self._budget = KeptBudget() if budget is None else budget
+        self._count = RecordCount() if max_kept is None else RecordCount(max_kept)
+
+    @property
+    def named(self) -> bool:
+        """Named by a clientId or a scope: it outlives its connections."""
+        return self.key.startswith((CLIENT_PREFIX, SCOPE_PREFIX))
 
     @property
     def replay_bytes(self) -> int:
@@ -69,7 +95,16 @@ class Tenant:
         """The client's records here; None for a connection that named no client."""
         if client_id is None:
             return None
-        return self._resumables.setdefault(client_id, Resumables())
+        found = self._resumables.get(client_id)
+        if found is None:
+            found = self._resumables[client_id] = Resumables(self._budget, self._count)
+        return found
+
+    def release_all(self) -> None:
+        """The tenant is gone: its records no longer count against the budget."""
+        for resumables in self._resumables.values():
+            for record in list(resumables.records.values()):
+                resumables.drop(record)
 
     def attach(self) -> None:
         self.grace.attach()
@@ -140,12 +175,18 @@ class Tenants:
         self._grace = grace
         self._names = 0
         self.all: dict[str, Tenant] = {}
+        daemon = options.settings.daemon
+        self.budget = KeptBudget(daemon.resume_budget_bytes)
+        self._max_kept = daemon.max_kept_requests
+        self._max_clients = daemon.max_clients
 
     def get(self, key: str | None) -> Tenant:
         """The tenant of `key` (made if none; see `tenant_key`), or a new one of a
         connection's own."""
         if key is not None and key in self.all:
             return self.all[key]
+        if key is not None:
+            self._make_room()
         self._names += 1
         name = f"t{self._names}"
         runtime_dir = self._guard.runtime_dir / name
@@ -153,10 +194,24 @@ class Tenants:
         runtime = Runtime(
             self._options, runtime_dir, self._containment(name), self._shells, reap_orphans=False
         )
-        tenant = Tenant(key or name, runtime, runtime_dir, self._grace if key else 0.0)
+        grace = self._grace if key else 0.0
+        tenant = Tenant(key or name, runtime, runtime_dir, grace, self.budget, self._max_kept)
         self.all[tenant.key] = tenant
         self._shells.start_soon(self.keep, tenant)
         return tenant
+
+    def _make_room(self) -> None:
+        """Below `maxClients` named tenants, ending the one detached longest ago
+        if need be; refused (-32602) when every one has a connection."""
+        named = [t for t in self.all.values() if t.named and not t.ending]
+        if len(named) < self._max_clients:
+            return
+        detached = [t for t in named if t.grace.detached_at is not None]
+        if not detached:
+            raise errors.InvalidArgument(
+                messages.DAEMON_TOO_MANY_CLIENTS.format(limit=self._max_clients)
+            )
+        min(detached, key=lambda t: t.grace.detached_at or 0.0).end()
 
     def _containment(self, name: str) -> Containment:
         """A tenant's own: a cgroup inside the daemon's (killed with it), or
@@ -178,6 +233,7 @@ class Tenants:
         finally:
             with anyio.CancelScope(shield=True):
                 self.all.pop(tenant.key, None)
+                tenant.release_all()
                 await runtime.wind_down()
                 shutil.rmtree(tenant.runtime_dir, ignore_errors=True)
 

@@ -4,15 +4,20 @@ Each upgraded connection is served by the daemon as a socket connection is:
 its own `Connection`, its own `initialize`, tenants by `clientId`. The gate
 runs before the upgrade: a request with an `Origin` header (a browser) gets
 403, one without the bearer token 401, and each refusal is logged with the
-peer's address and the reason, never the token. The library's limits stay:
-a message over `max_size` (the server's `max_line_bytes`) closes the
-connection with 1009; at most `max_queue` frames wait unread before it stops
-reading the socket; `send` waits above `write_limit`; pings every 20 s.
+peer's address and the reason, never the token. A peer's wrong tokens slow
+its next attempts, and refusals are logged within a budget (`wsthrottle`).
+The library's limits stay: a message over `max_size` (the server's
+`max_line_bytes`) closes the connection with 1009; at most `max_queue`
+frames wait unread before it stops reading the socket; `send` waits above
+`write_limit`; pings every 20 s. permessage-deflate is off: 0.1 MiB on the
+wire would otherwise become a 15 MiB message in memory, and a frame marked
+compressed is a protocol error (1002), never inflated.
 TLS is not here: a router or a sidecar terminates it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import http
 import logging
 import socket
@@ -27,6 +32,7 @@ from websockets.http11 import Request, Response
 from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.daemon.wsconfig import ListenAddress, bearer_refusal
+from bashrpc.server.daemon.wsthrottle import LogBudget, Slowdown
 from bashrpc.server.wire.transport import Transport
 from bashrpc.server.wire.wstransport import websocket_transport
 
@@ -64,22 +70,41 @@ def _peer(connection: ServerConnection) -> str:
     return f"{host}:{port}"
 
 
+def _host(connection: ServerConnection) -> str:
+    """The peer's address without its port: what its wrong tokens are counted by."""
+    try:
+        return str(connection.remote_address[0])
+    except (TypeError, IndexError):
+        return ""
+
+
 class Gate:
-    """Before the upgrade: no browser, and only the token's holder (when there is a token)."""
+    """Before the upgrade: no browser, and only the token's holder (when there
+    is a token), each peer's attempts slowed by its wrong tokens."""
 
     def __init__(self, token: str | None) -> None:
         self._token = token
+        self._slowdown = Slowdown()
+        self._log_budget = LogBudget()
 
-    def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
+    async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
         origin = request.headers.get_all("Origin")
         if origin:
             reason = messages.WS_FROM_BROWSER.format(origin=", ".join(origin))
             return self._refuse(connection, http.HTTPStatus.FORBIDDEN, reason)
         if self._token is None:
             return None
+        loop = asyncio.get_running_loop()
+        host = _host(connection)
+        turn = self._slowdown.turn(host, loop.time())
+        if turn is None:
+            reason = messages.WS_TOO_MANY_WRONG
+            return self._refuse(connection, http.HTTPStatus.TOO_MANY_REQUESTS, reason)
+        await asyncio.sleep(max(0.0, turn - loop.time()))
         refusal = bearer_refusal(request.headers.get_all("Authorization"), self._token)
         if refusal is None:
             return None
+        self._slowdown.failed(host, loop.time())
         response = self._refuse(connection, http.HTTPStatus.UNAUTHORIZED, refusal)
         response.headers["WWW-Authenticate"] = AUTHENTICATE
         return response
@@ -87,7 +112,12 @@ class Gate:
     def _refuse(
         self, connection: ServerConnection, status: http.HTTPStatus, reason: str
     ) -> Response:
-        _log.warning(messages.WS_REFUSED.format(peer=_peer(connection), reason=reason))
+        left_out = self._log_budget.take(asyncio.get_running_loop().time())
+        if left_out is not None:
+            line = messages.WS_REFUSED.format(peer=_peer(connection), reason=reason)
+            if left_out:
+                line += messages.WS_REFUSALS_LEFT_OUT.format(count=left_out)
+            _log.warning(line)
         return connection.respond(status, reason + "\n")
 
 
@@ -109,6 +139,7 @@ async def listen(listener: WebSocketListener, serve_one: Serve) -> None:
         sock=listener.sock,
         process_request=Gate(listener.token),
         max_size=listener.max_size,
+        compression=None,
         logger=_library_log,
     )
     port = listener.sock.getsockname()[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Callable
 
 import msgspec
 
@@ -36,22 +37,45 @@ class Replay(msgspec.Struct, frozen=True):
     missed: int
 
 
+# Told each change in the bytes a log holds (a budget shared by many logs).
+Meter = Callable[[int], None]
+
+
 class ChunkLog:
-    def __init__(self, max_bytes: int = REPLAY_MAX_BYTES) -> None:
+    def __init__(self, max_bytes: int = REPLAY_MAX_BYTES, meter: Meter | None = None) -> None:
         # May grow later (a cut connection); what was dropped stays dropped.
         self.max_bytes = max_bytes
+        self.meter = meter
         self._chunks: deque[Chunk] = deque()
         self._bytes = 0
         self.next_seq = 0
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
 
     def add(self, seq: int, text: str, skipped: int) -> None:
         """Chunks come in seq order, each once."""
         chunk = Chunk(seq, text, skipped, len(text.encode()))
         self._chunks.append(chunk)
+        before = self._bytes
         self._bytes += chunk.size
         self.next_seq = seq + 1
-        # The newest chunk is always kept, however large.
-        while self._bytes > self.max_bytes and len(self._chunks) > 1:
+        self._drop_until(self.max_bytes)
+        if self.meter is not None:
+            self.meter(self._bytes - before)
+
+    def trim(self, excess: int) -> None:
+        """Give up at least `excess` bytes of the oldest chunks, if it has them."""
+        before = self._bytes
+        self._drop_until(self._bytes - excess)
+        if self.meter is not None and self._bytes != before:
+            self.meter(self._bytes - before)
+
+    def _drop_until(self, size: int) -> None:
+        # The newest chunk is always kept, however large: a resume from before
+        # it learns from it how many it missed.
+        while self._bytes > size and len(self._chunks) > 1:
             old = self._chunks.popleft()
             self._bytes -= old.size
 

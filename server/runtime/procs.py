@@ -32,6 +32,8 @@ class ProcInfo(msgspec.Struct, frozen=True):
     state: str
     # Clock ticks after boot: with the pid, it names one process for good.
     start: int
+    # Clock ticks it has run (user and system): grows while it makes progress.
+    cpu: int = 0
 
     @property
     def zombie(self) -> bool:
@@ -77,6 +79,7 @@ def read_stat(pid: int) -> ProcInfo | None:
             sid=int(fields[3]),
             state=fields[0].decode(),
             start=int(fields[19]),
+            cpu=int(fields[11]) + int(fields[12]),
         )
     except (IndexError, ValueError):
         return None
@@ -210,6 +213,21 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def parents_first(pids: Iterable[int]) -> list[int]:
+    """`pids` ordered so that each comes before its descendants among them: a
+    signal then reaches a shell before any child it waits for can die of it."""
+    wanted = set(pids)
+    parent = {pid: info.ppid for pid in wanted if (info := read_stat(pid)) is not None}
+
+    def depth(pid: int) -> int:
+        seen = 0
+        while (pid := parent.get(pid, 0)) in wanted and seen < len(wanted):
+            seen += 1
+        return seen
+
+    return sorted(wanted, key=depth)
 
 
 def alive(pids: Iterable[int]) -> set[int]:

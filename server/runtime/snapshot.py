@@ -17,7 +17,6 @@ sourced the rc waited 60 s for it.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from subprocess import Popen
@@ -27,15 +26,10 @@ import anyio
 from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.runtime import child, polling, procs
+from bashrpc.server.runtime import child, hangup, procs
 from bashrpc.server.runtime.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
-# How long a hung-up capture's EXIT traps may run before its tree is killed.
-# A trap forks (an `rm` of a lock, say): half a second was too little on a
-# loaded machine, and the lock then outlived the server. Only a capture whose
-# rc ignores the hang-up waits this long.
-HANGUP_GRACE_SECONDS = 2.0
 SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
 
 # Names that agent commands rely on behaving as documented: functions and
@@ -233,7 +227,7 @@ class SnapshotStore:
         self.winding_down = True
         async with anyio.create_task_group() as tg:
             for tracker in list(self._running):
-                tg.start_soon(_hang_up, tracker)
+                tg.start_soon(hangup.hang_up, tracker)
 
     async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
         key = (shell, tuple(sorted(env.items())))
@@ -265,7 +259,7 @@ class SnapshotStore:
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
-                    await _hang_up(tracker)
+                    await hangup.hang_up(tracker)
                 # Whatever the rc started (agents, daemons) goes with it.
                 leader = None if process.returncode is not None else process.pid
                 await tracker.kill(leader, 0.0)
@@ -289,10 +283,3 @@ class SnapshotStore:
                 seconds=messages.format_seconds(self._deadline)
             )
         return messages.SNAPSHOT_EXITED.format(status=status)
-
-
-async def _hang_up(tracker: Tracker) -> None:
-    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait a
-    little for them all to be gone."""
-    procs.signal_all(tracker.members(), signal.SIGHUP)
-    await polling.until(lambda: not tracker.members(), HANGUP_GRACE_SECONDS)

@@ -14,7 +14,11 @@ result or the tenant ends.
 
 An id is held by one record at a time: a new request whose id a record still
 holds (a new connection counts from 1 again) runs as usual but is not
-resumable, so the held output is never lost to it.
+resumable, so the held output is never lost to it. So is one past the
+tenant's count of kept records (`keptbudget.RecordCount`) once no finished
+record can make way for it. What the records hold, across all tenants, is
+bounded by the daemon's budget (`keptbudget.KeptBudget`): cut records give
+way first, the one cut longest ago first.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import BashResult, RequestState
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
+from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.output.replay import (
     REPLAY_ATTACHED_MAX_BYTES,
     REPLAY_MAX_BYTES,
@@ -39,8 +45,6 @@ from bashrpc.server.runtime.ptylane import PtyLane
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
 SendChunk = Callable[[int, str, int], Awaitable[None]]
-# Finished records kept for a client that has not come back; the oldest go first.
-MAX_FINISHED_RECORDS = 64
 
 
 class Resumable:
@@ -62,6 +66,21 @@ class Resumable:
         # The request's own cancel, as on its connection: for an abort from another.
         self.cancel: Callable[[], bool] | None = None
         self._changed = anyio.Event()
+        # What its kept result holds, as counted by the budget.
+        self.result_bytes = 0
+        # The records that keep it; None while it is not kept.
+        self.home: Resumables | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state == "finished"
+
+    def trim(self, excess: int) -> None:
+        self.log.trim(excess)
+
+    def evict(self) -> None:
+        if self.home is not None:
+            self.home.drop(self)
 
     @property
     def pty(self) -> bool:
@@ -87,9 +106,11 @@ class Resumable:
 
 
 class Resumables:
-    """One tenant's records, by request id."""
+    """One client's records in a tenant, by request id."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: KeptBudget | None = None, count: RecordCount | None = None) -> None:
+        self._budget = KeptBudget() if budget is None else budget
+        self._count = RecordCount() if count is None else count
         self.records: dict[Any, Resumable] = {}
         # Connections that were cut: an attach they made stops.
         self._cut: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -102,10 +123,21 @@ class Resumables:
         owner: object,
         lane: PtyLane | None = None,
     ) -> Resumable:
-        """A record for a new request; not kept when its id is still held."""
+        """A record for a new request; not kept when its id is still held, or
+        when the tenant keeps its most and none of ours has finished."""
         record = Resumable(request_id, method, session_id, owner, lane)
-        if request_id is not None and request_id not in self.records:
-            self.records[request_id] = record
+        if request_id is None or request_id in self.records:
+            return record
+        if self._count.full:
+            oldest = next((r for r in self.records.values() if r.finished), None)
+            if oldest is not None:
+                self.drop(oldest)
+        if self._count.full:
+            return record
+        self.records[request_id] = record
+        self._count.kept += 1
+        record.home = self
+        record.log.meter = self._budget.charge
         return record
 
     def end(self, record: Resumable, result: BashResult | None) -> None:
@@ -117,12 +149,17 @@ class Resumables:
         record.poke()
         if record.owner is not None or result is None:
             self.drop(record)
-        else:
-            self._bound()
+        elif record.home is self:
+            record.result_bytes = len(msgspec.json.encode(result))
+            self._budget.charge(record.result_bytes)
 
     def drop(self, record: Resumable) -> None:
         if self.records.get(record.request_id) is record:
             del self.records[record.request_id]
+            self._count.kept -= 1
+            record.home = None
+            record.log.meter = None
+            self._budget.release(record, record.log.bytes + record.result_bytes)
 
     def cut(self, owner: object) -> None:
         """`owner`'s connection is gone: its requests wait for a new one."""
@@ -131,6 +168,8 @@ class Resumables:
             if record.owner is owner:
                 record.owner = None
                 record.log.max_bytes = REPLAY_MAX_BYTES
+                if record.home is self:
+                    self._budget.cut(record)
             # An attach on that connection stops waiting.
             record.poke()
 
@@ -146,11 +185,6 @@ class Resumables:
     def bytes_held(self) -> int:
         """Output held for resumes, across this client's records."""
         return sum(record.log.bytes_held for record in self.records.values())
-
-    def _bound(self) -> None:
-        finished = [r for r in self.records.values() if r.state == "finished"]
-        for record in finished[: max(0, len(finished) - MAX_FINISHED_RECORDS)]:
-            self.drop(record)
 
     def find(self, request_id: Any) -> Resumable:
         record = self.records.get(request_id)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,4 +97,100 @@ def test_no_daemon_and_none_can_start_is_one_clear_line(tmp_path: Path) -> None:
     shared.chmod(0o755)
     bridge = AttachProcess(tmp=tmp_path, socket_path=shared / "d.sock")
     assert bridge.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
-    assert "must be ours and mode 700" in bridge.stderr()
+    assert "is mode 755: others may reach the socket" in bridge.stderr()
+
+
+# Another local user's listener: bound by root in the directory given, then run
+# as the stranger from `listen()` on (the kernel gives a client the listener's
+# credentials as they were at `listen()`). It answers with a forged result and
+# records a line for each connection, then every byte it receives.
+STRANGER_LISTENER = r"""
+import os, socket, sys
+path, record, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = open(record, "wb", buffering=0)
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+sock.bind(path)
+os.chmod(path, 0o777)
+os.setgid(uid)
+os.setuid(uid)
+sock.listen()
+print("listening", flush=True)
+while True:
+    conn, _ = sock.accept()
+    out.write(b"connected\n")
+    try:
+        conn.sendall(b'{"jsonrpc":"2.0","id":1,"result":{"output":"forged"}}\n')
+        while data := conn.recv(65536):
+            out.write(data)
+    except OSError:
+        pass
+    conn.close()
+"""
+NOBODY = 65534
+SECRET = "attach-secret-value"
+
+
+@pytest.fixture
+def stranger(tmp_path: Path) -> Iterator[Callable[[Path], Path]]:
+    """Start a stranger's listener at a path; what it received is in the file returned."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(path: Path) -> Path:
+        record = tmp_path / f"received-{len(started)}"
+        listener = subprocess.Popen(
+            [sys.executable, "-c", STRANGER_LISTENER, str(path), str(record), str(NOBODY)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        started.append(listener)
+        assert listener.stdout is not None and listener.stdout.readline() == "listening\n"
+        return record
+
+    yield start
+    for listener in started:
+        listener.kill()
+        listener.wait()
+
+
+def _refused(bridge: AttachProcess) -> str:
+    """The bridge was given a request with a secret; it must end at once, with
+    one line on stderr and nothing on stdout."""
+    bridge.request("bash", BashParams(command="true", env={"TOKEN": SECRET}))
+    assert bridge.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
+    stderr = bridge.stderr().strip()
+    assert len(stderr.splitlines()) == 1, stderr
+    with pytest.raises(EOFError):
+        bridge.next_message(timeout=EXIT_BOUND_SECONDS)
+    assert bridge.raw_lines == []
+    return stderr
+
+
+def test_attach_refuses_a_directory_another_user_made(
+    tmp_path: Path, stranger: Callable[[Path], Path]
+) -> None:
+    taken = tmp_path / "taken"
+    taken.mkdir(mode=0o700)
+    os.chown(taken, NOBODY, NOBODY)
+    received = stranger(taken / socketpath.SOCKET_NAME)
+    bridge = AttachProcess(tmp=tmp_path, socket_path=taken / socketpath.SOCKET_NAME)
+    try:
+        line = _refused(bridge)
+    finally:
+        bridge.kill()
+    assert f"belongs to uid {NOBODY}, not to us (uid {os.getuid()})" in line
+    assert received.read_bytes() == b""  # not even connected to
+
+
+def test_attach_refuses_a_listener_of_another_uid(
+    tmp_path: Path, socket_path: Path, stranger: Callable[[Path], Path]
+) -> None:
+    socket_path.parent.mkdir(mode=0o700)
+    received = stranger(socket_path)
+    bridge = AttachProcess(tmp=tmp_path, socket_path=socket_path)
+    try:
+        line = _refused(bridge)
+    finally:
+        bridge.kill()
+    assert f"runs as uid {NOBODY}, not as us (uid {os.getuid()}); sent it nothing" in line
+    assert received.read_bytes() == b"connected\n"
+    assert SECRET not in received.read_text()

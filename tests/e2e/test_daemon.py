@@ -86,8 +86,19 @@ def test_a_directory_others_can_enter_is_refused(tmp_path: Path) -> None:
     shared.chmod(0o755)
     done = _run_daemon(tmp_path, "--socket", str(shared / "d.sock"))
     assert done.returncode == 1
-    assert "must be ours and mode 700" in done.stderr
+    assert "is mode 755: others may reach the socket" in done.stderr
     assert not (shared / "d.sock").exists()
+
+
+def test_a_directory_of_another_owner_is_refused_for_that_reason(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.mkdir(mode=0o700)
+    os.chown(taken, NOBODY, NOBODY)
+    done = _run_daemon(tmp_path, "--socket", str(taken / "d.sock"))
+    assert done.returncode == 1
+    assert f"belongs to uid {NOBODY}, not to us (uid {os.getuid()})" in done.stderr
+    assert "mode" not in done.stderr
+    assert not (taken / "d.sock").exists()
 
 
 def test_a_second_daemon_on_the_path_fails_and_the_first_serves_on(
@@ -359,3 +370,27 @@ def test_a_cut_connection_is_not_logged_as_the_daemon_shutting_down(
     witness.close()
     assert "shutting down" not in daemon.stderr()
     assert "stdout" not in daemon.stderr()
+
+
+def test_a_client_past_the_cap_ends_the_one_detached_longest_or_is_refused(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    config = tmp_path / "clients.toml"
+    config.write_text("[daemon]\nmaxClients = 1\n")
+    daemon = spawn_daemon("--config", str(config)).wait_listening()
+    alice = introduce(daemon.connect(), "alice")
+    alice.bash("export MINE=alice")
+    # Every kept client has a connection: a new one is refused, and says why.
+    bob = daemon.connect()
+    error = bob.error("initialize", initialize_params(HostOptions(client_id="bob")))
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert "maxClients" in error.message + str(error.data)
+    bob.close()
+    alice.close()  # detached: her sessions wait for the grace
+    carol = introduce(daemon.connect(), "carol")
+    assert carol.bash("echo in").output == "in\n"
+    carol.close()
+    # Alice's place went to carol: her shell, and what it held, are gone.
+    back = introduce(daemon.connect(), "alice")
+    assert back.bash('echo "[$MINE]"').output == "[]\n"
+    back.close()

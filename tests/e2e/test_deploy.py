@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +133,93 @@ def test_deploy_check_runs_what_it_can_here() -> None:
     assert lines[0].startswith("verified: 6 Kubernetes documents")
     assert lines[1].startswith(("verified: bundle", "skipped: bundle"))
     assert lines[2].startswith(("verified: image", "skipped: image"))
+
+
+# A podman that builds nothing and runs a stand-in of the image's server: it
+# runs the probe while its input is open and cancels it on EOF, as bashrpc
+# does. Each call is logged, and so is whether the probe ran.
+STUB_PODMAN = """#!{python}
+import json, os, select, sys, time
+mode = os.environ["STUB_PODMAN_MODE"]
+log = open(os.environ["STUB_PODMAN_LOG"], "a")
+args = sys.argv[1:]
+log.write(json.dumps(args) + "\\n")
+if args[0] == "build":
+    sys.exit(0)
+if "--entrypoint" in args:
+    if mode == "cannot-run":
+        print("Error: starting container: crun: setrlimit `RLIMIT_NOFILE`:", file=sys.stderr)
+        print("crun: setrlimit RLIMIT_NOFILE: Operation not permitted", file=sys.stderr)
+        sys.exit(126)
+    sys.exit(0)
+request = json.loads(sys.stdin.readline())
+time.sleep(0.5)
+closed = bool(select.select([sys.stdin], [], [], 0)[0]) and sys.stdin.read(1) == ""
+uid = "0" if mode == "root" else "1000"
+if closed or mode == "cancelled":
+    log.write("probe cancelled\\n")
+    result = dict(output="PATH=/usr/bin\\n", exitCode=None, cancelled=True, timedOut=False)
+else:
+    log.write("probe ran\\n")
+    output = f"PATH=/usr/bin\\nHOME=/home/agent\\n/usr/bin/python3\\n{{uid}}\\n"
+    result = dict(output=output, exitCode=0, cancelled=False, timedOut=False)
+print(json.dumps(dict(jsonrpc="2.0", id=request["id"], result=result)), flush=True)
+sys.stdin.read()
+"""
+LOCAL_BASE = "localhost/bookworm-python"
+
+
+def _check_image_with_stub(
+    tmp_path: Path, mode: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "podman"
+    stub.write_text(STUB_PODMAN.format(python=sys.executable))
+    stub.chmod(0o755)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    log = tmp_path / "podman.log"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "STUB_PODMAN_MODE": mode,
+        "STUB_PODMAN_LOG": str(log),
+    }
+    argv = [sys.executable, str(DEPLOY / "check"), "--only", "image"]
+    argv += ["--base", LOCAL_BASE, "--wheels", str(wheels)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    return done, log.read_text() if log.exists() else ""
+
+
+def test_the_image_check_waits_for_the_probe_and_builds_on_a_local_base(tmp_path: Path) -> None:
+    done, log = _check_image_with_stub(tmp_path, "good")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("verified: image"), done.stdout
+    assert "probe ran" in log
+    build = json.loads(log.splitlines()[0])
+    assert build[0] == "build" and "--network=none" in build
+    assert ["--build-arg", f"BASE={LOCAL_BASE}"] == build[build.index("--build-arg") :][:2]
+    assert "--pull=never" in build
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [("cancelled", "the probe did not run to its end"), ("root", "the server runs as root")],
+)
+def test_a_wrong_answer_fails_the_image_check(tmp_path: Path, mode: str, problem: str) -> None:
+    done, _ = _check_image_with_stub(tmp_path, mode)
+    assert done.returncode == 1
+    assert problem in done.stderr
+    assert "verified" not in done.stdout
+
+
+def test_where_podman_cannot_run_a_container_the_check_says_why_in_one_line(
+    tmp_path: Path,
+) -> None:
+    done, _ = _check_image_with_stub(tmp_path, "cannot-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "skipped: image (podman cannot run a container here: "
+        "crun: setrlimit RLIMIT_NOFILE: Operation not permitted)"
+    ]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import BashToolArguments, ProgressParams
@@ -218,3 +219,55 @@ def test_a_tool_call_cut_resumes_with_its_result_and_its_progress_in_order(
     # Delivered: no longer listed.
     assert requests_of(again, TOOL_SESSION_ID) == []
     again.close()
+
+
+# A small budget for what cut requests keep, and three that print more than it.
+RESUME_BUDGET_BYTES = 2 * 1024 * 1024
+CUT_REQUESTS = 3
+CUT_OUTPUT_LINES = 300000
+# How the notice of chunks no longer kept ends (its count varies).
+GAP_NOTICE_END = messages.NOTICE_RESUME_MISSED.rpartition("}")[2]
+# The newest chunk of each is kept, whatever the budget; a chunk is far below this.
+CHUNK_SLACK_BYTES = 256 * 1024
+
+
+def test_cut_requests_share_the_daemons_budget_and_a_resume_is_told_the_gap(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "budget.toml"
+    config.write_text(f"[daemon]\nresumeBudgetBytes = {RESUME_BUDGET_BYTES}\n")
+    daemon = DaemonProcess("--config", str(config), tmp=tmp_path).wait_listening()
+    expected = subprocess.run(["seq", "1", str(CUT_OUTPUT_LINES)], capture_output=True).stdout
+    try:
+        first = introduce(daemon.connect(), "hog")
+        command = f"sleep 0.5; seq 1 {CUT_OUTPUT_LINES}"
+        idents = [
+            first.request("bash", BashParams(command=command, session_id=f"s{index}"))
+            for index in range(CUT_REQUESTS)
+        ]
+        first.cut()  # before any output: all of it is kept for a resume, within the budget
+        again = introduce(daemon.connect(), "hog")
+
+        def finished() -> bool:
+            states = [r.state for i in range(CUT_REQUESTS) for r in requests_of(again, f"s{i}")]
+            return states == ["finished"] * CUT_REQUESTS
+
+        assert wait_until(finished, STREAM_BOUND_SECONDS)
+        replayed = []
+        for ident in idents:
+            reply = again.request("bash/attach", BashAttachParams(request_id=ident))
+            result = result_of(again.response(reply, STREAM_BOUND_SECONDS), BashResult)
+            assert (result.exit_code, result.total_bytes) == (0, len(expected))
+            replayed.append("".join(c.text for c in again.chunks_for(ident)))
+        again.close()
+    finally:
+        daemon.kill()
+    kept = 0
+    for text in replayed:
+        _, notice, tail = text.rpartition(GAP_NOTICE_END)
+        # What is kept is the output's end, whole; what is not is said, not silently skipped.
+        assert expected.endswith(tail.encode())
+        assert notice or tail.encode() == expected
+        kept += len(tail)
+    assert any(len(text) < len(expected) for text in replayed)
+    assert kept <= RESUME_BUDGET_BYTES + CUT_REQUESTS * CHUNK_SLACK_BYTES

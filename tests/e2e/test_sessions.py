@@ -14,7 +14,7 @@ from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.runtime import procs
 from tests.conftest import SpawnInProcess, SpawnProcess
-from tests.rpc import marked_processes, process_gone, wait_until
+from tests.rpc import ServerProcess, marked_processes, process_gone, wait_until
 
 # The rc capture's deadline, shortened here; the bound only catches a hang.
 SNAPSHOT_TIMEOUT = "[bash]\nsnapshotTimeout = 1\n"
@@ -262,3 +262,38 @@ def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(
     assert wait_until(lock.exists, timeout=SNAPSHOT_BOUND_SECONDS)
     assert server.close() == 0
     assert not lock.exists()
+
+
+# Servers shut down at once, so that some are preempted between the signals of
+# one hang-up: the shell must hold its SIGHUP before its foreground child can
+# die of one, or it takes the child's death for the end of its script, runs
+# its EXIT trap as at a normal exit, and the SIGHUP then ends it mid-trap.
+PARALLEL_CAPTURES = 12
+# The captures must still be running when the servers are told to end, however
+# slowly twelve servers start on a busy machine: no deadline of their own.
+NO_DEADLINE = "[bash]\nsnapshotTimeout = 600\n"
+# Only catches a hang: the servers' start, and their end (each trap takes 1 s).
+PARALLEL_BOUND_SECONDS = 120.0
+
+
+def test_captures_hung_up_at_once_all_finish_their_exit_traps(tmp_path: Path) -> None:
+    config = tmp_path / "no-deadline.toml"
+    config.write_text(NO_DEADLINE)
+    servers: list[ServerProcess] = []
+    try:
+        for index in range(PARALLEL_CAPTURES):
+            tmp = tmp_path / f"s{index}"
+            tmp.mkdir()
+            write_rc(tmp, SLOW_TRAP_RC)
+            servers.append(ServerProcess("--config", str(config), tmp=tmp))
+        locks = [server.tmp / "home" / "lock" for server in servers]
+        assert wait_until(lambda: all(lock.exists() for lock in locks), PARALLEL_BOUND_SECONDS)
+        for server in servers:
+            assert server.proc.stdin is not None
+            server.proc.stdin.close()
+        for server in servers:
+            assert server.close(timeout=PARALLEL_BOUND_SECONDS) == 0
+        assert [lock for lock in locks if lock.exists()] == []
+    finally:
+        for server in servers:
+            server.kill()

@@ -3,23 +3,28 @@ the token, its refusals and their log, a huge frame, a slow reader, a reconnect.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import signal
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
+from websockets.utils import apply_mask
 
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.mcp import EmptyResult, HostOptions
 from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import AbortBashParams, AbortBashResult, BashParams
+from bashrpc.server.daemon.wsthrottle import LOG_BURST
 from tests.daemon import DaemonProcess, fresh_socket
 from tests.rpc import marked_processes, server_environment, wait_until
 from tests.websocket import WebSocketClient, bearer, listening_url, write_token
@@ -130,10 +135,61 @@ def test_a_frame_over_the_limit_closes_only_its_connection(start_listener: Start
     huge.close()
 
 
-def _rss_bytes(pid: int) -> int:
+def _rss_bytes(pid: int, field: str = "VmRSS") -> int:
     with open(f"/proc/{pid}/status") as f:
-        kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        kib = next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
     return kib * 1024
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    return _rss_bytes(pid, "VmHWM")
+
+
+# The adversary's messages: 15 MiB of spaces each, deflated to about 15 KiB.
+SPACES_BYTES = 15 * 1024 * 1024
+COMPRESSED_MESSAGES = 8
+# Inflated, one such message alone is 15 MiB (and more once decoded).
+INFLATE_GROWTH_BOUND_BYTES = 12 * 1024 * 1024
+# What ends a deflated message (RFC 7692 7.2.1): dropped before it is sent.
+DEFLATE_TAIL = b"\x00\x00\xff\xff"
+
+
+def _compressed_text_frame(payload: bytes) -> bytes:
+    """A client's final text frame marked compressed (FIN, RSV1), masked (RFC 6455 5.2)."""
+    key = secrets.token_bytes(4)
+    header = struct.pack("!BBQ", 0x80 | 0x40 | 0x1, 0x80 | 127, len(payload)) + key
+    return header + apply_mask(payload, key)
+
+
+def test_a_compressed_message_is_never_inflated(start_listener: StartListener) -> None:
+    listener = start_listener(token=secrets.token_hex(16))
+    pid = listener.daemon.proc.pid
+    # The client offers permessage-deflate, as the library does by default.
+    client = listener.connect(compression="deflate")
+    assert client.bash("echo ready").output == "ready\n"
+    assert client.ws.response is not None
+    assert client.ws.response.headers.get("Sec-WebSocket-Extensions") is None
+    before = _peak_rss_bytes(pid)
+    # Whatever was agreed, the adversary sends frames marked compressed (RSV1),
+    # one deflate stream across them, then a ping to learn they were all read.
+    deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+
+    def frame(data: bytes) -> bytes:
+        payload = deflate.compress(data) + deflate.flush(zlib.Z_SYNC_FLUSH)
+        return _compressed_text_frame(payload.removesuffix(DEFLATE_TAIL))
+
+    ping = json.dumps({"jsonrpc": "2.0", "id": "after", "method": "ping"}).encode()
+    with contextlib.suppress(OSError):  # the daemon may close the connection at the first
+        for data in [b" " * SPACES_BYTES] * COMPRESSED_MESSAGES + [ping]:
+            client.ws.socket.sendall(frame(data))
+    with pytest.raises(EOFError):
+        client.response("after", timeout=EXIT_BOUND_SECONDS)
+    assert _peak_rss_bytes(pid) - before < INFLATE_GROWTH_BOUND_BYTES
+    # Only that connection ended.
+    other = listener.connect()
+    assert other.bash("echo served").output == "served\n"
+    other.close()
+    client.close()
 
 
 def _written(pid: int) -> int:
@@ -286,3 +342,30 @@ def test_a_listener_on_port_0_names_its_port_at_the_default_log_level(
         client.close()
     finally:
         daemon.kill()
+
+
+WRONG_TOKEN_TRIES = 10
+# Each wrong token slows the next try of its peer (0.1 s, doubling, at most
+# 1 s): ten tries take 6.5 s; unslowed, well under one.
+SLOWED_AT_LEAST_SECONDS = 3.0
+# Refusals logged at once; the rest within a budget of one per 10 s.
+LOGGED_AT_MOST = LOG_BURST + 1
+
+
+def test_wrong_tokens_are_slowed_and_logged_a_bounded_number_of_times(
+    start_listener: StartListener,
+) -> None:
+    token = secrets.token_hex(16)
+    listener = start_listener(token=token)
+    started = time.monotonic()
+    statuses = [
+        _refusal(listener.url, bearer(f"guess-{index}")) for index in range(WRONG_TOKEN_TRIES)
+    ]
+    assert time.monotonic() - started >= SLOWED_AT_LEAST_SECONDS
+    assert set(statuses) == {401}
+    # The holder is still let in (after its turn).
+    client = listener.connect()
+    assert client.bash("echo holder").output == "holder\n"
+    client.close()
+    log = listener.daemon.stderr()
+    assert 1 <= log.count("refused a websocket") <= LOGGED_AT_MOST, log

@@ -53,3 +53,24 @@ def test_a_gone_or_recycled_process_is_not_live(tree: int) -> None:
     assert info is not None and scan.live(tree, info.start)
     assert not scan.live(tree, info.start + 1)
     assert not procs.Scan().live(2**22 + 1)
+
+
+def test_parents_come_before_their_children(tree: int) -> None:
+    members = procs.Scan().descendants([tree])
+    ordered = procs.parents_first(sorted(members, reverse=True))
+    assert sorted(ordered) == sorted(members)
+    for pid in ordered:
+        info = procs.read_stat(pid)
+        assert info is not None
+        if info.ppid in members:
+            assert ordered.index(info.ppid) < ordered.index(pid)
+    assert ordered[0] == tree
+
+
+def test_cpu_time_is_read(tree: int) -> None:
+    busy = subprocess.Popen(["bash", "-c", "while :; do :; done"])
+    try:
+        assert wait_until(lambda: (info := procs.read_stat(busy.pid)) is not None and info.cpu > 0)
+    finally:
+        busy.kill()
+        busy.wait()
