@@ -18,6 +18,8 @@ class ErrorCode(IntEnum):
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
     SANDBOX_UNAVAILABLE = -32006
+    NO_SUCH_TERMINAL = -32007
+    TOO_MANY_JOBS = -32008
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 
@@ -38,3 +40,14 @@ class ArtifactNotFoundData(msgspec.Struct, rename="camel", omit_defaults=True):
 
 class NoSuchPtyData(msgspec.Struct, rename="camel"):
     request_id: str | int | None
+
+
+class NoSuchTerminalData(msgspec.Struct, rename="camel"):
+    terminal_id: str
+
+
+class TooManyJobsData(msgspec.Struct, rename="camel", omit_defaults=True):
+    live_jobs: int
+    limit: int
+    # The session at its limit; absent when the server's limit was reached.
+    session_id: str | None = None

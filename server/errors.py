@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bashrpc.protocol import messages
+
 
 class BashrpcError(Exception):
     """Base of the errors a request may end with on purpose."""
@@ -71,3 +73,28 @@ class RequestCancelled(BashrpcError):
     def __init__(self, output: str | None = None) -> None:
         super().__init__(output)
         self.output = output
+
+
+class NoSuchTerminal(BashrpcError):
+    """No job of that terminal id in that session (never made, or released)."""
+
+    def __init__(self, terminal_id: str) -> None:
+        super().__init__(terminal_id)
+        self.terminal_id = terminal_id
+
+
+class TooManyJobs(BashrpcError):
+    """A job past the limit of a session (`session_id`) or of the server (None)."""
+
+    def __init__(self, live: int, limit: int, session_id: str | None) -> None:
+        super().__init__(live)
+        self.live = live
+        self.limit = limit
+        self.session_id = session_id
+
+
+class StdinClosed(InvalidArgument):
+    """A write to a job whose stdin is closed (by the host, or by the job's end)."""
+
+    def __init__(self, terminal_id: str) -> None:
+        super().__init__(messages.JOB_STDIN_CLOSED.format(terminal_id=terminal_id))

@@ -33,7 +33,7 @@ from bashrpc.server.runtime.containment import Containment
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.runtime.watchdog import Watchdog
 from bashrpc.server.services.api import Services
-from bashrpc.server.surfaces import native, resources, tools
+from bashrpc.server.surfaces import native, resources, terminals, tools
 from bashrpc.server.wire import liveness, stdio
 from bashrpc.server.wire.dispatch import Dispatcher
 
@@ -45,7 +45,7 @@ _log = log.get("serve")
 def dispatcher() -> Dispatcher:
     """Every surface's methods, in one table; a name registered twice, or a
     method of the protocol with no handler, fails here."""
-    table = Dispatcher(native.methods, tools.methods, resources.methods)
+    table = Dispatcher(native.methods, tools.methods, resources.methods, terminals.methods)
     table.check_complete()
     return table
 

@@ -24,6 +24,11 @@ from bashrpc.protocol.methods import EnvName, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
+from bashrpc.server.runtime.jobs import (
+    DEFAULT_JOB_RING_BYTES,
+    DEFAULT_MAX_JOBS,
+    DEFAULT_MAX_JOBS_PER_SESSION,
+)
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0
@@ -80,6 +85,18 @@ class SessionSettings(_Section, frozen=True):
     max_shells: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_SHELLS
 
 
+class JobSettings(_Section, frozen=True):
+    """Background jobs (`terminal/create`, `bash` with `background`)."""
+
+    # Jobs not yet exited, in one session and in the whole server (a daemon: per tenant).
+    max_per_session: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_JOBS_PER_SESSION
+    max_total: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_JOBS
+    # Output each job keeps in memory; the artifact keeps all of it.
+    ring_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1024 * 1024 * 1024)] = (
+        DEFAULT_JOB_RING_BYTES
+    )
+
+
 class SandboxSettings(_Section, frozen=True):
     mode: SandboxMode = "off"
     # Sandboxed modes only: false gives the shell a network namespace with loopback alone.
@@ -119,6 +136,7 @@ class Settings(_Section, frozen=True):
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
+    jobs: JobSettings = JobSettings()
     sandbox: SandboxSettings = SandboxSettings()
     server: ServerSettings = ServerSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES

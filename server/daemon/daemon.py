@@ -79,7 +79,9 @@ class View:
         tenant.attach()
         self.tenant.detach()
         self.tenant = tenant
+        connection.services.detached()
         connection.services = services
+        services.attached(connection.notify)
         self.services.append(services)
         if client_id is not None:
             # A client's commands outlive a cut connection, as its sessions do.
