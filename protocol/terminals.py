@@ -31,12 +31,14 @@ _SESSION = "The session the terminal runs in: its workspace, environment and san
 _TERMINAL = "The terminal, as `terminal/create` named it."
 
 
+class AcpMeta(msgspec.Struct):
+    """ACP's `_meta`: any object, whose keys are not looked at."""
+
+
 class EnvVariable(Params):
     name: Annotated[EnvName, described("The variable's name.")]
     value: Annotated[str, described("Its value.")]
-    meta: Annotated[msgspec.Raw | None, described(_META)] = msgspec.field(
-        default=None, name="_meta"
-    )
+    meta: Annotated[AcpMeta | None, described(_META)] = msgspec.field(default=None, name="_meta")
 
 
 class Readiness(Params):
@@ -80,9 +82,7 @@ class TerminalCreateParams(Params):
         Readiness | None,
         described("bashrpc's: answer once a log line or a port says the job is ready."),
     ] = None
-    meta: Annotated[msgspec.Raw | None, described(_META)] = msgspec.field(
-        default=None, name="_meta"
-    )
+    meta: Annotated[AcpMeta | None, described(_META)] = msgspec.field(default=None, name="_meta")
 
 
 ReadyState = Literal["ready", "timeout", "exited"]
@@ -108,9 +108,7 @@ class TerminalCreateResult(Result, omit_defaults=True):
 class TerminalParams(Params):
     session_id: Annotated[SessionId, described(_SESSION)]
     terminal_id: Annotated[TerminalId, described(_TERMINAL)]
-    meta: Annotated[msgspec.Raw | None, described(_META)] = msgspec.field(
-        default=None, name="_meta"
-    )
+    meta: Annotated[AcpMeta | None, described(_META)] = msgspec.field(default=None, name="_meta")
 
 
 class TerminalOutputParams(TerminalParams):

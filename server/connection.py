@@ -18,7 +18,7 @@ then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Regist
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -61,12 +61,6 @@ class ConnectionServices(Protocol):
     """All a connection itself asks of its services; its handlers ask the rest."""
 
     async def wind_down(self) -> None: ...
-
-    def attached(self, notify: Callable[[str, msgspec.Struct], Awaitable[None]]) -> None:
-        """A connection now serves these services: this is how it is told things."""
-
-    def detached(self) -> None:
-        """The connection is gone (or serves other services now)."""
 
 
 S = TypeVar("S", bound=ConnectionServices)
@@ -135,13 +129,6 @@ class Connection(Generic[S]):
 
     async def serve(self) -> None:
         """Until the input ends, `exit`, `stop`, or the output breaks; then wind down."""
-        self.services.attached(self.notify)
-        try:
-            await self._serve()
-        finally:
-            self.services.detached()
-
-    async def _serve(self) -> None:
         async with anyio.create_task_group() as writer:
             writer.start_soon(self._outbox.run)
             async with anyio.create_task_group() as requests:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bashrpc.protocol import messages
-
 
 class BashrpcError(Exception):
     """Base of the errors a request may end with on purpose."""
@@ -91,10 +89,3 @@ class TooManyJobs(BashrpcError):
         self.live = live
         self.limit = limit
         self.session_id = session_id
-
-
-class StdinClosed(InvalidArgument):
-    """A write to a job whose stdin is closed (by the host, or by the job's end)."""
-
-    def __init__(self, terminal_id: str) -> None:
-        super().__init__(messages.JOB_STDIN_CLOSED.format(terminal_id=terminal_id))

@@ -99,7 +99,11 @@ async def serve(options: Options) -> int:
             )
             connection = Connection(Services(rt), dispatcher(), transport, options.settings)
             signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
-            await connection.serve()
+            connection.services.attached(connection.notify)
+            try:
+                await connection.serve()
+            finally:
+                connection.services.detached()
             signals.cancel_scope.cancel()
     finally:
         stdio.restore_stdio(fds)

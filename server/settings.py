@@ -24,16 +24,14 @@ from bashrpc.protocol.methods import EnvName, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
-from bashrpc.server.runtime.jobs import (
-    DEFAULT_JOB_RING_BYTES,
-    DEFAULT_MAX_JOBS,
-    DEFAULT_MAX_JOBS_PER_SESSION,
-)
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0
 DEFAULT_MAX_SHELLS = 32
 DEFAULT_IDLE_SECONDS = 900.0
+DEFAULT_MAX_JOBS_PER_SESSION = 16
+DEFAULT_MAX_JOBS = 64
+DEFAULT_JOB_RING_BYTES = 1024 * 1024
 # Smaller limits would refuse ordinary requests.
 MIN_LINE_BYTES = 1024
 # A day: past that, a silent client is as good as never timed out.

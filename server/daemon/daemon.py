@@ -176,12 +176,14 @@ class Daemon:
         self.connections.add(connection)
         if self.stopping:
             connection.stop.set()
+        services.attached(connection.notify)
         try:
             await connection.serve()
         except Exception:
             # One connection's bug must not end the others.
             _log.exception("a connection failed")
         finally:
+            connection.services.detached()
             self.connections.discard(connection)
             view.close()
 

@@ -22,7 +22,7 @@ from bashrpc.server.runtime import backends, procs, sandbox
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime.backend import Backend, BackendSetup
 from bashrpc.server.runtime.containment import Containment
-from bashrpc.server.runtime.jobs import JobLimits, JobTable
+from bashrpc.server.runtime.jobtable import JobLimits, JobTable
 from bashrpc.server.runtime.pool import PoolLimits, ShellPool
 from bashrpc.server.runtime.runners import Execution
 from bashrpc.server.runtime.sessions import Session, SessionRegistry

@@ -42,7 +42,9 @@ class Services:
         async def tell(job: Job) -> None:
             status = wire_status(job.exit)
             assert status is not None
-            notice = TerminalExited(session_id=job.session_id, terminal_id=job.id, exit_status=status)
+            notice = TerminalExited(
+                session_id=job.session_id, terminal_id=job.id, exit_status=status
+            )
             await notify("terminal/exited", notice)
 
         self.detached()

@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 
-
 from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.protocol.terminals import (
@@ -147,10 +146,7 @@ class TerminalService:
             ) from None
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:
-        if cwd is None:
-            directory = base
-        else:
-            directory = resolve_path(base, cwd, home)
+        directory = base if cwd is None else resolve_path(base, cwd, home)
         if self._runtime.backend.directory(directory) != "dir":
             raise errors.InvalidArgument(
                 messages.CWD_NOT_DIRECTORY.format(path=paths.printable(directory))
@@ -247,4 +243,3 @@ def compile_pattern(text: str) -> re.Pattern[str]:
         raise errors.InvalidArgument(
             messages.BAD_READY_PATTERN.format(pattern=text, reason=exc)
         ) from None
-
