@@ -177,6 +177,7 @@ NO_SUCH_TERMINAL = "No terminal {terminal_id!r} in this session (never created, 
 TOO_MANY_JOBS = "too many background jobs"
 JOB_STDIN_CLOSED = "terminalId: the stdin of {terminal_id!r} is closed"
 BAD_READY_PATTERN = "Invalid regular expression {pattern!r}: {reason} - at `$.ready.log`"
+BACKGROUND_WITH = "{field}: a background job runs without one (stop it with `terminal/kill`)"
 JOB_CANNOT_START = "command: cannot start {command!r}: {reason}"
 JOB_STARTED = "[Running in the background as {terminal_id}]"
 JOB_STILL_RUNNING = (

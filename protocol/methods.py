@@ -79,6 +79,20 @@ class BashParams(Params):
         bool | PtySize | None,
         described("Run on a pseudo-terminal, as a one-shot `bash -c`: true, or a size."),
     ] = None
+    background: Annotated[
+        bool,
+        described(
+            "Start it as a background job (`terminal/*`) in a shell with the session's"
+            " cwd and environment, and answer at once with its `terminalId`."
+        ),
+    ] = False
+    background_after: Annotated[
+        Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT_SECONDS)] | None,
+        described(
+            "Run it as a background job; answer when it ends, or after this many seconds"
+            " with its output so far and its `terminalId`, the job running on."
+        ),
+    ] = None
 
 
 class BashResult(Result, omit_defaults=True):
@@ -118,6 +132,10 @@ class BashResult(Result, omit_defaults=True):
             "command's shell ended, or the one before it did since the last result."
         ),
     ] = False
+    terminal_id: Annotated[
+        str | None,
+        described("The background job the command runs on as (`background`, `backgroundAfter`)."),
+    ] = None
 
 
 class AbortBashParams(Params):

@@ -32,6 +32,7 @@ class OutputRing:
         self._buf = bytearray()
         # The offset of _buf[0].
         self._base = 0
+        self._newlines = 0
 
     @property
     def total(self) -> int:
@@ -43,7 +44,14 @@ class OutputRing:
         """The oldest offset still held."""
         return max(self._base, self.total - self.capacity)
 
+    @property
+    def lines(self) -> int:
+        """Lines of all the output, a last one without LF counted."""
+        unfinished = bool(self._buf) and self._buf[-1:] != b"\n"
+        return self._newlines + unfinished
+
     def add(self, data: bytes) -> None:
+        self._newlines += data.count(b"\n")
         self._buf += data
         if len(self._buf) > self.capacity * _COMPACT_FACTOR:
             drop = len(self._buf) - self.capacity

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.envelope import ServerMessage
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import (
     ArtifactReadParams,
     ArtifactReadResult,
+    BashParams,
     SessionCloseParams,
     SessionOpenParams,
 )
@@ -38,7 +40,14 @@ from bashrpc.protocol.terminals import (
     TerminalWriteResult,
 )
 from tests.conftest import SpawnProcess
-from tests.rpc import RpcClient, ServerProcess, error_of, ok_result, wait_until
+from tests.rpc import (
+    RpcClient,
+    ServerProcess,
+    error_of,
+    marked_processes,
+    ok_result,
+    wait_until,
+)
 from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
@@ -352,3 +361,49 @@ def test_a_missing_program_is_refused(process: ServerProcess) -> None:
     params = TerminalCreateParams(session_id=SESSION, command="no-such-program-here", args=[])
     refused = error_of(process.call("terminal/create", params))
     assert refused.code == ErrorCode.INVALID_PARAMS
+
+
+def test_bash_background_answers_at_once_in_the_sessions_cwd_and_env(
+    process: ServerProcess, tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    process.result("session/open", SessionOpenParams(session_id=SESSION, env={"MINE": "kept"}))
+    process.bash("cd sub", session_id=SESSION)
+    command = "echo $MINE; pwd; exec -a bg-marker-1 sleep 300"
+    started = process.bash(command, session_id=SESSION, background=True)
+    assert started.terminal_id is not None and started.exit_code is None
+    assert started.output == messages.JOB_STARTED.format(terminal_id=started.terminal_id) + "\n"
+    expected = f"kept\n{tmp_path / 'sub'}\n"
+    assert wait_until(lambda: output(process, started.terminal_id or "").output == expected)
+    # The session's own shell is free meanwhile.
+    assert process.bash("echo free", session_id=SESSION).output == "free\n"
+    assert marked_processes("bg-marker-1") != []
+    process.typed(TerminalEmptyResult, "terminal/release", ref(started.terminal_id))
+    assert marked_processes("bg-marker-1") == []
+
+
+def test_bash_background_after_answers_a_quick_command_as_usual(process: ServerProcess) -> None:
+    done = process.bash("echo quick; exit 4", background_after=BOUND_SECONDS)
+    assert (done.output, done.exit_code, done.terminal_id) == ("quick\n", 4, None)
+    listing = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert listing.terminals == []
+
+
+def test_bash_background_after_hands_a_slow_command_over_to_a_job(process: ServerProcess) -> None:
+    slow = process.bash("echo early; exec -a bg-marker-2 sleep 300", background_after=1)
+    assert slow.terminal_id is not None and slow.exit_code is None
+    notice = messages.JOB_STILL_RUNNING.format(seconds=1, terminal_id=slow.terminal_id)
+    assert slow.output == f"{notice}\nearly\n"
+    listing = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert [(t.terminal_id, t.state) for t in listing.terminals] == [(slow.terminal_id, "running")]
+    assert marked_processes("bg-marker-2") != []
+    process.typed(TerminalEmptyResult, "terminal/kill", ref(slow.terminal_id, "default"))
+    assert marked_processes("bg-marker-2") == []
+
+
+def test_bash_background_refuses_what_a_job_cannot_do(process: ServerProcess) -> None:
+    for params in (
+        BashParams(command="true", background=True, timeout=5),
+        BashParams(command="true", background_after=1, pty=True),
+    ):
+        assert error_of(process.call("bash", params)).code == ErrorCode.INVALID_PARAMS
