@@ -76,7 +76,9 @@ class JobTable:
         if mine >= self.limits.per_session:
             raise errors.TooManyJobs(mine, self.limits.per_session, session_id)
 
-    async def start(self, session_id: str, owner: str | None, spec: JobSpec) -> Job:
+    async def start(
+        self, session_id: str, owner: str | None, spec: JobSpec, *, announce: bool = True
+    ) -> Job:
         if self.closed:
             raise errors.ShuttingDown
         self.check_room(session_id)
@@ -95,6 +97,7 @@ class JobTable:
             if job.artifact is not None:
                 job.artifact.close()
             raise
+        job.announce = announce
         self.jobs[terminal_id] = job
         self._tg.start_soon(self._keep, job)
         return job

@@ -95,8 +95,9 @@ class TerminalService:
     def owner(self) -> str | None:
         return self._commands.owner
 
-    async def start(self, what: JobStart) -> Job:
-        """A job started now, in its session (created on first use)."""
+    async def start(self, what: JobStart, *, announce: bool = True) -> Job:
+        """A job started now, in its session (created on first use); `announce`:
+        its end is sent as `terminal/exited` (the model's jobs are told otherwise)."""
         runtime = self._runtime
         reject_nul(
             {
@@ -139,7 +140,7 @@ class TerminalService:
             output_limit=what.output_limit,
         )
         try:
-            return await runtime.jobs.start(session.id, self.owner, spec)
+            return await runtime.jobs.start(session.id, self.owner, spec, announce=announce)
         except (FileNotFoundError, PermissionError) as exc:
             raise errors.InvalidArgument(
                 messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)

@@ -65,7 +65,7 @@ def test_sdk_session_end_to_end(tmp_path: Path) -> None:
                 assert init.protocol_version == "2025-06-18"
 
                 tools = await session.list_tools()
-                assert [t.name for t in tools.tools] == ["bash"]
+                assert [t.name for t in tools.tools] == ["bash", "bash_output", "bash_kill"]
                 assert "command" in tools.tools[0].input_schema["properties"]
 
                 ok = await session.call_tool("bash", {"command": "echo hello from bash"})
