@@ -28,6 +28,8 @@ from bashrpc.server.settings import (
 )
 
 _log = log.get("jobs")
+# Ended jobs kept for a host that has not released them (each holds its ring).
+MAX_EXITED_KEPT = 64
 
 # Told of a job that ended: the owner's way to send `terminal/exited`.
 Listener = Callable[[Job], Awaitable[None]]
@@ -98,9 +100,18 @@ class JobTable:
                 job.artifact.close()
             raise
         job.announce = announce
+        self._forget_old()
         self.jobs[terminal_id] = job
         self._tg.start_soon(self._keep, job)
         return job
+
+    def _forget_old(self) -> None:
+        """Ended jobs nobody released are kept up to `MAX_EXITED_KEPT`, the oldest
+        forgotten first: memory stays bounded whatever a host forgets."""
+        ended = [job for job in self.jobs.values() if job.done.is_set()]
+        for job in ended[: max(0, len(ended) - MAX_EXITED_KEPT + 1)]:
+            del self.jobs[job.id]
+            job.move("release")
 
     async def _keep(self, job: Job) -> None:
         try:

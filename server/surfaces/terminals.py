@@ -19,6 +19,7 @@ from bashrpc.protocol.terminals import (
     TerminalWriteParams,
     TerminalWriteResult,
 )
+from bashrpc.server import errors
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.terminals import JobStart, compile_pattern
@@ -29,7 +30,9 @@ Ctx = RequestContext[Services]
 
 
 def _admit_create(ctx: Ctx, params: TerminalCreateParams) -> None:
-    """A bad pattern is refused before anything starts."""
+    """A bad pattern is refused before anything starts; a draining server starts nothing."""
+    if ctx.connection.draining:
+        raise errors.ShuttingDown
     if params.ready is not None and params.ready.log is not None:
         compile_pattern(params.ready.log)
 
