@@ -183,6 +183,20 @@ def test_a_job_runs_in_its_sessions_sandbox(spawn_process: SpawnProcess, tmp_pat
     assert not (tmp_path / "written").exists()
 
 
+def test_a_sandboxed_job_killed_or_released_leaves_no_process(
+    spawn_process: SpawnProcess,
+) -> None:
+    skip_without_sandbox()
+    server = spawn_process("--sandbox", "workspace-write")
+    killed = create(server, "setsid sleep 300 & echo up; exec sleep 301")
+    released = create(server, "exec sleep 302", session="second")
+    assert wait_until(lambda: output(server, killed).output == "up\n", BOUND_SECONDS)
+    server.typed(TerminalEmptyResult, "terminal/kill", ref(killed), BOUND_SECONDS)
+    assert wait_exit(server, killed).signal is not None
+    server.typed(TerminalEmptyResult, "terminal/release", ref(released, "second"), BOUND_SECONDS)
+    assert server.owned_processes() == []
+
+
 def test_stdin_write_then_close(process: ServerProcess) -> None:
     terminal = create(process, "while read -r line; do echo got:$line; done; echo eof")
     params = TerminalWriteParams(session_id=SESSION, terminal_id=terminal, data="hello\nworld\n")
