@@ -206,8 +206,8 @@ Stop a background job (started with `run_in_background`) and everything it start
 - Pass the `terminal_id` the bash tool gave; its final output is returned."""
 RUN_IN_BACKGROUND_HELP = (
     "Start the command in the background and return at once with its terminal_id: for"
-    " servers, watchers and long builds. Read its output with `bash_output`, stop it"
-    " with `bash_kill`; its end is told in a later result."
+    " servers, watchers and long builds. It has no timeout. Read its output with"
+    " `bash_output`, stop it with `bash_kill`; its end is told in a later result."
 )
 
 # The PTY path.
