@@ -125,8 +125,9 @@ class Job:
 
     # -- the process ------------------------------------------------------
 
-    async def start(self, containment: Containment, runtime_dir: str) -> None:
-        """Spawn; raises OSError (or SandboxUnavailable) when it cannot start."""
+    async def start(self, containment: Containment, runtime_dir: str, pids: set[int]) -> None:
+        """Spawn; raises OSError (or SandboxUnavailable) when it cannot start. Its pid
+        goes into `pids` at once, so no orphan reaper collects its status."""
         spec = self.spec
         launch = await bwrap.wrap(
             spec.argv,
@@ -158,16 +159,17 @@ class Job:
             launch.close()
             os.close(stdin_read)
             os.close(out_write)
+        pids.add(int(self._process.pid))
         self._tracker = tracker
         os.set_blocking(stdin_write, False)
         os.set_blocking(out_read, False)
         self._stdin, self._stdout = stdin_write, out_read
 
     async def run(self, grace: Callable[[], float], pids: set[int]) -> None:
-        """Pump its output and await its exit; then kill what it left and close up."""
+        """Pump its output and await its exit; then kill what it left and close up.
+        `pids` (where the reaper looks) has its pid from the spawn on; it leaves here."""
         assert self._process is not None and self._tracker is not None
         pid = int(self._process.pid)
-        pids.add(pid)
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump)
@@ -246,7 +248,7 @@ class Job:
             raise errors.InvalidArgument(messages.JOB_STDIN_CLOSED.format(terminal_id=self.id))
         try:
             await fdio.write_all(fd, data)
-        except BrokenPipeError:
+        except (BrokenPipeError, anyio.ClosedResourceError):
             self.close_stdin()
             raise errors.InvalidArgument(
                 messages.JOB_STDIN_CLOSED.format(terminal_id=self.id)

@@ -94,7 +94,7 @@ class JobTable:
             self._artifacts.create(),
         )
         try:
-            await job.start(self._containment, self._runtime_dir)
+            await job.start(self._containment, self._runtime_dir, self._pids)
         except BaseException:
             if job.artifact is not None:
                 job.artifact.close()
