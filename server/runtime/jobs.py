@@ -21,8 +21,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -36,7 +36,7 @@ from bashrpc.server.output.outputring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.runtime import bwrap, child, drain, procs
 from bashrpc.server.runtime.containment import Containment, Tracker
-from bashrpc.server.runtime.jobstate import ExitStatus, exit_status, step
+from bashrpc.server.runtime.jobstate import Event, ExitStatus, exit_status, step
 from bashrpc.server.runtime.sandbox import Policy
 
 READ_CHUNK_BYTES = 64 * 1024
@@ -88,7 +88,7 @@ class Job:
         self.model_cursor = 0
         self._sanitizer = Sanitizer()
         self._changed = anyio.Event()
-        self._process: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._tracker: Tracker | None = None
         self._stdin: int | None = None
         self._stdout: int | None = None
@@ -111,7 +111,7 @@ class Job:
     def artifact_id(self) -> int | None:
         return None if self.artifact is None or self.artifact.failed else self.artifact.id
 
-    def move(self, event: Any) -> None:
+    def move(self, event: Event) -> None:
         self.state = step(self.state, event)
         self.poke()
 

@@ -178,6 +178,8 @@ class TerminalService:
             piece = ring.after(after_offset)
             truncated = piece.missed_from is not None
             if piece.missed_from is not None:
+                if job.artifact is not None:
+                    job.artifact.flush()
                 gap = OutputGap(
                     from_offset=piece.missed_from,
                     to_offset=piece.start,

@@ -240,6 +240,23 @@ def test_a_cursor_returns_only_new_output_and_names_a_gap(
     assert newest.truncated is True and newest.output == later.output
 
 
+def test_the_gap_of_a_running_job_is_in_its_artifact_already(
+    spawn_process: SpawnProcess, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[jobs]\nringBytes = 1024\n")
+    server = spawn_process("--config", str(config))
+    terminal = create(server, "seq 1 3000; exec sleep 300")
+    whole = "".join(f"{n}\n" for n in range(1, 3001))
+    assert wait_until(lambda: output(server, terminal).output.endswith("3000\n"), BOUND_SECONDS)
+    got = output(server, terminal, after_offset=0)
+    assert got.gap is not None and got.gap.artifact_id is not None
+    assert got.exit_status is None
+    read = ArtifactReadParams(id=got.gap.artifact_id, limit=got.gap.to_offset)
+    missed = server.typed(ArtifactReadResult, "artifact/read", read).text
+    assert missed + got.output == whole
+
+
 def test_output_byte_limit_keeps_the_newest_bytes(process: ServerProcess) -> None:
     terminal = create(process, "printf 'aaaa\\nbbbb\\n'", output_byte_limit=5)
     wait_exit(process, terminal)
