@@ -438,3 +438,16 @@ def test_bash_background_refuses_what_a_job_cannot_do(process: ServerProcess) ->
         BashParams(command="true", background_after=1, pty=True),
     ):
         assert error_of(process.call("bash", params)).code == ErrorCode.INVALID_PARAMS
+
+
+def test_an_aborted_background_after_request_takes_its_command_with_it(
+    process: ServerProcess,
+) -> None:
+    params = BashParams(command="exec -a bg-marker-3 sleep 300", background_after=BOUND_SECONDS)
+    ident = process.request("bash", params)
+    assert wait_until(lambda: marked_processes("bg-marker-3") != [], BOUND_SECONDS)
+    assert process.abort(request_id=ident)
+    assert error_of(process.response(ident, BOUND_SECONDS)).code == ErrorCode.REQUEST_CANCELLED
+    assert marked_processes("bg-marker-3") == []
+    listing = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert listing.terminals == []
