@@ -91,6 +91,8 @@ class View:
         """The connection is cut: its owner's grace starts now."""
         if self._attached:
             self._attached = False
+            # Its jobs' ends wait for the owner's next connection, not this dying one.
+            self.connection.services.detached()
             resumables = self.connection.services.resumables
             if resumables is not None:
                 resumables.cut(self.connection)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol.methods import BashParams
 from bashrpc.protocol.terminals import (
     TerminalCreateParams,
     TerminalCreateResult,
@@ -21,7 +22,7 @@ from bashrpc.protocol.terminals import (
     TerminalWriteResult,
 )
 from tests.daemon import DaemonProcess, introduce
-from tests.rpc import RpcClient, wait_until
+from tests.rpc import RpcClient, marked_processes, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -114,3 +115,22 @@ def test_a_connection_without_a_client_id_takes_its_jobs_with_it(
     assert wait_until(lambda: len(daemon.owned_processes()) == 1, BOUND_SECONDS)
     client.close()
     assert wait_until(lambda: daemon.owned_processes() == [], BOUND_SECONDS)
+
+
+def test_an_end_during_a_cut_connections_wind_down_is_kept_for_the_next(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    daemon = spawn_daemon("--detach-grace", "60")
+    first = introduce(daemon.connect(), "owner")
+    # A request of the cut connection runs on, so that connection is not over yet.
+    first.request("bash", BashParams(command="exec -a cut-marker sleep 30"))
+    terminal = create(first, "exec -a job-marker sleep 2")
+    assert wait_until(lambda: marked_processes("cut-marker") != [], BOUND_SECONDS)
+    first.cut()
+    assert wait_until(lambda: marked_processes("job-marker") == [], BOUND_SECONDS)
+    assert marked_processes("cut-marker") != []
+    second = introduce(daemon.connect(), "owner")
+    second.wait_for(lambda m: m.method == "terminal/exited", BOUND_SECONDS)
+    told = second.notified("terminal/exited", TerminalExited)
+    assert [t.terminal_id for t in told] == [terminal]
+    second.close()
