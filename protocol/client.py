@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import msgspec
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
 from bashrpc.protocol.framing import LineFramer, Oversized
 
@@ -40,7 +40,9 @@ CLIENT_MAX_LINE_BYTES = 256 * 1024 * 1024
 
 # Method name -> the Struct its result decodes into (None: it answers null).
 RESULT_TYPES: dict[str, type[msgspec.Struct] | None] = {
-    name: result for table in (methods.METHODS, mcp.METHODS) for name, (_, result) in table.items()
+    name: result
+    for table in (methods.METHODS, mcp.METHODS, terminals.METHODS)
+    for name, (_, result) in table.items()
 }
 
 _decode_message = msgspec.json.Decoder(ServerMessage).decode

@@ -18,7 +18,9 @@ class ErrorCode(IntEnum):
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
     SANDBOX_UNAVAILABLE = -32006
-    RESUME_GAP = -32007
+    NO_SUCH_TERMINAL = -32007
+    TOO_MANY_JOBS = -32008
+    RESUME_GAP = -32009
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 
@@ -48,6 +50,17 @@ class ResumeGapData(msgspec.Struct, rename="camel"):
     missed: int
 
 
+class NoSuchTerminalData(msgspec.Struct, rename="camel"):
+    terminal_id: str
+
+
+class TooManyJobsData(msgspec.Struct, rename="camel", omit_defaults=True):
+    live_jobs: int
+    limit: int
+    # The session at its limit; absent when the server's limit was reached.
+    session_id: str | None = None
+
+
 # The `data` each server-defined error carries as a Struct (the generated
 # reference lists it); the others carry text, or the output so far (-32800).
 ERROR_DATA: dict[ErrorCode, type[msgspec.Struct]] = {
@@ -55,4 +68,6 @@ ERROR_DATA: dict[ErrorCode, type[msgspec.Struct]] = {
     ErrorCode.ARTIFACT_NOT_FOUND: ArtifactNotFoundData,
     ErrorCode.NO_SUCH_PTY: NoSuchPtyData,
     ErrorCode.RESUME_GAP: ResumeGapData,
+    ErrorCode.NO_SUCH_TERMINAL: NoSuchTerminalData,
+    ErrorCode.TOO_MANY_JOBS: TooManyJobsData,
 }

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.methods import (
     MAX_TIMEOUT_SECONDS,
     MIN_TIMEOUT_SECONDS,
@@ -23,6 +24,9 @@ from bashrpc.protocol.methods import (
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 BASH_TOOL = "bash"
+# The model's two tools for the jobs `run_in_background` starts.
+BASH_OUTPUT_TOOL = "bash_output"
+BASH_KILL_TOOL = "bash_kill"
 DEFAULT_TOOL_TIMEOUT_SECONDS = 300.0
 ARTIFACT_URI_SCHEME = "artifact://"
 # A clientId names an owner; longer ones are a mistake, not a name.
@@ -270,6 +274,23 @@ class BashToolArguments(Strict):
     tail: Annotated[_Count, msgspec.Meta(description=_TAIL_HELP)] | msgspec.UnsetType = (
         msgspec.UNSET
     )
+    run_in_background: (
+        Annotated[bool, msgspec.Meta(description=messages.RUN_IN_BACKGROUND_HELP)]
+        | msgspec.UnsetType
+    ) = msgspec.field(default=msgspec.UNSET, name="run_in_background")
+
+
+class JobToolArguments(Strict):
+    """What a model passes to `bash_output` and `bash_kill`."""
+
+    terminal_id: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=256,
+            description="The background job's id, as the bash tool gave it (term-N).",
+        ),
+    ] = msgspec.field(name="terminal_id")
 
 
 class Tool(Open, omit_defaults=True):
@@ -282,7 +303,7 @@ class Tool(Open, omit_defaults=True):
 
 
 class ToolsListResult(Open):
-    tools: Annotated[list[Tool], described("The tools: `bash`.")]
+    tools: Annotated[list[Tool], described("The tools: `bash`, `bash_output`, `bash_kill`.")]
 
 
 class RequestMeta(Open, omit_defaults=True):
@@ -297,7 +318,7 @@ class RequestMeta(Open, omit_defaults=True):
 
 
 class ToolsCallParams(Open, omit_defaults=True):
-    name: Annotated[str, described("The tool to call: `bash`.")]
+    name: Annotated[str, described("The tool to call: `bash`, `bash_output` or `bash_kill`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
     arguments: Annotated[
         msgspec.Raw, described("The tool's arguments, as its inputSchema says.")

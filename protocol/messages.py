@@ -173,6 +173,44 @@ the whole output is saved and named as artifact://N.
 - Commands time out after `timeout` seconds (default {timeout}, at most 3600). stdin is \
 empty, so commands never wait for input; pagers and editors are disabled."""
 
+# Background jobs (`terminal/*`, `bash`'s `background`, the model's job tools).
+NO_SUCH_TERMINAL = "No terminal {terminal_id!r} in this session (never created, or released)"
+TOO_MANY_JOBS = "too many background jobs"
+JOB_STDIN_CLOSED = "terminalId: the stdin of {terminal_id!r} is closed"
+BAD_READY_PATTERN = "Invalid regular expression {pattern!r}: {reason} - at `$.ready.log`"
+BACKGROUND_WITH = "{field}: a background job runs without one (stop it with `terminal/kill`)"
+JOB_CANNOT_START = "command: cannot start {command!r}: {reason}"
+JOB_STARTED = "[Running in the background as {terminal_id}]"
+JOB_STILL_RUNNING = (
+    "[Still running after {seconds} s: it goes on in the background as {terminal_id}]"
+)
+JOB_EXITED_CODE = "[Background job {terminal_id} ({command}) exited with code {code}]"
+JOB_EXITED_SIGNAL = "[Background job {terminal_id} ({command}) was ended by {signal}]"
+JOB_NO_NEW_OUTPUT = "(no new output)"
+JOB_OUTPUT_MISSED = (
+    "[... {count} bytes of output are no longer kept in memory;"
+    " the whole output is artifact://{artifact} ...]\n"
+)
+JOB_RUNNING = "[{terminal_id} is still running]"
+JOB_KILLED = "[{terminal_id} was killed]"
+# The longest command a job's end line quotes.
+JOB_COMMAND_SHOWN_CHARS = 60
+BASH_OUTPUT_TOOL_DESCRIPTION = """\
+Read what a background job (started with `run_in_background`) printed since \
+the last read of it, and whether it is still running or how it ended.
+
+- Pass the `terminal_id` the bash tool gave; each call returns only new output.
+- Long output keeps its last part; the whole output is named as artifact://N."""
+BASH_KILL_TOOL_DESCRIPTION = """\
+Stop a background job (started with `run_in_background`) and everything it started.
+
+- Pass the `terminal_id` the bash tool gave; its final output is returned."""
+RUN_IN_BACKGROUND_HELP = (
+    "Start the command in the background and return at once with its terminal_id: for"
+    " servers, watchers and long builds. It has no timeout. Read its output with"
+    " `bash_output`, stop it with `bash_kill`; its end is told in a later result."
+)
+
 # The PTY path.
 PTY_ERROR = "PTY error: {reason}\n"
 NO_SUCH_PTY = "No running PTY command with requestId {request_id!r}"

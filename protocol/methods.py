@@ -100,6 +100,20 @@ class BashParams(Params):
             " waiting for the session's earlier commands."
         ),
     ] = False
+    background: Annotated[
+        bool,
+        described(
+            "Start it as a background job (`terminal/*`) in a shell with the session's"
+            " cwd and environment, and answer at once with its `terminalId`."
+        ),
+    ] = False
+    background_after: Annotated[
+        Annotated[float, msgspec.Meta(gt=0, le=MAX_TIMEOUT_SECONDS)] | None,
+        described(
+            "Run it as a background job; answer when it ends, or after this many seconds"
+            " with its output so far and its `terminalId`, the job running on."
+        ),
+    ] = None
 
 
 class BashResult(Result, omit_defaults=True):
@@ -156,6 +170,10 @@ class BashResult(Result, omit_defaults=True):
             "For a `tools/call` resumed with `bash/attach`: its tool result's text, as the"
             " model would have got it."
         ),
+    ] = None
+    terminal_id: Annotated[
+        str | None,
+        described("The background job the command runs on as (`background`, `backgroundAfter`)."),
     ] = None
 
 

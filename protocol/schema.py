@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from bashrpc.protocol import mcp, methods, transcript
+from bashrpc.protocol import mcp, methods, terminals, transcript
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Every property of every document has a description, these two included.
@@ -59,7 +59,7 @@ def _document(
 def generate() -> dict[str, bytes]:
     """Relative file name -> file content, deterministic."""
     docs: dict[str, dict[str, Any]] = {}
-    for table in (methods.METHODS, mcp.METHODS):
+    for table in (methods.METHODS, mcp.METHODS, terminals.METHODS):
         for name, (params, result) in table.items():
             docs[file_name("methods", name)] = _document(name, params, result)
     for notifications in (
@@ -67,6 +67,7 @@ def generate() -> dict[str, bytes]:
         methods.NOTIFICATIONS_FROM_SERVER,
         mcp.NOTIFICATIONS_FROM_CLIENT,
         mcp.NOTIFICATIONS_FROM_SERVER,
+        terminals.NOTIFICATIONS_FROM_SERVER,
     ):
         for name, payload in notifications.items():
             doc = _document(name, payload, None)

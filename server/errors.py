@@ -82,3 +82,21 @@ class ResumeGap(BashrpcError):
         self.after_seq = after_seq
         self.first_kept = first_kept
         self.missed = missed
+
+
+class NoSuchTerminal(BashrpcError):
+    """No job of that terminal id in that session (never made, or released)."""
+
+    def __init__(self, terminal_id: str) -> None:
+        super().__init__(terminal_id)
+        self.terminal_id = terminal_id
+
+
+class TooManyJobs(BashrpcError):
+    """A job past the limit of a session (`session_id`) or of the server (None)."""
+
+    def __init__(self, live: int, limit: int, session_id: str | None) -> None:
+        super().__init__(live)
+        self.live = live
+        self.limit = limit
+        self.session_id = session_id

@@ -36,7 +36,7 @@ from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runt
 from bashrpc.server.runtime.watchdog import Watchdog
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import OnEof
-from bashrpc.server.surfaces import native, resources, tools
+from bashrpc.server.surfaces import native, resources, terminals, tools
 from bashrpc.server.wire import liveness, stdio
 from bashrpc.server.wire.dispatch import Dispatcher
 
@@ -48,7 +48,8 @@ _log = log.get("serve")
 def dispatcher() -> Dispatcher:
     """Every surface's methods, in one table; a name registered twice, or a
     method of the protocol with no handler, fails here."""
-    table = Dispatcher(native.methods, tools.methods, resources.methods, wrap=traces.spans())
+    surfaces = (native.methods, tools.methods, resources.methods, terminals.methods)
+    table = Dispatcher(*surfaces, wrap=traces.spans())
     table.check_complete()
     return table
 
@@ -103,7 +104,11 @@ async def serve(options: Options) -> int:
             connection = Connection(Services(rt), dispatcher(), transport, options.settings)
             connection.in_order = finishes_on_eof(options.settings.server.on_eof, fds.input)
             signals.start_soon(_watch_signals, connection, options.settings.server.drain_seconds)
-            await connection.serve()
+            connection.services.attached(connection.notify)
+            try:
+                await connection.serve()
+            finally:
+                connection.services.detached()
             signals.cancel_scope.cancel()
     finally:
         stdio.restore_stdio(fds)

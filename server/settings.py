@@ -30,6 +30,9 @@ DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0
 DEFAULT_MAX_SHELLS = 32
 DEFAULT_IDLE_SECONDS = 900.0
+DEFAULT_MAX_JOBS_PER_SESSION = 16
+DEFAULT_MAX_JOBS = 64
+DEFAULT_JOB_RING_BYTES = 1024 * 1024
 # Smaller limits would refuse ordinary requests.
 MIN_LINE_BYTES = 1024
 # A day: past that, a silent client is as good as never timed out.
@@ -84,6 +87,18 @@ class BashSettings(_Section, frozen=True):
 class SessionSettings(_Section, frozen=True):
     idle_seconds: Annotated[float, msgspec.Meta(gt=0)] = DEFAULT_IDLE_SECONDS
     max_shells: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_SHELLS
+
+
+class JobSettings(_Section, frozen=True):
+    """Background jobs (`terminal/create`, `bash` with `background`)."""
+
+    # Jobs not yet exited, in one session and in the whole server (a daemon: per tenant).
+    max_per_session: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_JOBS_PER_SESSION
+    max_total: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_JOBS
+    # Output each job keeps in memory; the artifact keeps all of it.
+    ring_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1024 * 1024 * 1024)] = (
+        DEFAULT_JOB_RING_BYTES
+    )
 
 
 class SandboxSettings(_Section, frozen=True):
@@ -153,6 +168,7 @@ class Settings(_Section, frozen=True):
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
     sessions: SessionSettings = SessionSettings()
+    jobs: JobSettings = JobSettings()
     sandbox: SandboxSettings = SandboxSettings()
     server: ServerSettings = ServerSettings()
     daemon: DaemonSettings = DaemonSettings()

@@ -76,7 +76,9 @@ class InProcessServer(RpcClient):
         root = CgroupRoot.create() if settings.kill.cgroups else None
         try:
             async with Runtime.open(self.options, runtime_dir, Containment(root)) as runtime:
-                self.connection = Connection(Services(runtime), dispatcher(), transport, settings)
+                services = Services(runtime)
+                self.connection = Connection(services, dispatcher(), transport, settings)
+                services.attached(self.connection.notify)
                 await self.connection.serve()
         finally:
             await transport.send.aclose()

@@ -88,7 +88,9 @@ class View:
         tenant.attach()
         self.tenant.detach()
         self.tenant = tenant
+        connection.services.detached()
         connection.services = services
+        services.attached(connection.notify)
         self.services.append(services)
         if client_id is not None:
             # A client's commands outlive a cut connection, as its sessions do.
@@ -98,6 +100,8 @@ class View:
         """The connection is cut: its owner's grace starts now."""
         if self._attached:
             self._attached = False
+            # Its jobs' ends wait for the owner's next connection, not this dying one.
+            self.connection.services.detached()
             resumables = self.connection.services.resumables
             if resumables is not None:
                 resumables.cut(self.connection)
@@ -234,12 +238,14 @@ class Daemon:
         self.connections.add(connection)
         if self.stopping:
             connection.stop.set()
+        services.attached(connection.notify)
         try:
             await connection.serve()
         except Exception:
             # One connection's bug must not end the others.
             _log.exception("a connection failed")
         finally:
+            connection.services.detached()
             self.connections.discard(connection)
             view.close()
 

@@ -87,6 +87,11 @@ class ArtifactWriter:
         except OSError as exc:
             self._fail(exc)
 
+    def flush(self) -> None:
+        """Write what waits now: a reader of the file is about to look."""
+        if self._pieces and not self.failed and not self.cut and not self.closed:
+            self._flush()
+
     def close(self) -> int | None:
         """Finish the file; the id when it is complete, else None."""
         if self.closed:

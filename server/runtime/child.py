@@ -148,6 +148,17 @@ async def wait(process: subprocess.Popen[bytes]) -> int:
 
 async def wait_pid(pid: int) -> int:
     """Await a child's exit by pid (128+N for a signal); cancellable."""
+    status = await wait_status(pid)
+    if status is None:
+        # Collected elsewhere: it ended, but how is lost.
+        return LOST_STATUS
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+async def wait_status(pid: int) -> int | None:
+    """Await a child's exit by pid: its raw wait status, None when someone else
+    collected it; cancellable."""
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:
@@ -157,11 +168,9 @@ async def wait_pid(pid: int) -> int:
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
-                # Collected elsewhere: it ended, but how is lost.
-                return LOST_STATUS
+                return None
             if done:
-                code = os.waitstatus_to_exitcode(status)
-                return 128 - code if code < 0 else code
+                return status
             if pidfd >= 0:
                 await anyio.wait_readable(pidfd)
             else:

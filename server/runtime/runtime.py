@@ -22,6 +22,7 @@ from bashrpc.server.runtime import backends, procs, sandbox
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime.backend import Backend, BackendSetup
 from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.jobtable import JobLimits, JobTable
 from bashrpc.server.runtime.pool import PoolLimits, ShellPool
 from bashrpc.server.runtime.runners import Execution
 from bashrpc.server.runtime.sessions import Session, SessionRegistry
@@ -82,6 +83,19 @@ class Runtime:
         # Commands running in these sessions, whoever started them: under the
         # daemon one runtime serves every connection of its tenant.
         self.executions: set[Execution] = set()
+        self.jobs = JobTable(
+            shells,
+            JobLimits(
+                per_session=settings.jobs.max_per_session,
+                total=settings.jobs.max_total,
+                ring_bytes=settings.jobs.ring_bytes,
+            ),
+            containment,
+            self.artifacts,
+            str(runtime_dir),
+            lambda: self.pool.grace_seconds,
+            self.pool.child_pids,
+        )
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
 
@@ -180,6 +194,7 @@ class Runtime:
         return session
 
     async def close_session(self, session: Session) -> None:
+        await self.jobs.close_session(session.id)
         if session.shell is not None:
             await self.pool.close(session.shell, self.pool.grace_seconds)
             session.shell = None
@@ -204,6 +219,7 @@ class Runtime:
             if self.pool.snapshots is not None:
                 await self.pool.snapshots.wind_down()
             self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
+            await self.jobs.wind_down()
             async with anyio.create_task_group() as tg:
                 for shell in list(self.pool.live):
                     tg.start_soon(self.pool.close, shell, self.pool.grace_seconds)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.terminals import TerminalExited
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime.backend import DirKind
+from bashrpc.server.runtime.jobs import Job
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.detached import Resumables
 from bashrpc.server.services.sessions import SessionService
+from bashrpc.server.services.streams import Notify
+from bashrpc.server.services.terminals import TerminalService, wire_status
 from bashrpc.server.settings import Settings
 
 
@@ -23,11 +28,35 @@ class Services:
         self._runtime = runtime
         self.commands = CommandService(runtime, owner)
         self.sessions = SessionService(runtime, self.commands)
+        self.terminals = TerminalService(runtime, self.commands)
         self.artifacts: ArtifactStore = runtime.artifacts
         self.settings: Settings = runtime.settings
         self.workspace = runtime.workspace
         # Requests a client may resume elsewhere (a daemon's clientId); None: none are kept.
         self.resumables: Resumables | None = None
+        self._tell: Callable[[Job], Awaitable[None]] | None = None
+
+    def attached(self, notify: Notify) -> None:
+        """A connection serves these services: it hears `terminal/exited` of the
+        owner's jobs from now on, and of those that ended while none listened."""
+
+        async def tell(job: Job) -> None:
+            status = wire_status(job.exit)
+            assert status is not None
+            notice = TerminalExited(
+                session_id=job.session_id, terminal_id=job.id, exit_status=status
+            )
+            await notify("terminal/exited", notice)
+
+        self.detached()
+        self._tell = tell
+        self.terminals.listen(tell)
+
+    def detached(self) -> None:
+        """The connection is gone, or serves other services now (idempotent)."""
+        if self._tell is not None:
+            self.terminals.unlisten(self._tell)
+            self._tell = None
 
     def pty(self, request_id: Any) -> PtyLane:
         """A PTY request's lane, for input, resize and screen: this connection's

@@ -27,23 +27,35 @@ class Sent(msgspec.Struct, frozen=True):
 
 
 def arguments(params: ToolsCallParams) -> Sent:
-    """The call's arguments; an unknown tool or a bad argument is invalid params."""
+    """The bash tool's arguments; an unknown tool or a bad argument is invalid params."""
     if params.name != BASH_TOOL:
         raise errors.InvalidArgument(messages.UNKNOWN_TOOL.format(name=params.name))
+    args, nulls = _decoded(params, BashToolArguments)
+    if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
+        error = messages.NOT_FINITE.format(field="timeout")
+        message = messages.invalid_params(invalidparams.reason(error, params.arguments))
+        raise errors.InvalidArgument(f"arguments: {error}", message)
+    return Sent(args, nulls)
+
+
+def decoded(params: ToolsCallParams, kind: type[T]) -> T:
+    """A tool's arguments as `kind`, leniently (see the module); bad ones are invalid params."""
+    return _decoded(params, kind)[0]
+
+
+def _decoded(params: ToolsCallParams, kind: type[T]) -> tuple[T, frozenset[str]]:
+    """The arguments as `kind`, and the names of those sent as null."""
     nulls: frozenset[str] = frozenset()
     try:
         sent = msgspec.json.decode(params.arguments)
         if isinstance(sent, dict):
             nulls = frozenset(name for name, value in sent.items() if value is None)
             sent = {name: value for name, value in sent.items() if value is not None}
-        args = msgspec.convert(sent, BashToolArguments, strict=False)
-        if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
-            raise msgspec.ValidationError(messages.NOT_FINITE.format(field="timeout"))
+        return msgspec.convert(sent, kind, strict=False), nulls
     except msgspec.DecodeError as exc:
         # The message names the argument as the model passed it: `timeout`, not a path.
         message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
         raise errors.InvalidArgument(f"arguments: {exc}", message) from None
-    return Sent(args, nulls)
 
 
 def given(value: T | msgspec.UnsetType) -> T | None:

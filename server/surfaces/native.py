@@ -46,7 +46,7 @@ from bashrpc.protocol.methods import (
 from bashrpc.server import errors
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.services import bashcall
+from bashrpc.server.services import bashcall, bashjobs
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec, terminal
 from bashrpc.server.services.detached import Resumable, Resumables
@@ -61,6 +61,9 @@ Ctx = RequestContext[Services]
 
 def _admit_bash(ctx: Ctx, params: BashParams) -> None:
     """A PTY takes input and size from now on, before its program is spawned."""
+    if bashjobs.wanted(params):
+        bashjobs.check(params)
+        return
     pty = bashcall.pty_terminal(params)
     if pty is not None:
         assert ctx.flight is not None
@@ -69,6 +72,8 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 
 @methods.method("bash", admit=_admit_bash)
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
+    if bashjobs.wanted(params):
+        return await bashjobs.run(ctx.services.terminals, params, ctx.connection.settings)
     spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
     resumables = ctx.services.resumables
     record = None if resumables is None else _record(ctx, resumables, spec)

@@ -26,12 +26,20 @@ from bashrpc.protocol.mcp import (
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
+    Tool,
     ToolsCallParams,
     ToolsListResult,
 )
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.services import bashcall, toolargs, toolfinish, toolplan, toolupdates
+from bashrpc.server.services import (
+    bashcall,
+    jobtools,
+    toolargs,
+    toolfinish,
+    toolplan,
+    toolupdates,
+)
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.detached import Resumable, Resumables
 from bashrpc.server.settings import for_connection
@@ -103,7 +111,10 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    return ToolsListResult(tools=[toolplan.tool_definition(ctx.connection.settings)])
+    tools = [toolplan.tool_definition(ctx.connection.settings)]
+    for name, description, schema in jobtools.definitions():
+        tools.append(Tool(name=name, description=description, input_schema=schema))
+    return ToolsListResult(tools=tools)
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
@@ -117,7 +128,17 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
+    result = await _call(ctx, params)
+    # The model hears of its jobs' ends in the next result, whichever tool it is.
+    ends = ctx.services.terminals.untold_model(toolplan.TOOL_SESSION_ID)
+    return jobtools.with_job_ends(result, ends)
+
+
+async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
+    if params.name in jobtools.TOOLS:
+        session = toolplan.TOOL_SESSION_ID
+        return await jobtools.call(services.terminals, params, session, connection.settings)
     sent = toolargs.arguments(params)
     plan = toolplan.plan(
         sent.arguments,
@@ -133,6 +154,8 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     if plan.spec is None:
         assert plan.early is not None
         return plan.early
+    if toolargs.given(sent.arguments.run_in_background):
+        return await jobtools.start(services.terminals, plan.spec)
     resumables = services.resumables
     record = None if resumables is None else _record(ctx, resumables)
     listener = toolupdates.listener(

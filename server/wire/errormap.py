@@ -20,7 +20,9 @@ from bashrpc.protocol.errors import (
     ArtifactNotFoundData,
     ErrorCode,
     NoSuchPtyData,
+    NoSuchTerminalData,
     ResumeGapData,
+    TooManyJobsData,
     TooManyShellsData,
 )
 from bashrpc.protocol.mcp import CancelledOutput
@@ -66,6 +68,16 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         ErrorCode.NO_SUCH_PTY,
         messages.NO_SUCH_PTY.format(request_id=exc.request_id),
         NoSuchPtyData(exc.request_id),
+    ),
+    errors.NoSuchTerminal: lambda exc: ErrorObject(
+        ErrorCode.NO_SUCH_TERMINAL,
+        messages.NO_SUCH_TERMINAL.format(terminal_id=exc.terminal_id),
+        NoSuchTerminalData(exc.terminal_id),
+    ),
+    errors.TooManyJobs: lambda exc: ErrorObject(
+        ErrorCode.TOO_MANY_JOBS,
+        messages.TOO_MANY_JOBS,
+        TooManyJobsData(exc.live, exc.limit, exc.session_id),
     ),
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, terminals
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
     **{name: params for name, (params, _result) in methods.METHODS.items()},
     **{name: params for name, (params, _result) in mcp.METHODS.items()},
+    **{name: params for name, (params, _result) in terminals.METHODS.items()},
     **methods.NOTIFICATIONS_FROM_CLIENT,
     **mcp.NOTIFICATIONS_FROM_CLIENT,
 }
@@ -44,6 +45,7 @@ PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
 RESULT_TYPES: dict[str, type | None] = {
     **{name: result for name, (_params, result) in methods.METHODS.items()},
     **{name: result for name, (_params, result) in mcp.METHODS.items()},
+    **{name: result for name, (_params, result) in terminals.METHODS.items()},
     **dict.fromkeys(methods.NOTIFICATIONS_FROM_CLIENT),
     **dict.fromkeys(mcp.NOTIFICATIONS_FROM_CLIENT),
 }
@@ -51,6 +53,7 @@ RESULT_TYPES: dict[str, type | None] = {
 NOTIFICATION_TYPES: dict[str, type[msgspec.Struct]] = {
     **methods.NOTIFICATIONS_FROM_SERVER,
     **mcp.NOTIFICATIONS_FROM_SERVER,
+    **terminals.NOTIFICATIONS_FROM_SERVER,
 }
 
 

@@ -105,7 +105,7 @@ def test_sdk_handshake_and_tool_list(tmp_path: Path) -> None:
         assert init.server_info.name == "bashrpc"
         assert init.protocol_version == "2025-06-18"
         tools = await session.list_tools()
-        assert [t.name for t in tools.tools] == ["bash"]
+        assert [t.name for t in tools.tools] == ["bash", "bash_output", "bash_kill"]
         assert "command" in tools.tools[0].input_schema["properties"]
 
     run_sdk(tmp_path, body)

@@ -162,14 +162,21 @@ def test_invalid_settings_in_initialize_name_the_key(server: InProcessServer) ->
 
 def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
     tools = tool_list(server).tools
-    assert [t.name for t in tools] == ["bash"]
+    assert [t.name for t in tools] == ["bash", "bash_output", "bash_kill"]
     tool = tools[0]
     assert "cwd" in tool.description and "head" in tool.description
     assert "last 2000 lines, and of those at most the last 50KB" in tool.description
     assert "stderr" in tool.description
     schema = tool.input_schema
     assert schema["type"] == "object" and schema["required"] == ["command"]
-    assert set(schema["properties"]) == {"command", "timeout", "cwd", "head", "tail"}
+    assert set(schema["properties"]) == {
+        "command",
+        "timeout",
+        "cwd",
+        "head",
+        "tail",
+        "run_in_background",
+    }
     assert schema["properties"]["timeout"]["default"] == 300
     assert "Seconds" in schema["properties"]["timeout"]["description"]
     assert "3600" in schema["properties"]["timeout"]["description"]

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bashrpc.protocol import mcp, messages, methods
+from bashrpc.protocol import mcp, messages, methods, terminals
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.envelope import ErrorObject, Request, RequestId, ServerMessage, encode
 from bashrpc.protocol.errors import ErrorCode
@@ -72,6 +72,9 @@ SAFE_METHODS = [
     "pty/input",
     "initialize",
     "notifications/cancelled",
+    "terminal/output",
+    "terminal/list",
+    "terminal/close_stdin",
 ]
 UNSAFE_METHODS = {"exit", "shutdown", "bash", "tools/call", "session/close", "session/open"}
 # Every name the protocol declares: any other is -32601, whatever its params.
@@ -80,6 +83,7 @@ DECLARED_METHODS = {
     *methods.NOTIFICATIONS_FROM_CLIENT,
     *mcp.METHODS,
     *mcp.NOTIFICATIONS_FROM_CLIENT,
+    *terminals.METHODS,
 }
 REPLY_BOUND_SECONDS = 10.0
 # What `ping` answers, as the server writes it.
