@@ -291,7 +291,7 @@ class BashAttachParams(Params):
         described(
             "Resume even if output after `afterSeq` is no longer kept: the first chunk"
             " then says how many were missed. False (default): such a resume is refused"
-            " with -32007, naming the first seq kept."
+            " with -32009, naming the first seq kept."
         ),
     ] = False
 
