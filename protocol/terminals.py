@@ -5,8 +5,9 @@ and `terminal/release` take and give what the Agent Client Protocol's
 "Terminals" section (protocol version 1, `ACP_PROTOCOL_VERSION`) says, so an
 editor can forward an agent's calls unchanged; `_meta` is accepted (every
 params type takes it, `methods.Params`) and only its trace context is read.
-What goes beyond ACP is optional fields (`afterOffset`, `ready`) and methods under bashrpc's own names (`terminal/write`,
-`terminal/close_stdin`, `terminal/list`, the `terminal/exited` notification).
+What goes beyond ACP is optional fields (`afterOffset`, `ready`) and methods
+under bashrpc's own names (`terminal/write`, `terminal/close_stdin`,
+`terminal/list`, the `terminal/exited` notification).
 """
 
 from __future__ import annotations
