@@ -464,6 +464,7 @@ class ServerStatsResult(Result):
     commands_queued: Annotated[
         int, described("Commands waiting for their session's turn now (queue depth).")
     ]
+    jobs: Annotated[int, described("Background jobs (`terminal/*`) running now.")]
     commands_finished: Annotated[CommandsFinished, described("Commands finished, by outcome.")]
     command_seconds: Annotated[DurationHistogram, described("How long commands took.")]
     output_bytes: Annotated[int, described("Bytes commands printed (before any cut).")]
@@ -493,6 +494,9 @@ class SessionResetInfo(Result):
         int, described("Processes of the session that were ended, its shell and jobs included.")
     ]
     commands_aborted: Annotated[int, described("Commands that were running, now aborted.")]
+    jobs_ended: Annotated[
+        int, described("Background jobs (`terminal/*`) of the session, killed and released.")
+    ]
     tmp_entries_removed: Annotated[
         int, described("Entries removed from the session's private /tmp (0 when it has none).")
     ]

@@ -19,6 +19,7 @@ GAUGES = {
     "shells": "Persistent shells running now.",
     "commands_running": "Commands running now.",
     "commands_queued": "Commands waiting for their session's turn now.",
+    "jobs": "Background jobs (terminal/*) running now.",
     "replay_bytes": "Bytes held in replay rings for bash/attach.",
 }
 COUNTERS = {

@@ -43,6 +43,7 @@ class Gauges(msgspec.Struct, frozen=True, kw_only=True):
     shells: int
     commands_running: int
     commands_queued: int
+    jobs: int
     replay_bytes: int
 
 
@@ -110,6 +111,7 @@ class Stats:
             commands_started=self.commands_started,
             commands_running=gauges.commands_running,
             commands_queued=gauges.commands_queued,
+            jobs=gauges.jobs,
             commands_finished=CommandsFinished(**self.finished),
             command_seconds=self.histogram(),
             output_bytes=self.output_bytes,

@@ -69,6 +69,11 @@ class JobTable:
         self._untold: dict[str | None, list[Job]] = {}
         self.closed = False
 
+    @property
+    def running_count(self) -> int:
+        """Jobs not yet ended (their program runs, or is being killed)."""
+        return sum(job.state in ("running", "killing") for job in self.jobs.values())
+
     def check_room(self, session_id: str) -> None:
         """Refuse (TooManyJobs) a job past the per-session or total limit."""
         live = [job for job in self.jobs.values() if job.state != "exited"]

@@ -106,5 +106,6 @@ def runtime_gauges(
         shells=sum(rt.pool.count for rt in runtimes),
         commands_running=sum(len(rt.executions) for rt in runtimes) - queued,
         commands_queued=queued,
+        jobs=sum(rt.jobs.running_count for rt in runtimes),
         replay_bytes=replay_bytes,
     )

@@ -30,6 +30,7 @@ class SessionView(msgspec.Struct, frozen=True):
 class SessionReset(msgspec.Struct, frozen=True):
     id: str
     commands_aborted: int
+    jobs_ended: int
     cleaned: reset.Cleaned
     cwd: str
 
@@ -98,9 +99,11 @@ class SessionService:
         for session in sessions:
             aborted = self._commands.running_count(session.id)
             self._commands.abort(session_id=session.id)
+            jobs = self._runtime.jobs.of_session(session.id)
+            await self._runtime.jobs.close_session(session.id)
             cleaned = await reset.reset(self._runtime.pool, session)
             STATS.killed("reset", cleaned.processes)
-            done.append(SessionReset(session.id, aborted, cleaned, session.cwd))
+            done.append(SessionReset(session.id, aborted, len(jobs), cleaned, session.cwd))
         return done
 
     def list(self) -> list[SessionView]:

@@ -211,6 +211,7 @@ async def session_reset(ctx: Ctx, params: SessionResetParams) -> SessionResetRes
                 session_id=r.id,
                 processes_killed=r.cleaned.processes,
                 commands_aborted=r.commands_aborted,
+                jobs_ended=r.jobs_ended,
                 tmp_entries_removed=r.cleaned.tmp_entries,
                 cwd=paths.to_wire(r.cwd)[0],
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import (
     BashParams,
     ServerStatsParams,
@@ -12,6 +13,11 @@ from bashrpc.protocol.methods import (
     SessionOpenParams,
     SessionResetParams,
     SessionResetResult,
+)
+from bashrpc.protocol.terminals import (
+    TerminalCreateParams,
+    TerminalCreateResult,
+    TerminalOutputParams,
 )
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
@@ -118,3 +124,25 @@ def test_server_stats_shows_the_queue_depth(server: InProcessServer, tmp_path: P
     for ident in [first, *waiting]:
         server.bash_result(ident)
     assert queued() == 0
+
+
+def test_reset_ends_the_sessions_background_jobs(server: InProcessServer) -> None:
+    created = server.typed(
+        TerminalCreateResult,
+        "terminal/create",
+        TerminalCreateParams(session_id="default", command="exec -a reset-term-marker sleep 300"),
+    )
+    assert wait_until(lambda: marked_processes("reset-term-") != [], timeout=HANG_SECONDS)
+    stats = server.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+    assert stats.jobs == 1
+    [done] = reset(server, "default").sessions
+    assert done.jobs_ended == 1
+    assert marked_processes("reset-term-") == []
+    error = error_of(
+        server.call(
+            "terminal/output",
+            TerminalOutputParams(session_id="default", terminal_id=created.terminal_id),
+        )
+    )
+    assert error.code == ErrorCode.NO_SUCH_TERMINAL
+    assert server.typed(ServerStatsResult, "server/stats", ServerStatsParams()).jobs == 0

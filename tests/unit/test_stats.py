@@ -11,6 +11,7 @@ NOTHING_ALIVE = Gauges(
     shells=0,
     commands_running=0,
     commands_queued=0,
+    jobs=0,
     replay_bytes=0,
 )
 
