@@ -35,6 +35,8 @@ GUIDE_TITLES = {
     "testing-your-host.md": "host",
     "benchmarks.md": "Benchmarks",
     "architecture.md": "Architecture",
+    "background-jobs.md": "Background jobs",
+    "fleet.md": "fleet",
 }
 BUILD_TIMEOUT_SECONDS = 300
 
