@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.errors import ERROR_DATA, ErrorCode
 from bashrpc.protocol.schema import file_name
 from bashrpc.protocol.schema import generate as generate_schemas
@@ -45,12 +45,14 @@ The `arguments` of a `tools/call` of the `bash` tool (its `inputSchema` in
 _SECTIONS = (
     ("Native methods", "methods", methods.METHODS),
     ("MCP methods", "methods", mcp.METHODS),
+    ("Background jobs (ACP terminals)", "methods", terminals.METHODS),
 )
 _NOTIFICATIONS = (
     ("Notifications from the client", methods.NOTIFICATIONS_FROM_CLIENT),
     ("Notifications from the client (MCP)", mcp.NOTIFICATIONS_FROM_CLIENT),
     ("Notifications from the server", methods.NOTIFICATIONS_FROM_SERVER),
     ("Notifications from the server (MCP)", mcp.NOTIFICATIONS_FROM_SERVER),
+    ("Notifications from the server (background jobs)", terminals.NOTIFICATIONS_FROM_SERVER),
 )
 
 

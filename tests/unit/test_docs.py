@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mkdocs.config import load_config
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.server.cli.main import build_parser
 from bashrpc.server.docsgen import stale
@@ -35,6 +35,8 @@ GUIDE_TITLES = {
     "testing-your-host.md": "host",
     "benchmarks.md": "Benchmarks",
     "architecture.md": "Architecture",
+    "background-jobs.md": "Background jobs",
+    "fleet.md": "fleet",
 }
 BUILD_TIMEOUT_SECONDS = 300
 
@@ -52,6 +54,8 @@ def test_protocol_reference_has_every_message_and_code() -> None:
         methods.NOTIFICATIONS_FROM_SERVER,
         mcp.NOTIFICATIONS_FROM_CLIENT,
         mcp.NOTIFICATIONS_FROM_SERVER,
+        terminals.METHODS,
+        terminals.NOTIFICATIONS_FROM_SERVER,
     ]
     missing = [name for table in tables for name in table if f"### `{name}` " not in page]
     missing += [str(code) for code in ErrorCode if f"| `{int(code)}` | `{code.name}` |" not in page]
