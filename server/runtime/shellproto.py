@@ -41,6 +41,9 @@ from collections.abc import Mapping
 import msgspec
 
 SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
+# A sandboxed shell's stderr is bwrap's (`startlog.py`): its first act marks where
+# bwrap's words end. A PTY's command puts its own stderr on the terminal then.
+HAND_OVER_START_LOG = "\\builtin printf '\\0' >&2; \\exec"
 # Replays the user's rc snapshot; its own output and errors are not the command's.
 SOURCE_SNAPSHOT = f'\\command source "${SNAPSHOT_ENV}" >/dev/null 2>&1 </dev/null'
 SUSPENDED_TRAPS = ("DEBUG", "ERR", "RETURN")
@@ -87,6 +90,7 @@ def bootstrap(status_path: str, fields_path: str, snapshot: bool) -> bytes:
     source = f"{SOURCE_SNAPSHOT}\n" if snapshot else ""
     return (
         f"""
+{HAND_OVER_START_LOG} 2>/dev/null
 set +o history 2>/dev/null
 {source}__bashrpc_in={shlex.quote(fields_path)} __bashrpc_sfifo={shlex.quote(status_path)}
 __bashrpc_line={shlex.quote(_line([]))}
