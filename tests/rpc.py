@@ -375,6 +375,7 @@ class ServerProcess(RpcClient):
         artifacts: bool = True,
         preexec_fn: Any = None,
         new_session: bool = False,
+        interpreter: tuple[str, ...] = (sys.executable,),
     ) -> None:
         super().__init__()
         self.tmp = tmp
@@ -383,7 +384,7 @@ class ServerProcess(RpcClient):
         workspace = args[flags[-1] + 1] if flags else cwd or tmp
         # This server's workspace's own directory under the root.
         self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
-        argv = [sys.executable, "-m", "bashrpc", *args]
+        argv = [*interpreter, "-m", "bashrpc", *args]
         if artifacts and "--artifacts-dir" not in args:
             argv += ["--artifacts-dir", str(self.artifacts_root)]
         self.stderr_path = tmp / f"stderr-{id(self)}.log"

@@ -121,13 +121,16 @@ class Policy(msgspec.Struct, frozen=True):
         runtime_dir: str | None = None,
         filter_fd: int | None = None,
         git: Sequence[Bind] = (),
+        overlays: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """bwrap's command line running `command` in `cwd` under this policy.
 
-        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds.
+        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds;
+        `overlays`: (source, path) files bound read-only over paths (`sealed.py`).
 
-        `runtime_dir` (the server's) is hidden from a confined command, but for
-        `private_dir` and `read_only_files` inside it.
+        `runtime_dir` (the server's) is hidden from the command, but for
+        `private_dir` (read-only: the server alone makes, names and removes what is
+        in it) and `read_only_files` inside it.
 
         `new_session` is off for PTYs, whose terminal must stay the controlling
         one; the TIOCSTI injection it guards against needs the user's terminal."""
@@ -159,15 +162,19 @@ class Policy(msgspec.Struct, frozen=True):
                 args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
             for path in self._protected(self.writable, builtin=False):
                 args += ["--ro-bind-try", path, path]
-            if runtime_dir is not None:
-                # Other sessions' command text, env values and FIFOs: never in view.
-                args += ["--tmpfs", runtime_dir]
         else:
             args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+        if runtime_dir is not None:
+            # Other sessions' command text, env values and FIFOs: never in view.
+            args += ["--tmpfs", runtime_dir]
         if private_dir is not None:
-            args += ["--bind", private_dir, private_dir]
+            # A FIFO on a read-only mount still opens for writing: the shell needs no
+            # more, and the command cannot put a FIFO of its own in a FIFO's place.
+            args += ["--ro-bind", private_dir, private_dir]
         for path in read_only_files:
             args += ["--ro-bind", path, path]
+        for source, path in overlays:
+            args += ["--ro-bind", source, path]
         return [*args, "--chdir", cwd, "--", *command]
 
 
