@@ -188,7 +188,9 @@ def stopped_under(server: ServerProcess) -> bool:
 
 def run_attack(server: ServerProcess, script: str) -> str:
     """The attack, run by the server's own interpreter (one its user may run)."""
-    python = server.proc.args[0]  # type: ignore[index]
+    argv = server.proc.args
+    assert isinstance(argv, list)
+    python = str(argv[0])
     return f'SFIFO="$__bashrpc_sfifo" {python} {server.tmp / script}'
 
 
