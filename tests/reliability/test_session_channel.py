@@ -34,7 +34,7 @@ NOBODY = 65534
 FORGED_STATUS = 42
 FORGED_DIR = "/forged"
 # The record a command's end writes, for FORGED_STATUS in FORGED_DIR, less its token.
-FORGED_RECORD = f"b'\\0{FORGED_STATUS}\\0{FORGED_DIR}\\0\\0\\0' + token + b'\\0'"
+FORGED_RECORD = f"b'\\x00{FORGED_STATUS}\\x00{FORGED_DIR}\\x00\\x00\\x00' + token + b'\\x00'"
 
 # A job that takes the control pipe, then the shell's next line and its token.
 TAKEOVER = f"""
@@ -63,26 +63,30 @@ with open(os.environ["SFIFO"], "wb") as fifo:
     fifo.write({FORGED_RECORD})
 """
 
-# A child that reads the running command's token from the shell's memory.
+# A child that reads the running command's token from the shell's memory: a word
+# of 32 hex digits there, but for what the environment holds (xdist's run id).
 FORGERY = f"""
-import os, re, sys
+import os, re, sys, time
 shell = os.getppid()
 try:
     memory = open(f"/proc/{{shell}}/mem", "rb", buffering=0)
     maps = open(f"/proc/{{shell}}/maps").read().splitlines()
 except OSError as e:
     sys.exit(f"memory: {{os.strerror(e.errno)}}")
-tokens = set()
+tokens, word = set(), re.compile(rb"(?<![0-9a-f])[0-9a-f]{{32}}(?![0-9a-f])")
 for region in maps:
     span, perms = region.split()[:2]
     start, end = (int(x, 16) for x in span.split("-"))
     if perms.startswith("rw"):
         memory.seek(start)
-        tokens.update(re.findall(rb"__bashrpc_go ([0-9a-f]{{32}})", memory.read(end - start)))
+        tokens.update(word.findall(memory.read(end - start)))
+tokens -= {{value.encode() for value in os.environ.values()}}
 print(f"memory: {{len(tokens)}} token(s)", flush=True)
 for token in tokens:
     with open(os.environ["SFIFO"], "wb") as fifo:
         fifo.write({FORGED_RECORD})
+# The command runs on: its own record must not come before the forged one is read.
+time.sleep(60)
 """
 
 # The shell's own subshell, through /proc, as the job would.
@@ -203,13 +207,13 @@ def test_a_background_job_cannot_take_over_its_session(
     if "control pipe: opened" in first.output:
         # The job has the pipe: once it has stopped the shell, it holds the next line.
         assert wait_until(lambda: stopped_under(server))
-    assert "control pipe: Permission denied" in first.output, first.output
-    assert "subshell: opened" not in first.output and "subshell: done" in first.output
     # The next commands are the agent's, answered by their shell.
     for _ in range(2):
         real = server.bash("echo real; cd /")
         assert (real.output, real.exit_code, real.working_dir) == ("real\n", 0, "/"), real
         assert not real.shell_restarted
+    assert "control pipe: Permission denied" in first.output, first.output
+    assert "subshell: opened" not in first.output and "subshell: done" in first.output
 
 
 @pytest.mark.parametrize(("mode", "user"), HELD)
@@ -218,7 +222,7 @@ def test_a_child_cannot_forge_its_command_record_from_the_shells_memory(
 ) -> None:
     server = spawn_as(mode, user)
     result = server.bash(f"{run_attack(server, 'forgery.py')}; echo after")
-    assert (result.exit_code, result.working_dir) == (0, str(server.tmp)), result
+    assert (result.exit_code, result.working_dir) == (0, str(server.tmp)), result.output
     assert "memory: Permission denied" in result.output and result.output.endswith("after\n")
     assert server.bash("echo real").output == "real\n"
 
