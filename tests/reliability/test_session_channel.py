@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from bashrpc.protocol.methods import SandboxMode, SessionOpenParams
+from bashrpc.protocol.methods import SandboxMode, SessionCloseParams, SessionOpenParams
 from tests.rpc import ServerProcess, live_pids, proc_stat, wait_until
 from tests.sandboxing import skip_without_sandbox
 
@@ -246,3 +246,19 @@ def test_a_command_cannot_reach_another_session(
     assert "pkill 1" in looked, looked
     again = server.bash("echo $$; pgrep -f " + marker, session_id="other")
     assert again.output.split()[0] == other_shell and not again.shell_restarted, again
+
+
+@pytest.mark.parametrize(("mode", "user"), HELD)
+def test_the_server_still_sees_and_ends_what_a_sealed_shell_started(
+    spawn_as: Callable[[SandboxMode, str], ServerProcess], mode: SandboxMode, user: str
+) -> None:
+    """The server reads a sealed shell's /proc as before (as an unprivileged user, as
+    the owner of the sandbox's user namespace): its jobs, a subshell's among them,
+    are counted, and closing the session ends them all."""
+    server = spawn_as(mode, user)
+    started = server.bash("sleep 300 & (sleep 301; :) & echo started")
+    assert started.output == "started\n"
+    assert wait_until(lambda: server.sessions()["default"].background_jobs >= 2)
+    assert len([c for c in server.owned_commands() if c.startswith("sleep 30")]) == 2
+    server.result("session/close", SessionCloseParams(session_id="default"))
+    assert wait_until(lambda: server.owned_processes() == [])
