@@ -18,9 +18,10 @@ shell's /proc: as root with its capabilities, as any other user as the owner
 of the user namespace bwrap made (the shell's creator's uid owns it).
 
 What this does not cover: a program that is not an ELF binary (a script is
-read by its interpreter), and `full` as root, where the command keeps root's
-capabilities (CAP_DAC_OVERRIDE reads the copy, CAP_SYS_PTRACE reads any
-process).
+read by its interpreter), a runtime directory on a noexec mount (the copy
+would not run), both said once in the log; and `full` as root, where the
+command keeps root's capabilities (CAP_DAC_OVERRIDE reads the copy,
+CAP_SYS_PTRACE reads any process).
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from bashrpc.protocol import messages
+from bashrpc.server import log
+
 EXECUTE_ONLY = 0o111
 ELF_MAGIC = b"\x7fELF"
 # The copies, in the server's runtime directory (hidden from every sandbox).
 SEALED_DIR = "sealed"
+
+_log = log.get("sealed")
 
 
 class Sealed:
@@ -47,7 +53,7 @@ class Sealed:
 
     async def overlay(self, program: str) -> tuple[str, str] | None:
         """(the copy, the path it is bound over) for `program` (a name on PATH or
-        a path), or None where it cannot be sealed (not found, not ELF)."""
+        a path), or None where it cannot be sealed (not found, not ELF, on noexec)."""
         async with self._lock:
             if program not in self._made:
                 self._made[program] = await anyio.to_thread.run_sync(self._make, program)
@@ -61,14 +67,24 @@ class Sealed:
         try:
             with open(target, "rb") as source:
                 if source.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                    _unsealed(target, messages.SEAL_NOT_ELF)
                     return None
                 self._dir.mkdir(mode=0o700, exist_ok=True)
+                if os.statvfs(self._dir).f_flag & os.ST_NOEXEC:
+                    reason = messages.SEAL_NOEXEC.format(directory=self._dir.parent)
+                    _unsealed(target, reason)
+                    return None
                 copy = self._dir / f"{len(self._made)}-{os.path.basename(target)}"
                 flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
                 with open(os.open(copy, flags, 0o700), "wb") as out:
                     source.seek(0)
                     shutil.copyfileobj(source, out)
-        except OSError:
+        except OSError as exc:
+            _unsealed(target, str(exc))
             return None
         copy.chmod(EXECUTE_ONLY)
         return str(copy), target
+
+
+def _unsealed(program: str, reason: str) -> None:
+    _log.warning(messages.SHELL_NOT_SEALED.format(program=program, reason=reason))
