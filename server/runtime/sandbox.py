@@ -138,30 +138,7 @@ class Policy(msgspec.Struct, frozen=True):
         if new_session:
             args.append("--new-session")
         if self.confined:
-            # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
-            # (bwrap always sets no_new_privs: nothing regains them through exec.)
-            args += ["--cap-drop", "ALL"]
-            args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-            args += ["--tmpfs", PRIVATE_TMP]
-            if not self.network:
-                args.append("--unshare-net")
-            if filter_fd is not None:
-                args += ["--seccomp", str(filter_fd)]
-            for directory in self.shown:
-                # A session the host opened elsewhere: there to read, not to write;
-                # first, so that one above a root leaves the root as it is bound.
-                args += ["--ro-bind-try", directory, directory]
-            # The roots are bound again over the private /tmp, read-only where not writable,
-            # so a workspace there stays visible.
-            # `-try`: a configured root that does not exist is skipped, not fatal.
-            bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
-            for root in self.writable_roots:
-                args += [bind, root, root]
-            for pin in git:
-                # `-try`: what the scan found may be gone by now.
-                args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
-            for path in self._protected(self.writable, builtin=False):
-                args += ["--ro-bind-try", path, path]
+            args += self._confined_args(filter_fd, git)
         else:
             args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
         if runtime_dir is not None:
@@ -176,6 +153,35 @@ class Policy(msgspec.Struct, frozen=True):
         for source, path in overlays:
             args += ["--ro-bind", source, path]
         return [*args, "--chdir", cwd, "--", *command]
+
+    def _confined_args(self, filter_fd: int | None, git: Sequence[Bind]) -> list[str]:
+        """What limits a confined mode: capabilities, the read-only root and what is
+        bound over it, the network."""
+        # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
+        # (bwrap always sets no_new_privs: nothing regains them through exec.)
+        args = ["--cap-drop", "ALL"]
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args += ["--tmpfs", PRIVATE_TMP]
+        if not self.network:
+            args.append("--unshare-net")
+        if filter_fd is not None:
+            args += ["--seccomp", str(filter_fd)]
+        for directory in self.shown:
+            # A session the host opened elsewhere: there to read, not to write;
+            # first, so that one above a root leaves the root as it is bound.
+            args += ["--ro-bind-try", directory, directory]
+        # The roots are bound again over the private /tmp, read-only where not writable,
+        # so a workspace there stays visible.
+        # `-try`: a configured root that does not exist is skipped, not fatal.
+        bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
+        for root in self.writable_roots:
+            args += [bind, root, root]
+        for pin in git:
+            # `-try`: what the scan found may be gone by now.
+            args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
+        for path in self._protected(self.writable, builtin=False):
+            args += ["--ro-bind-try", path, path]
+        return args
 
 
 def _within(path: str, root: str) -> bool:
