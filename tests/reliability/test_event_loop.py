@@ -78,4 +78,4 @@ def test_a_denial_scan_of_hostile_output_costs_the_other_requests_nothing(
     assert result.exit_code == 1 and result.output.count("‘") == OPENING_QUOTES
     # The scan still finds a refused write.
     refused = server.bash("touch /etc/bashrpc-denied")
-    assert refused.sandbox_denied is not None
+    assert refused.exit_code != 0 and refused.sandbox_denied, refused
