@@ -328,6 +328,12 @@ SANDBOX_UNAVAILABLE = "sandbox unavailable: {reason}"
 SANDBOX_NO_BWRAP = "bwrap is not installed (Debian and Ubuntu: apt install bubblewrap)"
 SANDBOX_BWRAP_FAILED = "bwrap could not create the sandbox: {detail}"
 SANDBOX_NO_SOCKET_FILTER = "no unix-socket filter for this machine ({machine})"
+SHELL_NOT_SEALED = (
+    "sandboxed shells run {program} as it is, not sealed ({reason}): a program a command"
+    " runs there may read its shell's control pipe and memory"
+)
+SEAL_NOT_ELF = "not an ELF binary"
+SEAL_NOEXEC = "the runtime directory {directory} is on a noexec mount"
 SANDBOX_LOOSER = (
     "sandbox mode {requested!r} is looser than {configured!r}; a request may only tighten it"
     " (off < full < workspace-write < read-only)"

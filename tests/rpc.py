@@ -376,8 +376,10 @@ class ServerProcess(RpcClient):
         preexec_fn: Any = None,
         new_session: bool = False,
         launcher: tuple[str, ...] = (),
+        interpreter: tuple[str, ...] = (sys.executable,),
     ) -> None:
-        """`launcher`: what runs the server (`setpriv --reuid ...`), before its argv."""
+        """`launcher`: what runs the server (`setpriv --reuid ...`), before its argv;
+        `interpreter`: the Python that runs it (one a dropped uid may execute)."""
         super().__init__()
         self.tmp = tmp
         self.artifacts_root = tmp / "artifacts"
@@ -385,7 +387,7 @@ class ServerProcess(RpcClient):
         workspace = args[flags[-1] + 1] if flags else cwd or tmp
         # This server's workspace's own directory under the root.
         self.artifacts_dir = self.artifacts_root / workspace_key(Path(workspace).resolve())
-        argv = [*launcher, sys.executable, "-m", "bashrpc", *args]
+        argv = [*launcher, *interpreter, "-m", "bashrpc", *args]
         if artifacts and "--artifacts-dir" not in args:
             argv += ["--artifacts-dir", str(self.artifacts_root)]
         self.stderr_path = tmp / f"stderr-{id(self)}.log"

@@ -47,6 +47,7 @@ async def wrap(
     read_only_files: Sequence[str] = (),
     new_session: bool = True,
     runtime_dir: str | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
 ) -> Launch:
     """`argv` as it runs under `policy`: unchanged without one, else through bwrap
     (which raises SandboxUnavailable where no sandbox can be made)."""
@@ -69,6 +70,7 @@ async def wrap(
         runtime_dir=runtime_dir,
         filter_fd=filter_fd,
         git=guard.binds,
+        overlays=overlays,
     )
     return Launch(wrapped, () if filter_fd is None else (filter_fd,))
 

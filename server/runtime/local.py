@@ -13,6 +13,7 @@ from bashrpc.server.runtime import bwrap, procs
 from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.pty import PtyRun
 from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.sealed import Sealed
 from bashrpc.server.runtime.shell import Shell
 from bashrpc.server.runtime.shelltypes import ShellConfig
 from bashrpc.server.runtime.startlog import StartLog
@@ -24,9 +25,11 @@ class LocalBackend:
     def __init__(self, setup: BackendSetup) -> None:
         self._dir = setup.runtime_dir
         self._containment = setup.containment
+        self._sealed = Sealed(setup.runtime_dir)
 
     def shell(self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str) -> Shell:
-        shell = Shell(config, env, cwd, self._dir, name, self._containment.tracker(name))
+        tracker = self._containment.tracker(name)
+        shell = Shell(config, env, cwd, self._dir, name, tracker, self._sealed)
         if config.sandbox is not None:
             # bwrap's stderr: read by the pool for as long as bwrap and the shell hold it.
             shell.start_log = StartLog()

@@ -18,12 +18,12 @@ from bashrpc.server.runtime.pool import ShellPool
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.runners import Execution, RunRequest, RunResult
 from bashrpc.server.runtime.sessions import Session, expand_home, resolve_path
-from bashrpc.server.runtime.shellproto import SNAPSHOT_ENV, after_snapshot
+from bashrpc.server.runtime.shellproto import HAND_OVER_START_LOG, SNAPSHOT_ENV, after_snapshot
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
 # In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
-PTY_STDERR_TO_TERMINAL = "exec 2>&1; "
+PTY_STDERR_TO_TERMINAL = f"{HAND_OVER_START_LOG} 2>&1; "
 
 
 class Terminal(msgspec.Struct, frozen=True):

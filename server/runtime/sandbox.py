@@ -123,13 +123,16 @@ class Policy(msgspec.Struct, frozen=True):
         runtime_dir: str | None = None,
         filter_fd: int | None = None,
         git: Sequence[Bind] = (),
+        overlays: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """bwrap's command line running `command` in `cwd` under this policy.
 
-        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds.
+        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds;
+        `overlays`: (source, path) files bound read-only over paths (`sealed.py`).
 
-        `runtime_dir` (the server's) is hidden from a confined command, but for
-        `private_dir` and `read_only_files` inside it.
+        `runtime_dir` (the server's) is hidden from the command, but for
+        `private_dir` (read-only: the server alone makes, names and removes what is
+        in it) and `read_only_files` inside it.
 
         `new_session` is off for PTYs, whose terminal must stay the controlling
         one; the TIOCSTI injection it guards against needs the user's terminal."""
@@ -137,40 +140,50 @@ class Policy(msgspec.Struct, frozen=True):
         if new_session:
             args.append("--new-session")
         if self.confined:
-            # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
-            # (bwrap always sets no_new_privs: nothing regains them through exec.)
-            args += ["--cap-drop", "ALL"]
-            args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-            args += ["--tmpfs", PRIVATE_TMP]
-            if not self.network:
-                args.append("--unshare-net")
-            if filter_fd is not None:
-                args += ["--seccomp", str(filter_fd)]
-            for directory in self.shown:
-                # A session the host opened elsewhere: there to read, not to write;
-                # first, so that one above a root leaves the root as it is bound.
-                args += ["--ro-bind-try", directory, directory]
-            # The roots are bound again over the private /tmp, read-only where not writable,
-            # so a workspace there stays visible.
-            # `-try`: a configured root that does not exist is skipped, not fatal.
-            bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
-            for root in self.writable_roots:
-                args += [bind, root, root]
-            for pin in git:
-                # `-try`: what the scan found may be gone by now.
-                args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
-            for path in self._protected(self.writable, builtin=False):
-                args += ["--ro-bind-try", path, path]
-            if runtime_dir is not None:
-                # Other sessions' command text, env values and FIFOs: never in view.
-                args += ["--tmpfs", runtime_dir]
+            args += self._confined_args(filter_fd, git)
         else:
             args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+        if runtime_dir is not None:
+            # Other sessions' command text, env values and FIFOs: never in view.
+            args += ["--tmpfs", runtime_dir]
         if private_dir is not None:
-            args += ["--bind", private_dir, private_dir]
+            # A FIFO on a read-only mount still opens for writing: the shell needs no
+            # more, and the command cannot put a FIFO of its own in a FIFO's place.
+            args += ["--ro-bind", private_dir, private_dir]
         for path in read_only_files:
             args += ["--ro-bind", path, path]
+        for source, path in overlays:
+            args += ["--ro-bind", source, path]
         return [*args, "--chdir", cwd, "--", *command]
+
+    def _confined_args(self, filter_fd: int | None, git: Sequence[Bind]) -> list[str]:
+        """What limits a confined mode: capabilities, the read-only root and what is
+        bound over it, the network."""
+        # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
+        # (bwrap always sets no_new_privs: nothing regains them through exec.)
+        args = ["--cap-drop", "ALL"]
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args += ["--tmpfs", PRIVATE_TMP]
+        if not self.network:
+            args.append("--unshare-net")
+        if filter_fd is not None:
+            args += ["--seccomp", str(filter_fd)]
+        for directory in self.shown:
+            # A session the host opened elsewhere: there to read, not to write;
+            # first, so that one above a root leaves the root as it is bound.
+            args += ["--ro-bind-try", directory, directory]
+        # The roots are bound again over the private /tmp, read-only where not writable,
+        # so a workspace there stays visible.
+        # `-try`: a configured root that does not exist is skipped, not fatal.
+        bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
+        for root in self.writable_roots:
+            args += [bind, root, root]
+        for pin in git:
+            # `-try`: what the scan found may be gone by now.
+            args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
+        for path in self._protected(self.writable, builtin=False):
+            args += ["--ro-bind-try", path, path]
+        return args
 
 
 def _within(path: str, root: str) -> bool:

@@ -33,6 +33,7 @@ from bashrpc.server.runtime.channels import Backpressure, Fifos
 from bashrpc.server.runtime.commandrun import CommandRun
 from bashrpc.server.runtime.containment import Tracker
 from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.sealed import Sealed
 from bashrpc.server.runtime.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
 from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 from bashrpc.server.runtime.shellwire import ShellWire
@@ -59,8 +60,11 @@ class Shell:
         runtime_dir: Path,
         name: str,
         tracker: Tracker,
+        sealed: Sealed | None = None,
     ) -> None:
         self.config = config
+        # Where a sandboxed shell's program comes from: one no command can read it through.
+        self._sealed = sealed
         # Where it starts; where each command ended is in its Completion.
         self.cwd = cwd
         self.name = name
@@ -113,6 +117,9 @@ class Shell:
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
+        overlay = None
+        if self.config.sandbox is not None and self._sealed is not None:
+            overlay = await self._sealed.overlay(self.config.shell)
         launch = await bwrap.wrap(
             [self.config.shell, "--noprofile", "--norc"],
             self.config.sandbox,
@@ -120,6 +127,7 @@ class Shell:
             private_dir=str(self._dir),
             read_only_files=[self.config.snapshot] if self.config.snapshot else [],
             runtime_dir=str(self._dir.parent),
+            overlays=[overlay] if overlay is not None else [],
         )
         self._dir.mkdir(mode=0o700)
         self._wire = wire = ShellWire(self._dir, self.name, self._on_record, self._on_bad_record)

@@ -6,6 +6,11 @@ nothing that writes to it ever blocks; only the first few KiB are kept, and of
 those only bwrap's own lines (`bwrap: ...`) count. When the shell or command
 dies and bwrap said something, that is the reason: the call fails with -32006
 and that text, instead of passing for a command that ran and failed.
+
+bwrap speaks before it runs the shell, never after; the command may write
+there (the shell's stderr as bash saved it, bwrap's own through /proc). So
+the shell's first act is to write HANDED_OVER, which no message of bwrap's
+holds, and let go of the log: only what came before it is bwrap's.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from bashrpc.server import fdio
 
 # bwrap prefixes every message of its own with this.
 BWRAP_PREFIX = "bwrap: "
+# What the shell writes first: whatever follows is not bwrap's.
+HANDED_OVER = b"\0"
 KEPT_BYTES = 4096
 READ_BYTES = 4096
 # How long bwrap's last words are awaited once the shell is gone.
@@ -29,6 +36,7 @@ class StartLog:
         self._read, self.write_end = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(self._read, False)
         self._kept = bytearray()
+        self._handed_over = False
         self._ended = anyio.Event()
 
     def started(self) -> None:
@@ -48,7 +56,11 @@ class StartLog:
         """Read to EOF (every holder gone), keeping the start; the owner cancels it."""
         try:
             while data := await fdio.read(self._read, READ_BYTES):
-                self._kept += data[: KEPT_BYTES - len(self._kept)]
+                if self._handed_over:
+                    continue
+                bwraps, marker, _ = data.partition(HANDED_OVER)
+                self._kept += bwraps[: KEPT_BYTES - len(self._kept)]
+                self._handed_over = bool(marker)
         finally:
             self.started()
             if not self._ended.is_set():
@@ -57,7 +69,8 @@ class StartLog:
                 os.close(self._read)
 
     async def bwrap_message(self) -> str | None:
-        """bwrap's own lines, once it has exited; None when it said nothing."""
+        """bwrap's own lines, once it has exited; None when it said nothing before
+        the shell ran."""
         with anyio.move_on_after(EOF_WAIT_SECONDS):
             await self._ended.wait()
         text = self._kept.decode(errors="replace")

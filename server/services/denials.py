@@ -19,7 +19,10 @@ from bashrpc.server.runtime.sandbox import Policy
 
 _REASONS = "read-only file system|EROFS"
 # A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.
-_QUOTED = r"""'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’"""
+# No quoted path holds its own opening quote: a scan from each opening quote then
+# ends at the next one, so a line is read in linear time (the output is the
+# command's, read on the event loop; `‘‘‘…` once took seconds).
+_QUOTED = r"""'([^'\n]+)'|"([^"\n]+)"|‘([^‘’\n]+)’"""
 # `touch: cannot touch 'x': Read-only file system`, `bash: x: Read-only file system`:
 # the path right before the reason (not the program's name at the start), quoted,
 # or a bare word that is a whole field: not the last word of `write of /x failed`.

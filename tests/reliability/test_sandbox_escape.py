@@ -205,3 +205,27 @@ def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
         assert server.owned_processes() == []
     finally:
         bwrap.probe.cache_clear()
+
+
+# Every descriptor of bwrap's stderr a command could reach: the shell's saved
+# stderr, the shell's through /proc, and the namespace's init (bwrap itself).
+START_LOG_WRITERS = [">&12", ">/proc/$PPID/fd/12", ">/proc/1/fd/2", ">/proc/$PPID/fd/2"]
+
+
+@pytest.mark.parametrize("mode", ["read-only", "full"])
+@pytest.mark.parametrize("writer", START_LOG_WRITERS)
+def test_a_command_cannot_pass_for_a_sandbox_that_failed_to_start(
+    spawn: SpawnInProcess, mode: SandboxMode, writer: str
+) -> None:
+    """bwrap's stderr says why a sandbox did not start; a command that writes a
+    line like bwrap's there and dies is still a command that ran and failed."""
+    server = sandboxed(spawn, mode)
+    fake = f"echo '{FAKE_BWRAP_MESSAGE}' {writer} 2>/dev/null; echo ran; exit 3"
+    for pty in (False, True):
+        result = server.bash(fake, pty=pty)
+        assert result.exit_code == 3, result
+        assert "ran" in result.output
+    # A shell killed in the middle of it too.
+    result = server.bash(f"{fake.removesuffix('exit 3')}kill -9 $$")
+    assert result.exit_code == 137 and "ran" in result.output, result
+    assert FAKE_BWRAP_MESSAGE not in server.stderr()

@@ -37,8 +37,9 @@ def test_the_runtime_directory_is_masked_before_the_shells_own_binds() -> None:
     # After the workspace (it may sit inside), before what is bound back into it.
     assert args.index(WORKSPACE) < mask < args.index(f"{RUNTIME}/s1")
     assert mask < args.index(f"{RUNTIME}/snapshot-1.sh")
-    # full sees the host as it is.
-    assert "--tmpfs" not in argv("full")
+    # full sees the host as it is, but for the other sessions' command files and FIFOs.
+    full = argv("full")
+    assert full[full.index("--tmpfs") + 1] == RUNTIME and full.count("--tmpfs") == 1
 
 
 def test_the_socket_filter_is_where_the_network_is_off() -> None:

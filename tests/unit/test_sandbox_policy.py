@@ -1,6 +1,7 @@
 import pytest
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.runtime.sandbox import Policy, policy
 from bashrpc.server.services.denials import denial_notice, denied_path
@@ -39,7 +40,8 @@ def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
     assert argv[-4:] == ["--chdir", WORKSPACE, "--", "bash"]
     assert "--unshare-net" in argv and pairs(argv, "--ro-bind")[0] == "/"
     assert pairs(argv, "--bind-try") == [WORKSPACE, "/usr/share"]
-    assert pairs(argv, "--bind") == ["/run/s1"]
+    # The shell's own directory is read-only: its FIFOs are the server's to make.
+    assert pairs(argv, "--bind") == [] and "/run/s1" in pairs(argv, "--ro-bind")
     protected = pairs(argv, "--ro-bind-try")
     assert protected == [f"{WORKSPACE}/secrets", "/usr/share/secrets"]
     # Order matters: the private /tmp first, the roots over it, the protected over them.
@@ -54,6 +56,25 @@ def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None
     assert "--new-session" not in full and "--unshare-pid" in full
     networked = make("workspace-write", network=True).argv(["bash"], cwd="/", bwrap="bwrap")
     assert "--unshare-net" not in networked
+
+
+@pytest.mark.parametrize("mode", ["full", "workspace-write", "read-only"])
+def test_every_mode_hides_the_runtime_directory_and_seals_the_shell(mode: SandboxMode) -> None:
+    argv = make(mode).argv(
+        ["/usr/bin/bash"],
+        cwd="/",
+        bwrap="bwrap",
+        private_dir="/run/rt/s1",
+        runtime_dir="/run/rt",
+        overlays=[("/run/rt/sealed/0-bash", "/usr/bin/bash")],
+    )
+    # Over the host's (or the read-only) root: empty but for the shell's own, read-only.
+    assert argv.index("/run/rt") < argv.index("/run/rt/s1")
+    assert pairs(argv, "--tmpfs")[-1] == "/run/rt"
+    assert "/run/rt/s1" in pairs(argv, "--ro-bind")
+    # The execute-only copy is bound, read-only, over the program it copies, last.
+    bound = len(argv) - 1 - argv[::-1].index("--ro-bind")
+    assert argv[bound : bound + 3] == ["--ro-bind", "/run/rt/sealed/0-bash", "/usr/bin/bash"]
 
 
 @pytest.mark.parametrize(

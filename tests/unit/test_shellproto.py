@@ -98,11 +98,97 @@ def test_junk_is_scanned_once_and_bounded() -> None:
         reader().feed(b"\0" * 4096)
 
 
-def test_traps_read_back_as_bash_quoted_them() -> None:
-    code = "echo 'it''s' \"$X\"\nline two"
-    text = f"trap -- {shlex.quote(code)} DEBUG\ntrap -- 'false' RETURN\n"
+def bash_quoted(code: str) -> str:
+    """A word as bash's `trap -p` writes it (`sh_single_quote`)."""
+    return "\\'" if code == "'" else "'" + code.replace("'", "'\\''") + "'"
+
+
+def shown_by_bash(traps: dict[str, str]) -> str:
+    """What the real `trap -p` prints for these traps."""
+    script = "".join(f"trap -- {shlex.quote(code)} {signal}; " for signal, code in traps.items())
+    # The traps' own output (DEBUG runs before `trap -p`) is not what is read.
+    script = f"{{ {script}trap -p DEBUG ERR RETURN >&3; }} 3>&1 >/dev/null 2>&1"
+    shown = subprocess.run(
+        ["bash"], input=script.encode("utf-8", "surrogateescape"), capture_output=True, check=True
+    )
+    return shown.stdout.decode("utf-8", "surrogateescape")
+
+
+# Codes whose quoting has edges: quotes alone and in runs, next to backslashes,
+# what looks like an escaped quote or a trap line, newlines, controls, bytes
+# that are not UTF-8.
+HOSTILE_CODES = [
+    "",
+    "'",
+    "''",
+    "'''",
+    "\\",
+    "\\'",
+    "'\\''",
+    "a'\\''b",
+    "\\''\\",
+    "echo 'it''s' \"$X\"\nline two",
+    "x' DEBUG\ntrap -- 'y",
+    "' ERR\n",
+    "tab\there\r\x01\x7f",
+    "caf\u00e9 \udcff",
+]
+
+
+@pytest.mark.parametrize("code", HOSTILE_CODES)
+def test_traps_read_back_as_bash_printed_them(code: str) -> None:
+    text = shown_by_bash({"DEBUG": code, "RETURN": "false"})
+    assert text == f"trap -- {bash_quoted(code)} DEBUG\ntrap -- 'false' RETURN\n"
     assert parse_traps(text) == {"DEBUG": code, "RETURN": "false"}
+
+
+def test_every_suspended_trap_reads_back() -> None:
+    traps = {"DEBUG": "a'b", "ERR": "'", "RETURN": ""}
+    assert parse_traps(shown_by_bash(traps)) == traps
     assert parse_traps("") == {}
+    # The last line's newline is not required.
+    assert parse_traps("trap -- 'x' ERR") == {"ERR": "x"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "trap -- 'x' DEBUG\njunk",
+        "trap -- 'x' EXIT\n",
+        "trap -- 'x' DEBUG ERR\n",
+        "trap -- 'unbalanced DEBUG\n",
+        "trap -- 'x'y' DEBUG\n",
+        "trap -- x DEBUG\n",
+        'trap -- "x" DEBUG\n',
+        "trap -- $'x' DEBUG\n",
+        "trap -- 'x' DEBUGtrap -- 'y' ERR\n",
+        "trap -- 'x\0' DEBUG\n",
+        "trap 'x' DEBUG\n",
+        " trap -- 'x' DEBUG\n",
+        "trap -- 'x' DEBUG\n\n",
+        "trap -- '" + "'\\''" * 1000 + " DEBUG\n",
+    ],
+)
+def test_what_bash_never_prints_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_traps(text)
+
+
+@pytest.mark.parametrize("piece", ["a", "'", "'\\''", "\\", "\\'", "' DEBUG\n"])
+def test_a_trap_of_the_largest_size_reads_back_whole(piece: str) -> None:
+    """Up to the record's bound, whatever the code repeats: the read is linear (this
+    many quotes kept shlex busy for minutes)."""
+    code = (piece * MAX_RECORD_BYTES)[: MAX_RECORD_BYTES // 4]
+    text = f"trap -- {bash_quoted(code)} DEBUG\n"
+    assert parse_traps(text) == {"DEBUG": code}
+    # Cut anywhere near its end, it is refused, not misread.
+    for cut in range(2, 12):
+        with pytest.raises(ValueError):
+            parse_traps(text[:-cut])
+    # The restore prefix is built in linear time too (bash then reads it for as
+    # long as it takes: that is the session's own shell).
+    prefix = StatusRecord(status=0, pwd="/", flags="", traps=text).restore_prefix()
+    assert prefix.startswith("\\builtin trap -- ") and prefix.endswith(" DEBUG")
 
 
 def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
@@ -118,7 +204,7 @@ def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
     assert prefix.endswith("set -x") and "\n" not in prefix
     # An ERR trap that is still our wrapper keeps the user's code where it is.
     kept = StatusRecord(
-        status=0, pwd="/", flags="", traps=f"trap -- {shlex.quote(ERR_WRAPPER)} ERR\n"
+        status=0, pwd="/", flags="", traps=f"trap -- {bash_quoted(ERR_WRAPPER)} ERR\n"
     )
     assert "__bashrpc_err=" not in kept.restore_prefix()
 
@@ -140,15 +226,14 @@ def test_fields_carry_the_command_after_its_restore_prefix() -> None:
     assert command_fields(output="/o", cwd=None, prefix="", command="x", env={}) == b"/o\0\0\nx\0"
 
 
-def test_the_restore_prefix_is_one_line_whatever_the_traps_hold() -> None:
-    code = "echo 'a'\necho \\b \"$X\" $'c'"
+@pytest.mark.parametrize("code", ["echo 'a'\necho \\b \"$X\" $'c'", *HOSTILE_CODES])
+def test_the_restore_prefix_is_one_line_whatever_the_traps_hold(code: str) -> None:
     record = StatusRecord(
-        status=0, pwd="/", flags="", traps=f"trap -- {shlex.quote(code)} RETURN\n"
+        status=0, pwd="/", flags="", traps=f"trap -- {bash_quoted(code)} RETURN\n"
     )
     prefix = record.restore_prefix()
     assert "\n" not in prefix
     # bash reads the trap's code back as it was.
-    shown = subprocess.run(
-        ["bash", "-c", f"{prefix}; trap -p RETURN"], capture_output=True, text=True, check=True
-    )
-    assert parse_traps(shown.stdout) == {"RETURN": code}
+    script = f"{prefix}; trap -p RETURN".encode("utf-8", "surrogateescape")
+    shown = subprocess.run(["bash"], input=script, capture_output=True, check=True)
+    assert parse_traps(shown.stdout.decode("utf-8", "surrogateescape")) == {"RETURN": code}
