@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bashrpc.protocol import mcp, methods
+from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.transcript import ClientRecord, Record, loads
 from bashrpc.server.cli.replayrun import replay
 
@@ -35,10 +35,15 @@ def test_the_golden_transcripts_cover_every_method_and_notification() -> None:
     wanted_sent = {
         *methods.METHODS,
         *mcp.METHODS,
+        *terminals.METHODS,
         *methods.NOTIFICATIONS_FROM_CLIENT,
         *mcp.NOTIFICATIONS_FROM_CLIENT,
     }
-    wanted_received = {*methods.NOTIFICATIONS_FROM_SERVER, *mcp.NOTIFICATIONS_FROM_SERVER}
+    wanted_received = {
+        *methods.NOTIFICATIONS_FROM_SERVER,
+        *mcp.NOTIFICATIONS_FROM_SERVER,
+        *terminals.NOTIFICATIONS_FROM_SERVER,
+    }
     assert wanted_sent - sent == set()
     assert wanted_received - received == NOT_FROM_A_HOST_MESSAGE
 

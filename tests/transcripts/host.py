@@ -137,6 +137,10 @@ class Host:
     def output_has(self, ident: RequestId, text: str) -> None:
         self._until(lambda: text in self.output(ident), f"{text!r} in the output of {ident!r}")
 
+    def notified(self, method: str) -> None:
+        """Wait for a `method` notification about no request (`terminal/exited`)."""
+        self._until(lambda: any(m.method == method for m in self.messages), method)
+
     def notified_for(self, method: str, ident: RequestId) -> None:
         """Wait for a `method` notification about request `ident`."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from bashrpc.protocol.client import result_of
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     BashToolArguments,
@@ -40,9 +41,19 @@ from bashrpc.protocol.methods import (
     PtyResizeParams,
     PtyScreenParams,
     PtySize,
+    ServerStatsParams,
     SessionCloseParams,
     SessionOpenParams,
+    SessionResetParams,
     ShutdownParams,
+)
+from bashrpc.protocol.terminals import (
+    TerminalCreateParams,
+    TerminalCreateResult,
+    TerminalListParams,
+    TerminalOutputParams,
+    TerminalParams,
+    TerminalWriteParams,
 )
 from tests.transcripts.host import Host
 
@@ -257,8 +268,8 @@ def tools_call_cancelled(host: Host) -> None:
     initialize(host, notifications=["tool/update"])
     first = host.request("tools/call", tool("echo begun; exec sleep 60", token="first"))
     host.notified_for("tool/update", first)
+    # MCP's cancel gets no reply (the spec: the receiver SHOULD NOT respond).
     host.notify("notifications/cancelled", CancelledParams(request_id=first, reason="user"))
-    host.reply(first)
     second = host.request("tools/call", tool("echo again; exec sleep 60"))
     host.notified_for("tool/update", second)
     host.notify("$/cancelRequest", CancelRequestParams(id=second))
@@ -351,6 +362,59 @@ def daemon_sessions_of_a_client(host: Host) -> None:
     host.call("session/open", SessionOpenParams(session_id="mine"))
     host.call("bash", bash("echo in the daemon", session_id="mine"))
     host.call("session/list")
+
+
+# -- fleet and background jobs ----------------------------------------------------------
+
+
+@scenario()
+def server_stats_and_session_reset(host: Host) -> None:
+    # First, before any command: every figure is still zero, whatever the machine.
+    host.call("server/stats", ServerStatsParams())
+    host.call("bash", bash("mkdir -p sub && cd sub && export LEFT=over"))
+    host.call("session/reset", SessionResetParams(session_id="default"))
+    host.call("bash", bash('pwd; echo "LEFT=[$LEFT]"'))
+    host.call("session/reset", SessionResetParams(session_id="nope"))
+
+
+@scenario()
+def terminals_acp_lifecycle(host: Host) -> None:
+    created = host.call(
+        "terminal/create",
+        TerminalCreateParams(session_id="jobs", command="printf", args=["one\\ntwo\\n"]),
+    )
+    terminal = result_of(created, TerminalCreateResult).terminal_id
+    job = TerminalParams(session_id="jobs", terminal_id=terminal)
+    host.call("terminal/wait_for_exit", job)
+    host.notified("terminal/exited")
+    host.call("terminal/output", TerminalOutputParams(session_id="jobs", terminal_id=terminal))
+    host.call("terminal/list", TerminalListParams(session_id="jobs"))
+    host.call("terminal/kill", job)
+    host.call("terminal/release", job)
+    host.call("terminal/output", TerminalOutputParams(session_id="jobs", terminal_id=terminal))
+
+
+@scenario()
+def terminals_stdin_and_cursor(host: Host) -> None:
+    created = host.call("terminal/create", TerminalCreateParams(session_id="jobs", command="cat"))
+    terminal = result_of(created, TerminalCreateResult).terminal_id
+    job = TerminalParams(session_id="jobs", terminal_id=terminal)
+    host.call(
+        "terminal/write",
+        TerminalWriteParams(session_id="jobs", terminal_id=terminal, data="first\n"),
+    )
+    host.call("terminal/close_stdin", job)
+    host.call("terminal/wait_for_exit", job)
+    host.notified("terminal/exited")
+    host.call(
+        "terminal/output",
+        TerminalOutputParams(session_id="jobs", terminal_id=terminal, after_offset=0),
+    )
+    host.call(
+        "terminal/output",
+        TerminalOutputParams(session_id="jobs", terminal_id=terminal, after_offset=6),
+    )
+    host.call("terminal/release", job)
 
 
 def record(names: list[str]) -> None:
