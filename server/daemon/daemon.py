@@ -34,7 +34,7 @@ from bashrpc.server.connection import Connection
 from bashrpc.server.daemon import socketpath
 from bashrpc.server.daemon.idle import IdleClock
 from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
-from bashrpc.server.runtime import procs
+from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.runtime import Options
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
 from bashrpc.server.services.api import Services

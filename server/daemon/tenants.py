@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 
 from bashrpc.server.daemon.grace import Grace
-from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services

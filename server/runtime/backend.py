@@ -19,8 +19,8 @@ import anyio.abc
 import msgspec
 
 from bashrpc.server.runtime.channels import Backpressure
-from bashrpc.server.runtime.containment import Containment
-from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.containment.containment import Containment
+from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sandbox import Policy
 from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.shelltypes import Completion, ShellConfig

@@ -9,8 +9,9 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from bashrpc.server.runtime import bwrap, procs
+from bashrpc.server.runtime import bwrap
 from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
+from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.pty import PtyRun
 from bashrpc.server.runtime.sandbox import Policy
 from bashrpc.server.runtime.shell import Shell

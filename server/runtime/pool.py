@@ -28,8 +28,8 @@ from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.errors import SandboxUnavailable, TooManyShells
 from bashrpc.server.runtime.backend import Backend, ShellHandle
-from bashrpc.server.runtime.containment import Containment
-from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.containment.containment import Containment
+from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sessions import Session, SessionRegistry
 from bashrpc.server.runtime.shelltypes import ShellConfig, ShellDied
 from bashrpc.server.runtime.snapshot import SnapshotStore

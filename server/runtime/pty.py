@@ -20,8 +20,8 @@ import anyio.to_thread
 
 from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server import fdio, log
-from bashrpc.server.runtime import child, procs
-from bashrpc.server.runtime.containment import Tracker
+from bashrpc.server.runtime.containment import child, procs
+from bashrpc.server.runtime.containment.containment import Tracker
 from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.startlog import StartLog
 

@@ -18,7 +18,7 @@ import anyio
 
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime.backend import Backend, ShellHandle
-from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.shelltypes import ShellConfig
 
 

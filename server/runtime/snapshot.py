@@ -26,8 +26,8 @@ import anyio
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
-from bashrpc.server.runtime import child, polling, procs
-from bashrpc.server.runtime.containment import Containment, Tracker
+from bashrpc.server.runtime.containment import child, polling, procs
+from bashrpc.server.runtime.containment.containment import Containment, Tracker
 
 COMPLETE_MARKER = "# bashrpc snapshot complete"
 # How long a hung-up capture's EXIT traps may run before its tree is killed.

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from bashrpc.server import log
-from bashrpc.server.runtime import procs
-from bashrpc.server.runtime.cgroups import Cgroup
+from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.containment.cgroups import Cgroup
 
 # How long the watchdog keeps killing what keeps appearing (forks in flight).
 SWEEP_SECONDS = 2.0

@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 import anyio
 
-from bashrpc.server.runtime import polling, procs
-from bashrpc.server.runtime.cgroups import Cgroup, CgroupRoot
-from bashrpc.server.runtime.procs import Scan
+from bashrpc.server.runtime.containment import polling, procs
+from bashrpc.server.runtime.containment.cgroups import Cgroup, CgroupRoot
+from bashrpc.server.runtime.containment.procs import Scan
 
 # Stopping a tree that keeps forking converges in a few rounds; a fork bomb
 # does not, and then the kill proceeds with what was caught.
