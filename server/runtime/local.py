@@ -9,14 +9,14 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from bashrpc.server.runtime import bwrap
 from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.pty import PtyRun
-from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.sandbox import bwrap
+from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.shell import Shell
 from bashrpc.server.runtime.shelltypes import ShellConfig
-from bashrpc.server.runtime.startlog import StartLog
 
 _pty_names = itertools.count(1)
 

@@ -30,10 +30,10 @@ from bashrpc.server.errors import SandboxUnavailable, TooManyShells
 from bashrpc.server.runtime.backend import Backend, ShellHandle
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.sessions import Session, SessionRegistry
 from bashrpc.server.runtime.shelltypes import ShellConfig, ShellDied
 from bashrpc.server.runtime.snapshot import SnapshotStore
-from bashrpc.server.runtime.startlog import StartLog
 from bashrpc.server.settings import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_KILL_GRACE_SECONDS,

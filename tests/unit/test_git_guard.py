@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bashrpc.server.runtime.gitguard import Bind, GitDir, Plan, plan, references
+from bashrpc.server.runtime.sandbox.gitguard import Bind, GitDir, Plan, plan, references
 
 ROOT = "/work/app"
 GIT = f"{ROOT}/.git"

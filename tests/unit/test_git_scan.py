@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bashrpc.server.runtime import gitscan
+from bashrpc.server.runtime.sandbox import gitscan
 from tests.reliability.test_sandbox_git import host_git, make_repo
 
 

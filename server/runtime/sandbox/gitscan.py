@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 
 import msgspec
 
-from bashrpc.server.runtime import gitconfig, gitguard
-from bashrpc.server.runtime.gitguard import GitDir, Plan
+from bashrpc.server.runtime.sandbox import gitconfig, gitguard
+from bashrpc.server.runtime.sandbox.gitguard import GitDir, Plan
 
 DOT_GIT = ".git"
 GITDIR_PREFIX = "gitdir:"

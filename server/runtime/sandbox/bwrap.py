@@ -18,8 +18,8 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
-from bashrpc.server.runtime import gitscan, seccomp
-from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.sandbox import gitscan, seccomp
+from bashrpc.server.runtime.sandbox.sandbox import Policy
 
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0

@@ -36,8 +36,8 @@ from collections.abc import Sequence
 import msgspec
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime import gitguard
-from bashrpc.server.runtime.gitguard import Bind
+from bashrpc.server.runtime.sandbox import gitguard
+from bashrpc.server.runtime.sandbox.gitguard import Bind
 
 # Never written inside a writable root, as the denial notice judges: what would run
 # code outside the sandbox (bound by the git guard, which knows where they are).
