@@ -22,10 +22,10 @@ import anyio.abc
 
 from bashrpc.server.runtime import backends
 from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
-from bashrpc.server.runtime.channels import Backpressure
 from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
+from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 
 FAKE = "fake"

@@ -15,7 +15,7 @@ from bashrpc.server.runtime.pty import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.shell import Shell
+from bashrpc.server.runtime.shell.shell import Shell
 from bashrpc.server.runtime.shelltypes import ShellConfig
 
 _pty_names = itertools.count(1)

@@ -11,14 +11,14 @@ import os
 import anyio
 import msgspec
 
-from bashrpc.server.runtime import drain
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime.backend import PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.pool import ShellPool
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.runners import Execution, RunRequest, RunResult
 from bashrpc.server.runtime.sessions import Session, expand_home, resolve_path
-from bashrpc.server.runtime.shellproto import SNAPSHOT_ENV, after_snapshot
+from bashrpc.server.runtime.shell import drain
+from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0

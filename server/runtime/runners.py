@@ -18,9 +18,9 @@ import anyio
 import msgspec
 
 from bashrpc.server.runtime.backend import ShellHandle
-from bashrpc.server.runtime.channels import Backpressure
 from bashrpc.server.runtime.pool import ShellPool
 from bashrpc.server.runtime.sessions import Session, expand_home, resolve_path
+from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.runtime.shelltypes import Completion, ShellDied
 
 

@@ -22,13 +22,13 @@ from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime import ptyrunner, runners
-from bashrpc.server.runtime.channels import Backpressure
 from bashrpc.server.runtime.pty import clamp_size
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
 from bashrpc.server.runtime.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import Session
+from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome

@@ -31,9 +31,9 @@ from typing import Literal, get_args
 
 import anyio
 
-from bashrpc.server.runtime import drain
-from bashrpc.server.runtime.channels import Backpressure, Fifos, OutputPipe
-from bashrpc.server.runtime.shellproto import StatusRecord, command_fields
+from bashrpc.server.runtime.shell import drain
+from bashrpc.server.runtime.shell.channels import Backpressure, Fifos, OutputPipe
+from bashrpc.server.runtime.shell.shellproto import StatusRecord, command_fields
 
 # Plain strings, checked by the type checker: a transition is a dict lookup, no
 # more (an enum member's access alone costs more than the lookup, on 3.11).

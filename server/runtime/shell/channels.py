@@ -22,8 +22,13 @@ from typing import Protocol
 import anyio
 
 from bashrpc.server import fdio
-from bashrpc.server.runtime import drain
-from bashrpc.server.runtime.shellproto import TOKEN_BYTES, BadRecord, RecordReader, StatusRecord
+from bashrpc.server.runtime.shell import drain
+from bashrpc.server.runtime.shell.shellproto import (
+    TOKEN_BYTES,
+    BadRecord,
+    RecordReader,
+    StatusRecord,
+)
 
 # One read of a command's output is processed whole in one loop callback (sanitize,
 # count, artifact, chunk): the slice of CPU another session's reply may wait behind.
