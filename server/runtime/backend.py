@@ -20,9 +20,9 @@ import msgspec
 
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.runtime.shelltypes import Completion, ShellConfig
 

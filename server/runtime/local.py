@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.pty import PtyRun
+from bashrpc.server.runtime.pty.pty import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog

@@ -22,7 +22,7 @@ from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime import ptyrunner, runners
-from bashrpc.server.runtime.pty import clamp_size
+from bashrpc.server.runtime.pty.pty import clamp_size
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
 from bashrpc.server.runtime.runners import Execution, RunResult

@@ -3,7 +3,7 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.crfold import CarriageReturnFolder
-from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
+from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
 from bashrpc.server.services.keys import encode_keys, key_bytes
 
 

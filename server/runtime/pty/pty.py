@@ -22,8 +22,8 @@ from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server import fdio, log
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Tracker
+from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess
