@@ -21,12 +21,18 @@ import anyio
 import anyio.abc
 
 from bashrpc.server.runtime import backends
-from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
+from bashrpc.server.runtime.seam.backend import (
+    BackendSetup,
+    DirKind,
+    PtyHandle,
+    PtySpec,
+    PtyStartFailed,
+)
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 from bashrpc.server.runtime.shell.channels import Backpressure
-from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 
 FAKE = "fake"
 NO_TERMINALS = "the fake backend has no terminals"

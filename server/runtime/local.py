@@ -9,14 +9,20 @@ import itertools
 import os
 from collections.abc import Mapping
 
-from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.pty.pty import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
+from bashrpc.server.runtime.seam.backend import (
+    BackendSetup,
+    DirKind,
+    PtyHandle,
+    PtySpec,
+    PtyStartFailed,
+)
+from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.shell.shell import Shell
-from bashrpc.server.runtime.shelltypes import ShellConfig
 
 _pty_names = itertools.count(1)
 

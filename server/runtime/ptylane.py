@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from bashrpc.server import errors
-from bashrpc.server.runtime.backend import PtyHandle
+from bashrpc.server.runtime.seam.backend import PtyHandle
 
 # What a write sends, given whether the program set application cursor mode:
 # computed when its turn comes, so arrows follow the mode set by then.

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 import anyio
 import msgspec
 
-from bashrpc.server.runtime.backend import ShellHandle
 from bashrpc.server.runtime.pool import ShellPool
+from bashrpc.server.runtime.seam.backend import ShellHandle
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellDied
 from bashrpc.server.runtime.sessions import Session, expand_home, resolve_path
 from bashrpc.server.runtime.shell.channels import Backpressure
-from bashrpc.server.runtime.shelltypes import Completion, ShellDied
 
 
 class Execution:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.backend import Backend, ShellHandle
 from bashrpc.server.runtime.containment.procs import Scan
-from bashrpc.server.runtime.shelltypes import ShellConfig
+from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
+from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 
 
 def expand_home(path: str, home: str | None) -> str:

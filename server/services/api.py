@@ -7,9 +7,9 @@ from typing import Any
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.backend import DirKind
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.detached import Resumables
 from bashrpc.server.services.sessions import SessionService

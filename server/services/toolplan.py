@@ -29,7 +29,7 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.protocol.schema import inline_schema
 from bashrpc.server import log
-from bashrpc.server.runtime.backend import DirKind
+from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.runtime.sessions import resolve_path
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.fieldchecks import reject_nul

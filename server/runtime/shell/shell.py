@@ -32,11 +32,11 @@ from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Tracker
 from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sandbox import bwrap, startlog
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 from bashrpc.server.runtime.shell.channels import Backpressure, Fifos
 from bashrpc.server.runtime.shell.commandrun import CommandRun
 from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
 from bashrpc.server.runtime.shell.shellwire import ShellWire
-from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
 
 SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
 

@@ -23,8 +23,8 @@ from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.sandbox.startlog import StartLog
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig
 from bashrpc.server.runtime.shell.channels import Backpressure
-from bashrpc.server.runtime.shelltypes import Completion, ShellConfig
 
 DirKind = Literal["dir", "missing", "other"]
 
