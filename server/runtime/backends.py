@@ -4,7 +4,7 @@ registered the same way (a test's fake backend registers itself on import).
 
 from __future__ import annotations
 
-from bashrpc.server.runtime.local import LocalBackend
+from bashrpc.server.runtime.local.backend import LocalBackend
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
 
 LOCAL = "local"

@@ -29,11 +29,11 @@ from bashrpc.server import log
 from bashrpc.server.errors import SandboxUnavailable, TooManyShells
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig, ShellDied
 from bashrpc.server.runtime.sessions import Session, SessionRegistry
-from bashrpc.server.runtime.snapshot import SnapshotStore
 from bashrpc.server.settings import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_KILL_GRACE_SECONDS,
