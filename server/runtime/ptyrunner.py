@@ -12,11 +12,11 @@ import anyio
 import msgspec
 
 from bashrpc.server.runtime import env as envmod
-from bashrpc.server.runtime.pool import ShellPool
 from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.runners import Execution, RunRequest, RunResult
 from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
-from bashrpc.server.runtime.sessions import Session, expand_home, resolve_path
+from bashrpc.server.runtime.sessions.pool import ShellPool
+from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
 from bashrpc.server.runtime.shell import drain
 from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
 

@@ -23,12 +23,12 @@ from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
-from bashrpc.server.runtime.pool import PoolLimits, ShellPool
 from bashrpc.server.runtime.runners import Execution
 from bashrpc.server.runtime.sandbox import sandbox
 from bashrpc.server.runtime.seam.backend import Backend, BackendSetup
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
-from bashrpc.server.runtime.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
+from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
 from bashrpc.server.settings import Settings
 
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0

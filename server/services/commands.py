@@ -27,7 +27,7 @@ from bashrpc.server.runtime.ptylane import PtyLane
 from bashrpc.server.runtime.ptyrunner import Terminal
 from bashrpc.server.runtime.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session
+from bashrpc.server.runtime.sessions.sessions import Session
 from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable

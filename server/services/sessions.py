@@ -8,7 +8,7 @@ from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session, resolve_path
+from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 

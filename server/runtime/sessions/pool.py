@@ -33,7 +33,7 @@ from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig, ShellDied
-from bashrpc.server.runtime.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
 from bashrpc.server.settings import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_KILL_GRACE_SECONDS,
