@@ -19,11 +19,11 @@ from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import log
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime import backends
-from bashrpc.server.runtime import env as envmod
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
-from bashrpc.server.runtime.runners import Execution
+from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import sandbox
 from bashrpc.server.runtime.seam.backend import Backend, BackendSetup
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig

@@ -7,7 +7,7 @@ from typing import Any
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService

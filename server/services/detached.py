@@ -32,7 +32,7 @@ from bashrpc.server.output.replay import (
     Chunk,
     ChunkLog,
 )
-from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.run.ptylane import PtyLane
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
 SendChunk = Callable[[int, str, int], Awaitable[None]]

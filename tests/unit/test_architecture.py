@@ -58,7 +58,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.cli",
         "bashrpc.server.output.artifacts",
         "bashrpc.server.output.artifactroot",
-        "bashrpc.server.runtime.env",
+        "bashrpc.server.runtime.run.env",
         "bashrpc.server.serve",
         "bashrpc.server.runtime.runtime",
         "bashrpc.server.daemon",

@@ -9,7 +9,7 @@ import pytest
 
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server import errors
-from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.services.detached import Resumables
 
 RESULT = BashResult(

@@ -11,9 +11,9 @@ import os
 import anyio
 import msgspec
 
-from bashrpc.server.runtime import env as envmod
-from bashrpc.server.runtime.ptylane import PtyLane
-from bashrpc.server.runtime.runners import Execution, RunRequest, RunResult
+from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run.ptylane import PtyLane
+from bashrpc.server.runtime.run.runners import Execution, RunRequest, RunResult
 from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.sessions.pool import ShellPool
 from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
