@@ -28,8 +28,8 @@ from bashrpc.protocol.mcp import (
     ToolsListResult,
 )
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.services import toolargs, toolfinish, toolplan, toolupdates
 from bashrpc.server.services.api import Services
+from bashrpc.server.services.tool import toolargs, toolfinish, toolplan, toolupdates
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 

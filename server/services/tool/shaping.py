@@ -25,7 +25,7 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.selection import Cap, select
+from bashrpc.server.services.tool.selection import Cap, select
 
 DEFAULT_MAX_LINES = 2000
 

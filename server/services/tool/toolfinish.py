@@ -8,7 +8,7 @@ from bashrpc.protocol.mcp import BashStructured, CallToolResult, TextContent, To
 from bashrpc.server import errors
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.shaping import Shaping, shape
+from bashrpc.server.services.tool.shaping import Shaping, shape
 
 
 def tool_error(text: str, details: ToolDetails | None = None) -> CallToolResult:

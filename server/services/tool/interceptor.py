@@ -20,8 +20,8 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import InterceptorRule, Recovery
-from bashrpc.server.services import bashparse
-from bashrpc.server.services.bashparse import SimpleCommand
+from bashrpc.server.services.tool import bashparse
+from bashrpc.server.services.tool.bashparse import SimpleCommand
 
 # Words that run the rest of the line as the command.
 _WRAPPERS = frozenset({"sudo", "command", "nohup", "time", "exec"})
