@@ -11,7 +11,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_MODULE_LINES = 300
+# Big enough for a family of small types or one job's steps in one file; a
+# module past it does two jobs.
+MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
@@ -27,12 +29,76 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.schemagen": ("bashrpc.protocol",),
     "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
-    "bashrpc.server.runtime": (
+    # The runtime's folders, each with one job; imports point down this list's
+    # order of dependence, never back up to `runtime.runtime`, which joins them.
+    "bashrpc.server.runtime": (),
+    "bashrpc.server.runtime.containment": (*BASE, "bashrpc.server.runtime.containment"),
+    "bashrpc.server.runtime.sandbox": (
         *BASE,
         "bashrpc.server.fdio",
+        "bashrpc.server.runtime.sandbox",
+    ),
+    "bashrpc.server.runtime.seam": (
+        *BASE,
+        "bashrpc.server.runtime.seam",
+        # Until the seam holds its own types (next commits).
+        "bashrpc.server.runtime.sandbox",
+        "bashrpc.server.runtime.containment",
+        "bashrpc.server.runtime.pty.screen",
+        "bashrpc.server.runtime.shell.channels",
+    ),
+    "bashrpc.server.runtime.shell": (
+        *BASE,
+        "bashrpc.server.fdio",
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.sandbox",
+        "bashrpc.server.runtime.containment",
+        "bashrpc.server.runtime.shell",
+    ),
+    "bashrpc.server.runtime.pty": (
+        *BASE,
+        "bashrpc.server.fdio",
+        "bashrpc.server.runtime.sandbox",
+        "bashrpc.server.runtime.containment",
+        "bashrpc.server.runtime.pty",
+    ),
+    "bashrpc.server.runtime.local": (
+        *BASE,
+        "bashrpc.server.fdio",
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.shell",
+        "bashrpc.server.runtime.pty",
+        "bashrpc.server.runtime.sandbox",
+        "bashrpc.server.runtime.containment",
+        "bashrpc.server.runtime.local",
+    ),
+    "bashrpc.server.runtime.sessions": (
+        *BASE,
         "bashrpc.server.settings",
-        "bashrpc.server.runtime",
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.sessions",
+        # Until the snapshot and the scans are the local backend's (next commits).
+        "bashrpc.server.runtime.local",
+        "bashrpc.server.runtime.containment",
+        "bashrpc.server.runtime.sandbox",
+    ),
+    "bashrpc.server.runtime.run": (
+        *BASE,
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.sessions",
+        "bashrpc.server.runtime.run",
+        # Until backpressure is the seam's (next commits).
+        "bashrpc.server.runtime.shell",
+    ),
+    "bashrpc.server.runtime.backends": (
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.local",
+    ),
+    "bashrpc.server.runtime.runtime": (
+        *BASE,
+        "bashrpc.server.settings",
         "bashrpc.server.output",
+        "bashrpc.server.runtime",
     ),
     "bashrpc.server.services": (
         *BASE,
@@ -40,6 +106,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.services",
         "bashrpc.server.runtime",
         "bashrpc.server.output",
+    ),
+    # The model's tool call: on top of the command service, which never imports it.
+    "bashrpc.server.services.tool": (
+        *BASE,
+        "bashrpc.server.settings",
+        "bashrpc.server.output",
+        "bashrpc.server.services",
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.sessions",
     ),
     "bashrpc.server.wire": (*BASE, "bashrpc.server.fdio", "bashrpc.server.wire"),
     "bashrpc.server.connection": (*BASE, "bashrpc.server.settings", "bashrpc.server.wire"),
@@ -63,6 +138,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.runtime.runtime",
         "bashrpc.server.daemon",
     ),
+}
+# Inside a prefix a folder may import, the folders that sit on top of it.
+ABOVE: dict[str, tuple[str, ...]] = {
+    "bashrpc.server.services": ("bashrpc.server.services.tool",),
 }
 # Imports inside a function, each with its reason; any other is a dodged cycle.
 LATE_IMPORTS = {
@@ -153,9 +232,9 @@ def allowed(target: str, prefixes: tuple[str, ...]) -> bool:
 def test_imports_point_one_way() -> None:
     wrong = []
     for name, path in modules().items():
-        _key, prefixes = rule_for(name)
+        key, prefixes = rule_for(name)
         for target, _inner in imports(name, path):
-            if not allowed(target, prefixes):
+            if not allowed(target, prefixes) or allowed(target, ABOVE.get(key, ())):
                 wrong.append(f"{name} imports {target}")
     assert wrong == []
 
