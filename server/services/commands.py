@@ -27,8 +27,8 @@ from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.sessions import Session
-from bashrpc.server.runtime.shell.channels import Backpressure
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome

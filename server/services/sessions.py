@@ -73,17 +73,18 @@ class SessionService:
         return True
 
     def list(self) -> list[SessionView]:
-        scan = self._runtime.pool.scan()
+        sessions = self._runtime.sessions.all()
+        jobs = self._runtime.pool.background_jobs(sessions)
         return [
             SessionView(
                 id=s.id,
                 busy=s.busy,
                 pid=None if s.shell is None else s.shell.pid,
                 cwd=s.cwd,
-                background_jobs=s.background_jobs(scan),
+                background_jobs=n,
                 owner=s.owner,
             )
-            for s in self._runtime.sessions.all()
+            for s, n in zip(sessions, jobs, strict=True)
         ]
 
     def _existing_dir(self, base: str, path: str) -> str:

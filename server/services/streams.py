@@ -20,7 +20,7 @@ import msgspec
 
 from bashrpc.protocol.methods import PtyOutput
 from bashrpc.server.output.chunks import ChunkStream, RawStream
-from bashrpc.server.runtime.shell.channels import Backpressure
+from bashrpc.server.runtime.seam.backend import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[int, str], Awaitable[None]]

@@ -18,6 +18,12 @@ MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
 BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log")
+SEAM = (
+    *BASE,
+    "bashrpc.server.runtime.seam",
+    "bashrpc.server.runtime.sandbox.sandbox",
+    "bashrpc.server.runtime.containment.containment",
+)
 ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.protocol": ("bashrpc.protocol",),
     "bashrpc.server": (),
@@ -38,15 +44,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.fdio",
         "bashrpc.server.runtime.sandbox",
     ),
-    "bashrpc.server.runtime.seam": (
-        *BASE,
-        "bashrpc.server.runtime.seam",
-        # Until the seam holds its own types (next commits).
-        "bashrpc.server.runtime.sandbox",
-        "bashrpc.server.runtime.containment",
-        "bashrpc.server.runtime.pty.screen",
-        "bashrpc.server.runtime.shell.channels",
-    ),
+    # No backend: only what every backend is given, the sandbox's policy (a
+    # value) and the containment its processes live in.
+    "bashrpc.server.runtime.seam": SEAM,
     "bashrpc.server.runtime.shell": (
         *BASE,
         "bashrpc.server.fdio",
@@ -58,6 +58,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.runtime.pty": (
         *BASE,
         "bashrpc.server.fdio",
+        "bashrpc.server.runtime.seam",
         "bashrpc.server.runtime.sandbox",
         "bashrpc.server.runtime.containment",
         "bashrpc.server.runtime.pty",
@@ -77,22 +78,12 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.settings",
         "bashrpc.server.runtime.seam",
         "bashrpc.server.runtime.sessions",
-        # Until the snapshot and the scans are the local backend's (next commits).
-        "bashrpc.server.runtime.local",
-        "bashrpc.server.runtime.containment",
-        "bashrpc.server.runtime.sandbox",
     ),
     "bashrpc.server.runtime.run": (
         *BASE,
         "bashrpc.server.runtime.seam",
         "bashrpc.server.runtime.sessions",
         "bashrpc.server.runtime.run",
-        # Until backpressure is the seam's (next commits).
-        "bashrpc.server.runtime.shell",
-    ),
-    "bashrpc.server.runtime.backends": (
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.local",
     ),
     "bashrpc.server.runtime.runtime": (
         *BASE,
@@ -327,3 +318,14 @@ def test_every_package_folder_is_installed() -> None:
         module_name(p) for f in ("server", "protocol") for p in (ROOT / f).rglob("__init__.py")
     }
     assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_the_fake_backend_needs_no_backend_of_the_server() -> None:
+    """A backend is the seam's to define: the tests' one imports the seam alone."""
+    path = ROOT / "tests" / "fakebackend.py"
+    wrong = [
+        target
+        for target, _ in imports("tests.fakebackend", path)
+        if not allowed(target, SEAM) and not target.startswith("tests.")
+    ]
+    assert wrong == []

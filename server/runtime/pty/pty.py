@@ -22,8 +22,9 @@ from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server import fdio, log
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Tracker
-from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
+from bashrpc.server.runtime.pty.screen import TerminalScreen
 from bashrpc.server.runtime.sandbox.startlog import StartLog
+from bashrpc.server.runtime.seam.backend import Snapshot
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess
@@ -80,6 +81,10 @@ class PtyRun:
     @property
     def pid(self) -> int | None:
         return None if self._process is None else int(self._process.pid)
+
+    @property
+    def app_cursor(self) -> bool:
+        return self.screen.app_cursor
 
     def start(self) -> None:
         """Fork and exec; raises OSError when the program cannot start."""

@@ -17,21 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import msgspec
+
+from bashrpc.server.runtime.seam.backend import Snapshot
 
 REPLAY_BYTES = 256 * 1024
 # DEC private mode set/reset: ESC [ ? Pm h / l. Mode 1 is DECCKM.
 _PRIVATE_MODE = re.compile(rb"\x1b\[\?([0-9;]*)([hl])")
 # A sequence cut at a read boundary is at most this long.
 _MODE_CARRY_BYTES = 32
-
-
-class Snapshot(msgspec.Struct, frozen=True):
-    cols: int
-    rows: int
-    lines: list[str]
-    cursor_x: int
-    cursor_y: int
 
 
 class TerminalScreen:

@@ -84,7 +84,7 @@ class PtyLane:
                 await self._changed.wait()
             if self.closed or self.run is None:
                 raise errors.NoSuchPty(self.request_id)
-            data = encode(self.run.screen.app_cursor)
+            data = encode(self.run.app_cursor)
             try:
                 await self.run.write(data)
             except (OSError, anyio.ClosedResourceError):

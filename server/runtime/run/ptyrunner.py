@@ -14,16 +14,13 @@ import msgspec
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.runners import Execution, RunRequest, RunResult
+from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.sessions.pool import ShellPool
 from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
-from bashrpc.server.runtime.shell import drain
-from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
-# In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
-PTY_STDERR_TO_TERMINAL = "exec 2>&1; "
 
 
 class Terminal(msgspec.Struct, frozen=True):
@@ -49,27 +46,17 @@ async def on_pty(
 async def _on_pty(
     pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
 ) -> RunResult:
-    command, execution = request.command, request.execution
+    execution = request.execution
     async with pool.pty_slot():
-        if session.config.prefix:
-            command = f"{session.config.prefix} {command}"
         workdir, fallback = _workdir(pool, session, request)
-        full_env = envmod.for_terminal(session.env, request.env)
-        config = await pool.with_snapshot(session.config, session.env)
-        if config.snapshot is not None:
-            full_env[SNAPSHOT_ENV] = config.snapshot
-            command = after_snapshot(command)
-        if session.config.sandbox is not None:
-            command = PTY_STDERR_TO_TERMINAL + command
         spec = PtySpec(
-            argv=[session.config.shell, "-c", command],
+            command=request.command,
+            config=await pool.backend.configure(session.config, session.env),
             cwd=workdir,
-            env=full_env,
+            env=envmod.for_terminal(session.env, request.env),
             cols=lane.cols,
             rows=lane.rows,
             feed=request.feed,
-            sandbox=session.config.sandbox,
-            read_only_files=(config.snapshot,) if config.snapshot else (),
         )
         try:
             run = await pool.backend.pty(spec)

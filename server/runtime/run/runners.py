@@ -17,11 +17,10 @@ from collections.abc import Callable, Mapping
 import anyio
 import msgspec
 
-from bashrpc.server.runtime.seam.backend import ShellHandle
+from bashrpc.server.runtime.seam.backend import Backpressure, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellDied
 from bashrpc.server.runtime.sessions.pool import ShellPool
 from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
-from bashrpc.server.runtime.shell.channels import Backpressure
 
 
 class Execution:

@@ -2,15 +2,21 @@
 shells and PTY programs and answers the questions about their filesystem.
 
 The pool, the runners and the services see shells and PTYs only through
-`ShellHandle` and `PtyHandle`, and ask a directory's kind or a HOME of the
-backend, so a backend that runs elsewhere (or nowhere, in tests) is one
-module that implements these and its line in `backends.py`. What the pool
-does with a shell (limits, leases, eviction) stays the pool's.
+`ShellHandle` and `PtyHandle`, and ask a directory's kind, a HOME or the
+background jobs of idle shells of the backend, so a backend that runs
+elsewhere (or nowhere, in tests) is one module that implements these, given
+to `Runtime` as its factory. What the pool does with a shell (limits, leases,
+eviction) stays the pool's; how a backend makes one (the rc snapshot, /proc
+scans, bwrap) stays the backend's.
+
+The seam imports no backend: only the protocol, the errors, and the two
+things every backend is given, the sandbox's policy (a value) and the
+containment its processes live in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -19,14 +25,41 @@ import anyio.abc
 import msgspec
 
 from bashrpc.server.runtime.containment.containment import Containment
-from bashrpc.server.runtime.containment.procs import Scan
-from bashrpc.server.runtime.pty.screen import Snapshot, TerminalScreen
 from bashrpc.server.runtime.sandbox.sandbox import Policy
-from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig
-from bashrpc.server.runtime.shell.channels import Backpressure
 
 DirKind = Literal["dir", "missing", "other"]
+
+
+class Backpressure(Protocol):
+    """A consumer that may ask the reader to pause, as a full pipe would."""
+
+    @property
+    def backlogged(self) -> bool: ...
+
+    async def wait_for_room(self) -> None: ...
+
+
+class LaunchLog(Protocol):
+    """What a sandbox's launcher says while it starts a shell or a program:
+    read for as long as the launch holds it; its own words explain a start
+    that failed."""
+
+    async def collect(self) -> None: ...
+
+    def started(self) -> None: ...
+
+    async def bwrap_message(self) -> str | None: ...
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """A terminal's viewport as a terminal would show it."""
+
+    cols: int
+    rows: int
+    lines: list[str]
+    cursor_x: int
+    cursor_y: int
 
 
 class ShellHandle(Protocol):
@@ -34,9 +67,12 @@ class ShellHandle(Protocol):
     one command at a time."""
 
     name: str
-    # A sandboxed shell's launcher output, read by the pool while it starts.
-    start_log: StartLog | None
     dead: bool
+
+    @property
+    def start_log(self) -> LaunchLog | None:
+        """A sandboxed shell's launcher output, read by the pool while it starts."""
+        ...
 
     @property
     def pid(self) -> int | None: ...
@@ -57,23 +93,24 @@ class ShellHandle(Protocol):
 
     async def close(self, grace_seconds: float) -> None: ...
 
-    def tree(self, scan: Scan | None = None) -> set[int]: ...
-
-    def jobs(self, scan: Scan | None = None) -> set[int]: ...
-
 
 class PtyHandle(Protocol):
     """A started program on a terminal, as its runner and its lane drive it."""
 
-    start_log: StartLog | None
-    # What the program drew, as a terminal would show it (its cursor-key mode too).
-    screen: TerminalScreen
     # Set when the terminal's output ended; `last_data` is when bytes last came.
     eof: anyio.Event
     last_data: float
 
     @property
     def pid(self) -> int | None: ...
+
+    @property
+    def start_log(self) -> LaunchLog | None: ...
+
+    @property
+    def app_cursor(self) -> bool:
+        """Whether the program asked for arrow keys in application mode."""
+        ...
 
     async def pump(self) -> None: ...
 
@@ -91,17 +128,16 @@ class PtyHandle(Protocol):
 
 
 class PtySpec(msgspec.Struct, frozen=True):
-    """One program for a terminal, ready to start."""
+    """One command for a terminal, ready to start: the backend runs it as a
+    one-shot `bash -c` of the session's shell configuration."""
 
-    argv: list[str]
+    command: str
+    config: ShellConfig
     cwd: str
     env: dict[str, str]
     cols: int
     rows: int
     feed: Callable[[bytes], None]
-    sandbox: Policy | None = None
-    # Files the program reads that a sandbox must show it (the rc snapshot).
-    read_only_files: tuple[str, ...] = ()
 
 
 class PtyStartFailed(Exception):
@@ -117,6 +153,11 @@ class Backend(Protocol):
         self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str
     ) -> ShellHandle:
         """A shell not yet started (the pool starts it)."""
+        ...
+
+    async def configure(self, config: ShellConfig, env: Mapping[str, str]) -> ShellConfig:
+        """The configuration a new shell or PTY program of `config` starts with:
+        what the backend prepares itself (the user's rc snapshot) filled in."""
         ...
 
     async def pty(self, spec: PtySpec) -> PtyHandle:
@@ -137,6 +178,24 @@ class Backend(Protocol):
         """The HOME of a shell with this environment; None: the server's own."""
         ...
 
+    def background_jobs(self, shells: Sequence[ShellHandle]) -> list[int]:
+        """For each idle shell, how many processes it started still run: one
+        look at the process table for them all."""
+        ...
+
+    def note_members(self, shells: Iterable[ShellHandle]) -> None:
+        """Record what the shells have started so far, where nothing else would."""
+        ...
+
+    def pids(self) -> set[int]:
+        """Children of the server the backend awaits itself (the orphan reaper
+        leaves them alone)."""
+        ...
+
+    async def wind_down(self) -> None:
+        """Hang up on what the backend runs of its own, before everything is killed."""
+        ...
+
 
 class BackendSetup(msgspec.Struct, frozen=True):
     """What every backend is made with."""
@@ -144,6 +203,8 @@ class BackendSetup(msgspec.Struct, frozen=True):
     # Every shell's private directory is in it.
     runtime_dir: Path
     containment: Containment
+    # How long capturing the user's rc snapshot may take; None: no snapshot.
+    snapshot_timeout: float | None = None
 
 
 BackendFactory = Callable[[BackendSetup], Backend]

@@ -8,7 +8,7 @@ hard limit of twice `max_shells`; beyond it, with no idle shell to close,
 the request is refused (TooManyShells). A one-shot PTY command holds a
 terminal and a shell, so it counts toward the same limits.
 
-Its shells come from the runtime's backend (see `backend.py`), and a runner
+Its shells come from the runtime's backend (see `seam/backend.py`), and a runner
 gets one for a command through `lease`, which gives it back with `discard`
 when it must not be used again.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -27,11 +27,7 @@ import msgspec
 from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.errors import SandboxUnavailable, TooManyShells
-from bashrpc.server.runtime.containment.containment import Containment
-from bashrpc.server.runtime.containment.procs import Scan
-from bashrpc.server.runtime.local.snapshot import SnapshotStore
-from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
+from bashrpc.server.runtime.seam.backend import Backend, LaunchLog, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig, ShellDied
 from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
 from bashrpc.server.settings import (
@@ -80,13 +76,10 @@ class ShellPool:
         runtime_dir: Path,
         sessions: SessionRegistry,
         limits: PoolLimits,
-        snapshots: SnapshotStore | None,
-        containment: Containment,
         backend: Backend,
     ) -> None:
         self._tg = tg
         self.backend = backend
-        self.containment = containment
         # The kill grace in use; shutdown shortens it.
         self.grace_seconds = limits.grace_seconds
         # PTY programs, whose exit status their runner collects.
@@ -94,14 +87,13 @@ class ShellPool:
         self._dir = runtime_dir
         self._sessions = sessions
         self.limits = limits
-        self.snapshots = snapshots
         self.live: set[ShellHandle] = set()
         # One-shot PTY commands running now: each holds a terminal and a shell.
         self.pty_runs = 0
 
     @property
     def runtime_dir(self) -> Path:
-        """Every shell's directory is in it, and the rc snapshots."""
+        """Every shell's directory is in it."""
         return self._dir
 
     @property
@@ -117,14 +109,6 @@ class ShellPool:
             yield
         finally:
             self.pty_runs -= 1
-
-    async def with_snapshot(self, config: ShellConfig, env: dict[str, str]) -> ShellConfig:
-        """The configuration with the user's rc snapshot filled in, when there is one."""
-        if self.snapshots is not None and config.snapshot is None:
-            snapshot = await self.snapshots.get(config.shell, env)
-            if snapshot is not None:
-                config = msgspec.structs.replace(config, snapshot=str(snapshot))
-        return config
 
     async def lease(self, session: Session, *, one_shot: bool) -> Lease:
         """The shell a command of `session` runs on: the session's own (started
@@ -152,7 +136,7 @@ class ShellPool:
 
     async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> ShellHandle:
         await self._make_room()
-        config = await self.with_snapshot(config, env)
+        config = await self.backend.configure(config, env)
         shell = self.backend.shell(config, env, cwd, f"s{next(_shell_names)}")
         if shell.start_log is not None:
             # Read here, for as long as the shell holds it: nothing blocks on it.
@@ -177,7 +161,7 @@ class ShellPool:
             if shell.start_log is not None:
                 shell.start_log.started()
 
-    async def start_failure(self, log: StartLog | None) -> SandboxUnavailable | None:
+    async def start_failure(self, log: LaunchLog | None) -> SandboxUnavailable | None:
         """For a shell or PTY command found dead: when its sandbox never started,
         bwrap's words (`log`), logged.
 
@@ -203,22 +187,20 @@ class ShellPool:
 
     def pids(self) -> set[int]:
         """Children whose exit status someone here collects: shells, PTY programs,
-        snapshot makers (the orphan reaper leaves them alone)."""
+        and the backend's own (the orphan reaper leaves them alone)."""
         pids = {pid for s in self.live if (pid := s.pid) is not None} | self.child_pids
-        if self.snapshots is not None:
-            pids |= self.snapshots.pids
-        return pids
-
-    def scan(self) -> Scan | None:
-        """One scan of /proc for many shells' trees, where trees need one."""
-        return None if self.containment.uses_cgroups else Scan()
+        return pids | self.backend.pids()
 
     def note_members(self) -> None:
-        """Record what every shell has started so far (ancestry tracking only)."""
-        scan = self.scan()
-        if scan is not None:
-            for shell in list(self.live):
-                shell.tree(scan)
+        """Record what every shell has started so far."""
+        self.backend.note_members(list(self.live))
+
+    def background_jobs(self, sessions: Sequence[Session]) -> list[int]:
+        """For each session, the processes its idle shell started that still run
+        (0 without an idle shell): one look for them all."""
+        shells = [s.idle_shell for s in sessions]
+        counts = iter(self.backend.background_jobs([s for s in shells if s is not None]))
+        return [0 if shell is None else next(counts) for shell in shells]
 
     def _idle_sessions(self) -> list[Session]:
         idle = [s for s in self._sessions.all() if s.shell is not None and not s.busy]
@@ -235,8 +217,8 @@ class ShellPool:
         if self.count < self.limits.max_shells:
             return
         idle = self._idle_sessions()
-        scan = self.scan()
-        victim = next((s for s in idle if s.background_jobs(scan) == 0), None)
+        jobs = self.background_jobs(idle)
+        victim = next((s for s, n in zip(idle, jobs, strict=True) if n == 0), None)
         if victim is None and self.count < self.limits.hard_limit:
             return
         if victim is None and idle:
@@ -248,11 +230,9 @@ class ShellPool:
     async def evict_idle(self) -> None:
         """Close shells idle for longer than the limit, unless their jobs still run."""
         now = anyio.current_time()
-        scan: Scan | None = None
-        for session in self._idle_sessions():
-            if now - session.last_used < self.limits.idle_seconds:
-                break
-            if scan is None:
-                scan = self.scan()
-            if session.background_jobs(scan) == 0:
+        stale = [s for s in self._idle_sessions() if now - s.last_used >= self.limits.idle_seconds]
+        if not stale:
+            return
+        for session, jobs in zip(stale, self.background_jobs(stale), strict=True):
+            if jobs == 0:
                 await self._evict(session, "idle")

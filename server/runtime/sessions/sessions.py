@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import anyio
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 
@@ -77,11 +76,12 @@ class Session:
             return self.cwd, None
         return self.workspace, (self.cwd, self.workspace)
 
-    def background_jobs(self, scan: Scan | None = None) -> int:
-        """Processes the idle shell started that are still running."""
+    @property
+    def idle_shell(self) -> ShellHandle | None:
+        """The session's shell while alive and running no command."""
         if self.shell is None or self.busy or self.shell.dead:
-            return 0
-        return len(self.shell.jobs(scan))
+            return None
+        return self.shell
 
 
 class SessionRegistry:

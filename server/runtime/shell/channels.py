@@ -17,12 +17,12 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 
 from bashrpc.server import fdio
-from bashrpc.server.runtime.shell import drain
+from bashrpc.server.runtime.seam import drain
+from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.shellproto import (
     TOKEN_BYTES,
     BadRecord,
@@ -58,15 +58,6 @@ class Fifo:
         os.close(self.fd)
         with contextlib.suppress(OSError):
             os.unlink(self.path)
-
-
-class Backpressure(Protocol):
-    """A consumer that may ask the reader to pause, as a full pipe would."""
-
-    @property
-    def backlogged(self) -> bool: ...
-
-    async def wait_for_room(self) -> None: ...
 
 
 class OutputPipe:

@@ -31,8 +31,9 @@ from typing import Literal, get_args
 
 import anyio
 
-from bashrpc.server.runtime.shell import drain
-from bashrpc.server.runtime.shell.channels import Backpressure, Fifos, OutputPipe
+from bashrpc.server.runtime.seam import drain
+from bashrpc.server.runtime.seam.backend import Backpressure
+from bashrpc.server.runtime.shell.channels import Fifos, OutputPipe
 from bashrpc.server.runtime.shell.shellproto import StatusRecord, command_fields
 
 # Plain strings, checked by the type checker: a transition is a dict lookup, no

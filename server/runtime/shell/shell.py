@@ -32,8 +32,9 @@ from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Tracker
 from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.sandbox import bwrap, startlog
+from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
-from bashrpc.server.runtime.shell.channels import Backpressure, Fifos
+from bashrpc.server.runtime.shell.channels import Fifos
 from bashrpc.server.runtime.shell.commandrun import CommandRun
 from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
 from bashrpc.server.runtime.shell.shellwire import ShellWire
