@@ -50,6 +50,10 @@ class Services:
         """What is at `path` where commands run."""
         return self._runtime.backend.directory(path)
 
+    def tighten_all(self, mode: SandboxMode) -> None:
+        """Every session these services see under `mode` (see `SessionService`)."""
+        self.sessions.tighten_all(mode)
+
     async def wind_down(self) -> None:
         """Abort every command, then kill every process (idempotent)."""
         self.commands.abort()

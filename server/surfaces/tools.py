@@ -55,15 +55,9 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     # Each refusal comes before anything changes. A looser sandbox than the
     # connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
-    mode = settings.sandbox.mode
-    if connection.on_initialize is not None:
-        # A daemon's connection now sees the sessions of the client it names,
-        # unless one it would tighten runs a command.
-        connection.on_initialize(connection, host, mode)
-    # The same for the sessions it sees now (there are no awaits in between).
-    ctx.services.sessions.tighten_all(mode)
-    connection.host = host
-    connection.settings = settings
+    # A sandbox that would tighten a busy session, here or (under the daemon)
+    # among those of the client it names:
+    connection.initialize(host, settings)
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION
