@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 
 from bashrpc.server.daemon.grace import Grace
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
@@ -53,7 +54,7 @@ class Tenant:
         self.runtime = runtime
         self.runtime_dir = runtime_dir
         self.grace = Grace(grace)
-        self._changed = anyio.Event()
+        self._changed = Pulse()
         self.ending = False
         # Each client's requests, for `bash/attach` from its next connection.
         self._resumables: dict[str, Resumables] = {}
@@ -78,19 +79,17 @@ class Tenant:
         self._poke()
 
     def _poke(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        self._changed.fire()
 
     async def until_gone(self) -> None:
         """Until the grace has run out with no connection back, or `end`."""
         while not self.ending:
-            changed = self._changed
             deadline = self.grace.deadline()
             if deadline is None:
-                await changed.wait()
+                await self._changed.wait()
                 continue
             with anyio.move_on_at(deadline):
-                await changed.wait()
+                await self._changed.wait()
             if self.grace.expired(anyio.current_time()):
                 return
 

@@ -21,8 +21,6 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import BashResult, RequestState
 from bashrpc.server import errors
@@ -32,6 +30,7 @@ from bashrpc.server.output.replay import (
     Chunk,
     ChunkLog,
 )
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.run.ptylane import PtyLane
 
 # How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
@@ -58,7 +57,7 @@ class Resumable:
         self.state: RequestState = "running"
         # The request's own cancel, as on its connection: for an abort from another.
         self.cancel: Callable[[], bool] | None = None
-        self._changed = anyio.Event()
+        self._changed = Pulse()
 
     @property
     def pty(self) -> bool:
@@ -70,8 +69,7 @@ class Resumable:
         self.poke()
 
     def poke(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        self._changed.fire()
 
     async def changed(self) -> None:
         await self._changed.wait()

@@ -17,7 +17,7 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
-BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log")
+BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log", "bashrpc.server.pulse")
 SEAM = (
     *BASE,
     "bashrpc.server.runtime.seam",
@@ -32,6 +32,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.errors": (),
     "bashrpc.server.log": (),
     "bashrpc.server.fdio": (),
+    "bashrpc.server.pulse": (),
     "bashrpc.server.schemagen": ("bashrpc.protocol",),
     "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from bashrpc.server import errors
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam.backend import PtyHandle
 
 # What a write sends, given whether the program set application cursor mode:
@@ -40,7 +41,7 @@ class PtyLane:
         self._on_close = on_close
         # Writes accepted and not yet done, oldest first: the first one writes.
         self._writes: deque[object] = deque()
-        self._changed = anyio.Event()
+        self._changed = Pulse()
 
     # -- the command's side -----------------------------------------------
 
@@ -103,5 +104,4 @@ class PtyLane:
         return self.run
 
     def _wake(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
+        self._changed.fire()

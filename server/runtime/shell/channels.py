@@ -21,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from bashrpc.server import fdio
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.shellproto import (
@@ -72,7 +73,7 @@ class OutputPipe:
         self._backpressure = backpressure
         self.eof = anyio.Event()
         self._blocked = False
-        self._wake: anyio.Event | None = None
+        self._wake = Pulse()
         self._retired = False
         self._watch = fdio.Watch(fifo.fd, self.read_now)
         self.last_data = self._watch.time()
@@ -100,8 +101,7 @@ class OutputPipe:
 
     def poke(self) -> None:
         """Wake `until`: its condition may hold now."""
-        if self._wake is not None:
-            self._wake.set()
+        self._wake.fire()
 
     async def until(self, done: anyio.Event) -> None:
         """Until `done` is set (and poked); meanwhile honour the consumer's backpressure."""
@@ -110,7 +110,6 @@ class OutputPipe:
                 await self._backpressure.wait_for_room()
                 self._resume()
                 continue
-            self._wake = anyio.Event()
             if done.is_set() or self._blocked:
                 continue
             await self._wake.wait()
