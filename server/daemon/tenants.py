@@ -11,7 +11,7 @@ whatever their owners. When its last connection goes, a tenant of a
 reconnect finds its shells with their variables and directory; a
 connection's own tenant has no one to come back and ends at once.
 
-Requests a client may resume (`detached.Resumables`) are kept per clientId,
+Requests a client may resume (`resumable.Resumables`) are kept per clientId,
 also in a scope: ids are each client's own, and only it may attach to them.
 
 Each tenant is kept by one task of the daemon's (`keep`), which winds the
@@ -34,7 +34,7 @@ from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.resumable import Resumables
 
 CLIENT_PREFIX = "client:"
 SCOPE_PREFIX = "scope:"

@@ -11,7 +11,7 @@ from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService
-from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.resumable import Resumables
 from bashrpc.server.services.sessions import SessionService
 from bashrpc.server.settings import Settings
 

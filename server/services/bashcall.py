@@ -14,8 +14,8 @@ import anyio.abc
 from bashrpc.protocol import paths
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
-from bashrpc.server.services.detached import Resumable
 from bashrpc.server.services.outcome import Outcome
+from bashrpc.server.services.resumable import Resumable
 from bashrpc.server.services.streams import Notify, StreamListener, command_streams, raw_emitter
 from bashrpc.server.settings import Settings
 

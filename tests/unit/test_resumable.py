@@ -10,7 +10,7 @@ import pytest
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server import errors
 from bashrpc.server.runtime.run.ptylane import PtyLane
-from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.resumable import Resumables
 
 RESULT = BashResult(
     output="",
