@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,8 @@ from tests.rpc import cmdline, live_pids, owned_processes, proc_stat, wait_until
 pytestmark = pytest.mark.slow
 
 if TYPE_CHECKING:
-    from mcp import StdioServerParameters
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.types import InitializeResult
 
 HANG_SECONDS = 30
 
@@ -45,79 +47,119 @@ def text(result: object) -> str:
     return str(content[0].text)
 
 
-def test_sdk_session_end_to_end(tmp_path: Path) -> None:
+SdkCase = Callable[["ClientSession", "InitializeResult"], Awaitable[None]]
+
+
+def with_sdk_session(tmp_path: Path, case: SdkCase) -> None:
+    """Run `case` on an initialized SDK session with a bashrpc server of its own."""
     pytest.importorskip("mcp")
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
-    from mcp.types import TextResourceContents
-
-    server_pids: list[int] = []
 
     async def main() -> None:
-        errlog = open(tmp_path / "server-stderr.log", "w")
-        async with (
-            stdio_client(params(tmp_path), errlog=errlog) as streams,
-            ClientSession(*streams) as session,
-        ):
-            with anyio.fail_after(HANG_SECONDS):
-                init = await session.initialize()
-                assert init.server_info.name == "bashrpc"
-                assert init.protocol_version == "2025-06-18"
-
-                tools = await session.list_tools()
-                assert [t.name for t in tools.tools] == ["bash"]
-                assert "command" in tools.tools[0].input_schema["properties"]
-
-                ok = await session.call_tool("bash", {"command": "echo hello from bash"})
-                assert not ok.is_error and text(ok) == "hello from bash\n"
-                assert ok.structured_content == {
-                    "output": "hello from bash\n",
-                    "exitCode": 0,
-                    "cancelled": False,
-                    "timedOut": False,
-                    "truncation": None,
-                    "artifactUri": None,
-                    "sandboxDenied": False,
-                    "shellRestarted": False,
-                }
-
-                failed = await session.call_tool("bash", {"command": "echo nope; (exit 3)"})
-                assert failed.is_error
-                assert text(failed) == "nope\n\n" + messages.EXITED_WITH_CODE.format(code=3)
-
-                timed = await session.call_tool("bash", {"command": "sleep 30", "timeout": 1})
-                assert timed.is_error and text(timed).startswith(messages.timed_out_notice(1))
-
-                big = await session.call_tool("bash", {"command": "seq 1 100000"})
-                assert big.structured_content is not None
-                artifact = big.structured_content["truncation"]["artifactId"]
-                resource = await session.read_resource(f"artifact://{artifact}")
-                body = resource.contents[0]
-                assert isinstance(body, TextResourceContents), body
-                assert str(body.uri) == f"artifact://{artifact}"
-                assert body.text == "".join(f"{i}\n" for i in range(1, 100001))
-
-                listed = await session.list_resources()
-                assert f"artifact://{artifact}" in {str(r.uri) for r in listed.resources}
-
-                # A call cancelled by the client leaves the session healthy, and the
-                # next call says the cancelled one took the shell's state with it.
-                server_pids.extend(owned_pids_of_children())
-                assert len(server_pids) == 1
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(session.call_tool, "bash", {"command": "sleep 60"})
-                    with anyio.fail_after(10):
-                        while not sleeping(server_pids[0]):
-                            await anyio.sleep(0.05)
-                    tg.cancel_scope.cancel()
-                with anyio.fail_after(10):
-                    while sleeping(server_pids[0]):
-                        await anyio.sleep(0.05)
-                again = await session.call_tool("bash", {"command": "echo still healthy"})
-                assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
-                assert await session.send_ping() is not None
+        with open(tmp_path / "server-stderr.log", "w") as errlog:
+            async with (
+                stdio_client(params(tmp_path), errlog=errlog) as streams,
+                ClientSession(*streams) as session,
+            ):
+                with anyio.fail_after(HANG_SECONDS):
+                    await case(session, await session.initialize())
 
     anyio.run(main)
+
+
+def test_sdk_initialize_names_the_server_and_the_protocol(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        assert init.server_info.name == "bashrpc"
+        assert init.protocol_version == "2025-06-18"
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_lists_the_one_bash_tool(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        tools = await session.list_tools()
+        assert [t.name for t in tools.tools] == ["bash"]
+        assert "command" in tools.tools[0].input_schema["properties"]
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_call_gives_text_and_structured_content(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        ok = await session.call_tool("bash", {"command": "echo hello from bash"})
+        assert not ok.is_error and text(ok) == "hello from bash\n"
+        assert ok.structured_content == {
+            "output": "hello from bash\n",
+            "exitCode": 0,
+            "cancelled": False,
+            "timedOut": False,
+            "truncation": None,
+            "artifactUri": None,
+            "sandboxDenied": False,
+            "shellRestarted": False,
+        }
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_call_that_fails_is_an_error_with_its_exit_code(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        failed = await session.call_tool("bash", {"command": "echo nope; (exit 3)"})
+        assert failed.is_error
+        assert text(failed) == "nope\n\n" + messages.EXITED_WITH_CODE.format(code=3)
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_call_past_its_timeout_is_an_error_that_says_so(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        timed = await session.call_tool("bash", {"command": "sleep 30", "timeout": 1})
+        assert timed.is_error and text(timed).startswith(messages.timed_out_notice(1))
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_reads_and_lists_a_truncated_output_as_a_resource(tmp_path: Path) -> None:
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        from mcp.types import TextResourceContents
+
+        big = await session.call_tool("bash", {"command": "seq 1 100000"})
+        assert big.structured_content is not None
+        artifact = big.structured_content["truncation"]["artifactId"]
+        resource = await session.read_resource(f"artifact://{artifact}")
+        body = resource.contents[0]
+        assert isinstance(body, TextResourceContents), body
+        assert str(body.uri) == f"artifact://{artifact}"
+        assert body.text == "".join(f"{i}\n" for i in range(1, 100001))
+        listed = await session.list_resources()
+        assert f"artifact://{artifact}" in {str(r.uri) for r in listed.resources}
+
+    with_sdk_session(tmp_path, case)
+
+
+def test_sdk_cancelled_call_leaves_the_session_healthy(tmp_path: Path) -> None:
+    """The next call says the cancelled one took the shell's state with it; at
+    the end, the server leaves no process behind."""
+    server_pids: list[int] = []
+
+    async def case(session: ClientSession, init: InitializeResult) -> None:
+        server_pids.extend(owned_pids_of_children())
+        assert len(server_pids) == 1
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.call_tool, "bash", {"command": "sleep 60"})
+            with anyio.fail_after(10):
+                while not sleeping(server_pids[0]):
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+        with anyio.fail_after(10):
+            while sleeping(server_pids[0]):
+                await anyio.sleep(0.05)
+        again = await session.call_tool("bash", {"command": "echo still healthy"})
+        assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
+        assert await session.send_ping() is not None
+
+    with_sdk_session(tmp_path, case)
     for pid in server_pids:
         assert wait_until(lambda pid=pid: owned_processes(pid) == [], timeout=10)
 
