@@ -143,27 +143,29 @@ class CommandService:
             listener,
             spec.terminal is not None,
         )
-        execution = Execution(spec.request_id, session.id)
-        self._executions.add(execution)
-        runtime.executions.add(execution)
-        if flight is not None:
-            flight.attach(execution.abort)
-        request = runners.RunRequest(
-            command=spec.command,
+        execution = Execution(
+            spec.request_id,
+            session.id,
+            spec.command,
             cwd=spec.cwd,
             env=command_env,
             timeout=spec.timeout,
             feed=pipeline.feed,
-            execution=execution,
         )
+        self._executions.add(execution)
+        runtime.executions.add(execution)
+        if flight is not None:
+            flight.attach(execution.abort)
         # Where relative paths in the output are taken from (a command may `cd`).
-        start = request.workdir(session)
+        start = execution.workdir(session)
         try:
             if spec.terminal is None:
-                run = await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
+                run = await runners.on_pipes(
+                    runtime.pool, session, execution, listener.backpressure
+                )
             else:
                 lane = self._claim(spec.request_id, spec.terminal)
-                run = await ptyrunner.on_pty(runtime.pool, session, request, lane)
+                run = await ptyrunner.on_pty(runtime.pool, session, execution, lane)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)

@@ -13,7 +13,7 @@ import msgspec
 
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.ptylane import PtyLane
-from bashrpc.server.runtime.run.runners import Execution, RunRequest, RunResult
+from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.sessions.pool import ShellPool
@@ -29,7 +29,7 @@ class Terminal(msgspec.Struct, frozen=True):
 
 
 async def on_pty(
-    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
+    pool: ShellPool, session: Session, execution: Execution, lane: PtyLane
 ) -> RunResult:
     """A one-shot `bash -c` on a PTY, under the same limits as shells.
 
@@ -38,25 +38,24 @@ async def on_pty(
     Whatever it leaves running, background jobs included, is killed at the end.
     """
     try:
-        return await _on_pty(pool, session, request, lane)
+        return await _on_pty(pool, session, execution, lane)
     finally:
         lane.close()
 
 
 async def _on_pty(
-    pool: ShellPool, session: Session, request: RunRequest, lane: PtyLane
+    pool: ShellPool, session: Session, execution: Execution, lane: PtyLane
 ) -> RunResult:
-    execution = request.execution
     async with pool.pty_slot():
-        workdir, fallback = _workdir(pool, session, request)
+        workdir, fallback = _workdir(pool, session, execution)
         spec = PtySpec(
-            command=request.command,
+            command=execution.command,
             config=await pool.backend.configure(session.config, session.env),
             cwd=workdir,
-            env=envmod.for_terminal(session.env, request.env),
+            env=envmod.for_terminal(session.env, execution.env),
             cols=lane.cols,
             rows=lane.rows,
-            feed=request.feed,
+            feed=execution.feed,
         )
         try:
             run = await pool.backend.pty(spec)
@@ -64,7 +63,7 @@ async def _on_pty(
             execution.finished = True
             return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
         try:
-            exit_code, timed_out = await _drive(pool, run, request.timeout, execution, lane)
+            exit_code, timed_out = await _drive(pool, run, execution, lane)
         finally:
             execution.finished = True
             run.close()
@@ -77,20 +76,20 @@ async def _on_pty(
 
 
 def _workdir(
-    pool: ShellPool, session: Session, request: RunRequest
+    pool: ShellPool, session: Session, execution: Execution
 ) -> tuple[str, tuple[str, str] | None]:
     """Where the program starts, and (directory, workspace) when the session's
     directory could not be entered: a request's absolute cwd is taken as it is."""
-    if request.cwd is not None and os.path.isabs(expand_home(request.cwd, session.home)):
-        return request.workdir(session), None
+    if execution.cwd is not None and os.path.isabs(expand_home(execution.cwd, session.home)):
+        return execution.workdir(session), None
     base, fallback = session.start_dir(pool.backend)
-    if request.cwd is None:
+    if execution.cwd is None:
         return base, fallback
-    return resolve_path(base, request.cwd, session.home), fallback
+    return resolve_path(base, execution.cwd, session.home), fallback
 
 
 async def _drive(
-    pool: ShellPool, run: PtyHandle, timeout: float | None, execution: Execution, lane: PtyLane
+    pool: ShellPool, run: PtyHandle, execution: Execution, lane: PtyLane
 ) -> tuple[int | None, bool]:
     pid = run.pid
     assert pid is not None
@@ -102,7 +101,7 @@ async def _drive(
             tg.start_soon(run.pump)
             if run.start_log is not None:
                 tg.start_soon(run.start_log.collect)
-            with execution.arm(timeout):
+            with execution.arm():
                 exit_code = await run.wait()
                 await drain.until_quiet(run.eof, lambda: run.last_data)
             execution.finished = True

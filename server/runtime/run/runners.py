@@ -1,6 +1,6 @@
 """Running one command on its session's persistent shell, and what both
-runners share: the execution, the request and the result (the PTY runner is
-`ptyrunner.py`).
+runners share: the execution and the result (the PTY runner is
+`ptyrunner.py`; the records of one command are listed in `__init__.py`).
 
 Both runners hand the command's bytes to a `feed` callback, stop on the
 execution's cancel scope or on the deadline, and leave nothing behind that
@@ -24,11 +24,29 @@ from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resol
 
 
 class Execution:
-    """A running command, as seen by whoever may abort it."""
+    """One command for a runner: what to run, where, for how long, where its
+    bytes go; and, as whoever may abort it sees it, the scope an abort or the
+    deadline cancels."""
 
-    def __init__(self, request_id: object, session_id: str) -> None:
+    def __init__(
+        self,
+        request_id: object,
+        session_id: str,
+        command: str,
+        *,
+        cwd: str | None,
+        env: Mapping[str, str],
+        timeout: float | None,
+        feed: Callable[[bytes], None],
+    ) -> None:
         self.request_id = request_id
         self.session_id = session_id
+        self.command = command
+        # Relative to the session's directory; None: that directory.
+        self.cwd = cwd
+        self.env = env
+        self.timeout = timeout
+        self.feed = feed
         self.scope = anyio.CancelScope()
         self.aborted = False
         self.finished = False
@@ -40,11 +58,17 @@ class Execution:
         self.scope.cancel()
         return True
 
-    def arm(self, timeout: float | None) -> anyio.CancelScope:
+    def arm(self) -> anyio.CancelScope:
         """The scope a runner runs in: cancelled by an abort, or at the deadline."""
-        if timeout is not None:
-            self.scope.deadline = anyio.current_time() + timeout
+        if self.timeout is not None:
+            self.scope.deadline = anyio.current_time() + self.timeout
         return self.scope
+
+    def workdir(self, session: Session) -> str:
+        """The directory the command starts in, `~` expanded as the session's shell would."""
+        if self.cwd is None:
+            return session.cwd
+        return resolve_path(session.cwd, self.cwd, session.home)
 
     @property
     def timed_out(self) -> bool:
@@ -71,32 +95,14 @@ class RunResult(msgspec.Struct, frozen=True):
         return self.exit_code is None and self.start_error is None
 
 
-class RunRequest(msgspec.Struct, frozen=True):
-    """One command for a runner: what to run, where, for how long, where its bytes go."""
-
-    command: str
-    # Relative to the session's directory; None: that directory.
-    cwd: str | None
-    env: Mapping[str, str]
-    timeout: float | None
-    feed: Callable[[bytes], None]
-    execution: Execution
-
-    def workdir(self, session: Session) -> str:
-        """The directory the command starts in, `~` expanded as the session's shell would."""
-        if self.cwd is None:
-            return session.cwd
-        return resolve_path(session.cwd, self.cwd, session.home)
-
-
 async def on_pipes(
     pool: ShellPool,
     session: Session,
-    request: RunRequest,
+    execution: Execution,
     backpressure: Backpressure | None = None,
 ) -> RunResult:
     """On the session's shell; on a one-shot shell when that one is busy."""
-    command, cwd, env, execution = request.command, request.cwd, request.env, request.execution
+    command, cwd, env, feed = execution.command, execution.cwd, execution.env, execution.feed
     if cwd is not None:
         # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
         cwd = expand_home(cwd, session.home)
@@ -107,13 +113,13 @@ async def on_pipes(
     if not one_shot:
         session.busy = True
     try:
-        with execution.arm(request.timeout):
+        with execution.arm():
             for attempt in range(2):
                 lease = await pool.lease(session, one_shot=one_shot)
                 shell, fallback = lease.shell, lease.fallback or fallback
                 try:
                     completion = await shell.run(
-                        command, cwd=cwd, env=env, on_output=request.feed, backpressure=backpressure
+                        command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
                     )
                     break
                 except ShellDied:
