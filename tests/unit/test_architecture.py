@@ -92,11 +92,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.output",
         "bashrpc.server.runtime",
     ),
+    # The runtime as the runtime, its sessions and runners, and the seam: never
+    # a backend, a shell, a PTY or containment; the sandbox only as its policy.
     "bashrpc.server.services": (
         *BASE,
         "bashrpc.server.settings",
         "bashrpc.server.services",
-        "bashrpc.server.runtime",
+        "bashrpc.server.runtime.runtime",
+        "bashrpc.server.runtime.run",
+        "bashrpc.server.runtime.sessions",
+        "bashrpc.server.runtime.seam",
+        "bashrpc.server.runtime.sandbox.sandbox",
         "bashrpc.server.output",
     ),
     # The model's tool call: on top of the command service, which never imports it.

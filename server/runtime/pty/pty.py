@@ -18,7 +18,6 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server import fdio, log
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Tracker
@@ -30,17 +29,9 @@ if TYPE_CHECKING:
     from ptyprocess import PtyProcess
 
 READ_CHUNK_BYTES = 64 * 1024
-DEFAULT_COLS, DEFAULT_ROWS = 120, 40
 RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 
 _log = log.get("pty")
-
-
-def clamp_size(cols: int | None, rows: int | None) -> tuple[int, int]:
-    """A terminal size within limits; a missing side takes the default."""
-    cols = DEFAULT_COLS if cols is None else min(max(cols, MIN_COLS), MAX_COLS)
-    rows = DEFAULT_ROWS if rows is None else min(max(rows, MIN_ROWS), MAX_ROWS)
-    return cols, rows
 
 
 class PtyRun:

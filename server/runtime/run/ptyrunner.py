@@ -11,6 +11,7 @@ import os
 import anyio
 import msgspec
 
+from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.runners import Execution, RunResult
@@ -23,9 +24,19 @@ from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resol
 PTY_EXIT_WAIT_SECONDS = 1.0
 
 
+DEFAULT_COLS, DEFAULT_ROWS = 120, 40
+
+
 class Terminal(msgspec.Struct, frozen=True):
     cols: int
     rows: int
+
+
+def clamp_size(cols: int | None, rows: int | None) -> tuple[int, int]:
+    """A terminal size within limits; a missing side takes the default."""
+    cols = DEFAULT_COLS if cols is None else min(max(cols, MIN_COLS), MAX_COLS)
+    rows = DEFAULT_ROWS if rows is None else min(max(rows, MIN_ROWS), MAX_ROWS)
+    return cols, rows
 
 
 async def on_pty(
