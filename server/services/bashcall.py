@@ -6,17 +6,14 @@ it while `listener` streams `bash/chunk` (or `pty/output` on a PTY), and
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import anyio.abc
 
 from bashrpc.protocol import paths
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.resumable import Resumable
-from bashrpc.server.services.streams import Notify, StreamListener, command_streams, raw_emitter
+from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
 from bashrpc.server.settings import Settings
 
 
@@ -42,9 +39,7 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
     )
 
 
-def listener(
-    notify: Notify, spec: CommandSpec, record: Resumable | None = None
-) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None) -> ListenerFactory:
     """Chunks (or a PTY's bytes) to the connection, and logged in `record` for
     a resume elsewhere."""
     request_id, session_id = spec.request_id, spec.session_id

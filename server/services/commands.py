@@ -26,12 +26,11 @@ from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.sessions import Session
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.streams import StreamListener, streaming
+from bashrpc.server.services.streams import Listener, ListenerFactory, streaming
 from bashrpc.server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
@@ -44,17 +43,6 @@ def clamp_timeout(seconds: float) -> float:
 def terminal(cols: int | None, rows: int | None) -> Terminal:
     """A PTY size within limits; a missing side takes the default."""
     return Terminal(*clamp_size(cols, rows))
-
-
-class Listener(Protocol):
-    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
-
-    def on_text(self, clean: bytes) -> None: ...
-
-    def on_raw(self, raw: bytes) -> None: ...
-
-    @property
-    def backpressure(self) -> Backpressure | None: ...
 
 
 class Flight(Protocol):
@@ -206,7 +194,7 @@ class CommandService:
     async def stream(
         self,
         spec: CommandSpec,
-        listener: Callable[[anyio.abc.TaskGroup], StreamListener],
+        listener: ListenerFactory,
         owner: anyio.abc.TaskGroup,
         flight: Flight | None = None,
     ) -> Outcome:

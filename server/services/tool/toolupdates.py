@@ -4,7 +4,6 @@ progress, on a throttle, and on a PTY the terminal's raw bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import anyio.abc
@@ -12,7 +11,7 @@ import anyio.abc
 from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
 from bashrpc.server.output.chunks import RawStream
 from bashrpc.server.output.throttle import Throttle
-from bashrpc.server.services.streams import Notify, StreamListener, raw_emitter
+from bashrpc.server.services.streams import Listener, ListenerFactory, Notify, raw_emitter
 from bashrpc.server.settings import Settings
 
 TOOL_UPDATE_INTERVAL_SECONDS = 0.1
@@ -81,11 +80,11 @@ def listener(
     progress_token: str | int | None,
     settings: Settings,
     terminal: bool,
-) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+) -> ListenerFactory:
     """The listener of a tool call: updates while it runs; raw bytes on a PTY."""
     opted_out = set(host.opt_out_notifications)
 
-    def make(tg: anyio.abc.TaskGroup) -> StreamListener:
+    def make(tg: anyio.abc.TaskGroup) -> Listener:
         tool_updates = ToolUpdates(
             notify,
             request_id,
@@ -96,6 +95,6 @@ def listener(
         )
         text = [tool_updates] if tool_updates.active else []
         raw = [RawStream(raw_emitter(notify, request_id), tg)] if terminal else []
-        return StreamListener(text=text, raw=raw)
+        return Listener(text=text, raw=raw)
 
     return make
