@@ -1,5 +1,5 @@
 """The host's `bash`, in the shape of every command-like method (see
-`toolplan`): `plan` makes the spec from the params, the command service runs
+`tool/toolplan`): `plan` makes the spec from the params, the command service runs
 it while `listener` streams `bash/chunk` (or `pty/output` on a PTY), and
 `finish` makes the result. Commands run exactly as given.
 """

@@ -1,6 +1,6 @@
 """The model's surface, MCP-compatible: handshake, ping, cancellation, `tools/list`, `tools/call`.
 
-`tools/call` is an adapter over the tool-call steps (`services.toolplan`,
+`tools/call` is an adapter over the tool-call steps (`services.tool.toolplan`,
 `toolupdates`, `toolfinish`) and the command service, in the same shape as
 the host's `bash`.
 """
