@@ -34,7 +34,7 @@ from bashrpc.server.runtime.containment.watchdog import Watchdog
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.services.api import Services
 from bashrpc.server.surfaces import native, resources, tools
-from bashrpc.server.wire import liveness, rpclib, stdio
+from bashrpc.server.wire import liveness, stdio
 from bashrpc.server.wire.dispatch import Dispatcher
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -66,8 +66,6 @@ async def guarded(options: Options) -> AsyncIterator[Guard]:
     process below the server is killed before this returns."""
     # Before any thread starts: threads take their signal mask from their creator.
     child.clear_inherited_signals()
-    # Its import costs about a third of the startup budget: overlapped with the rest.
-    rpclib.preload()
     procs.become_subreaper()
     runtime_dir = Path(tempfile.mkdtemp(prefix="bashrpc-"))
     cgroup_root = CgroupRoot.create() if options.settings.kill.cgroups else None

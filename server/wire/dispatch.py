@@ -2,7 +2,7 @@
 
 jsonrpcserver builds the responses: a handler's outcome becomes its
 `Success` or `Error`, serialized as it serializes them (see `rpclib`, which
-also keeps its import off the startup's critical path). It is used around
+imports its package without the jsonschema validator it never uses). It is used around
 our own steps rather than whole: its jsonschema validation costs ~0.2 ms a
 request and repeats msgspec's typed decoding, it answers a batch with one
 bad member with a single error, and it binds params by Python signature
