@@ -18,8 +18,8 @@ from pathlib import Path
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams, BashResult
-from bashrpc.server.runtime.bwrap import probe as sandbox_probe
-from bashrpc.server.services.interceptor import DEFAULT_RULES, intercept
+from bashrpc.server.runtime.sandbox.bwrap import probe as sandbox_probe
+from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness

@@ -3,7 +3,11 @@
 It owns the reader (bytes, frames, calls), the replies (through the outbox: the reader's
 own in its control lane, so they never wait behind output), its requests in flight
 (`wire.inflight.Flights`, where their states are written down), the shutdown checks, and
-what the host said in `initialize`. It starts no process: that is its services' business.
+its state: what the host said in `initialize`, and the services it serves it with. It
+starts no process: that is its services' business.
+
+Whose sessions it serves may change in `initialize` only, and only as its `Tenancy`
+decides (the daemon's: see daemon/daemon.py); a stdio server's connection has none.
 
 Where a request runs is decided by its handler alone (see wire.registry): a plain
 function answers on the reader at once; a coroutine always runs as a task of its own
@@ -12,7 +16,7 @@ reader, and an abort always gets through.
 
 Task groups, each with one owner: `serve` holds the writer's group around the requests
 group around the reader's group, so the reader stops first, then running requests are
-wound down and answered (under the daemon a cut may leave them running: `on_detach`),
+wound down and answered (under the daemon a cut may leave them running: `Tenancy.cut`),
 then the outbox flushes. On EOF the MCP surfaces' requests end silently (`Registry`),
 unless the input is a script (`in_order`): then each was answered before the next was read.
 """
@@ -56,14 +60,44 @@ COMMAND_METHODS = frozenset({"bash", "tools/call"})
 class ConnectionServices(Protocol):
     """All a connection itself asks of its services; its handlers ask the rest."""
 
+    def tighten_all(self, mode: SandboxMode) -> None:
+        """Put every session it sees under `mode` (-32602 when a busy one would
+        be tightened, with nothing changed)."""
+        ...
+
     async def wind_down(self) -> None: ...
 
 
 S = TypeVar("S", bound=ConnectionServices)
 
 
-class Task(msgspec.Struct, frozen=True):
-    """A request admitted to run as a task."""
+class ConnectionState(msgspec.Struct, Generic[S], frozen=True):
+    """What `initialize` settles for the rest of the connection."""
+
+    services: S
+    host: HostOptions
+    # The file's settings with the host's overrides.
+    settings: Settings
+
+
+class Tenancy(Protocol[S]):
+    """Whose sessions a connection serves: given to it when it is made, asked
+    in `initialize` and when the connection is cut."""
+
+    def introduce(self, connection: Connection[S], host: HostOptions, mode: SandboxMode) -> S:
+        """The services of the owner `host` names (the current ones when it names
+        none): refused (-32602), changing nothing, when a busy session of that
+        owner's would be tightened to `mode`."""
+        ...
+
+    def cut(self, connection: Connection[S]) -> bool:
+        """The client went away (EOF, a broken pipe): True when the connection's
+        requests run on, for a new connection of the same owner to resume."""
+        ...
+
+
+class Admitted(msgspec.Struct, frozen=True):
+    """A request admitted to run in a task of its own."""
 
     method: Method
     call: Call
@@ -99,14 +133,18 @@ class RequestContext(msgspec.Struct, Generic[S]):
 
 class Connection(Generic[S]):
     def __init__(
-        self, services: S, dispatcher: Dispatcher, transport: Transport, settings: Settings
+        self,
+        services: S,
+        dispatcher: Dispatcher,
+        transport: Transport,
+        settings: Settings,
+        tenancy: Tenancy[S] | None = None,
     ) -> None:
-        self.services = services
         self.dispatcher = dispatcher
         # Per connection: `initialize` may override parts of the file's settings.
         self.file_settings = settings
-        self.settings = settings
-        self.host = HostOptions()
+        self._state = ConnectionState(services, HostOptions(), settings)
+        self._tenancy = tenancy
         self.stop = anyio.Event()
         self.shutting_down = False
         # The client closed our input (EOF), as opposed to `exit` or a signal.
@@ -116,12 +154,32 @@ class Connection(Generic[S]):
         self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
-        # The daemon's hooks: told of `initialize` (its host options and sandbox mode,
-        # before they take effect: it may refuse), and of a cut (the requests then run on).
-        self.on_initialize: Callable[[Connection[S], HostOptions, SandboxMode], None] | None = None
-        self.on_detach: Callable[[], None] | None = None
         # The input is a script (`--on-eof finish`): each request answered before the next.
         self.in_order = False
+
+    @property
+    def services(self) -> S:
+        return self._state.services
+
+    @property
+    def host(self) -> HostOptions:
+        return self._state.host
+
+    @property
+    def settings(self) -> Settings:
+        return self._state.settings
+
+    def initialize(self, host: HostOptions, settings: Settings) -> ConnectionState[S]:
+        """The state `initialize` settles: the host's options and settings, and the
+        services of the owner it names, with every session they see under the
+        settings' sandbox mode. Each refusal comes before anything changes."""
+        mode = settings.sandbox.mode
+        services = self.services
+        if self._tenancy is not None:
+            services = self._tenancy.introduce(self, host, mode)
+        services.tighten_all(mode)
+        self._state = ConnectionState(services, host, settings)
+        return self._state
 
     # -- the loop ---------------------------------------------------------
 
@@ -135,8 +193,7 @@ class Connection(Generic[S]):
                     reader.start_soon(self._read, reader.cancel_scope)
                     reader.start_soon(cancel_when, self.stop, reader.cancel_scope)
                     reader.start_soon(cancel_when, self._outbox.broken, reader.cancel_scope)
-                if self.on_detach is not None and not (self.stop.is_set() or self.shutting_down):
-                    self.on_detach()
+                if self._cut():
                     await self._flights.wait_idle()
                 await self.wind_down()
                 # Aborted requests answer quickly; one stuck on a full outbox is dropped.
@@ -147,6 +204,12 @@ class Connection(Generic[S]):
             with anyio.move_on_after(SHUTDOWN_FLUSH_SECONDS):
                 await self._outbox.finished.wait()
             writer.cancel_scope.cancel()
+
+    def _cut(self) -> bool:
+        """The reader ended without `exit` or a stop: whether requests run on."""
+        if self._tenancy is None or self.stop.is_set() or self.shutting_down:
+            return False
+        return self._tenancy.cut(self)
 
     async def wind_down(self) -> None:
         """Refuse new work, abort everything, kill every process (idempotent)."""
@@ -183,8 +246,8 @@ class Connection(Generic[S]):
 
     # -- requests ---------------------------------------------------------
 
-    def _prepare(self, item: Call | Rejected) -> Reply | Task | None:
-        """A reply now (None for a notification), or a task to start."""
+    def _prepare(self, item: Call | Rejected) -> Reply | Admitted | None:
+        """A reply now (None for a notification), or a request admitted to run."""
         if isinstance(item, Rejected):
             return item.response
         call = item
@@ -208,11 +271,11 @@ class Connection(Generic[S]):
             except Exception as exc:
                 self._flights.release(flight)
                 return None if call.is_notification else self.dispatcher.failure(call, exc)
-        return Task(method, call, flight, params)
+        return Admitted(method, call, flight, params)
 
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)
-        if isinstance(prepared, Task):
+        if isinstance(prepared, Admitted):
             await self._start(prepared.flight, self._run, prepared, None)
         elif prepared is not None:
             await self._answer(prepared)
@@ -231,38 +294,38 @@ class Connection(Generic[S]):
     async def _batch(self, items: list[Call | Rejected]) -> None:
         """Each member on its own, and in flight on its own; one array of replies."""
         replies: list[Reply] = []
-        tasks: list[Task] = []
+        admitted: list[Admitted] = []
         for item in items:
             prepared = self._prepare(item)
-            if isinstance(prepared, Task):
-                tasks.append(prepared)
+            if isinstance(prepared, Admitted):
+                admitted.append(prepared)
             elif prepared is not None:
                 replies.append(prepared)
-        if tasks:
-            await self._start(None, self._finish_batch, replies, tasks)
+        if admitted:
+            await self._start(None, self._finish_batch, replies, admitted)
         elif replies:
             await self._outbox.put_control(encode_batch(replies))
 
-    async def _finish_batch(self, replies: list[Reply], tasks: list[Task]) -> None:
+    async def _finish_batch(self, replies: list[Reply], admitted: list[Admitted]) -> None:
         async with anyio.create_task_group() as members:
-            for task in tasks:
-                members.start_soon(self._run, task, replies)
+            for request in admitted:
+                members.start_soon(self._run, request, replies)
         if replies:
             # After every member's chunks, which wait in the members' own lanes.
-            for task in tasks:
-                await self._outbox.drained(task.flight)
+            for request in admitted:
+                await self._outbox.drained(request.flight)
             await self._outbox.put(encode_batch(replies))
 
-    async def _run(self, task: Task, collect: list[Reply] | None) -> None:
+    async def _run(self, request: Admitted, collect: list[Reply] | None) -> None:
         """One request in its own task and cancel scope; its reply goes out, or
         into `collect` for a batch."""
-        method, call, flight = task.method, task.call, task.flight
+        method, call, flight = request.method, request.call, request.flight
         reply: Reply
         try:
             ctx = RequestContext(self, call.reply_id, flight, method.answers_after_eof)
             with self._flights.start(flight):
                 try:
-                    result = await flight.run(method.handler, ctx, task.params)
+                    result = await flight.run(method.handler, ctx, request.params)
                 except Exception as exc:
                     reply = self.dispatcher.failure(call, exc)
                 else:

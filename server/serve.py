@@ -29,11 +29,11 @@ from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.connection import Connection
 from bashrpc.server.observe import traces
-from bashrpc.server.runtime import child, polling, procs
-from bashrpc.server.runtime.cgroups import CgroupRoot
-from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.containment import child, polling, procs
+from bashrpc.server.runtime.containment.cgroups import CgroupRoot
+from bashrpc.server.runtime.containment.containment import Containment
+from bashrpc.server.runtime.containment.watchdog import Watchdog
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
-from bashrpc.server.runtime.watchdog import Watchdog
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import OnEof
 from bashrpc.server.surfaces import native, resources, terminals, tools

@@ -2,10 +2,9 @@
 that need no bash: its shells understand a handful of words, its filesystem
 is a table, and it has no terminals.
 
-It is registered as `fake` on import, through the same `backends.register`
-a real backend uses, and chosen with `Options(backend=FAKE)`: that is all a
-new backend takes. It lives under tests/ because the server must never run
-commands this way.
+It is chosen with `Options(backend=FAKE)`, the factory a real backend is
+given by: that is all a new backend takes, and it imports the seam alone. It
+lives under tests/ because the server must never run commands this way.
 
 The shells' words, `;`-separated: `echo TEXT`, `true`, `false`, `cd DIR`,
 `mkdir DIR`, `wait GATE` (blocks until the test opens `backend.gate(GATE)`),
@@ -15,20 +14,25 @@ The shells' words, `;`-separated: `echo TEXT`, `true`, `false`, `cd DIR`,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import anyio
 import anyio.abc
 
-from bashrpc.server.runtime import backends
-from bashrpc.server.runtime.backend import BackendSetup, DirKind, PtyHandle, PtySpec, PtyStartFailed
-from bashrpc.server.runtime.channels import Backpressure
-from bashrpc.server.runtime.procs import Scan
-from bashrpc.server.runtime.sandbox import Policy
-from bashrpc.server.runtime.shelltypes import Completion, ShellConfig, ShellDied
-from bashrpc.server.runtime.startlog import StartLog
+from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.seam.backend import (
+    BackendFactory,
+    BackendSetup,
+    Backpressure,
+    DirKind,
+    LaunchLog,
+    PtyHandle,
+    PtySpec,
+    PtyStartFailed,
+    ShellHandle,
+)
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 
-FAKE = "fake"
 NO_TERMINALS = "the fake backend has no terminals"
 COMMAND_NOT_FOUND = 127
 
@@ -36,7 +40,7 @@ COMMAND_NOT_FOUND = 127
 class FakeShell:
     def __init__(self, backend: FakeBackend, cwd: str, name: str) -> None:
         self.name = name
-        self.start_log: StartLog | None = None
+        self.start_log: LaunchLog | None = None
         self.dead = False
         self.cwd = cwd
         self._backend = backend
@@ -104,12 +108,6 @@ class FakeShell:
         self.dead = True
         self._closed.set()
 
-    def tree(self, scan: Scan | None = None) -> set[int]:
-        return set()
-
-    def jobs(self, scan: Scan | None = None) -> set[int]:
-        return set()
-
 
 class FakeBackend:
     def __init__(self, setup: BackendSetup) -> None:
@@ -128,6 +126,9 @@ class FakeBackend:
         self.shells.append(shell)
         return shell
 
+    async def configure(self, config: ShellConfig, env: Mapping[str, str]) -> ShellConfig:
+        return config
+
     async def pty(self, spec: PtySpec) -> PtyHandle:
         raise PtyStartFailed(NO_TERMINALS)
 
@@ -140,5 +141,20 @@ class FakeBackend:
     def home(self, env: Mapping[str, str] | None) -> str | None:
         return "/fake-home"
 
+    def background_jobs(self, shells: Sequence[ShellHandle]) -> list[int]:
+        return [0 for _ in shells]
 
-backends.register(FAKE, FakeBackend)
+    def note_members(self, shells: Iterable[ShellHandle]) -> None:
+        pass
+
+    def processes(self, shell: ShellHandle) -> set[int]:
+        return set()
+
+    def pids(self) -> set[int]:
+        return set()
+
+    async def wind_down(self) -> None:
+        pass
+
+
+FAKE: BackendFactory = FakeBackend

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime import bwrap
+from bashrpc.server.runtime.sandbox import bwrap
 
 
 def skip_without_sandbox() -> None:

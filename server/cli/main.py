@@ -19,7 +19,7 @@ from bashrpc.server.cli.artifact import print_artifact
 from bashrpc.server.cli.exec import run_exec
 from bashrpc.server.cli.options import add_eof_option, add_server_options, command_timeout
 from bashrpc.server.output.artifactroot import default_root
-from bashrpc.server.runtime import env as envmod
+from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
 
 EXIT_USAGE = 2

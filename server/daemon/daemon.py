@@ -1,11 +1,15 @@
 """`bashrpc daemon`: many connections on one unix socket, in one guarded process.
 
 Each accepted connection is a `Connection` over the socket, with its own
-`initialize` and host options, and a runtime of its own (sessions, shells)
-in a cgroup nested in the daemon's: when the connection ends, its shells and
-everything they started are killed as on the end of a stdio server, and the
-other connections' are untouched. The daemon as a whole is guarded like a
-stdio server (`serve.guarded`): subreaper, watchdog, the final kill.
+`initialize` and host options, serving its owner's tenant (`tenants.py`): a
+runtime (sessions, shells) in a cgroup nested in the daemon's. Its `View` is
+the connection's `Tenancy`, given to it when it is made: `initialize` may
+move it to the tenant of the `clientId` or shared scope it names. When the
+last connection of an owner ends, the owner's sessions wait out the detach
+grace (none for a connection that named no `clientId`), then they and all
+they started are killed as on the end of a stdio server; other owners' are
+untouched. The daemon as a whole is guarded like a stdio server
+(`serve.guarded`): subreaper, watchdog, the final kill.
 
 Task groups, outermost first: the guard; the watchers' (signals,
 housekeeping); the connections' (the accept loop in a cancel scope of its
@@ -36,8 +40,9 @@ from bashrpc.server.daemon import health, socketpath
 from bashrpc.server.daemon.idle import IdleClock
 from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
 from bashrpc.server.observe.stats import STATS, Gauges
-from bashrpc.server.runtime import bwrap, procs
+from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.runtime import Options
+from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
 from bashrpc.server.services.api import Services, runtime_gauges
 from bashrpc.server.wire import liveness
@@ -53,64 +58,65 @@ Listen = Callable[[Callable[[Transport], Awaitable[None]]], Awaitable[None]]
 
 
 class View:
-    """One connection's view onto its owner's tenant: a private one until
-    `initialize` names a `clientId` or a shared scope, then that one's."""
+    """One connection's view onto its owner's tenant, and its `Tenancy`: a
+    private one until `initialize` names a `clientId` or a shared scope, then
+    that one's."""
 
-    def __init__(
-        self,
-        tenants: Tenants,
-        connection: Connection[Services],
-        tenant: Tenant,
-        gauges: Callable[[], Gauges],
-    ) -> None:
+    def __init__(self, tenants: Tenants, tenant: Tenant, gauges: Callable[[], Gauges]) -> None:
         self._tenants = tenants
         self._gauges = gauges
-        self.connection = connection
         self.tenant = tenant
-        self.services = [connection.services]
+        # Every one the connection has had, the current one last.
+        self.services: list[Services] = [TenantServices(tenant, gauges)]
         self._attached = True
+        # A client's commands outlive a cut connection, as its sessions do.
+        self._outlives_cut = False
         tenant.attach()
 
-    def introduced(
+    def introduce(
         self, connection: Connection[Services], host: HostOptions, mode: SandboxMode
-    ) -> None:
+    ) -> Services:
         """Move to the tenant `host` names, unless it has a busy session that
         `mode` would tighten: then refuse (-32602) and stay where it was."""
         client_id = host.client_id
         key = tenant_key(client_id, host.scope)
         if key is None:
-            return
+            return self.services[-1]
         tenant = self._tenants.get(key)
         if tenant is self.tenant:
-            return
+            return self.services[-1]
         services = TenantServices(tenant, self._gauges, client_id)
         services.sessions.check_tighten_all(mode)
         tenant.attach()
         self.tenant.detach()
         self.tenant = tenant
-        connection.services.detached()
-        connection.services = services
+        self.services[-1].detached()
         services.attached(connection.notify)
         self.services.append(services)
-        if client_id is not None:
-            # A client's commands outlive a cut connection, as its sessions do.
-            connection.on_detach = self.detach
+        self._outlives_cut = self._outlives_cut or client_id is not None
+        return services
 
-    def detach(self) -> None:
-        """The connection is cut: its owner's grace starts now."""
+    def cut(self, connection: Connection[Services]) -> bool:
+        if not self._outlives_cut:
+            return False
+        self.detach(connection)
+        return True
+
+    def detach(self, connection: Connection[Services]) -> None:
+        """The connection is gone: its owner's grace starts now."""
         if self._attached:
             self._attached = False
             # Its jobs' ends wait for the owner's next connection, not this dying one.
-            self.connection.services.detached()
-            resumables = self.connection.services.resumables
+            self.services[-1].detached()
+            resumables = self.services[-1].resumables
             if resumables is not None:
-                resumables.cut(self.connection)
+                resumables.cut(connection)
             self.tenant.detach()
 
-    def close(self) -> None:
+    def close(self, connection: Connection[Services]) -> None:
         for services in self.services:
             services.commands.abort()
-        self.detach()
+        self.detach(connection)
 
 
 class Daemon:
@@ -229,16 +235,15 @@ class Daemon:
         """One connection, from whichever listener, until it ends."""
         assert self._tenants is not None
         settings = self._options.settings
-        tenant = self._tenants.get(None)
+        view = View(self._tenants, self._tenants.get(None), self.gauges)
         transport = liveness.watched(transport, settings.server.client_timeout)
-        services = TenantServices(tenant, self.gauges)
-        connection: Connection[Services] = Connection(services, dispatcher(), transport, settings)
-        view = View(self._tenants, connection, tenant, self.gauges)
-        connection.on_initialize = view.introduced
+        connection: Connection[Services] = Connection(
+            view.services[0], dispatcher(), transport, settings, tenancy=view
+        )
         self.connections.add(connection)
         if self.stopping:
             connection.stop.set()
-        services.attached(connection.notify)
+        view.services[0].attached(connection.notify)
         try:
             await connection.serve()
         except Exception:
@@ -247,7 +252,7 @@ class Daemon:
         finally:
             connection.services.detached()
             self.connections.discard(connection)
-            view.close()
+            view.close(connection)
 
     async def _housekeeping(self) -> None:
         """Once a second: collect orphans no runtime waits for; exit when idle."""

@@ -11,7 +11,7 @@ whatever their owners. When its last connection goes, a tenant of a
 reconnect finds its shells with their variables and directory; a
 connection's own tenant has no one to come back and ends at once.
 
-Requests a client may resume (`detached.Resumables`) are kept per clientId,
+Requests a client may resume (`resumable.Resumables`) are kept per clientId,
 also in a scope: ids are each client's own, and only it may attach to them.
 What they hold is bounded across all tenants (`[daemon] resumeBudgetBytes`),
 and their number per tenant (`maxKeptRequests`). Named tenants are bounded
@@ -42,11 +42,12 @@ from bashrpc.server import errors
 from bashrpc.server.daemon.grace import Grace
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
-from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.pulse import Pulse
+from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.runtime import Options, Runtime
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.resumable import Resumables
 
 CLIENT_PREFIX = "client:"
 SCOPE_PREFIX = "scope:"
@@ -74,7 +75,7 @@ class Tenant:
         self.runtime = runtime
         self.runtime_dir = runtime_dir
         self.grace = Grace(grace)
-        self._changed = anyio.Event()
+        self._changed = Pulse()
         self.ending = False
         # Each client's requests, for `bash/attach` from its next connection.
         self._resumables: dict[str, Resumables] = {}
@@ -120,19 +121,17 @@ class Tenant:
         self._poke()
 
     def _poke(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        self._changed.fire()
 
     async def until_gone(self) -> None:
         """Until the grace has run out with no connection back, or `end`."""
         while not self.ending:
-            changed = self._changed
             deadline = self.grace.deadline()
             if deadline is None:
-                await changed.wait()
+                await self._changed.wait()
                 continue
             with anyio.move_on_at(deadline):
-                await changed.wait()
+                await self._changed.wait()
             if self.grace.expired(anyio.current_time()):
                 return
 

@@ -18,16 +18,17 @@ import msgspec
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import log
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime import backends, procs, sandbox
-from bashrpc.server.runtime import env as envmod
-from bashrpc.server.runtime.backend import Backend, BackendSetup
-from bashrpc.server.runtime.containment import Containment
-from bashrpc.server.runtime.jobtable import JobLimits, JobTable
-from bashrpc.server.runtime.pool import PoolLimits, ShellPool
-from bashrpc.server.runtime.runners import Execution
-from bashrpc.server.runtime.sessions import Session, SessionRegistry
-from bashrpc.server.runtime.shelltypes import ShellConfig
-from bashrpc.server.runtime.snapshot import SnapshotStore
+from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.containment.containment import Containment
+from bashrpc.server.runtime.jobs.jobtable import JobLimits, JobTable
+from bashrpc.server.runtime.local.backend import LocalBackend
+from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run.runners import Execution
+from bashrpc.server.runtime.sandbox import sandbox
+from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
+from bashrpc.server.runtime.seam.shelltypes import ShellConfig
+from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
+from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
 from bashrpc.server.settings import Settings
 
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0
@@ -41,8 +42,8 @@ class Options(msgspec.Struct, frozen=True):
     workspace: Path
     shell: str
     artifacts_dir: Path
-    # Where shells run: a name registered in `backends`.
-    backend: str = backends.LOCAL
+    # Where shells run: the backend made for this runtime (this machine's by default).
+    backend: BackendFactory = LocalBackend
 
 
 class Runtime:
@@ -65,15 +66,11 @@ class Runtime:
             idle_seconds=settings.sessions.idle_seconds,
             grace_seconds=settings.kill.grace_seconds,
         )
-        snapshots = None
-        if settings.bash.snapshot:
-            snapshots = SnapshotStore(runtime_dir, containment, settings.bash.snapshot_timeout)
-        self.backend: Backend = backends.create(
-            options.backend, BackendSetup(runtime_dir, containment)
+        snapshot_timeout = settings.bash.snapshot_timeout if settings.bash.snapshot else None
+        self.backend: Backend = options.backend(
+            BackendSetup(runtime_dir, containment, snapshot_timeout)
         )
-        self.pool = ShellPool(
-            shells, runtime_dir, self.sessions, limits, snapshots, containment, self.backend
-        )
+        self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, self.backend)
         self.artifacts = ArtifactStore(
             options.artifacts_dir,
             options.workspace,
@@ -180,8 +177,8 @@ class Runtime:
     async def prepare_snapshot(self) -> None:
         """Capture the user's rc from startup, for the shells of sessions with no
         environment of their own, so the first command rarely waits on ~/.bashrc."""
-        if self.pool.snapshots is not None:
-            await self.pool.snapshots.get(self.options.shell, self._shell_env({}))
+        config = ShellConfig(shell=self.options.shell, prefix=None, snapshot=None, env=())
+        await self.backend.configure(config, self._shell_env({}))
 
     def session(
         self, session_id: str, sandbox_mode: SandboxMode = "off", owner: str | None = None
@@ -216,8 +213,7 @@ class Runtime:
     async def wind_down(self) -> None:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
-            if self.pool.snapshots is not None:
-                await self.pool.snapshots.wind_down()
+            await self.backend.wind_down()
             self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
             await self.jobs.wind_down()
             async with anyio.create_task_group() as tg:

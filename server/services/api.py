@@ -10,12 +10,12 @@ from bashrpc.protocol.terminals import TerminalExited
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.backend import DirKind
-from bashrpc.server.runtime.jobs import Job
-from bashrpc.server.runtime.ptylane import PtyLane
+from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService
-from bashrpc.server.services.detached import Resumables
+from bashrpc.server.services.resumable import Resumables
 from bashrpc.server.services.sessions import SessionService
 from bashrpc.server.services.streams import Notify
 from bashrpc.server.services.terminals import TerminalService, wire_status
@@ -84,6 +84,10 @@ class Services:
         """What is alive in this process now: for a stdio server, its one
         connection and runtime (the daemon's services see all of its own)."""
         return runtime_gauges([self._runtime], connections=1, tenants=0)
+
+    def tighten_all(self, mode: SandboxMode) -> None:
+        """Every session these services see under `mode` (see `SessionService`)."""
+        self.sessions.tighten_all(mode)
 
     async def wind_down(self) -> None:
         """Abort every command, then kill every process (idempotent)."""

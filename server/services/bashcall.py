@@ -1,22 +1,19 @@
 """The host's `bash`, in the shape of every command-like method (see
-`toolplan`): `plan` makes the spec from the params, the command service runs
+`tool/toolplan`): `plan` makes the spec from the params, the command service runs
 it while `listener` streams `bash/chunk` (or `pty/output` on a PTY), and
 `finish` makes the result. Commands run exactly as given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import anyio.abc
 
 from bashrpc.protocol import paths
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
-from bashrpc.server.services.detached import Resumable
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.streams import Notify, StreamListener, command_streams, raw_emitter
+from bashrpc.server.services.resumable import Resumable
+from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
 from bashrpc.server.settings import Settings
 
 
@@ -43,9 +40,7 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
     )
 
 
-def listener(
-    notify: Notify, spec: CommandSpec, record: Resumable | None = None
-) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None) -> ListenerFactory:
     """Chunks (or a PTY's bytes) to the connection, and logged in `record` for
     a resume elsewhere."""
     request_id, session_id = spec.request_id, spec.session_id

@@ -22,19 +22,18 @@ from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, S
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.sink import OutputSink
-from bashrpc.server.runtime import env as envmod
-from bashrpc.server.runtime import ptyrunner, runners
-from bashrpc.server.runtime.pty import clamp_size
-from bashrpc.server.runtime.ptylane import PtyLane
-from bashrpc.server.runtime.ptyrunner import Terminal
-from bashrpc.server.runtime.runners import Execution, RunResult
+from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run import ptyrunner, runners
+from bashrpc.server.runtime.run.ptylane import PtyLane
+from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
+from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session, Ticket
+from bashrpc.server.runtime.sessions.sessions import Session, Ticket
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.pipeline import Listener, Pipeline, finish
-from bashrpc.server.services.streams import StreamListener, streaming
+from bashrpc.server.services.pipeline import Pipeline, finish
+from bashrpc.server.services.streams import Listener, ListenerFactory, streaming
 from bashrpc.server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
@@ -107,21 +106,21 @@ class CommandService:
             listener,
             spec.terminal is not None,
         )
-        execution = Execution(spec.request_id, session.id)
+        execution = Execution(
+            spec.request_id,
+            session.id,
+            spec.command,
+            cwd=spec.cwd,
+            env=command_env,
+            timeout=spec.timeout,
+            feed=pipeline.feed,
+            one_shot=spec.one_shot,
+        )
         STATS.started()
         self._executions.add(execution)
         runtime.executions.add(execution)
         if flight is not None:
             flight.attach(execution.abort)
-        request = runners.RunRequest(
-            command=spec.command,
-            cwd=spec.cwd,
-            env=command_env,
-            timeout=spec.timeout,
-            feed=pipeline.feed,
-            execution=execution,
-            one_shot=spec.one_shot,
-        )
         ticket = Ticket(spec.request_id)
         # A one-shot runs at once; any other command in the session's turn.
         turn = session.turn(ticket, execution.waiting) if not spec.one_shot else nullcontext()
@@ -130,8 +129,8 @@ class CommandService:
                 # How long it ran is counted from here, after its wait for the turn.
                 began = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
-                start = request.workdir(session)
-                run = await self._now(spec, session, request, listener)
+                start = execution.workdir(session)
+                run = await self._now(spec, session, execution, listener)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)
@@ -144,17 +143,17 @@ class CommandService:
         return outcome
 
     async def _now(
-        self, spec: CommandSpec, session: Session, request: runners.RunRequest, listener: Listener
+        self, spec: CommandSpec, session: Session, execution: Execution, listener: Listener
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
-        if request.execution.aborted:
-            request.execution.finished = True
+        if execution.aborted:
+            execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
         runtime = self._runtime
         if spec.terminal is None:
-            return await runners.on_pipes(runtime.pool, session, request, listener.backpressure)
+            return await runners.on_pipes(runtime.pool, session, execution, listener.backpressure)
         lane = self._claim(spec.request_id, spec.terminal)
-        return await ptyrunner.on_pty(runtime.pool, session, request, lane)
+        return await ptyrunner.on_pty(runtime.pool, session, execution, lane)
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs (on its shell, a one-shot one or a
@@ -185,7 +184,7 @@ class CommandService:
     async def stream(
         self,
         spec: CommandSpec,
-        listener: Callable[[anyio.abc.TaskGroup], StreamListener],
+        listener: ListenerFactory,
         owner: anyio.abc.TaskGroup,
         flight: Flight | None = None,
     ) -> Outcome:

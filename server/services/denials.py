@@ -15,7 +15,7 @@ import os
 import re
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.sandbox.sandbox import Policy
 
 _REASONS = "read-only file system|EROFS"
 # A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from bashrpc.protocol import messages
 from bashrpc.server import errors
-from bashrpc.server.runtime import execlimits
+from bashrpc.server.runtime.run import execlimits
 
 __all__ = ["env_fields", "reject_nul", "reject_unexecable"]
 

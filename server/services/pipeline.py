@@ -3,25 +3,12 @@ listener, and the one finishing step of both runners."""
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from bashrpc.protocol import messages
 from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.sink import OutputSink
-from bashrpc.server.runtime.channels import Backpressure
-from bashrpc.server.runtime.runners import RunResult
+from bashrpc.server.runtime.run.runners import RunResult
 from bashrpc.server.services.outcome import Outcome
-
-
-class Listener(Protocol):
-    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
-
-    def on_text(self, clean: bytes) -> None: ...
-
-    def on_raw(self, raw: bytes) -> None: ...
-
-    @property
-    def backpressure(self) -> Backpressure | None: ...
+from bashrpc.server.services.streams import Listener
 
 
 class Pipeline:

@@ -8,9 +8,9 @@ from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import RequestId, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.runtime import reset
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import Session, resolve_path
+from bashrpc.server.runtime.sessions import reset
+from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -107,20 +107,21 @@ class SessionService:
         return done
 
     def list(self) -> list[SessionView]:
-        scan = self._runtime.pool.scan()
+        sessions = self._runtime.sessions.all()
+        jobs = self._runtime.pool.background_jobs(sessions)
         return [
             SessionView(
                 id=s.id,
                 busy=s.busy,
                 pid=None if s.shell is None else s.shell.pid,
                 cwd=s.cwd,
-                background_jobs=s.background_jobs(scan),
+                background_jobs=n,
                 owner=s.owner,
                 queued=[
                     t.request_id for t in s.line.waiting if isinstance(t.request_id, str | int)
                 ],
             )
-            for s in self._runtime.sessions.all()
+            for s, n in zip(sessions, jobs, strict=True)
         ]
 
     def _existing_dir(self, base: str, path: str) -> str:

@@ -1,6 +1,7 @@
 """Listeners that turn a running command's output into notifications.
 
-A listener feeds streams: text streams get the sanitized output, raw
+A `Listener` hears a running command (the command service feeds it) and
+feeds streams: text streams get the sanitized output, raw
 streams the terminal's own bytes. Streams flush on a throttle, in tasks of
 a group that outlives the request (the connection's requests group), so a
 command that prints nothing costs no task at all; `streaming()` flushes what
@@ -20,7 +21,7 @@ import msgspec
 
 from bashrpc.protocol.methods import PtyOutput
 from bashrpc.server.output.chunks import ChunkStream, RawStream
-from bashrpc.server.runtime.channels import Backpressure
+from bashrpc.server.runtime.seam.backend import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[int, str], Awaitable[None]]
@@ -34,7 +35,9 @@ class Stream(Protocol):
     async def close(self) -> None: ...
 
 
-class StreamListener:
+class Listener:
+    """Who hears a running command: its sanitized text, and on a PTY its raw bytes."""
+
     def __init__(
         self,
         text: Sequence[Stream] = (),
@@ -62,10 +65,12 @@ class StreamListener:
             await stream.close()
 
 
+# A surface's listener, made in the group its streams flush in.
+ListenerFactory = Callable[[anyio.abc.TaskGroup], Listener]
+
+
 @asynccontextmanager
-async def streaming(
-    make: Callable[[anyio.abc.TaskGroup], StreamListener], owner: anyio.abc.TaskGroup
-) -> AsyncIterator[StreamListener]:
+async def streaming(make: ListenerFactory, owner: anyio.abc.TaskGroup) -> AsyncIterator[Listener]:
     """A listener whose streams, flushing in `owner`, are finished when the block ends."""
     listener = make(owner)
     try:
@@ -84,15 +89,13 @@ def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
     return emit_raw
 
 
-def command_streams(
-    emit_chunk: EmitChunk, emit_raw: EmitRaw, *, terminal: bool
-) -> Callable[[anyio.abc.TaskGroup], StreamListener]:
+def command_streams(emit_chunk: EmitChunk, emit_raw: EmitRaw, *, terminal: bool) -> ListenerFactory:
     """The host's `bash`: `bash/chunk` text on pipes, `pty/output` bytes on a PTY."""
 
-    def make(tg: anyio.abc.TaskGroup) -> StreamListener:
+    def make(tg: anyio.abc.TaskGroup) -> Listener:
         if terminal:
-            return StreamListener(raw=[RawStream(emit_raw, tg)])
+            return Listener(raw=[RawStream(emit_raw, tg)])
         chunks = ChunkStream(emit_chunk, tg)
-        return StreamListener(text=[chunks], backpressure=chunks)
+        return Listener(text=[chunks], backpressure=chunks)
 
     return make

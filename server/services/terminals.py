@@ -25,13 +25,13 @@ from bashrpc.protocol.terminals import (
     TerminalOutputResult,
 )
 from bashrpc.server import errors
-from bashrpc.server.runtime import env as envmod
-from bashrpc.server.runtime.jobs import Job, JobSpec
-from bashrpc.server.runtime.jobstate import ExitStatus
-from bashrpc.server.runtime.readiness import wait_ready
+from bashrpc.server.runtime.jobs.jobs import Job, JobSpec
+from bashrpc.server.runtime.jobs.jobstate import ExitStatus
+from bashrpc.server.runtime.jobs.readiness import wait_ready
+from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.runtime import Runtime
-from bashrpc.server.runtime.sessions import resolve_path
-from bashrpc.server.runtime.shellproto import SNAPSHOT_ENV, after_snapshot
+from bashrpc.server.runtime.sessions.sessions import resolve_path
+from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -123,7 +123,7 @@ class TerminalService:
             shown = " ".join([what.command, *what.args])
         else:
             text = what.command if not config.prefix else f"{config.prefix} {what.command}"
-            config = await runtime.pool.with_snapshot(config, session.env)
+            config = await runtime.pool.backend.configure(config, session.env)
             if config.snapshot is not None:
                 env[SNAPSHOT_ENV] = config.snapshot
                 text = after_snapshot(text)

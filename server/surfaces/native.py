@@ -49,8 +49,8 @@ from bashrpc.server.observe.stats import STATS
 from bashrpc.server.services import bashcall, bashjobs
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec, terminal
-from bashrpc.server.services.detached import Resumable, Resumables
 from bashrpc.server.services.keys import encode_keys
+from bashrpc.server.services.resumable import Resumable, Resumables
 from bashrpc.server.settings import tightened
 from bashrpc.server.wire.registry import Registry
 

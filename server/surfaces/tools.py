@@ -1,6 +1,6 @@
 """The model's surface, MCP-compatible: handshake, ping, cancellation, `tools/list`, `tools/call`.
 
-`tools/call` is an adapter over the tool-call steps (`services.toolplan`,
+`tools/call` is an adapter over the tool-call steps (`services.tool.toolplan`,
 `toolupdates`, `toolfinish`) and the command service, in the same shape as
 the host's `bash`.
 """
@@ -32,16 +32,10 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.services import (
-    bashcall,
-    jobtools,
-    toolargs,
-    toolfinish,
-    toolplan,
-    toolupdates,
-)
+from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.detached import Resumable, Resumables
+from bashrpc.server.services.resumable import Resumable, Resumables
+from bashrpc.server.services.tool import jobtools, toolargs, toolfinish, toolplan, toolupdates
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
@@ -67,15 +61,9 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     # Each refusal comes before anything changes. A looser sandbox than the
     # connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
-    mode = settings.sandbox.mode
-    if connection.on_initialize is not None:
-        # A daemon's connection now sees the sessions of the client it names,
-        # unless one it would tighten runs a command.
-        connection.on_initialize(connection, host, mode)
-    # The same for the sessions it sees now (there are no awaits in between).
-    ctx.services.sessions.tighten_all(mode)
-    connection.host = host
-    connection.settings = settings
+    # A sandbox that would tighten a busy session, here or (under the daemon)
+    # among those of the client it names:
+    connection.initialize(host, settings)
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION

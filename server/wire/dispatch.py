@@ -1,15 +1,14 @@
 """From a call to its handler's params, and from its outcome to a reply.
 
-jsonrpcserver is the method table and the response builder: its `Methods`
-maps names to handlers, and its `Success`/`Error` results become responses
-through its `to_response`. It is used around our own steps rather than
-whole: its jsonschema validation costs ~0.2 ms a request and repeats
-msgspec's typed decoding, it answers a batch with one bad member with a
-single error, and it binds params by Python signature without checking
-types. So the envelope is parsed and batches are split in
-`bashrpc.protocol.envelope`, params are decoded once by msgspec into the method's
-Struct, and each method is looked up once per name in a plain dict. Its
-package is imported without its jsonschema (see `rpclib`).
+jsonrpcserver builds the responses: a handler's outcome becomes its
+`Success` or `Error`, serialized as it serializes them (see `rpclib`, which
+imports its package without the jsonschema validator it never uses). It is used around
+our own steps rather than whole: its jsonschema validation costs ~0.2 ms a
+request and repeats msgspec's typed decoding, it answers a batch with one
+bad member with a single error, and it binds params by Python signature
+without checking types. So the envelope is parsed and batches are split in
+`bashrpc.protocol.envelope`, params are decoded once by msgspec into the
+method's Struct, and each method is looked up once per name in a plain dict.
 """
 
 from __future__ import annotations
@@ -21,16 +20,10 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.envelope import Call, ErrorObject, ErrorResponse, SuccessResponse
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.server.wire import rpclib
 from bashrpc.server.wire.errormap import error_object, sole
 from bashrpc.server.wire.registry import Method, Registry, check_complete, merge
-from bashrpc.server.wire.rpclib import (
-    ERROR_METHOD_NOT_FOUND,
-    Error,
-    Methods,
-    Request,
-    Success,
-    to_response,
-)
 
 Reply = ErrorResponse | SuccessResponse
 _EMPTY_PARAMS = b"{}"
@@ -48,8 +41,6 @@ class Dispatcher:
                 name: msgspec.structs.replace(m, handler=wrap(name, m.handler))
                 for name, m in self._typed.items()
             }
-        # jsonrpcserver's table: name -> handler.
-        self.table: Methods = {name: m.handler for name, m in self._typed.items()}
 
     def check_complete(self) -> None:
         """Every method the protocol declares has a handler here (RegistrationError)."""
@@ -63,16 +54,15 @@ class Dispatcher:
         return method.decode(call.params or _EMPTY_PARAMS)
 
     def success(self, call: Call, result: Any) -> SuccessResponse:
-        # jsonrpcserver's responses are oslash Eithers, readable only privately.
-        response = to_response(_request(call), Success(result))._value
-        return SuccessResponse(id=response.id, result=response.result)
+        response = rpclib.reply(call.method, call.reply_id, result)
+        return SuccessResponse(id=response["id"], result=response["result"])
 
     def failure(self, call: Call, exc: BaseException) -> ErrorResponse:
         error = error_object(sole(exc), call.method, call.params)
-        return _error(call, Error(error.code, error.message, error.data))
+        return _error(call, error.code, error.message, error.data)
 
     def not_found(self, call: Call) -> ErrorResponse:
-        return _error(call, Error(ERROR_METHOD_NOT_FOUND, messages.METHOD_NOT_FOUND, call.method))
+        return _error(call, ErrorCode.METHOD_NOT_FOUND, messages.METHOD_NOT_FOUND, call.method)
 
     def answer(self, method: Method, call: Call, ctx: Any) -> Reply | None:
         """Run a plain handler now; None for notifications, which get no reply."""
@@ -85,12 +75,9 @@ class Dispatcher:
         return None if call.is_notification else reply
 
 
-def _request(call: Call) -> Request:
-    return Request(call.method, [], call.reply_id)
-
-
-def _error(call: Call, result: Any) -> ErrorResponse:
-    response = to_response(_request(call), result)._error
+def _error(call: Call, code: int, message: str, data: Any) -> ErrorResponse:
+    response = rpclib.error(call.method, call.reply_id, code, message, data)
+    error = response["error"]
     return ErrorResponse(
-        id=response.id, error=ErrorObject(response.code, response.message, response.data)
+        id=response["id"], error=ErrorObject(error["code"], error["message"], error.get("data"))
     )

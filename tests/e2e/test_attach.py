@@ -14,19 +14,12 @@ import pytest
 
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.daemon import socketpath
-from tests.daemon import AttachProcess, SocketClient, fresh_socket, stop_daemon
+from tests.daemon import AttachProcess, SocketClient
 from tests.rpc import process_gone
 
 pytestmark = pytest.mark.slow
 
 EXIT_BOUND_SECONDS = 15.0
-
-
-@pytest.fixture
-def socket_path(tmp_path: Path) -> Iterator[Path]:
-    path = fresh_socket(tmp_path)
-    yield path
-    stop_daemon(path)
 
 
 def test_attach_starts_a_daemon_that_outlives_it(tmp_path: Path, socket_path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,15 +15,6 @@ pytestmark = pytest.mark.slow
 
 # Generous bounds, only to catch a hang.
 GONE_BOUND_SECONDS = 10.0
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp=tmp_path)
-    try:
-        yield process.wait_listening()
-    finally:
-        process.kill()
 
 
 def start_detached(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,11 @@ from bashrpc.protocol.methods import (
     BashResult,
     RequestInfo,
 )
-from bashrpc.server.services.toolplan import TOOL_SESSION_ID
+from bashrpc.server.services.tool.toolplan import TOOL_SESSION_ID
 from tests.daemon import (
     AttachProcess,
     DaemonProcess,
-    fresh_socket,
     introduce,
-    stop_daemon,
 )
 from tests.rpc import RpcClient, wait_until
 
@@ -51,22 +48,6 @@ def requests_of(client: RpcClient, session_id: str = DEFAULT_SESSION_ID) -> list
     """The session's requests that `bash/attach` can resume (none: no such session)."""
     session = client.sessions().get(session_id)
     return [] if session is None else list(session.requests or [])
-
-
-@pytest.fixture
-def socket_path(tmp_path: Path) -> Iterator[Path]:
-    path = fresh_socket(tmp_path)
-    yield path
-    stop_daemon(path)
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp=tmp_path)
-    try:
-        yield process.wait_listening()
-    finally:
-        process.kill()
 
 
 def test_a_stream_cut_by_a_killed_bridge_resumes_whole(tmp_path: Path, socket_path: Path) -> None:

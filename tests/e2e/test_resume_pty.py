@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -26,7 +25,7 @@ from bashrpc.protocol.methods import (
     PtyScreenParams,
     PtySize,
 )
-from tests.daemon import AttachProcess, DaemonProcess, fresh_socket, introduce, stop_daemon
+from tests.daemon import AttachProcess, DaemonProcess, introduce
 from tests.e2e.test_resume import drain, requests_of
 from tests.rpc import RpcClient, wait_until
 
@@ -38,22 +37,6 @@ LINES = 200
 # Numbered lines, slowly, then a question.
 COUNT_THEN_ASK = f"for i in $(seq 1 {LINES}); do echo line$i; sleep 0.02; done; read x; echo got:$x"
 ROWS = 10
-
-
-@pytest.fixture
-def socket_path(tmp_path: Path) -> Iterator[Path]:
-    path = fresh_socket(tmp_path)
-    yield path
-    stop_daemon(path)
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp=tmp_path)
-    try:
-        yield process.wait_listening()
-    finally:
-        process.kill()
 
 
 def outputs(client: RpcClient, ident: RequestId) -> list[PtyOutput]:

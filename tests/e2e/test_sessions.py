@@ -12,7 +12,7 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams
-from bashrpc.server.runtime import procs
+from bashrpc.server.runtime.containment import procs
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, marked_processes, process_gone, wait_until
 

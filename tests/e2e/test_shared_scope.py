@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ def joining(
 ) -> InitializeParams:
     """An `initialize` that names the client and the scope it joins (None: neither)."""
     return initialize_params(HostOptions(client_id=client_id, scope=scope, settings=settings))
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp=tmp_path)
-    try:
-        yield process.wait_listening()
-    finally:
-        process.kill()
 
 
 def test_owners_in_one_scope_drive_each_others_sessions(daemon: DaemonProcess) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bashrpc.server.runtime.cgroups import Cgroup
+from bashrpc.server.runtime.containment.cgroups import Cgroup
 from tests.rpc import process_gone, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -25,9 +25,9 @@ GONE_SECONDS = 5.0
 # holds it, and waits to be killed.
 PARENT = """
 import os, sys, time
-from bashrpc.server.runtime import child
-from bashrpc.server.runtime.cgroups import CgroupRoot
-from bashrpc.server.runtime.containment import Containment
+from bashrpc.server.runtime.containment import child
+from bashrpc.server.runtime.containment.cgroups import CgroupRoot
+from bashrpc.server.runtime.containment.containment import Containment
 
 root = CgroupRoot.create()
 tracker = Containment(root).tracker("spawned")

@@ -8,7 +8,7 @@ from bashrpc.protocol.terminals import (
     TerminalListParams,
     TerminalListResult,
 )
-from bashrpc.server.runtime.jobtable import MAX_EXITED_KEPT
+from bashrpc.server.runtime.jobs.jobtable import MAX_EXITED_KEPT
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import wait_until

@@ -20,7 +20,7 @@ import pytest
 
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams, SandboxMode, SessionOpenParams
-from bashrpc.server.runtime import bwrap
+from bashrpc.server.runtime.sandbox import bwrap
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_sandbox import connect, sandboxed
 from tests.sandboxing import skip_without_sandbox

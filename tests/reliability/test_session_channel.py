@@ -1,6 +1,6 @@
 """A session's control channel belongs to the server alone: no program a command
 runs, now or later, reads the driver's lines or its tokens, or writes a status
-record, in a sandbox that holds it (`server/runtime/sealed.py`), as root and as
+record, in a sandbox that holds it (`server/runtime/sandbox/sealed.py`), as root and as
 an unprivileged user. Each attack here worked against every sandbox mode:
 
 - the takeover: a background job opens the shell's control pipe through

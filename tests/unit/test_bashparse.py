@@ -1,4 +1,4 @@
-from bashrpc.server.services.bashparse import Redirect, SimpleCommand, simple_commands
+from bashrpc.server.services.tool.bashparse import Redirect, SimpleCommand, simple_commands
 
 
 def names(command: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bashrpc.server import errors
-from bashrpc.server.runtime.cmdqueue import CommandLine
+from bashrpc.server.runtime.sessions.cmdqueue import CommandLine
 
 
 def test_the_first_runs_and_the_others_wait_in_arrival_order() -> None:

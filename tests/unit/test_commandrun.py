@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bashrpc.server.runtime.channels import Fifos
-from bashrpc.server.runtime.commandrun import (
+from bashrpc.server.runtime.shell.channels import Fifos
+from bashrpc.server.runtime.shell.commandrun import (
     STATES,
     TRANSITIONS,
     CommandRun,
@@ -19,7 +19,7 @@ from bashrpc.server.runtime.commandrun import (
     State,
     advance,
 )
-from bashrpc.server.runtime.shellproto import StatusRecord
+from bashrpc.server.runtime.shell.shellproto import StatusRecord
 
 
 def walk(*events: Event) -> State:

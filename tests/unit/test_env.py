@@ -1,4 +1,4 @@
-from bashrpc.server.runtime import env
+from bashrpc.server.runtime.run import env
 
 
 def test_layers_defaults_then_overlays_then_guards() -> None:

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from bashrpc.server.runtime import execlimits
-from bashrpc.server.runtime.execlimits import ExecLimits, TooLarge, TooLong
+from bashrpc.server.runtime.run import execlimits
+from bashrpc.server.runtime.run.execlimits import ExecLimits, TooLarge, TooLong
 
 TRUE = "/bin/true"
 LIMITS = execlimits.current()

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.gitguard import Bind, GitDir, Kept, Plan, Survey, plan, references
+from bashrpc.server.runtime.sandbox.gitguard import (
+    Bind,
+    GitDir,
+    Kept,
+    Plan,
+    Survey,
+    plan,
+    references,
+)
 
 ROOT = "/work/app"
 GIT = f"{ROOT}/.git"

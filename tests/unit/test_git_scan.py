@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime import gitguard, gitindex, gitscan
-from bashrpc.server.runtime.gitguard import Survey
+from bashrpc.server.runtime.sandbox import gitguard, gitindex, gitscan
+from bashrpc.server.runtime.sandbox.gitguard import Survey
 from tests.githost import Host
 
 NO_HOST_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": "/"}

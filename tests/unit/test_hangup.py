@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bashrpc.server.runtime.hangup import Progress, Sample
+from bashrpc.server.runtime.local.hangup import Progress, Sample
 
 STALL = 2.0
 BOUND = 30.0

@@ -2,7 +2,7 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import InterceptorRule, Recovery
-from bashrpc.server.services.interceptor import DEFAULT_RULES, compile_rules, intercept
+from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, compile_rules, intercept
 
 ALL_TOOLS = ["read", "grep", "find", "edit", "write"]
 RULES = DEFAULT_RULES

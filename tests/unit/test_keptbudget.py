@@ -7,8 +7,8 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
-from bashrpc.server.services.detached import Resumable, Resumables
-from tests.unit.test_detached import RESULT, Owner
+from bashrpc.server.services.resumable import Resumable, Resumables
+from tests.unit.test_resumable import RESULT, Owner
 
 CHUNK = "x" * 1000
 BUDGET = 10_000

@@ -1,6 +1,6 @@
 import pytest
 
-from bashrpc.server.services.normalize import Normalized, normalize
+from bashrpc.server.services.tool.normalize import Normalized, normalize
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import itertools
 
 import anyio
 
-from bashrpc.server.runtime import polling
+from bashrpc.server.runtime.containment import polling
 
 
 def test_pauses_double_from_the_first_up_to_the_steady_one() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bashrpc.server.runtime import procs
+from bashrpc.server.runtime.containment import procs
 from tests.rpc import wait_until
 
 # bash, two sleeps it waits for, and a subshell with a sleep of its own.

@@ -3,7 +3,8 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.crfold import CarriageReturnFolder
-from bashrpc.server.runtime.screen import Snapshot, TerminalScreen
+from bashrpc.server.runtime.pty.screen import TerminalScreen
+from bashrpc.server.runtime.seam.backend import Snapshot
 from bashrpc.server.services.keys import encode_keys, key_bytes
 
 

@@ -4,7 +4,7 @@ runtime directory hidden but for the shell's own part of it."""
 from __future__ import annotations
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.sandbox import Policy
+from bashrpc.server.runtime.sandbox.sandbox import Policy
 
 WORKSPACE = "/work/app"
 RUNTIME = "/var/tmp/bashrpc-x"

@@ -3,7 +3,7 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.errors import InvalidArgument
-from bashrpc.server.runtime.sandbox import Policy, policy
+from bashrpc.server.runtime.sandbox.sandbox import Policy, policy
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.settings import tightened
 

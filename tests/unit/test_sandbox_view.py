@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bashrpc.server.runtime.sandbox import Policy, policy, showable
+from bashrpc.server.runtime.sandbox.sandbox import Policy, policy, showable
 
 WORKSPACE = "/work/app"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bashrpc.server.runtime.sealed import EXECUTE_ONLY, Sealed
+from bashrpc.server.runtime.sandbox.sealed import EXECUTE_ONLY, Sealed
 
 
 def overlay(sealed: Sealed, program: str) -> tuple[str, str] | None:

@@ -8,8 +8,8 @@ import struct
 import msgspec
 import pytest
 
-from bashrpc.server.runtime import seccomp
-from bashrpc.server.runtime.seccomp import (
+from bashrpc.server.runtime.sandbox import seccomp
+from bashrpc.server.runtime.sandbox.seccomp import (
     AF_UNIX,
     AUDIT_ARCH_AARCH64,
     AUDIT_ARCH_I386,

@@ -1,5 +1,5 @@
 from bashrpc.server.output.sink import SinkSummary, count_lines
-from bashrpc.server.services.selection import Selection, select
+from bashrpc.server.services.tool.selection import Selection, select
 
 TEN = "".join(f"{i}\n" for i in range(1, 11))
 

@@ -4,7 +4,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import BashStructured, CallToolResult
 from bashrpc.server.output.sink import SinkSummary
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.shaping import Shaping, shape
+from bashrpc.server.services.tool.shaping import Shaping, shape
 
 
 def outcome(

@@ -1,0 +1,133 @@
+"""A process that outlives the server just long enough to kill what it left.
+
+It is forked at start into a session of its own, so a SIGKILL to the
+server's process group does not reach it, and holds the read end of a pipe
+whose only writer is the server. When the server exits for any reason,
+SIGKILL included, the pipe reads EOF and the watchdog kills:
+- the server's cgroup, which holds every shell's processes, at once; or,
+  without cgroups, every process the server reported over the pipe (by pid
+  and start time, so a recycled pid is never hit) and every process that
+  still carries the server's owner tag, with all their descendants;
+then it removes the server's private runtime directory and exits. After a
+clean shutdown it finds nothing left to kill.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from bashrpc.server import log
+from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.containment.cgroups import Cgroup
+
+# How long the watchdog keeps killing what keeps appearing (forks in flight).
+SWEEP_SECONDS = 2.0
+SWEEP_POLL_SECONDS = 0.02
+_IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE)
+
+_log = log.get("watchdog")
+
+
+class Watchdog:
+    """The server's end: report processes, and close at exit."""
+
+    def __init__(self, pid: int, pipe: int) -> None:
+        self.pid = pid
+        self._pipe = pipe
+
+    @classmethod
+    def start(cls, cgroup: Path | None, runtime_dir: Path, owner_prefix: str) -> Watchdog:
+        read_end, write_end = os.pipe()
+        os.set_inheritable(write_end, False)
+        pid = os.fork()
+        if pid == 0:  # the watchdog
+            try:
+                os.close(write_end)
+                _watch(read_end, cgroup, runtime_dir, owner_prefix)
+            finally:
+                os._exit(0)
+        os.close(read_end)
+        os.set_blocking(write_end, False)
+        return cls(pid, write_end)
+
+    def report(self, pid: int, start: int) -> None:
+        """A process the server owns (used where there are no cgroups)."""
+        try:
+            os.write(self._pipe, b"%d %d\n" % (pid, start))
+        except (BlockingIOError, BrokenPipeError):
+            # A watchdog that is gone or behind costs a record, never a stall.
+            pass
+
+    def close(self) -> None:
+        """The clean end: the watchdog sweeps (finding nothing) and exits."""
+        if self._pipe >= 0:
+            os.close(self._pipe)
+            self._pipe = -1
+
+
+def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str) -> None:
+    os.setsid()
+    for sig in _IGNORED_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass
+    os.closerange(3, pipe)
+    os.closerange(pipe + 1, os.sysconf("SC_OPEN_MAX"))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    reported: dict[int, int] = {}
+    pending = b""
+    while chunk := _read(pipe):
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            pid, _, start = line.partition(b" ")
+            reported[int(pid)] = int(start)
+    _sweep(cgroup, reported, owner_prefix)
+    shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+def _read(pipe: int) -> bytes:
+    while True:
+        try:
+            return os.read(pipe, 65536)
+        except InterruptedError:
+            continue
+
+
+def _sweep(cgroup: Path | None, reported: dict[int, int], owner_prefix: str) -> None:
+    deadline = time.monotonic() + SWEEP_SECONDS
+    group = None if cgroup is None else Cgroup(cgroup)
+    killed = 0
+    while time.monotonic() < deadline:
+        found = _leftovers(reported, owner_prefix)
+        if group is not None and group.populated:
+            group.kill()
+            found.add(-1)
+        if not found:
+            break
+        procs.signal_all(found - {-1}, signal.SIGKILL)
+        killed += len(found - {-1})
+        time.sleep(SWEEP_POLL_SECONDS)
+    if group is not None:
+        group.remove()
+    if killed:
+        _log.warning("killed %d processes the server left behind", killed)
+
+
+def _leftovers(reported: dict[int, int], owner_prefix: str) -> set[int]:
+    scan = procs.Scan()
+    roots = {pid for pid, start in reported.items() if scan.live(pid, start)}
+    if owner_prefix:
+        for pid in procs.all_pids():
+            if pid not in roots and (procs.owner_tag(pid) or "").startswith(owner_prefix):
+                roots.add(pid)
+    return scan.descendants(roots)

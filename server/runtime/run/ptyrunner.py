@@ -1,0 +1,129 @@
+"""Running one command on a PTY: a one-shot `bash -c` under the same limits as
+shells, fed by its lane (input and size may come before the spawn); whatever
+it starts is killed at its end; the program itself comes from the backend.
+See `runners.py` for what both runners share.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import msgspec
+
+from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
+from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run.ptylane import PtyLane
+from bashrpc.server.runtime.run.runners import Execution, RunResult
+from bashrpc.server.runtime.seam import drain
+from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
+from bashrpc.server.runtime.sessions.pool import ShellPool
+from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
+
+# How long a killed PTY program's exit status is awaited before giving up.
+PTY_EXIT_WAIT_SECONDS = 1.0
+
+
+DEFAULT_COLS, DEFAULT_ROWS = 120, 40
+
+
+class Terminal(msgspec.Struct, frozen=True):
+    cols: int
+    rows: int
+
+
+def clamp_size(cols: int | None, rows: int | None) -> tuple[int, int]:
+    """A terminal size within limits; a missing side takes the default."""
+    cols = DEFAULT_COLS if cols is None else min(max(cols, MIN_COLS), MAX_COLS)
+    rows = DEFAULT_ROWS if rows is None else min(max(rows, MIN_ROWS), MAX_ROWS)
+    return cols, rows
+
+
+async def on_pty(
+    pool: ShellPool, session: Session, execution: Execution, lane: PtyLane
+) -> RunResult:
+    """A one-shot `bash -c` on a PTY, under the same limits as shells.
+
+    It starts at the lane's size (a resize may come before the spawn), opens
+    the lane to input once spawned and closes it when the program is gone.
+    Whatever it leaves running, background jobs included, is killed at the end.
+    """
+    try:
+        return await _on_pty(pool, session, execution, lane)
+    finally:
+        lane.close()
+
+
+async def _on_pty(
+    pool: ShellPool, session: Session, execution: Execution, lane: PtyLane
+) -> RunResult:
+    async with pool.pty_slot():
+        workdir, fallback = _workdir(pool, session, execution)
+        spec = PtySpec(
+            command=execution.command,
+            config=await pool.backend.configure(session.config, session.env),
+            cwd=workdir,
+            env=envmod.for_terminal(session.env, execution.env),
+            cols=lane.cols,
+            rows=lane.rows,
+            feed=execution.feed,
+        )
+        try:
+            run = await pool.backend.pty(spec)
+        except PtyStartFailed as failed:
+            execution.finished = True
+            return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
+        try:
+            exit_code, timed_out = await _drive(pool, run, execution, lane)
+        finally:
+            execution.finished = True
+            run.close()
+            session.last_used = anyio.current_time()
+        if exit_code and (failure := await pool.start_failure(run.start_log)) is not None:
+            raise failure
+        return RunResult(
+            exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback
+        )
+
+
+def _workdir(
+    pool: ShellPool, session: Session, execution: Execution
+) -> tuple[str, tuple[str, str] | None]:
+    """Where the program starts, and (directory, workspace) when the session's
+    directory could not be entered: a request's absolute cwd is taken as it is."""
+    if execution.cwd is not None and os.path.isabs(expand_home(execution.cwd, session.home)):
+        return execution.workdir(session), None
+    base, fallback = session.start_dir(pool.backend)
+    if execution.cwd is None:
+        return base, fallback
+    return resolve_path(base, execution.cwd, session.home), fallback
+
+
+async def _drive(
+    pool: ShellPool, run: PtyHandle, execution: Execution, lane: PtyLane
+) -> tuple[int | None, bool]:
+    pid = run.pid
+    assert pid is not None
+    pool.child_pids.add(pid)
+    lane.open(run)
+    exit_code: int | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run.pump)
+            if run.start_log is not None:
+                tg.start_soon(run.start_log.collect)
+            with execution.arm():
+                exit_code = await run.wait()
+                await drain.until_quiet(run.eof, lambda: run.last_data)
+            execution.finished = True
+            lane.close()
+            await run.kill(pool.grace_seconds)
+            with anyio.move_on_after(drain.POST_KILL_SECONDS):
+                await run.eof.wait()
+            tg.cancel_scope.cancel()
+        if exit_code is None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
+                await run.wait()
+    finally:
+        pool.child_pids.discard(pid)
+    return exit_code, execution.timed_out

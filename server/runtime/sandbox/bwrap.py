@@ -1,0 +1,139 @@
+"""Starting bwrap: whether a sandbox can be made here (the probe, once), and a
+command's launch under a policy, with the seccomp filter it reads from a pipe.
+
+The policy itself, and the command line it makes, are pure (`sandbox.py`);
+this is the part that runs processes and opens descriptors.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+import anyio.to_thread
+import msgspec
+
+from bashrpc.protocol import messages
+from bashrpc.server.errors import SandboxUnavailable
+from bashrpc.server.runtime.sandbox import gitscan, seccomp
+from bashrpc.server.runtime.sandbox.sandbox import Policy
+
+# How long the probe sandbox may take to start and exit.
+PROBE_SECONDS = 10.0
+
+
+class Launch(msgspec.Struct):
+    """A command line to start, and the descriptors its process must be given; the
+    caller closes them (`close`) once it has started, or failed to."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            os.close(fd)
+        self.pass_fds = ()
+
+
+async def wrap(
+    argv: list[str],
+    policy: Policy | None,
+    *,
+    cwd: str,
+    private_dir: str | None = None,
+    read_only_files: Sequence[str] = (),
+    new_session: bool = True,
+    runtime_dir: str | None = None,
+    overlays: Sequence[tuple[str, str]] = (),
+) -> Launch:
+    """`argv` as it runs under `policy`: unchanged without one, else through bwrap
+    (which raises SandboxUnavailable where no sandbox can be made)."""
+    if policy is None:
+        return Launch(argv)
+    bwrap = await bwrap_path()
+    guard = await anyio.to_thread.run_sync(
+        functools.partial(gitscan.prepare, policy.writable, commits=policy.git_commits)
+    )
+    if guard.refused is not None:
+        raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=guard.refused))
+    filter_fd = socket_filter_fd() if policy.filters_sockets else None
+    wrapped = policy.argv(
+        argv,
+        cwd=cwd,
+        bwrap=bwrap,
+        private_dir=private_dir,
+        read_only_files=read_only_files,
+        new_session=new_session,
+        runtime_dir=runtime_dir,
+        filter_fd=filter_fd,
+        git=guard.binds,
+        overlays=overlays,
+    )
+    return Launch(wrapped, () if filter_fd is None else (filter_fd,))
+
+
+def socket_filter_fd() -> int:
+    """A pipe's read end holding the seccomp filter, for one bwrap to read whole.
+
+    One per start: bwrap reads to EOF, and a shared descriptor shares its offset.
+    The filter (some 250 bytes) fits a pipe's buffer, so the write never blocks."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    try:
+        os.write(write_end, _filter())
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+@functools.cache
+def _filter() -> bytes:
+    return seccomp.unix_socket_filter()
+
+
+async def bwrap_path() -> str:
+    """bwrap, once checked to start a sandbox here; raises SandboxUnavailable otherwise."""
+    path, problem = await anyio.to_thread.run_sync(probe)
+    if problem is not None:
+        raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=problem))
+    assert path is not None
+    return path
+
+
+@functools.cache
+def probe() -> tuple[str | None, str | None]:
+    """(bwrap's path, None) when a sandbox starts here, else (None, why); tried once.
+
+    The probe asks for every namespace a shell may use, and loads the socket
+    filter, so a machine that allows only some fails here, not on a user's command."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None, messages.SANDBOX_NO_BWRAP
+    machine = os.uname().machine
+    if machine not in seccomp.MACHINES:
+        return None, messages.SANDBOX_NO_SOCKET_FILTER.format(machine=machine)
+    filter_fd = socket_filter_fd()
+    policy = Policy("read-only", False, (), ())
+    argv = policy.argv(["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(filter_fd,),
+            timeout=PROBE_SECONDS,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, messages.SANDBOX_BWRAP_FAILED.format(detail=exc)
+    finally:
+        os.close(filter_fd)
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
+        return None, messages.SANDBOX_BWRAP_FAILED.format(detail=detail)
+    return path, None

@@ -1,0 +1,264 @@
+"""Finding the git dirs a sandbox's writable roots reach, and what git reads
+for them (`gitguard.py`, whose rules these are), at each shell's start.
+
+From each root's `.git`, then every gitlink of its index whose checkout has a
+`.git`, however deep: the index, not `.gitmodules`, says what the host's `git
+status` enters. For each, the configs git reads (system, global, repository,
+worktree, and their includes, `includeIf` whatever its condition) name what
+is kept. No count bounds it, so no command can spend one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
+
+from bashrpc.protocol import messages
+from bashrpc.server.runtime.sandbox import gitconfig, gitguard, gitindex
+from bashrpc.server.runtime.sandbox.gitguard import GitDir, Kept, Plan, Survey
+from bashrpc.server.runtime.sandbox.gitlayout import (
+    DOT_GIT,
+    GITDIR_PREFIX,
+    checkout_link,
+    common_of,
+    file_type,
+    host_configs,
+    read_pointer,
+    worktree_of,
+)
+
+# Submodule names may hold slashes (`modules/a/b`): how deep `modules/` and
+# `worktrees/` are looked into, with commits; deeper is kept read-only.
+MAX_DEPTH = 8
+# How many git dirs one `modules/` or `worktrees/` may hold to be pinned one by one.
+MAX_NESTED = 64
+# How deep `include.path` chains are followed (git stops at 10).
+MAX_INCLUDE_DEPTH = 10
+OBJECT_FORMAT_KEY = "extensions.objectformat"
+SHA256 = "sha256"
+_LOOKED_AT = (*gitguard.PINNED, *gitguard.WRITTEN_DIRS, *gitguard.NESTED)
+
+
+def prepare(roots: Sequence[str], *, commits: bool = False) -> Plan:
+    """The guard's binds for `roots`; with commits, its placeholders made on the host."""
+    made = gitguard.plan(scan(roots, commits=commits), roots, commits=commits)
+    for path, content in made.placeholders:
+        _make(path, content)
+    return made
+
+
+def scan(
+    roots: Sequence[str], *, commits: bool = False, env: Mapping[str, str] | None = None
+) -> Survey:
+    return _Scan(roots, commits, os.environ if env is None else env).run()
+
+
+class _Scan:
+    def __init__(self, roots: Sequence[str], commits: bool, env: Mapping[str, str]) -> None:
+        self.roots = roots
+        self.commits = commits
+        self.home = env.get("HOME") or os.path.expanduser("~")
+        self.host_configs = host_configs(env, self.home)
+        self.dirs: dict[str, GitDir] = {}
+        self.kept: list[Kept] = []
+        self.refused: list[str] = []
+        # Git dirs whose configs and gitlinks were read.
+        self.entered: set[str] = set()
+
+    def run(self) -> Survey:
+        for config in self.host_configs:
+            self._keep(config, messages.GIT_GUARD_GLOBAL)
+        for root in self.roots:
+            dot = os.path.join(root, DOT_GIT)
+            if os.path.lexists(dot):
+                self._checkout(root)
+            elif not any(r != root and gitguard.within_any(root, [r]) for r in self.roots):
+                self._enclosing(root)
+        return Survey(tuple(self.dirs.values()), tuple(self.kept), tuple(self.refused))
+
+    def _enclosing(self, root: str) -> None:
+        """A root in a repository, with no `.git` of its own: a command could make
+        one, which the host's git then takes for the repository there."""
+        directory = os.path.dirname(root)
+        while True:
+            if os.path.lexists(os.path.join(directory, DOT_GIT)):
+                what = messages.GIT_GUARD_ENCLOSED.format(root=root, repository=directory)
+                self.refused.append(
+                    messages.GIT_GUARD_REFUSED.format(what=what, why=messages.GIT_GUARD_MAY_INIT)
+                )
+                return
+            if directory == os.path.dirname(directory):
+                return
+            directory = os.path.dirname(directory)
+
+    def _checkout(self, worktree: str, parent: str | None = None) -> None:
+        """The repository a checkout's `.git` is, or names."""
+        dot = os.path.join(worktree, DOT_GIT)
+        kind = file_type(dot)
+        if kind == stat.S_IFDIR:
+            self._repository(worktree, os.path.realpath(dot), link=None, parent=parent)
+        elif kind == stat.S_IFREG:
+            pointer = read_pointer(dot, GITDIR_PREFIX)
+            target = None if pointer is None else os.path.join(worktree, pointer)
+            if target is None or not os.path.isdir(target):
+                # Broken: kept as it is, and what it names kept from being made.
+                self._keep(dot, messages.GIT_GUARD_GITDIR)
+                if target is not None:
+                    self._keep(target, messages.GIT_GUARD_GITDIR)
+                return
+            self._repository(worktree, os.path.realpath(target), link=dot, parent=parent)
+        else:
+            # A symlink (or anything else): its directory is kept, which a root cannot be.
+            self._keep(worktree, messages.GIT_GUARD_DOT_GIT_LINK, named=dot)
+
+    def _repository(
+        self, worktree: str, git_dir: str, *, link: str | None, parent: str | None
+    ) -> None:
+        if git_dir in self.entered:
+            return  # a cycle of `.git` files, or two checkouts of one git dir
+        self.entered.add(git_dir)
+        known = self.dirs.get(git_dir)
+        common = common_of(git_dir)
+        if known is not None:
+            # Found as another's common dir, or under `modules/`: its `.git` file too.
+            if link is not None and known.link != link:
+                self._keep(link, messages.GIT_GUARD_GITDIR)
+        else:
+            if common is not None and common not in self.dirs:
+                self._describe(common, own=True)
+            if common is not None and gitguard.within_any(git_dir, [common]):
+                parent = common
+            elif parent is not None and not gitguard.within_any(git_dir, [parent]):
+                parent = None
+            self._describe(git_dir, own=common is None, link=link, parent=parent)
+        self._configs(worktree, git_dir, common or git_dir)
+        if self.commits:
+            for nested in self._nested(git_dir):
+                self.dirs.setdefault(nested.path, nested)
+        self._gitlinks(worktree, git_dir, common or git_dir)
+
+    def _describe(
+        self, path: str, *, own: bool, link: str | None = None, parent: str | None = None
+    ) -> None:
+        found: set[str] = set()
+        links: list[tuple[str, str]] = []
+        for name in _LOOKED_AT:
+            entry = os.path.join(path, name)
+            kind = file_type(entry)
+            if kind == stat.S_IFLNK and name in gitguard.PINNED:
+                target = os.path.realpath(entry)
+                links.append((name, target))
+                self._keep(target, messages.GIT_GUARD_LINK_TARGET.format(name=name))
+            elif kind is not None and kind != stat.S_IFLNK:
+                found.add(name)
+        self.dirs[path] = GitDir(path, own, frozenset(found), tuple(links), link, parent)
+
+    def _configs(self, worktree: str, git_dir: str, common: str) -> None:
+        """What the configs git reads here name: included files (kept, made or not),
+        the hooks directory, and programs, relative to the worktree."""
+        pending = [(c, 0) for c in self.host_configs]
+        pending += [(os.path.join(common, "config"), 0)]
+        pending += [(os.path.join(git_dir, "config.worktree"), 0)]
+        while pending:
+            config, depth = pending.pop()
+            found = gitguard.references(
+                gitconfig.entries(config),
+                config_dir=os.path.dirname(config),
+                worktree=worktree,
+                home=self.home,
+            )
+            for key, path in (*found.includes, *found.named):
+                self._keep(path, key)
+            if depth < MAX_INCLUDE_DEPTH:
+                pending += [(path, depth + 1) for _, path in found.includes]
+
+    def _gitlinks(self, worktree: str, git_dir: str, common: str) -> None:
+        """Each gitlink's checkout: its repository, when it has a `.git`, else the
+        checkout kept from getting one."""
+        config = dict(gitconfig.entries(os.path.join(common, "config")))
+        sha256 = config.get(OBJECT_FORMAT_KEY, "").lower() == SHA256
+        index = os.path.join(git_dir, "index")
+        try:
+            paths = gitindex.gitlinks(
+                index, gitindex.SHA256_BYTES if sha256 else gitindex.SHA1_BYTES
+            )
+        except gitindex.IndexUnreadable as exc:
+            what = messages.GIT_GUARD_INDEX.format(path=index)
+            why = messages.GIT_GUARD_UNREADABLE.format(detail=exc)
+            self.refused.append(messages.GIT_GUARD_REFUSED.format(what=what, why=why))
+            return
+        for path in paths:
+            checkout = os.path.normpath(os.path.join(worktree, path))
+            if not gitguard.within_any(checkout, [worktree]) or checkout == worktree:
+                continue  # not a path git would check out
+            if os.path.lexists(os.path.join(checkout, DOT_GIT)):
+                self._checkout(checkout, parent=git_dir)
+            else:
+                self._keep(checkout, messages.GIT_GUARD_CHECKOUT)
+
+    def _keep(self, path: str, reason: str, *, named: str | None = None) -> None:
+        """`path`, when in a root, bound read-only: itself, or when missing the
+        nearest directory that exists, so that nothing can be made there."""
+        resolved = os.path.realpath(path)
+        if not gitguard.within_any(resolved, self.roots):
+            return
+        existing = resolved
+        while not os.path.lexists(existing):
+            existing = os.path.dirname(existing)
+        what = messages.GIT_GUARD_NAMED.format(path=named or resolved, reason=reason)
+        self.kept.append(Kept(existing, what))
+
+    def _nested(self, parent: str) -> Iterator[GitDir]:
+        """With commits: the git dirs under `modules/` and `worktrees/`, which a
+        command could point a checkout at. Deeper than MAX_DEPTH, or more than
+        MAX_NESTED in one, is kept read-only: more cannot be pinned at a cost
+        a shell's start can pay, and a command made them."""
+        for kind in gitguard.NESTED:
+            directory = os.path.join(parent, kind)
+            found = list(
+                itertools.islice(self._git_dirs_under(directory, MAX_DEPTH), MAX_NESTED + 1)
+            )
+            if len(found) > MAX_NESTED:
+                self._keep(directory, messages.GIT_GUARD_TOO_MANY)
+                continue
+            for path in found:
+                own = kind == "modules"
+                worktree = worktree_of(path, own)
+                link = checkout_link(path, worktree)
+                if path not in self.dirs:
+                    self._describe(path, own=own, link=link, parent=parent)
+                    if worktree is not None:
+                        self._configs(worktree, path, parent if not own else path)
+                    yield self.dirs[path]
+                    yield from self._nested(path)
+
+    def _git_dirs_under(self, directory: str, depth: int) -> Iterator[str]:
+        """Directories under `directory` holding a HEAD, not descending into them."""
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if os.path.lexists(os.path.join(entry.path, "HEAD")):
+                yield entry.path
+            elif depth <= 1:
+                self._keep(entry.path, messages.GIT_GUARD_TOO_DEEP)
+            else:
+                yield from self._git_dirs_under(entry.path, depth - 1)
+
+
+def _make(path: str, content: str | None) -> None:
+    """A placeholder, unless something is there already; where the server cannot
+    write the git dir, neither can its sandboxes, and nothing is made."""
+    with contextlib.suppress(OSError):
+        if content is None:
+            os.makedirs(path, exist_ok=True)
+            return
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        with open(fd, "w") as file:
+            file.write(content)

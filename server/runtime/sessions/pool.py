@@ -1,0 +1,238 @@
+"""The pool that keeps shells from piling up.
+
+Shells cost memory and processes, so the pool bounds them: past
+`max_shells`, starting a shell first closes the least recently used idle
+one. A shell whose background jobs are still running (a dev server, a
+watcher) is spared, both from that and from the idle timeout, until the
+hard limit of twice `max_shells`; beyond it, with no idle shell to close,
+the request is refused (TooManyShells). A one-shot PTY command holds a
+terminal and a shell, so it counts toward the same limits.
+
+Its shells come from the runtime's backend (see `seam/backend.py`), and a runner
+gets one for a command through `lease`, which gives it back with `discard`
+when it must not be used again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import msgspec
+
+from bashrpc.protocol import messages
+from bashrpc.server import log
+from bashrpc.server.errors import SandboxUnavailable, TooManyShells
+from bashrpc.server.runtime.seam.backend import Backend, LaunchLog, ShellHandle
+from bashrpc.server.runtime.seam.shelltypes import ShellConfig, ShellDied
+from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
+from bashrpc.server.settings import (
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_KILL_GRACE_SECONDS,
+    DEFAULT_MAX_SHELLS,
+)
+
+HARD_LIMIT_FACTOR = 2
+
+_shell_names = itertools.count(1)
+_log = log.get("pool")
+
+
+def _shell_died(exc: BaseException) -> bool:
+    """ShellDied, alone or as the one error of the shell's task group."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return isinstance(exc, ShellDied)
+
+
+class Lease(msgspec.Struct, frozen=True):
+    """A shell for one command, and (directory, workspace) when it is a new
+    shell that could not start in the session's directory."""
+
+    shell: ShellHandle
+    fallback: tuple[str, str] | None
+
+
+class PoolLimits(msgspec.Struct, frozen=True):
+    max_shells: int = DEFAULT_MAX_SHELLS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS
+
+    @property
+    def hard_limit(self) -> int:
+        return self.max_shells * HARD_LIMIT_FACTOR
+
+
+class ShellPool:
+    """Starts shells as tasks of a long-lived task group (their owner) and bounds them."""
+
+    def __init__(
+        self,
+        tg: anyio.abc.TaskGroup,
+        runtime_dir: Path,
+        sessions: SessionRegistry,
+        limits: PoolLimits,
+        backend: Backend,
+    ) -> None:
+        self._tg = tg
+        self.backend = backend
+        # The kill grace in use; shutdown shortens it.
+        self.grace_seconds = limits.grace_seconds
+        # PTY programs, whose exit status their runner collects.
+        self.child_pids: set[int] = set()
+        self._dir = runtime_dir
+        self._sessions = sessions
+        self.limits = limits
+        self.live: set[ShellHandle] = set()
+        # One-shot PTY commands running now: each holds a terminal and a shell.
+        self.pty_runs = 0
+
+    @property
+    def runtime_dir(self) -> Path:
+        """Every shell's directory is in it."""
+        return self._dir
+
+    @property
+    def count(self) -> int:
+        return len(self.live) + self.pty_runs
+
+    @contextlib.asynccontextmanager
+    async def pty_slot(self) -> AsyncIterator[None]:
+        """Room for one PTY command under the same limits as shells (-32001 beyond)."""
+        await self._make_room()
+        self.pty_runs += 1
+        try:
+            yield
+        finally:
+            self.pty_runs -= 1
+
+    async def lease(self, session: Session, *, one_shot: bool) -> Lease:
+        """The shell a command of `session` runs on: the session's own (started
+        anew when there is none or it died), or for `one_shot` a shell of its own."""
+        if not one_shot and session.shell is not None and not session.shell.dead:
+            return Lease(session.shell, None)
+        if not one_shot and session.shell is not None:
+            # Died between commands.
+            dead = session.drop_shell()
+            assert dead is not None
+            await self.close(dead, 0)
+        cwd, fallback = session.start_dir(self.backend)
+        shell = await self.start(session.config, session.env, cwd)
+        if not one_shot:
+            session.shell = shell
+            session.cwd = cwd
+        return Lease(shell, fallback)
+
+    async def discard(self, session: Session, shell: ShellHandle) -> None:
+        """Close a leased shell that must not run another command (it died, its
+        command was killed, or it was a one-shot)."""
+        await self.close(shell, self.grace_seconds)
+        if session.shell is shell:
+            session.drop_shell()
+
+    async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> ShellHandle:
+        await self._make_room()
+        config = await self.backend.configure(config, env)
+        shell = self.backend.shell(config, env, cwd, f"s{next(_shell_names)}")
+        if shell.start_log is not None:
+            # Read here, for as long as the shell holds it: nothing blocks on it.
+            self._tg.start_soon(shell.start_log.collect)
+        try:
+            await self._serve(shell)
+        except BaseException as exc:
+            failure = await self.start_failure(shell.start_log) if _shell_died(exc) else None
+            if failure is None:
+                raise
+            raise failure from None
+        return shell
+
+    async def _serve(self, shell: ShellHandle) -> None:
+        self.live.add(shell)
+        try:
+            await self._tg.start(shell.serve)
+        except BaseException:
+            self.live.discard(shell)
+            raise
+        finally:
+            if shell.start_log is not None:
+                shell.start_log.started()
+
+    async def start_failure(self, log: LaunchLog | None) -> SandboxUnavailable | None:
+        """For a shell or PTY command found dead: when its sandbox never started,
+        bwrap's words (`log`), logged.
+
+        Only bwrap's own lines count, and bwrap writes none once its command runs."""
+        said = None if log is None else await log.bwrap_message()
+        if said is None:
+            return None
+        reason = messages.SANDBOX_BWRAP_FAILED.format(detail=said)
+        message = messages.SANDBOX_UNAVAILABLE.format(reason=reason)
+        _log.error(message)
+        return SandboxUnavailable(message, detail=said)
+
+    def retire(self, shell: ShellHandle) -> None:
+        """Close a shell its session let go of, in the pool's task group: the caller,
+        which cannot wait, has already made sure no command runs on it."""
+        self._tg.start_soon(self.close, shell, self.grace_seconds)
+
+    async def close(self, shell: ShellHandle, grace_seconds: float) -> None:
+        try:
+            await shell.close(grace_seconds)
+        finally:
+            self.live.discard(shell)
+
+    def pids(self) -> set[int]:
+        """Children whose exit status someone here collects: shells, PTY programs,
+        and the backend's own (the orphan reaper leaves them alone)."""
+        pids = {pid for s in self.live if (pid := s.pid) is not None} | self.child_pids
+        return pids | self.backend.pids()
+
+    def note_members(self) -> None:
+        """Record what every shell has started so far."""
+        self.backend.note_members(list(self.live))
+
+    def background_jobs(self, sessions: Sequence[Session]) -> list[int]:
+        """For each session, the processes its idle shell started that still run
+        (0 without an idle shell): one look for them all."""
+        shells = [s.idle_shell for s in sessions]
+        counts = iter(self.backend.background_jobs([s for s in shells if s is not None]))
+        return [0 if shell is None else next(counts) for shell in shells]
+
+    def _idle_sessions(self) -> list[Session]:
+        idle = [s for s in self._sessions.all() if s.shell is not None and not s.busy]
+        return sorted(idle, key=lambda s: s.last_used)
+
+    async def _evict(self, session: Session, why: str) -> None:
+        shell = session.drop_shell()
+        if shell is None:
+            return
+        _log.info("closing the shell of session %r (%s)", session.id, why)
+        await self.close(shell, self.grace_seconds)
+
+    async def _make_room(self) -> None:
+        if self.count < self.limits.max_shells:
+            return
+        idle = self._idle_sessions()
+        jobs = self.background_jobs(idle)
+        victim = next((s for s, n in zip(idle, jobs, strict=True) if n == 0), None)
+        if victim is None and self.count < self.limits.hard_limit:
+            return
+        if victim is None and idle:
+            victim = idle[0]
+        if victim is None:
+            raise TooManyShells(self.count)
+        await self._evict(victim, "least recently used")
+
+    async def evict_idle(self) -> None:
+        """Close shells idle for longer than the limit, unless their jobs still run."""
+        now = anyio.current_time()
+        stale = [s for s in self._idle_sessions() if now - s.last_used >= self.limits.idle_seconds]
+        if not stale:
+            return
+        for session, jobs in zip(stale, self.background_jobs(stale), strict=True):
+            if jobs == 0:
+                await self._evict(session, "idle")

@@ -1,0 +1,261 @@
+"""A shell's channels besides its stdin: the status FIFO and the output FIFOs.
+
+The status FIFO carries one record per command (see `shellproto.py`). Each
+command writes into a FIFO of its own. Its reader forwards what it reads
+while the command is current, pausing when the consumer asks it to
+(backpressure), then drains what is left when the command ends, bounded by
+idleness (see `drain.py`), and after that keeps reading only to discard,
+so a chatty background job never blocks or dies of SIGPIPE. Both are read
+by loop callbacks, with no task per read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+
+from bashrpc.server import fdio
+from bashrpc.server.pulse import Pulse
+from bashrpc.server.runtime.seam import drain
+from bashrpc.server.runtime.seam.backend import Backpressure
+from bashrpc.server.runtime.shell.shellproto import (
+    TOKEN_BYTES,
+    BadRecord,
+    RecordReader,
+    StatusRecord,
+)
+
+# One read of a command's output is processed whole in one loop callback (sanitize,
+# count, artifact, chunk): the slice of CPU another session's reply may wait behind.
+READ_CHUNK_BYTES = 64 * 1024
+STATUS_READ_BYTES = 4096
+PIPE_BUFFER_BYTES = 1024 * 1024
+_F_SETPIPE_SZ = 1031
+
+
+class Fifo:
+    """A command's output FIFO. One that reached EOF is reused by the next command."""
+
+    def __init__(self, path: Path) -> None:
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
+        except OSError:
+            pass
+
+    def hold(self) -> int:
+        """Our own writer keeps the FIFO from reading as EOF before the shell opens it."""
+        return os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def close(self) -> None:
+        os.close(self.fd)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+class OutputPipe:
+    """Reads one command's FIFO from a loop callback until EOF: forwards while
+    attached, pauses while the consumer is backlogged, then only discards."""
+
+    def __init__(
+        self, fifo: Fifo, on_output: Callable[[bytes], None], backpressure: Backpressure | None
+    ) -> None:
+        self.fifo = fifo
+        self._on_output: Callable[[bytes], None] | None = on_output
+        self._backpressure = backpressure
+        self.eof = anyio.Event()
+        self._blocked = False
+        self._wake = Pulse()
+        self._retired = False
+        self._watch = fdio.Watch(fifo.fd, self.read_now)
+        self.last_data = self._watch.time()
+
+    def read_now(self) -> None:
+        """One read, as the loop calls it on readiness (and as a caller may, to
+        learn at once what is already there)."""
+        try:
+            data = os.read(self.fifo.fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        if not data:
+            self._watch.stop()
+            self.eof.set()
+            if self._retired:
+                self.fifo.close()
+            return
+        self.last_data = self._watch.time()
+        if self._on_output is not None:
+            self._on_output(data)
+        if self._backpressure is not None and self._backpressure.backlogged:
+            self._watch.stop()
+            self._blocked = True
+            self.poke()
+
+    def poke(self) -> None:
+        """Wake `until`: its condition may hold now."""
+        self._wake.fire()
+
+    async def until(self, done: anyio.Event) -> None:
+        """Until `done` is set (and poked); meanwhile honour the consumer's backpressure."""
+        while not done.is_set():
+            if self._blocked and self._backpressure is not None:
+                await self._backpressure.wait_for_room()
+                self._resume()
+                continue
+            if done.is_set() or self._blocked:
+                continue
+            await self._wake.wait()
+
+    def _resume(self) -> None:
+        self._blocked = False
+        if not self.eof.is_set():
+            self._watch.start()
+
+    def release(self) -> None:
+        """No more pauses for the consumer: read whatever comes."""
+        self._backpressure = None
+        if self._blocked:
+            self._resume()
+
+    async def drain(self, quiet_seconds: float) -> None:
+        """Read on until EOF, or until `quiet_seconds` without output (background
+        jobs may hold the FIFO open), and never longer than DRAIN_MAX_SECONDS.
+
+        The command has ended, so what it wrote is already in the pipe: it is
+        read at once, with no pause for the consumer."""
+        self.release()
+        self.read_now()
+        deadline = self._watch.time() + drain.DRAIN_MAX_SECONDS
+        while not self.eof.is_set():
+            wait = min(self.last_data + quiet_seconds, deadline) - self._watch.time()
+            if wait <= 0:
+                return
+            with anyio.move_on_after(wait):
+                await self.eof.wait()
+
+    def retire(self) -> None:
+        """Stop forwarding; read and discard until EOF, then close the FIFO."""
+        self._on_output = None
+        self._retired = True
+        self.release()
+        if self.eof.is_set():
+            self.fifo.close()
+
+    def stop(self) -> None:
+        """The shell is gone: stop reading (the FIFO is closed by its owner)."""
+        self._watch.stop()
+
+
+class Fifos:
+    """One shell's FIFOs: one per command; one that reached EOF serves the next,
+    and one that background jobs still hold is read until they let go."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self._dir = directory
+        self._name = name
+        self._seq = 0
+        self._spare: Fifo | None = None
+        self._retired: list[OutputPipe] = []
+
+    def take(self) -> Fifo:
+        if self._spare is not None:
+            fifo, self._spare = self._spare, None
+            return fifo
+        self._seq += 1
+        return Fifo(self._dir / f"{self._name}.{self._seq}.out")
+
+    def settle(self, pipe: OutputPipe) -> None:
+        """Keep a FIFO that reached EOF for the next command; retire one still held open."""
+        if pipe.eof.is_set() and self._spare is None:
+            pipe.stop()
+            self._spare = pipe.fifo
+            return
+        pipe.retire()
+        self._retired = [p for p in self._retired if not p.eof.is_set()]
+        if not pipe.eof.is_set():
+            self._retired.append(pipe)
+
+    def close(self) -> None:
+        for pipe in self._retired:
+            pipe.stop()
+            if not pipe.eof.is_set():
+                pipe.fifo.close()
+        self._retired.clear()
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+
+
+class StatusChannel:
+    """The status FIFO: the running command's record, or None once the shell is
+    gone; anything else in it (see `RecordReader`) goes to `on_bad`, once, and
+    ends the channel.
+
+    Our own writer keeps it from reading as EOF between the driver's writes,
+    so the shell's end comes from its exit (`shell_exited`), not from here."""
+
+    def __init__(
+        self,
+        path: Path,
+        on_record: Callable[[StatusRecord | None], None],
+        on_bad: Callable[[BadRecord], None],
+    ) -> None:
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._hold = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._on_record = on_record
+        self._on_bad = on_bad
+        self._records = RecordReader()
+        self.ended = False
+        self._watch = fdio.Watch(self._fd, self._readable)
+
+    def expect(self) -> str:
+        """A fresh token for the next command, which its record must carry."""
+        token = secrets.token_hex(TOKEN_BYTES)
+        self._records.expect(token)
+        return token
+
+    def _readable(self) -> None:
+        self._read_once()
+
+    def _read_once(self) -> bool:
+        """One read; whether there may be more."""
+        if self.ended:
+            return False
+        try:
+            data = os.read(self._fd, STATUS_READ_BYTES)
+        except BlockingIOError:
+            return False
+        try:
+            record = self._records.feed(data)
+        except BadRecord as bad:
+            self.ended = True
+            self._watch.stop()
+            self._on_bad(bad)
+            return False
+        if record is not None:
+            self._on_record(record)
+        return True
+
+    def shell_exited(self) -> None:
+        """Read what the shell wrote before it went, then say it is gone."""
+        while self._read_once():
+            pass
+        self.ended = True
+        self._watch.stop()
+        self._on_record(None)
+
+    def close(self) -> None:
+        self._watch.stop()
+        anyio.notify_closing(self._fd)
+        for fd in (self._fd, self._hold):
+            os.close(fd)

@@ -1,0 +1,118 @@
+"""The model's background jobs: `run_in_background`, `bash_output`, `bash_kill`.
+
+A job the model starts runs in the tool session, where its bash commands
+run, and is never announced with `terminal/exited` (an MCP client would not
+know it): its end is told instead in the next tool result, as one line
+(`with_job_ends`), unless `bash_output` or `bash_kill` said it first. Each
+job keeps the model's own cursor, so `bash_output` returns only what is new;
+output no longer in memory is named, with the artifact that has it. A job
+the model kills is released: it has said all it will.
+"""
+
+from __future__ import annotations
+
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import (
+    BASH_KILL_TOOL,
+    BASH_OUTPUT_TOOL,
+    BashStructured,
+    CallToolResult,
+    JobToolArguments,
+    TextContent,
+    ToolsCallParams,
+)
+from bashrpc.protocol.schema import inline_schema
+from bashrpc.server import errors
+from bashrpc.server.output.utf8 import char_start
+from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.services.commands import CommandSpec
+from bashrpc.server.services.terminals import JobStart, TerminalService, end_line
+from bashrpc.server.services.tool.toolargs import decoded
+from bashrpc.server.services.tool.toolfinish import tool_error
+from bashrpc.server.settings import Settings
+
+TOOLS = (BASH_OUTPUT_TOOL, BASH_KILL_TOOL)
+
+
+def definitions() -> list[tuple[str, str, dict[str, object]]]:
+    """(name, description, input schema) of the two job tools."""
+    schema = inline_schema(JobToolArguments)
+    return [
+        (BASH_OUTPUT_TOOL, messages.BASH_OUTPUT_TOOL_DESCRIPTION, schema),
+        (BASH_KILL_TOOL, messages.BASH_KILL_TOOL_DESCRIPTION, schema),
+    ]
+
+
+def _text_result(text: str, exit_code: int | None = None) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(text=text)],
+        structured_content=BashStructured(
+            output=text, exit_code=exit_code, cancelled=False, timed_out=False, truncation=None
+        ),
+    )
+
+
+async def start(terminals: TerminalService, spec: CommandSpec) -> CallToolResult:
+    """`run_in_background`: the planned command as a job of the tool session."""
+    what = JobStart(
+        spec.session_id,
+        spec.command,
+        cwd=spec.cwd,
+        sandbox=spec.sandbox,
+        field_prefix=spec.field_prefix,
+    )
+    job = await terminals.start(what, announce=False)
+    return _text_result(messages.JOB_STARTED.format(terminal_id=job.id))
+
+
+async def call(
+    terminals: TerminalService, params: ToolsCallParams, session_id: str, settings: Settings
+) -> CallToolResult:
+    """`bash_output` or `bash_kill`; an unknown job is a tool error the model reads."""
+    args = decoded(params, JobToolArguments)
+    try:
+        job = terminals.job(session_id, args.terminal_id)
+    except errors.NoSuchTerminal:
+        return tool_error(messages.NO_SUCH_TERMINAL.format(terminal_id=args.terminal_id))
+    if params.name == BASH_KILL_TOOL:
+        await terminals.kill(job)
+    text = _new_output(job, settings.output.max_bytes)
+    if not job.exited.is_set():
+        status = messages.JOB_RUNNING.format(terminal_id=job.id)
+    else:
+        job.told_model = True
+        status = end_line(job)
+    if params.name == BASH_KILL_TOOL:
+        await terminals.release(job)
+    exit_code = None if job.exit is None else job.exit.code
+    return _text_result(text + status, exit_code)
+
+
+def _new_output(job: Job, max_bytes: int) -> str:
+    """What came since the model last read, its tail within `max_bytes`, gaps said."""
+    piece = job.ring.after(job.model_cursor)
+    job.model_cursor = piece.end
+    data = piece.data
+    missed = 0 if piece.missed_from is None else piece.start - piece.missed_from
+    cut = char_start(data, max(0, len(data) - max_bytes))
+    missed += cut
+    data = data[cut:]
+    text = data.decode("utf-8", "replace")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if missed:
+        notice = messages.JOB_OUTPUT_MISSED.format(count=missed, artifact=job.artifact_id)
+        text = notice + text
+    return text or messages.JOB_NO_NEW_OUTPUT + "\n"
+
+
+def with_job_ends(result: CallToolResult, lines: list[str]) -> CallToolResult:
+    """The result with one line per job of the session that ended unsaid."""
+    if not lines or not result.content:
+        return result
+    tail = "".join(f"\n{line}" for line in lines)
+    first = result.content[0]
+    result.content[0] = TextContent(text=first.text + tail)
+    if result.structured_content is not None:
+        result.structured_content.output += tail
+    return result

@@ -1,0 +1,114 @@
+"""What a running tool call tells its host: `tool/update` snapshots and MCP
+progress, on a throttle, and on a PTY the terminal's raw bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.abc
+import msgspec
+
+from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
+from bashrpc.server.output.chunks import RawStream
+from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.services.resumable import Resumable
+from bashrpc.server.services.streams import Listener, ListenerFactory, Notify, raw_emitter
+from bashrpc.server.settings import Settings
+
+TOOL_UPDATE_INTERVAL_SECONDS = 0.1
+PROGRESS_MESSAGE_MAX_CHARS = 200
+
+
+class ToolUpdates:
+    """`tool/update` snapshots and MCP progress for one running tool call.
+
+    It keeps its own bounded tail of the output, so a snapshot costs no more
+    than the newest `max_bytes`."""
+
+    def __init__(
+        self,
+        notify: Notify,
+        request_id: Any,
+        *,
+        snapshots: bool,
+        progress_token: str | int | None,
+        max_bytes: int,
+        owner: anyio.abc.TaskGroup,
+    ) -> None:
+        self._notify = notify
+        self._request_id = request_id
+        self._snapshots = snapshots
+        self._token = progress_token
+        self._max = max_bytes
+        self._tail = bytearray()
+        self._total = 0
+        self._throttle = Throttle(self._flush, TOOL_UPDATE_INTERVAL_SECONDS, owner)
+
+    @property
+    def active(self) -> bool:
+        return self._snapshots or self._token is not None
+
+    def push(self, data: bytes) -> None:
+        self._total += len(data)
+        self._tail += data
+        if len(self._tail) > 2 * self._max:
+            del self._tail[: len(self._tail) - self._max]
+        self._throttle.poke()
+
+    async def close(self) -> None:
+        await self._throttle.close()
+
+    async def _flush(self) -> None:
+        tail = self._tail[-self._max :].decode("utf-8", "ignore")
+        if self._snapshots:
+            update = ToolUpdate(request_id=self._request_id, content=[TextContent(text=tail)])
+            await self._notify("tool/update", update)
+        if self._token is not None:
+            last = next((line for line in reversed(tail.split("\n")) if line), "")
+            progress = ProgressParams(
+                progress_token=self._token,
+                progress=self._total,
+                message=last[:PROGRESS_MESSAGE_MAX_CHARS],
+            )
+            await self._notify("notifications/progress", progress)
+
+
+def listener(
+    notify: Notify,
+    request_id: Any,
+    *,
+    host: HostOptions,
+    progress_token: str | int | None,
+    settings: Settings,
+    terminal: bool,
+) -> ListenerFactory:
+    """The listener of a tool call: updates while it runs; raw bytes on a PTY."""
+    opted_out = set(host.opt_out_notifications)
+
+    def make(tg: anyio.abc.TaskGroup) -> Listener:
+        tool_updates = ToolUpdates(
+            notify,
+            request_id,
+            snapshots="tool/update" in host.notifications and "tool/update" not in opted_out,
+            progress_token=None if "notifications/progress" in opted_out else progress_token,
+            max_bytes=settings.output.max_bytes,
+            owner=tg,
+        )
+        text = [tool_updates] if tool_updates.active else []
+        raw = [RawStream(raw_emitter(notify, request_id), tg)] if terminal else []
+        return Listener(text=text, raw=raw)
+
+    return make
+
+
+def logging_progress(notify: Notify, record: Resumable) -> Notify:
+    """`notify`, with each `notifications/progress` also logged in `record`, in
+    order, for a `bash/attach` on another connection to replay."""
+
+    async def send(method: str, params: msgspec.Struct) -> None:
+        if method == "notifications/progress":
+            record.add(record.log.next_seq, msgspec.json.encode(params).decode(), 0)
+        await notify(method, params)
+
+    return send
