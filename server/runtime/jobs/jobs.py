@@ -34,6 +34,7 @@ from bashrpc.server import errors, fdio, log
 from bashrpc.server.output.artifacts import ArtifactWriter
 from bashrpc.server.output.outputring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Containment, Tracker
 from bashrpc.server.runtime.jobs.jobstate import Event, ExitStatus, exit_status, step
@@ -89,7 +90,7 @@ class Job:
         # The model's own cursor, for the tool that reads new output.
         self.model_cursor = 0
         self._sanitizer = Sanitizer()
-        self._changed = anyio.Event()
+        self._changed = Pulse()
         self._process: subprocess.Popen[bytes] | None = None
         self._tracker: Tracker | None = None
         self._stdin: int | None = None
@@ -118,8 +119,7 @@ class Job:
         self.poke()
 
     def poke(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        self._changed.fire()
 
     async def changed(self) -> None:
         """Until new output, or a change of state."""
