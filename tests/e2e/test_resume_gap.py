@@ -3,9 +3,6 @@ kept), unless the request accepts the gap: then the first chunk says so."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import msgspec
 import pytest
 
@@ -26,15 +23,6 @@ pytestmark = pytest.mark.slow
 HANG_SECONDS = 120.0
 # More than a cut request's replay ring keeps (32 MiB).
 FLOOD = "head -c 60000000 /dev/zero | tr '\\0' a; echo"
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp=tmp_path)
-    try:
-        yield process.wait_listening()
-    finally:
-        process.kill()
 
 
 def test_a_resume_past_what_is_kept_is_refused_unless_the_gap_is_accepted(
