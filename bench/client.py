@@ -16,6 +16,7 @@ import msgspec
 
 from bashrpc.protocol.client import ClientCore, Unparsable, result_of
 from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.methods import BashChunk
 from bashrpc.server.cli.keepalive import Keepalive
 
 T = TypeVar("T")
@@ -70,6 +71,8 @@ class BenchServer:
         self._keepalive = Keepalive(self.send)
         self.notifications = 0
         self.first_notification_at: float | None = None
+        # Given the text of every `bash/chunk`, as bytes (to check the stream's integrity).
+        self.on_chunk: Callable[[bytes], None] | None = None
 
     @property
     def pid(self) -> int:
@@ -98,6 +101,8 @@ class BenchServer:
                 self.notifications += 1
                 if self.first_notification_at is None:
                     self.first_notification_at = time.perf_counter()
+                if self.on_chunk is not None and message.method == "bash/chunk":
+                    self.on_chunk(msgspec.json.decode(message.params, type=BashChunk).text.encode())
                 continue
             if message.id == ident:
                 if message.error is not None:
