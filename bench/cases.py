@@ -21,7 +21,7 @@ from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.runtime.bwrap import probe as sandbox_probe
 from bashrpc.server.services.interceptor import DEFAULT_RULES, intercept
-from bench.client import BenchServer, cpu_seconds, rss_kib, time_calls
+from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.rows import MB, Row, percentile
@@ -283,7 +283,7 @@ class Bench:
                 elapsed = time.perf_counter() - started
                 size = target.stat().st_size
                 direct.values.append(size / elapsed / MB)
-                expected = _file_sha256(target)
+                expected = file_sha256(target)
                 target.unlink()
                 streamed = self._flood(command, size, expected, stream=True)
                 through.values.append(streamed.mb_per_s)
@@ -323,7 +323,7 @@ class Bench:
         finally:
             server.close()
         artifacts = list(self.artifacts.rglob("*.bash.log"))
-        exact = len(artifacts) == 1 and _file_sha256(artifacts[0]) == expected
+        exact = len(artifacts) == 1 and file_sha256(artifacts[0]) == expected
         if stream:
             exact = exact and streamed.hexdigest() == expected
         for path in artifacts:
@@ -516,14 +516,6 @@ def _exact_row(metric: str) -> Row:
     """1 when every copy of the output hashed like the redirection's file, else 0:
     a figure for lost or changed bytes is not a throughput."""
     return Row("throughput", metric, "ok", target="= 1", check=lambda v: v == 1)
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def run_cases(names: list[str], sizes: Sizes) -> list[Row]:
