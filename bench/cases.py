@@ -8,6 +8,7 @@ on a noisy machine.
 from __future__ import annotations
 
 import hashlib
+import os
 import statistics
 import subprocess
 import tempfile
@@ -296,7 +297,7 @@ class Bench:
                 streamed = self._flood(command, size, expected, stream=True)
                 through.values.append(streamed.mb_per_s)
                 ratio.values.append(streamed.mb_per_s / direct.values[-1])
-                cpu.values.append(streamed.cpu_ms_per_mb)
+                _add_cpu(cpu, streamed)
                 exact.values.append(float(streamed.exact))
                 peak.values.append(streamed.peak_mib)
                 if name == "zeros":
@@ -312,7 +313,7 @@ class Bench:
                     )
                     target.unlink()
                     relay_ratio.values.append(stored.mb_per_s / relay.values[-1])
-                    kept_cpu.values.append(stored.cpu_ms_per_mb)
+                    _add_cpu(kept_cpu, stored)
                     kept_exact.values.append(float(stored.exact))
                     peak.values.append(stored.peak_mib)
         return [*rows, peak]
@@ -345,7 +346,9 @@ class Bench:
             exact = exact and streamed.hexdigest() == expected
         for path in artifacts:
             path.unlink()
-        return Flood(size / elapsed / MB, cpu * 1e3 / (size / MB), exact, peak)
+        # CPU time is counted in clock ticks: a flood too short for several has no figure.
+        per_mb = cpu * 1e3 / (size / MB) if cpu >= MIN_CPU_TICKS / CLOCK_TICKS else None
+        return Flood(size / elapsed / MB, per_mb, exact, peak)
 
     def idle_growth(self) -> list[Row]:
         row = Row("memory", f"RSS growth over {self.sizes.idle_seconds:g} s idle", "KiB")
@@ -518,15 +521,28 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
 }
 
 
+# The fewest clock ticks of server CPU that make a figure per MB (a tick is 10 ms).
+MIN_CPU_TICKS = 10
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Flood:
     """One flood through the server, as the throughput rows see it."""
 
     mb_per_s: float
-    cpu_ms_per_mb: float
+    # None when the flood was too short to measure (see MIN_CPU_TICKS).
+    cpu_ms_per_mb: float | None
     # Every byte arrived, unchanged: through the stream (when streamed) and in the artifact.
     exact: bool
     peak_mib: float
+
+
+def _add_cpu(row: Row, flood: Flood) -> None:
+    if flood.cpu_ms_per_mb is None:
+        row.note = "too short to measure"
+    else:
+        row.values.append(flood.cpu_ms_per_mb)
 
 
 def _exact_row(metric: str) -> Row:
