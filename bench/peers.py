@@ -35,6 +35,9 @@ OMP_PACKAGE = "@oh-my-pi/pi-coding-agent@18.2.3"
 BUN_PACKAGE = "bun"
 INSTALL_SECONDS = 600
 ANSWER_SECONDS = 60
+# A peer's full-output file is complete once it has not grown for this long.
+SETTLE_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.01
 # omp will not start without a model key; bash never uses it.
 PLACEHOLDER_KEY = {"ANTHROPIC_API_KEY": "unused-by-bash"}
 
@@ -108,18 +111,25 @@ class JsonlPeer:
         return str(self._bash(command).get("output", ""))
 
     def flood(self, command: str) -> tuple[float, str | None]:
-        """Seconds, and the sha256 of the full output as the peer kept it: its
-        answer when not truncated, else the full-output file it names; None when
-        it names none (the bytes cannot be checked)."""
+        """Seconds until the full output is there, and its sha256 as the peer
+        kept it: the full-output file it names, else its answer when not
+        truncated; None when neither holds it all (the bytes cannot be checked).
+
+        pi answers before that file is complete (99.85 of 100 MB at the answer,
+        the rest within a second), so the file is awaited until it stops
+        growing, and the time counts until it last grew."""
         started = time.perf_counter()
         data = self._bash(command)
         elapsed = time.perf_counter() - started
-        if not data.get("truncated"):
-            return elapsed, hashlib.sha256(str(data.get("output", "")).encode()).hexdigest()
         path = data.get("fullOutputPath")
-        if not isinstance(path, str) or not Path(path).is_file():
+        # The file first: pi may say `truncated: false` of a 100 MB flood whose
+        # answer holds only the tail.
+        if isinstance(path, str) and Path(path).is_file():
+            elapsed = _settled(Path(path), started) or elapsed
+            return elapsed, file_sha256(Path(path))
+        if data.get("truncated"):
             return elapsed, None
-        return elapsed, file_sha256(Path(path))
+        return elapsed, hashlib.sha256(str(data.get("output", "")).encode()).hexdigest()
 
     def _bash(self, command: str) -> dict[str, object]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -191,6 +201,21 @@ Start = Callable[[], "JsonlPeer | BashrpcPeer"]
 # The zeros figure's metric, and the one saying whether its bytes were all there.
 ZEROS = "zeros through, MB/s"
 EXACT = "zeros byte-exact"
+
+
+def _settled(path: Path, started: float) -> float | None:
+    """Wait until `path` stops growing; seconds from `started` to its last growth,
+    or None if it never grew after the first look."""
+    size, grew = path.stat().st_size, None
+    quiet_until = time.perf_counter() + SETTLE_SECONDS
+    deadline = time.perf_counter() + ANSWER_SECONDS
+    while time.perf_counter() < min(quiet_until, deadline):
+        time.sleep(SETTLE_POLL_SECONDS)
+        now = path.stat().st_size
+        if now != size:
+            size, grew = now, time.perf_counter() - started
+            quiet_until = time.perf_counter() + SETTLE_SECONDS
+    return grew
 
 
 def timed(run: Callable[[], object]) -> float:
