@@ -126,7 +126,10 @@ class JsonlPeer:
         # answer holds only the tail.
         if isinstance(path, str) and Path(path).is_file():
             elapsed = _settled(Path(path), started) or elapsed
-            return elapsed, file_sha256(Path(path))
+            digest = file_sha256(Path(path))
+            # The flood's copy, which the peer leaves behind in /tmp.
+            Path(path).unlink()
+            return elapsed, digest
         if data.get("truncated"):
             return elapsed, None
         return elapsed, hashlib.sha256(str(data.get("output", "")).encode()).hexdigest()
