@@ -1,17 +1,14 @@
 """`bashrpc daemon`: many connections on one unix socket, in one guarded process.
 
-Each accepted connection is a `Connection` over the socket, with its own
-`initialize` and host options, and a runtime of its own (sessions, shells)
-in a cgroup nested in the daemon's: when the connection ends, its shells and
-everything they started are killed as on the end of a stdio server, and the
-other connections' are untouched. The daemon as a whole is guarded like a
-stdio server (`serve.guarded`): subreaper, watchdog, the final kill.
+Each accepted connection is a `Connection` with its own `initialize` and host
+options, a view onto its owner's tenant (`tenants`): a clientId's or a scope's
+sessions outlive a cut connection for the detach grace; a connection's own die
+with it. The daemon is guarded like a stdio server (`serve.guarded`).
 
-Task groups, outermost first: the guard; the watchers' (signals,
-housekeeping); the connections' (the accept loop in a cancel scope of its
-own, then one task per connection, each holding its runtime). Stopping
-cancels the accept loop and stops every connection; the connections' group
-ends when the last one has wound down.
+Task groups, outermost first: the guard; the watchers' (signals, housekeeping,
+probes); the connections' (the accept loop in a cancel scope of its own, then
+one task per connection). Stopping cancels the accept loop and stops every
+connection; the group ends when the last one has wound down.
 """
 
 from __future__ import annotations
