@@ -74,6 +74,9 @@ class BenchServer:
         self.first_notification_at: float | None = None
         # Given the text of every `bash/chunk`, as bytes (to check the stream's integrity).
         self.on_chunk: Callable[[bytes], None] | None = None
+        # Bytes the stream said it skipped (a reader slower than the flood): the
+        # stream then holds less than the output, and only the artifact all of it.
+        self.skipped_bytes = 0
 
     @property
     def pid(self) -> int:
@@ -103,7 +106,9 @@ class BenchServer:
                 if self.first_notification_at is None:
                     self.first_notification_at = time.perf_counter()
                 if self.on_chunk is not None and message.method == "bash/chunk":
-                    self.on_chunk(msgspec.json.decode(message.params, type=BashChunk).text.encode())
+                    chunk = msgspec.json.decode(message.params, type=BashChunk)
+                    self.skipped_bytes += chunk.skipped
+                    self.on_chunk(chunk.text.encode())
                 continue
             if message.id == ident:
                 if message.error is not None:

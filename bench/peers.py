@@ -179,6 +179,7 @@ class BashrpcPeer:
         for path in self._artifacts.rglob("*.bash.log"):
             path.unlink()
         streamed = hashlib.sha256()
+        self.server.skipped_bytes = 0
         started = time.perf_counter()
         if self._kept:
             self.server.call("tools/call", bash_tool_call(BashToolArguments(command=command)))
@@ -191,7 +192,8 @@ class BashrpcPeer:
         if len(artifacts) != 1:
             return elapsed, None
         kept = file_sha256(artifacts[0])
-        if not self._kept and streamed.hexdigest() != kept:
+        # A stream that skipped (it says so) is checked through its artifact alone.
+        if not self._kept and self.server.skipped_bytes == 0 and streamed.hexdigest() != kept:
             return elapsed, None
         return elapsed, kept
 
