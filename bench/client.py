@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import subprocess
@@ -16,6 +17,7 @@ import msgspec
 
 from bashrpc.protocol.client import ClientCore, Unparsable, result_of
 from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.methods import BashChunk
 from bashrpc.server.cli.keepalive import Keepalive
 
 T = TypeVar("T")
@@ -70,6 +72,11 @@ class BenchServer:
         self._keepalive = Keepalive(self.send)
         self.notifications = 0
         self.first_notification_at: float | None = None
+        # Given the text of every `bash/chunk`, as bytes (to check the stream's integrity).
+        self.on_chunk: Callable[[bytes], None] | None = None
+        # Bytes the stream said it skipped (a reader slower than the flood): the
+        # stream then holds less than the output, and only the artifact all of it.
+        self.skipped_bytes = 0
 
     @property
     def pid(self) -> int:
@@ -98,6 +105,10 @@ class BenchServer:
                 self.notifications += 1
                 if self.first_notification_at is None:
                     self.first_notification_at = time.perf_counter()
+                if self.on_chunk is not None and message.method == "bash/chunk":
+                    chunk = msgspec.json.decode(message.params, type=BashChunk)
+                    self.skipped_bytes += chunk.skipped
+                    self.on_chunk(chunk.text.encode())
                 continue
             if message.id == ident:
                 if message.error is not None:
@@ -136,3 +147,12 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, read in blocks: a flood's output is larger than memory should hold."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

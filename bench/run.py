@@ -131,6 +131,7 @@ def run_peers(sizes: Sizes, picture: Path) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="bashrpc-peers-") as tmp:
         systems, results, notes = peers.compare(Path(tmp), sizes.peer_calls, sizes.peer_zero_bytes)
     print("\n" + peers.table(systems, results))
+    notes += peers.kept_ratios(results)
     skipped = plot(systems, results, picture)
     notes += [skipped] if skipped else []
     for note in notes:

@@ -11,11 +11,10 @@ they started are killed as on the end of a stdio server; other owners' are
 untouched. The daemon as a whole is guarded like a stdio server
 (`serve.guarded`): subreaper, watchdog, the final kill.
 
-Task groups, outermost first: the guard; the watchers' (signals,
-housekeeping); the connections' (the accept loop in a cancel scope of its
-own, then one task per connection, each holding its runtime). Stopping
-cancels the accept loop and stops every connection; the connections' group
-ends when the last one has wound down.
+Task groups, outermost first: the guard; the watchers' (signals, housekeeping,
+probes); the connections' (the accept loop in a cancel scope of its own, then
+one task per connection). Stopping cancels the accept loop and stops every
+connection; the group ends when the last one has wound down.
 """
 
 from __future__ import annotations

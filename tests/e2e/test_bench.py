@@ -85,8 +85,11 @@ def test_peers_are_skipped_with_a_note_when_npm_is_missing(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert "| metric | bashrpc |" in proc.stdout
     peers = json.loads((tmp_path / "quick.json").read_text())["peers"]
-    assert peers["systems"] == ["bashrpc"]
-    assert peers["results"]["bashrpc"]["`true` p50 ms"] > 0
+    # Streaming and kept, each checked byte for byte.
+    assert peers["systems"] == ["bashrpc", "bashrpc kept"]
+    for system in peers["systems"]:
+        assert peers["results"][system]["`true` p50 ms"] > 0
+        assert peers["results"][system]["zeros byte-exact"] == 1
     # Then a note on the plot, where matplotlib (an optional extra) is missing.
     assert peers["notes"][:2] == [
         "pi skipped: node and npm are not installed (apt install nodejs npm)",

@@ -191,10 +191,13 @@ def stopped_under(server: ServerProcess) -> bool:
 
 
 def run_attack(server: ServerProcess, script: str) -> str:
-    """The attack, run by the server's own interpreter (one its user may run)."""
+    """The attack, run by the server's own interpreter (one its user may run). The
+    scripts need only the standard library, so the interpreter is named by its real
+    path: a venv's link may sit in a folder the sandbox does not show (under /tmp,
+    which is private there)."""
     argv = server.proc.args
     assert isinstance(argv, list)
-    python = str(argv[0])
+    python = os.path.realpath(str(argv[0]))
     return f'SFIFO="$__bashrpc_sfifo" {python} {server.tmp / script}'
 
 
