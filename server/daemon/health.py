@@ -16,7 +16,6 @@ carry only fixed words, never an id, a command, a path or a figure.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -29,7 +28,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.health import HttpProblem, Liveness, Readiness
 from bashrpc.protocol.methods import ServerStatsResult
 from bashrpc.server import log
-from bashrpc.server.daemon.wsconfig import LOCALHOST, ListenAddress, ListenError, bearer_refusal
+from bashrpc.server.daemon.wsconfig import ListenAddress, ListenError, bearer_refusal, ip_host
 from bashrpc.server.observe import httpwire, prometheus
 from bashrpc.server.observe.httpwire import HttpError, Request
 
@@ -56,12 +55,7 @@ def parse_address(text: str) -> ListenAddress:
         raise bad from None
     if host is None or port is None or parts.path or parts.query or parts.username:
         raise bad
-    host = LOCALHOST if host == "localhost" else host
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        raise bad from None
-    return ListenAddress(host, port)
+    return ListenAddress(ip_host(host, bad), port)
 
 
 def check_start(address: ListenAddress, token: str | None, open_probes: bool) -> None:

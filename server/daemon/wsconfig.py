@@ -60,12 +60,17 @@ def parse_listen(url: str) -> ListenAddress:
         raise bad
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
         raise bad
+    return ListenAddress(ip_host(host, bad), port)
+
+
+def ip_host(host: str, bad: ListenError) -> str:
+    """An IP address as given, or `localhost` as IPv4 loopback; else `bad`."""
     host = LOCALHOST if host == "localhost" else host
     try:
         ipaddress.ip_address(host)
     except ValueError:
         raise bad from None
-    return ListenAddress(host, port)
+    return host
 
 
 def check_token(text: str) -> str:

@@ -8,7 +8,6 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,8 @@ from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
 from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import BashParams
-from tests.daemon import DaemonProcess, introduce
+from tests.daemon import introduce
+from tests.e2e.conftest import SpawnDaemon
 from tests.rpc import marked_processes, request_line, server_environment, wait_until
 
 pytestmark = pytest.mark.slow
@@ -26,24 +26,6 @@ pytestmark = pytest.mark.slow
 # A bound that only catches a hang.
 EXIT_BOUND_SECONDS = 15.0
 NOBODY = 65534
-
-SpawnDaemon = Callable[..., DaemonProcess]
-
-
-@pytest.fixture
-def spawn_daemon(tmp_path: Path) -> Iterator[SpawnDaemon]:
-    started: list[DaemonProcess] = []
-
-    def start(*args: str, socket_path: Path | None = None) -> DaemonProcess:
-        daemon = DaemonProcess(*args, tmp=tmp_path, socket_path=socket_path)
-        started.append(daemon)
-        return daemon
-
-    try:
-        yield start
-    finally:
-        for daemon in started:
-            daemon.kill()
 
 
 def test_connections_at_once_each_with_its_own_sessions(spawn_daemon: SpawnDaemon) -> None:

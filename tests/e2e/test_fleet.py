@@ -10,14 +10,12 @@ import re
 import secrets
 import signal
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
-
 from bashrpc.protocol.methods import BashParams, ServerStatsParams, ServerStatsResult
 from tests.daemon import DaemonProcess
+from tests.e2e.conftest import SpawnDaemon
 from tests.rpc import wait_until
 from tests.websocket import bearer, write_token
 
@@ -54,23 +52,6 @@ def http_of(daemon: DaemonProcess) -> Http:
     return Http(found[0])
 
 
-Start = Callable[..., DaemonProcess]
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[Start]:
-    """`bashrpc daemon ARGS...` on a socket of its own, killed at the end."""
-    started: list[DaemonProcess] = []
-
-    def run(*args: str) -> DaemonProcess:
-        started.append(DaemonProcess(*args, tmp=tmp_path))
-        return started[-1]
-
-    yield run
-    for daemon in started:
-        daemon.kill()
-
-
 def config(tmp_path: Path, text: str) -> str:
     path = tmp_path / "bashrpc.toml"
     path.write_text(text)
@@ -83,20 +64,20 @@ def metric(text: str, name: str) -> float:
     return float(found.group(1))
 
 
-def test_livez_answers_while_the_loop_turns(start: Start) -> None:
-    status, body = http_of(start("--http", "127.0.0.1:0")).get("/livez")
+def test_livez_answers_while_the_loop_turns(spawn_daemon: SpawnDaemon) -> None:
+    status, body = http_of(spawn_daemon("--http", "127.0.0.1:0")).get("/livez")
     assert (status, json.loads(body)) == (200, {"live": True})
 
 
-def test_readyz_is_200_with_no_reasons_when_ready(start: Start) -> None:
-    probes = http_of(start("--http", "127.0.0.1:0"))
+def test_readyz_is_200_with_no_reasons_when_ready(spawn_daemon: SpawnDaemon) -> None:
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0"))
     for path in ("/readyz", "/v1/health"):
         status, body = probes.get(path)
         assert (status, json.loads(body)) == (200, {"ready": True, "reasons": []})
 
 
-def test_an_unknown_path_is_404_and_a_post_405(start: Start) -> None:
-    probes = http_of(start("--http", "127.0.0.1:0"))
+def test_an_unknown_path_is_404_and_a_post_405(spawn_daemon: SpawnDaemon) -> None:
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0"))
     assert probes.get("/nope")[0] == 404
     connection = http.client.HTTPConnection(probes.host, probes.port, timeout=HANG_SECONDS)
     connection.request("POST", "/readyz", body=b"x")
@@ -104,8 +85,10 @@ def test_an_unknown_path_is_404_and_a_post_405(start: Start) -> None:
     connection.close()
 
 
-def test_readyz_is_503_while_draining_after_sigterm(start: Start, tmp_path: Path) -> None:
-    daemon = start("--http", "127.0.0.1:0", "--config", config(tmp_path, DRAIN))
+def test_readyz_is_503_while_draining_after_sigterm(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    daemon = spawn_daemon("--http", "127.0.0.1:0", "--config", config(tmp_path, DRAIN))
     probes = http_of(daemon)
     client = daemon.connect()
     marker = tmp_path / "started"
@@ -127,28 +110,27 @@ DRAIN = "[server]\ndrainSeconds = 60\n"
 
 
 def test_readyz_is_503_when_the_configured_sandbox_cannot_start(
-    start: Start, tmp_path: Path
+    spawn_daemon: SpawnDaemon, tmp_path: Path
 ) -> None:
     settings = config(tmp_path, '[sandbox]\nmode = "workspace-write"\n')
     # No bwrap on this daemon's PATH: the sandbox it is configured for cannot start.
-    daemon = DaemonProcess(
-        "--http", "127.0.0.1:0", "--config", settings, tmp=tmp_path, env={"PATH": "/nonexistent"}
+    daemon = spawn_daemon(
+        "--http", "127.0.0.1:0", "--config", settings, env={"PATH": "/nonexistent"}
     )
-    try:
-        status, body = http_of(daemon).get("/readyz")
-    finally:
-        daemon.kill()
+    status, body = http_of(daemon).get("/readyz")
     assert status == 503
     [reason] = json.loads(body)["reasons"]
     assert reason["code"] == "sandbox" and "bwrap is not installed" in reason["message"]
 
 
-def test_readyz_is_503_while_the_rc_capture_fails(start: Start, tmp_path: Path) -> None:
+def test_readyz_is_503_while_the_rc_capture_fails(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     # Killed before its EXIT trap can write the snapshot.
     (home / ".bashrc").write_text("kill -9 $$\n")
-    daemon = start("--http", "127.0.0.1:0")
+    daemon = spawn_daemon("--http", "127.0.0.1:0")
     probes = http_of(daemon)
     # A tenant's runtime captures the rc when the first connection makes it.
     client = daemon.connect()
@@ -164,16 +146,16 @@ def test_readyz_is_503_while_the_rc_capture_fails(start: Start, tmp_path: Path) 
     client.close()
 
 
-def test_a_non_loopback_http_needs_the_token(start: Start, tmp_path: Path) -> None:
-    daemon = start("--http", "0.0.0.0:0")
+def test_a_non_loopback_http_needs_the_token(spawn_daemon: SpawnDaemon, tmp_path: Path) -> None:
+    daemon = spawn_daemon("--http", "0.0.0.0:0")
     assert daemon.proc.wait(HANG_SECONDS) == 2
     assert "needs --token-file" in daemon.stderr()
 
 
-def test_with_a_token_every_path_needs_it(start: Start, tmp_path: Path) -> None:
+def test_with_a_token_every_path_needs_it(spawn_daemon: SpawnDaemon, tmp_path: Path) -> None:
     token = secrets.token_hex(32)
     token_file = write_token(tmp_path, token)
-    probes = http_of(start("--http", "127.0.0.1:0", "--token-file", str(token_file)))
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0", "--token-file", str(token_file)))
     for path in ("/livez", "/readyz", "/metrics"):
         assert probes.get(path)[0] == 401
         assert probes.get(path, bearer("wrong-token-wrong-token"))[0] == 401
@@ -181,11 +163,11 @@ def test_with_a_token_every_path_needs_it(start: Start, tmp_path: Path) -> None:
 
 
 def test_open_probes_let_a_kubelet_probe_but_metrics_still_need_the_token(
-    start: Start, tmp_path: Path
+    spawn_daemon: SpawnDaemon, tmp_path: Path
 ) -> None:
     token = secrets.token_hex(32)
     path = write_token(tmp_path, token)
-    daemon = start("--http", "0.0.0.0:0", "--token-file", str(path), "--http-open-probes")
+    daemon = spawn_daemon("--http", "0.0.0.0:0", "--token-file", str(path), "--http-open-probes")
     probes = http_of(daemon)
     probes.host = "127.0.0.1"
     assert probes.get("/livez")[0] == 200 and probes.get("/readyz")[0] == 200
@@ -198,9 +180,9 @@ def _series(text: str) -> set[str]:
 
 
 def test_metrics_keep_their_label_sets_under_32_connections_and_1000_commands(
-    start: Start,
+    spawn_daemon: SpawnDaemon,
 ) -> None:
-    daemon = start("--http", "127.0.0.1:0")
+    daemon = spawn_daemon("--http", "127.0.0.1:0")
     probes = http_of(daemon)
     errors: list[BaseException] = []
 
@@ -244,8 +226,8 @@ def daemon_connections(probes: Http) -> float:
     return metric(probes.get("/metrics")[1].decode(), "bashrpc_connections")
 
 
-def test_server_stats_gives_the_same_figures_as_metrics(start: Start) -> None:
-    daemon = start("--http", "127.0.0.1:0")
+def test_server_stats_gives_the_same_figures_as_metrics(spawn_daemon: SpawnDaemon) -> None:
+    daemon = spawn_daemon("--http", "127.0.0.1:0")
     probes = http_of(daemon)
     client = daemon.connect()
     client.bash("echo hello")

@@ -4,9 +4,6 @@ is told on the owner's next connection."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import pytest
 
 from bashrpc.protocol.methods import BashParams
@@ -21,30 +18,14 @@ from bashrpc.protocol.terminals import (
     TerminalWriteParams,
     TerminalWriteResult,
 )
-from tests.daemon import DaemonProcess, introduce
+from tests.daemon import introduce
+from tests.e2e.conftest import SpawnDaemon
 from tests.rpc import RpcClient, marked_processes, wait_until
 
 pytestmark = pytest.mark.slow
 
 BOUND_SECONDS = 60.0
 SESSION = "jobs"
-SpawnDaemon = Callable[..., DaemonProcess]
-
-
-@pytest.fixture
-def spawn_daemon(tmp_path: Path) -> Iterator[SpawnDaemon]:
-    started: list[DaemonProcess] = []
-
-    def start(*args: str) -> DaemonProcess:
-        daemon = DaemonProcess(*args, tmp=tmp_path).wait_listening()
-        started.append(daemon)
-        return daemon
-
-    try:
-        yield start
-    finally:
-        for daemon in started:
-            daemon.kill()
 
 
 def create(client: RpcClient, command: str) -> str:
@@ -55,7 +36,7 @@ def create(client: RpcClient, command: str) -> str:
 def test_a_job_that_ends_while_its_owner_is_cut_is_told_on_reconnect(
     spawn_daemon: SpawnDaemon,
 ) -> None:
-    daemon = spawn_daemon("--detach-grace", "60")
+    daemon = spawn_daemon("--detach-grace", "60").wait_listening()
     first = introduce(daemon.connect(), "owner")
     # It ends when told to: after the cut.
     terminal = create(first, "read -r; exit 5")
@@ -73,7 +54,7 @@ def test_a_job_that_ends_while_its_owner_is_cut_is_told_on_reconnect(
 def test_an_end_while_nobody_listens_is_kept_for_the_next_connection(
     spawn_daemon: SpawnDaemon,
 ) -> None:
-    daemon = spawn_daemon("--detach-grace", "60")
+    daemon = spawn_daemon("--detach-grace", "60").wait_listening()
     first = introduce(daemon.connect(), "owner")
     terminal = create(first, "sleep 0.5; exit 6")
     first.cut()
@@ -98,7 +79,7 @@ def test_an_end_while_nobody_listens_is_kept_for_the_next_connection(
 
 
 def test_jobs_end_when_the_detach_grace_runs_out(spawn_daemon: SpawnDaemon) -> None:
-    daemon = spawn_daemon("--detach-grace", "1")
+    daemon = spawn_daemon("--detach-grace", "1").wait_listening()
     client = introduce(daemon.connect(), "owner")
     create(client, "setsid sleep 300 & exec sleep 301")
     assert wait_until(lambda: len(daemon.owned_processes()) == 2, BOUND_SECONDS)
@@ -109,7 +90,7 @@ def test_jobs_end_when_the_detach_grace_runs_out(spawn_daemon: SpawnDaemon) -> N
 def test_a_connection_without_a_client_id_takes_its_jobs_with_it(
     spawn_daemon: SpawnDaemon,
 ) -> None:
-    daemon = spawn_daemon("--detach-grace", "60")
+    daemon = spawn_daemon("--detach-grace", "60").wait_listening()
     client = daemon.connect()
     create(client, "exec sleep 300")
     assert wait_until(lambda: len(daemon.owned_processes()) == 1, BOUND_SECONDS)
@@ -120,7 +101,7 @@ def test_a_connection_without_a_client_id_takes_its_jobs_with_it(
 def test_an_end_during_a_cut_connections_wind_down_is_kept_for_the_next(
     spawn_daemon: SpawnDaemon,
 ) -> None:
-    daemon = spawn_daemon("--detach-grace", "60")
+    daemon = spawn_daemon("--detach-grace", "60").wait_listening()
     first = introduce(daemon.connect(), "owner")
     # A request of the cut connection runs on, so that connection is not over yet.
     first.request("bash", BashParams(command="exec -a cut-marker sleep 30"))
