@@ -45,7 +45,9 @@ class Daemon:
         argv += ["--config", str(config), "--artifacts-dir", str(workdir / "artifacts")]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + DAEMON_START_SECONDS
-        while socketpath.holder_pid(self.socket_path) is None:
+        # The path appears once the socket listens (it is renamed into place): the
+        # lock's holder is known before that, while it binds.
+        while not self.socket_path.exists():
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise RuntimeError("the daemon did not start")
             time.sleep(0.05)

@@ -206,14 +206,20 @@ def test_a_second_sigterm_cuts_the_drain_short(spawn_process: SpawnProcess) -> N
     assert server.proc.wait(timeout=EXIT_BOUND_SECONDS) == 0
 
 
+# Three times the client timeout: only pings keep the server from taking the client for gone.
+PINGED_COMMAND_SECONDS = 3
+
+
 def test_exec_pings_a_server_with_a_client_timeout(tmp_path: Path) -> None:
     """`bashrpc exec --client-timeout T` pings at a third of T, so a command
     longer than T runs to its end."""
+    command = f"sleep {PINGED_COMMAND_SECONDS}; echo done"
     done = subprocess.run(
-        [sys.executable, "-m", "bashrpc", "exec", "--client-timeout", "1", "sleep 3; echo done"],
+        [sys.executable, "-m", "bashrpc", "exec", "--client-timeout", "1", command],
         capture_output=True,
         env=server_environment(tmp_path),
         cwd=tmp_path,
-        timeout=EXIT_BOUND_SECONDS,
+        # Only a hang's bound: ten times the command (12 s was exceeded at a load of 12).
+        timeout=10 * PINGED_COMMAND_SECONDS,
     )
     assert (done.returncode, done.stdout) == (0, b"done\n"), done.stderr
