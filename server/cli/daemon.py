@@ -99,14 +99,12 @@ def claim_http(args: argparse.Namespace, configured: str | None) -> Any:
         token = None if args.token_file is None else wsconfig.read_token(args.token_file)
         health.check_start(address, token, args.http_open_probes)
     except wsconfig.ListenError as exc:
-        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(exc, EXIT_USAGE)
     try:
         sock = health.bind(address)
     except OSError as exc:
         reason = messages.DAEMON_CANNOT_BIND.format(path=text, reason=exc.strerror)
-        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
-        return EXIT_FAILURE
+        return _refused(reason, EXIT_FAILURE)
     return health.HttpListener(sock=sock, token=token, open_probes=args.http_open_probes)
 
 
@@ -140,8 +138,7 @@ def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
     if args.listen is None:
         return None
     if importlib.util.find_spec("websockets") is None:
-        print(messages.CLI_ERROR.format(message=messages.WS_NEEDS_LIBRARY), file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(messages.WS_NEEDS_LIBRARY, EXIT_USAGE)
     from bashrpc.server.daemon import websocket
 
     try:
@@ -149,16 +146,21 @@ def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
         token = None if args.token_file is None else wsconfig.read_token(args.token_file)
         wsconfig.check_start(address, token, args.insecure_loopback)
     except wsconfig.ListenError as exc:
-        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
-        return EXIT_USAGE
+        return _refused(exc, EXIT_USAGE)
     try:
         sock = websocket.bind(address)
     except OSError as exc:
         reason = messages.DAEMON_CANNOT_BIND.format(path=address.url(), reason=exc.strerror)
-        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
-        return EXIT_FAILURE
+        return _refused(reason, EXIT_FAILURE)
     listener = websocket.WebSocketListener(address, sock, token, max_message_bytes)
     return functools.partial(websocket.listen, listener)
+
+
+def _refused(reason: object, status: int) -> int:
+    """One line on stderr saying why the daemon or a listener can't run as asked;
+    the exit status to end with."""
+    print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+    return status
 
 
 def socket_path(args: argparse.Namespace) -> Path:
@@ -181,8 +183,7 @@ def claim_socket(args: argparse.Namespace) -> Any:
         socketpath.take_lock(path)
         return socketpath.bind(path)
     except (socketpath.SocketPathError, OSError) as exc:
-        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
-        return EXIT_FAILURE
+        return _refused(exc, EXIT_FAILURE)
 
 
 def idle_seconds(args: argparse.Namespace) -> float | None:
