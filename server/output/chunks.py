@@ -19,6 +19,7 @@ import anyio.abc
 from bashrpc.protocol import messages
 from bashrpc.server.output import utf8
 from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.pulse import Pulse
 
 CHUNK_INTERVAL_SECONDS = 0.02
 MAX_PENDING_BYTES = 1024 * 1024
@@ -55,7 +56,7 @@ class ChunkStream:
         # Set while the client takes nothing: then text is skipped, not waited for.
         self._stalled = False
         # Made when the producer first waits for room: most commands never do.
-        self._progress: anyio.Event | None = None
+        self._progress = Pulse()
         self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
@@ -78,8 +79,6 @@ class ChunkStream:
         """Until the client has taken the backlog, or has stalled (then skip)."""
         while self.backlogged:
             sent = self._seq
-            if self._progress is None:
-                self._progress = anyio.Event()
             with anyio.move_on_after(self._stall_seconds):
                 await self._progress.wait()
             if self._seq == sent:
@@ -107,9 +106,7 @@ class ChunkStream:
             await self._emit(self._seq, text, skipped)
             self._seq += 1
             self._stalled = False
-            if self._progress is not None:
-                self._progress.set()
-                self._progress = None
+            self._progress.fire()
 
     async def close(self) -> None:
         """Send what is pending and wait until it is queued."""

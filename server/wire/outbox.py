@@ -32,6 +32,7 @@ from anyio.abc import AnyByteSendStream
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
+from bashrpc.server.pulse import Pulse
 
 # All bulk lanes together, and one request's lane.
 OUTBOX_MAX_BYTES = 2 * 1024 * 1024
@@ -49,21 +50,6 @@ _log = log.get("outbox")
 
 # Whose bulk lane a line joins: a request's own object (its flight), or None.
 LaneKey = Hashable
-
-
-class _Space:
-    """Producers waiting for the writer to make room."""
-
-    def __init__(self) -> None:
-        self._event = anyio.Event()
-
-    async def wait(self) -> None:
-        if self._event.is_set():
-            self._event = anyio.Event()
-        await self._event.wait()
-
-    def made(self) -> None:
-        self._event.set()
 
 
 class _Lane:
@@ -139,8 +125,10 @@ class Outbox:
         self._writing = False
         self._control = _Lane()
         self._bulk = _BulkLanes()
-        self._space = _Space()
-        self._ready = anyio.Event()
+        # Producers wait on `_space` for the writer to make room; the writer
+        # waits on `_ready` for lines.
+        self._space = Pulse()
+        self._ready = Pulse()
         self._closed = False
         self.broken = anyio.Event()
         self.finished = anyio.Event()
@@ -151,7 +139,7 @@ class Outbox:
             await self._space.wait()
         if self._accepts() and not self._sent_at_once(line):
             self._bulk.append(key, line)
-            self._ready.set()
+            self._ready.fire()
 
     async def put_control(self, line: bytes) -> None:
         """Queue a reply the reader gives: ahead of bulk output, waiting only while
@@ -160,7 +148,7 @@ class Outbox:
             await self._space.wait()
         if self._accepts() and not self._sent_at_once(line):
             self._control.append(line)
-            self._ready.set()
+            self._ready.fire()
 
     def _accepts(self) -> bool:
         """Lines are dropped once the stream is gone or the outbox closed."""
@@ -182,7 +170,7 @@ class Outbox:
             return False
         if written < len(line):
             self._control.append(line[written:])
-            self._ready.set()
+            self._ready.fire()
         return True
 
     async def drained(self, key: LaneKey) -> None:
@@ -194,13 +182,11 @@ class Outbox:
     def close(self) -> None:
         """No more lines: the writer flushes what is queued, then ends."""
         self._closed = True
-        self._ready.set()
+        self._ready.fire()
 
     async def run(self) -> None:
         try:
             while True:
-                await self._ready.wait()
-                self._ready = anyio.Event()
                 while self._control.lines or self._bulk.turns:
                     # Control lines first; a line already begun is always finished
                     # first, since each batch is written whole.
@@ -213,12 +199,13 @@ class Outbox:
                         self._writing = True
                         await self._write(batch[0] if len(batch) == 1 else b"".join(batch))
                         self._writing = False
-                    self._space.made()
+                    self._space.fire()
                 if self._closed:
                     return
+                await self._ready.wait()
         finally:
             self.finished.set()
-            self._space.made()
+            self._space.fire()
 
     async def _write(self, data: bytes) -> None:
         try:
@@ -233,4 +220,4 @@ class Outbox:
         else:
             _log.debug(messages.CLIENT_GONE.format(reason=reason))
         self.broken.set()
-        self._space.made()
+        self._space.fire()

@@ -30,6 +30,7 @@ import anyio.lowlevel
 import msgspec
 
 from bashrpc.server import fdio
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.wire.transport import Transport
 
 READ_CHUNK_BYTES = 256 * 1024
@@ -128,7 +129,7 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
         # mmap, an mremap and a munmap.
         self._buffer = bytearray(READ_CHUNK_BYTES)
         self._eof = False
-        self._ready: anyio.Event | None = None
+        self._ready = Pulse()
         self._watch: fdio.Watch | None = None
 
     def _readable(self) -> None:
@@ -149,8 +150,7 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
         if self._eof or len(self._chunks) >= BUFFERED_CHUNKS:
             # Unread input stays in the pipe: the client waits, as on any full pipe.
             self._watch.stop()
-        if self._ready is not None:
-            self._ready.set()
+        self._ready.fire()
 
     async def receive(self, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
         if not self._pollable:
@@ -162,9 +162,7 @@ class FdReceiveStream(anyio.abc.ByteReceiveStream):
         if self._watch is None:
             self._watch = fdio.Watch(self._fd, self._readable)
         while not self._chunks and not self._eof:
-            self._ready = anyio.Event()
             await self._ready.wait()
-            self._ready = None
         if not self._chunks:
             raise anyio.EndOfStream
         data = self._chunks.popleft()
