@@ -13,27 +13,31 @@ The shells' words, `;`-separated: `echo TEXT`, `true`, `false`, `cd DIR`,
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import anyio
 import anyio.abc
 
-from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.seam.backend import (
     BackendFactory,
     BackendSetup,
     Backpressure,
     DirKind,
+    JobLaunch,
     LaunchLog,
+    ProcessHandle,
     PtyHandle,
     PtySpec,
     PtyStartFailed,
     ShellHandle,
 )
+from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 
 NO_TERMINALS = "the fake backend has no terminals"
+NO_PROGRAMS = "the fake backend runs no background programs"
 COMMAND_NOT_FOUND = 127
 
 
@@ -131,6 +135,9 @@ class FakeBackend:
 
     async def pty(self, spec: PtySpec) -> PtyHandle:
         raise PtyStartFailed(NO_TERMINALS)
+
+    async def job(self, launch: JobLaunch) -> ProcessHandle:
+        raise FileNotFoundError(errno.ENOENT, NO_PROGRAMS)
 
     def directory(self, path: str) -> DirKind:
         return self.files.get(os.path.normpath(path), "missing")

@@ -5,7 +5,8 @@ with one job each; imports point down this list, never back up:
 
 - `runtime.py`: one server's runtime, joining the folders below.
 - `run/`: one command for a request, on a session's shell or on a PTY.
-- `sessions/`: sessions and the pool of their shells.
+- `sessions/`: sessions and the pool of their shells. `jobs/`: background
+  jobs, whose programs the backend starts.
 - `local/`: the backend of this machine, and the rc snapshot it replays.
 - `shell/`: one persistent shell and its wire. `pty/`: one program on a terminal.
 - `seam/`: what a backend is, and the types that cross it; it imports no

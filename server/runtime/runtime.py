@@ -26,6 +26,7 @@ from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import sandbox
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
+from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
 from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
@@ -42,8 +43,9 @@ class Options(msgspec.Struct, frozen=True):
     workspace: Path
     shell: str
     artifacts_dir: Path
-    # Where shells run: the backend made for this runtime (this machine's by default).
-    backend: BackendFactory = LocalBackend
+    # Where shells run: the backend made for this runtime; None: this machine's,
+    # its processes in the runtime's containment.
+    backend: BackendFactory | None = None
 
 
 class Runtime:
@@ -67,8 +69,9 @@ class Runtime:
             grace_seconds=settings.kill.grace_seconds,
         )
         snapshot_timeout = settings.bash.snapshot_timeout if settings.bash.snapshot else None
-        self.backend: Backend = options.backend(
-            BackendSetup(runtime_dir, containment, snapshot_timeout)
+        setup = BackendSetup(runtime_dir, snapshot_timeout)
+        self.backend: Backend = (
+            LocalBackend(setup, containment) if options.backend is None else options.backend(setup)
         )
         self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, self.backend)
         self.artifacts = ArtifactStore(
@@ -87,11 +90,9 @@ class Runtime:
                 total=settings.jobs.max_total,
                 ring_bytes=settings.jobs.ring_bytes,
             ),
-            containment,
+            self.backend,
             self.artifacts,
-            str(runtime_dir),
             lambda: self.pool.grace_seconds,
-            self.pool.child_pids,
         )
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
@@ -121,7 +122,7 @@ class Runtime:
     def workspace(self) -> str:
         return str(self.options.workspace)
 
-    def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> sandbox.Policy | None:
+    def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> Policy | None:
         configured = self.settings.sandbox
         return sandbox.policy(
             mode,

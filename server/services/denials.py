@@ -15,7 +15,8 @@ import os
 import re
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.sandbox.sandbox import allows_write
+from bashrpc.server.runtime.seam.policy import Policy
 
 _REASONS = "read-only file system|EROFS"
 # A path as tools print it: quoted (ASCII or typographic quotes), or a bare word.
@@ -42,7 +43,7 @@ def denied_path(output: str, exit_code: int | None, policy: Policy | None, cwd: 
             if text.isupper():
                 continue  # an error code (`EROFS: read-only file system`), not a path
             path = os.path.normpath(os.path.join(cwd, os.path.expanduser(text)))
-            if not policy.allows_write(path):
+            if not allows_write(policy, path):
                 found = path
     return found
 

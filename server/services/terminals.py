@@ -30,8 +30,8 @@ from bashrpc.server.runtime.jobs.jobstate import ExitStatus
 from bashrpc.server.runtime.jobs.readiness import wait_ready
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.sessions import resolve_path
-from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -117,28 +117,14 @@ class TerminalService:
         env = {**session.env, **extra}
         env.update(envmod.GUARDS)
         config = session.config
-        read_only: tuple[str, ...] = ()
-        if what.args is not None:
-            argv = [what.command, *what.args]
-            shown = " ".join([what.command, *what.args])
-        else:
-            text = what.command if not config.prefix else f"{config.prefix} {what.command}"
+        if what.args is None:
+            # Shell text replays the rc snapshot first, as a terminal's command does.
             config = await runtime.pool.backend.configure(config, session.env)
-            if config.snapshot is not None:
-                env[SNAPSHOT_ENV] = config.snapshot
-                text = after_snapshot(text)
-                read_only = (config.snapshot,)
-            argv = [config.shell, "-c", text]
             shown = what.command
-        spec = JobSpec(
-            argv=argv,
-            command=shown,
-            cwd=cwd,
-            env=env,
-            sandbox=config.sandbox,
-            read_only_files=read_only,
-            output_limit=what.output_limit,
-        )
+        else:
+            shown = " ".join([what.command, *what.args])
+        launch = JobLaunch(what.command, what.args, config, cwd, env)
+        spec = JobSpec(launch, shown, output_limit=what.output_limit)
         try:
             return await runtime.jobs.start(session.id, self.owner, spec, announce=announce)
         except (FileNotFoundError, PermissionError) as exc:

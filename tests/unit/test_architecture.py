@@ -18,12 +18,8 @@ MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
 BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log", "bashrpc.server.pulse")
-SEAM = (
-    *BASE,
-    "bashrpc.server.runtime.seam",
-    "bashrpc.server.runtime.sandbox.sandbox",
-    "bashrpc.server.runtime.containment.containment",
-)
+# The seam imports nothing of any implementation: its types are its own.
+SEAM = (*BASE, "bashrpc.server.runtime.seam")
 ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.protocol": ("bashrpc.protocol",),
     "bashrpc.server": (),
@@ -53,14 +49,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # order of dependence, never back up to `runtime.runtime`, which joins them.
     "bashrpc.server.runtime": (),
     "bashrpc.server.runtime.containment": (*BASE, "bashrpc.server.runtime.containment"),
+    "bashrpc.server.runtime.seam": SEAM,
+    # What a policy means on a filesystem; the policy itself is the seam's.
     "bashrpc.server.runtime.sandbox": (
         *BASE,
         "bashrpc.server.fdio",
+        "bashrpc.server.runtime.seam.policy",
         "bashrpc.server.runtime.sandbox",
     ),
-    # No backend: only what every backend is given, the sandbox's policy (a
-    # value) and the containment its processes live in.
-    "bashrpc.server.runtime.seam": SEAM,
     "bashrpc.server.runtime.shell": (
         *BASE,
         "bashrpc.server.fdio",
@@ -101,16 +97,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.runtime.sessions",
         "bashrpc.server.runtime.run",
     ),
-    # Background jobs: processes of this machine, contained and sandboxed as a
-    # shell's are, their output kept in a ring and an artifact.
+    # Background jobs: programs the backend starts (`Backend.job`), their output
+    # kept in a ring and an artifact; never a process of their own.
     "bashrpc.server.runtime.jobs": (
         *BASE,
-        "bashrpc.server.fdio",
         "bashrpc.server.settings",
         "bashrpc.server.output",
         "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sandbox",
-        "bashrpc.server.runtime.containment",
         "bashrpc.server.runtime.jobs",
     ),
     "bashrpc.server.runtime.runtime": (
@@ -131,8 +124,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.runtime.seam",
         "bashrpc.server.runtime.sandbox.sandbox",
         "bashrpc.server.runtime.jobs",
-        # A terminal's command replays the rc snapshot as a shell's does.
-        "bashrpc.server.runtime.shell.shellproto",
         "bashrpc.server.output",
         "bashrpc.server.observe",
     ),

@@ -4,7 +4,8 @@ runtime directory hidden but for the shell's own part of it."""
 from __future__ import annotations
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.sandbox import sandbox
+from bashrpc.server.runtime.seam.policy import Policy
 
 WORKSPACE = "/work/app"
 RUNTIME = "/var/tmp/bashrpc-x"
@@ -12,7 +13,8 @@ RUNTIME = "/var/tmp/bashrpc-x"
 
 def argv(mode: SandboxMode, network: bool = False, filter_fd: int | None = None) -> list[str]:
     policy = Policy(mode, network, (WORKSPACE,), ())
-    return policy.argv(
+    return sandbox.argv(
+        policy,
         ["bash"],
         cwd=WORKSPACE,
         bwrap="bwrap",

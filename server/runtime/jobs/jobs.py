@@ -1,13 +1,13 @@
 """Background jobs: processes a session started that run on after the request.
 
 A job is one program (a `bash -c` text, or a program with its arguments) in
-its session's directory, environment and sandbox, with a tracker of its own
-(a cgroup, or ancestry), so a kill takes its whole tree, setsid escapees
-included. Its stdout and stderr go, merged and sanitized, into a ring of
-bounded size (`OutputRing`) and into an artifact that keeps them all; its
-stdin is a pipe the host may write to and close. When its program exits,
-what it left running is killed, and its owner is told (`JobTable.listen`),
-or told on its next connection when none listens now.
+its session's directory, environment and sandbox, started by the backend
+(`Backend.job`), which keeps its whole tree, so a kill takes setsid escapees
+too. Its stdout and stderr go, merged and sanitized, into a ring of bounded
+size (`OutputRing`) and into an artifact that keeps them all; its stdin is a
+pipe the host may write to and close. When its program exits, what it left
+running is killed, and its owner is told (`JobTable.listen`), or told on its
+next connection when none listens now.
 
 The jobs of a runtime live in its task group, like its shells: under the
 daemon they outlive a cut connection for as long as the tenant does, and
@@ -18,10 +18,7 @@ How a job's state moves is `jobstate`'s table.
 
 from __future__ import annotations
 
-import itertools
-import os
 import signal
-import subprocess
 from collections.abc import Callable
 
 import anyio
@@ -30,37 +27,30 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.terminals import JobState
-from bashrpc.server import errors, fdio, log
+from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactWriter
 from bashrpc.server.output.outputring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
-from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.containment import Containment, Tracker
 from bashrpc.server.runtime.jobs.jobstate import Event, ExitStatus, exit_status, step
-from bashrpc.server.runtime.sandbox import bwrap
-from bashrpc.server.runtime.sandbox.sandbox import Policy
 from bashrpc.server.runtime.seam import drain
-
-READ_CHUNK_BYTES = 64 * 1024
+from bashrpc.server.runtime.seam.backend import Backend, JobLaunch, ProcessHandle
 
 _log = log.get("jobs")
-_job_names = itertools.count(1)
 
 
 class JobSpec(msgspec.Struct, frozen=True):
     """One program ready to start as a job."""
 
-    argv: list[str]
+    launch: JobLaunch
     # What the host asked to run, for listings.
     command: str
-    cwd: str
-    env: dict[str, str]
-    sandbox: Policy | None = None
-    # Files the program reads that a sandbox must show it (the rc snapshot).
-    read_only_files: tuple[str, ...] = ()
     # ACP's outputByteLimit: what `terminal/output` returns at most.
     output_limit: int | None = None
+
+    @property
+    def cwd(self) -> str:
+        return self.launch.cwd
 
 
 class Job:
@@ -91,10 +81,7 @@ class Job:
         self.model_cursor = 0
         self._sanitizer = Sanitizer()
         self._changed = Pulse()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._tracker: Tracker | None = None
-        self._stdin: int | None = None
-        self._stdout: int | None = None
+        self._process: ProcessHandle | None = None
         self._last_data = anyio.current_time()
         self._eof = anyio.Event()
         # Set once the job's process and tree are gone and its files closed.
@@ -104,11 +91,11 @@ class Job:
     def pid(self) -> int | None:
         if self._process is None or self.exit is not None:
             return None
-        return int(self._process.pid)
+        return self._process.pid
 
     @property
     def stdin_open(self) -> bool:
-        return self._stdin is not None
+        return self._process is not None and self._process.input_open
 
     @property
     def artifact_id(self) -> int | None:
@@ -127,75 +114,34 @@ class Job:
 
     # -- the process ------------------------------------------------------
 
-    async def start(self, containment: Containment, runtime_dir: str, pids: set[int]) -> None:
-        """Spawn; raises OSError (or SandboxUnavailable) when it cannot start. Its pid
-        goes into `pids` at once, so no orphan reaper collects its status."""
-        spec = self.spec
-        launch = await bwrap.wrap(
-            spec.argv,
-            spec.sandbox,
-            cwd=spec.cwd,
-            read_only_files=list(spec.read_only_files),
-            runtime_dir=runtime_dir,
-        )
-        tracker = containment.tracker(f"job{next(_job_names)}")
-        stdin_read, stdin_write = os.pipe2(os.O_CLOEXEC)
-        out_read, out_write = os.pipe2(os.O_CLOEXEC)
-        try:
-            self._process = child.spawn(
-                launch.argv,
-                tracker=tracker,
-                env={**spec.env, procs.OWNER_ENV: tracker.tag},
-                cwd=spec.cwd,
-                stdin=stdin_read,
-                stdout=out_write,
-                stderr=out_write,
-                pass_fds=launch.pass_fds,
-            )
-        except BaseException:
-            for fd in (stdin_write, out_read):
-                os.close(fd)
-            tracker.release()
-            raise
-        finally:
-            launch.close()
-            os.close(stdin_read)
-            os.close(out_write)
-        pids.add(int(self._process.pid))
-        self._tracker = tracker
-        os.set_blocking(stdin_write, False)
-        os.set_blocking(out_read, False)
-        self._stdin, self._stdout = stdin_write, out_read
+    async def start(self, backend: Backend) -> None:
+        """Spawn; raises OSError (or SandboxUnavailable) when it cannot start."""
+        self._process = await backend.job(self.spec.launch)
 
-    async def run(self, grace: Callable[[], float], pids: set[int]) -> None:
-        """Pump its output and await its exit; then kill what it left and close up.
-        `pids` (where the reaper looks) has its pid from the spawn on; it leaves here."""
-        assert self._process is not None and self._tracker is not None
-        pid = int(self._process.pid)
+    async def run(self, grace: Callable[[], float]) -> None:
+        """Pump its output and await its exit; then kill what it left and close up."""
+        process = self._process
+        assert process is not None
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump)
-                status = await child.wait_status(pid)
-                self._process.returncode = 0
-                self._tracker.leader_exited()
+                tg.start_soon(self._pump, process)
+                status = await process.wait()
                 await drain.until_quiet(self._eof, lambda: self._last_data)
                 self.exit = exit_status(status)
                 self.move("exit")
                 self.close_stdin()
                 with anyio.CancelScope(shield=True):
-                    await self._tracker.kill(None, grace())
+                    await process.kill(grace())
                     with anyio.move_on_after(drain.POST_KILL_SECONDS):
                         await self._eof.wait()
                 tg.cancel_scope.cancel()
         finally:
-            pids.discard(pid)
             self._finish()
 
-    async def _pump(self) -> None:
-        assert self._stdout is not None
+    async def _pump(self, process: ProcessHandle) -> None:
         try:
             while True:
-                data = await fdio.read(self._stdout, READ_CHUNK_BYTES)
+                data = await process.read()
                 if not data:
                     return
                 self._last_data = anyio.current_time()
@@ -211,17 +157,13 @@ class Job:
             self.poke()
 
     def _finish(self) -> None:
-        """Close its pipes, finish its artifact, free its tracker (idempotent)."""
-        self.close_stdin()
-        if self._stdout is not None:
-            self._take(self._sanitizer.finish())
-            anyio.notify_closing(self._stdout)
-            os.close(self._stdout)
-            self._stdout = None
+        """Close its process's pipes and free its place, finish its artifact: once, as
+        `run` ends."""
+        if self._process is not None:
+            self._process.close()
+        self._take(self._sanitizer.finish())
         if self.artifact is not None:
             self.artifact.close()
-        if self._tracker is not None:
-            self._tracker.release()
         if self.exit is None:
             # Ended by the runtime's end before its exit was seen.
             self.exit = ExitStatus(None, signal.Signals.SIGKILL.name)
@@ -235,21 +177,16 @@ class Job:
         """Kill its program first, then its whole tree; it stays listed, exited."""
         if self.state == "running":
             self.move("kill")
-        tracker, process = self._tracker, self._process
-        if tracker is None or process is None:
-            return
-        leader = None if self.exit is not None else int(process.pid)
-        if leader is not None and self.spec.sandbox is not None:
-            leader = procs.sandbox_init(leader)
-        await tracker.kill(leader, grace_seconds)
+        if self._process is not None:
+            await self._process.kill(grace_seconds)
 
     async def write(self, data: bytes) -> int:
         """Write to its stdin; InvalidArgument when it is closed (or the reader is gone)."""
-        fd = self._stdin
-        if fd is None:
+        if not self.stdin_open:
             raise errors.InvalidArgument(messages.JOB_STDIN_CLOSED.format(terminal_id=self.id))
+        assert self._process is not None
         try:
-            await fdio.write_all(fd, data)
+            await self._process.write(data)
         except (BrokenPipeError, anyio.ClosedResourceError):
             self.close_stdin()
             raise errors.InvalidArgument(
@@ -258,11 +195,7 @@ class Job:
         return len(data)
 
     def close_stdin(self) -> None:
-        fd, self._stdin = self._stdin, None
-        if fd is not None:
-            try:
-                anyio.notify_closing(fd)
-            except RuntimeError:
-                pass
-            os.close(fd)
+        if self.stdin_open:
+            assert self._process is not None
+            self._process.close_input()
             self.poke()

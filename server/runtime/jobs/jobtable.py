@@ -19,8 +19,8 @@ import msgspec
 
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.jobs.jobs import Job, JobSpec
+from bashrpc.server.runtime.seam.backend import Backend
 from bashrpc.server.settings import (
     DEFAULT_JOB_RING_BYTES,
     DEFAULT_MAX_JOBS,
@@ -48,20 +48,15 @@ class JobTable:
         self,
         tg: anyio.abc.TaskGroup,
         limits: JobLimits,
-        containment: Containment,
+        backend: Backend,
         artifacts: ArtifactStore,
-        runtime_dir: str,
         grace: Callable[[], float],
-        pids: set[int],
     ) -> None:
         self._tg = tg
         self.limits = limits
-        self._containment = containment
+        self._backend = backend
         self._artifacts = artifacts
-        self._runtime_dir = runtime_dir
         self._grace = grace
-        # The runtime's children whose exit someone collects (the reaper spares them).
-        self._pids = pids
         self.jobs: dict[str, Job] = {}
         self._ids = itertools.count(1)
         # Owner -> how to tell it that a job ended; and what it has not been told.
@@ -99,7 +94,7 @@ class JobTable:
             self._artifacts.create(),
         )
         try:
-            await job.start(self._containment, self._runtime_dir, self._pids)
+            await job.start(self._backend)
         except BaseException:
             if job.artifact is not None:
                 job.artifact.close()
@@ -120,7 +115,7 @@ class JobTable:
 
     async def _keep(self, job: Job) -> None:
         try:
-            await job.run(self._grace, self._pids)
+            await job.run(self._grace)
         except Exception:
             _log.exception("job %s failed", job.id)
         if job.state != "released" and job.announce:

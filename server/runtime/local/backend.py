@@ -1,7 +1,8 @@
 """The local backend: shells and PTY programs are processes of this machine
 (in a bubblewrap sandbox when the session has one), and the filesystem the
-services ask about is this one's. It captures the user's rc snapshot they
-replay, and scans /proc for what shells started where no cgroup tells.
+services ask about is this one's; background jobs' programs too
+(`jobprocess`). It captures the user's rc snapshot they replay, and scans
+/proc for what shells started where no cgroup tells.
 """
 
 from __future__ import annotations
@@ -13,21 +14,25 @@ from collections.abc import Iterable, Mapping, Sequence
 import msgspec
 
 from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.local.jobprocess import LocalJobProcess
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.pty.pty import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.sandbox import sandbox as sandboxes
 from bashrpc.server.runtime.sandbox.sealed import Sealed
 from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.backend import (
     BackendSetup,
     DirKind,
+    JobLaunch,
     PtyHandle,
     PtySpec,
     PtyStartFailed,
     ShellHandle,
 )
+from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.shell.shell import Shell
 from bashrpc.server.runtime.shell.shellproto import (
@@ -42,15 +47,15 @@ PTY_STDERR_TO_TERMINAL = f"{HAND_OVER_START_LOG} 2>&1; "
 
 
 class LocalBackend:
-    def __init__(self, setup: BackendSetup) -> None:
+    def __init__(self, setup: BackendSetup, containment: Containment) -> None:
         self._dir = setup.runtime_dir
-        self._containment = setup.containment
+        self._containment = containment
+        # Background jobs' programs, whose exit status their jobs collect.
+        self._job_pids: set[int] = set()
         self._sealed = Sealed(setup.runtime_dir)
         self._snapshots = None
         if setup.snapshot_timeout is not None:
-            self._snapshots = SnapshotStore(
-                setup.runtime_dir, setup.containment, setup.snapshot_timeout
-            )
+            self._snapshots = SnapshotStore(setup.runtime_dir, containment, setup.snapshot_timeout)
 
     def shell(self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str) -> Shell:
         tracker = self._containment.tracker(name)
@@ -108,6 +113,11 @@ class LocalBackend:
             launch.close()
         return run
 
+    async def job(self, launch: JobLaunch) -> LocalJobProcess:
+        return await LocalJobProcess.start(
+            launch, self._containment, str(self._dir), self._job_pids
+        )
+
     def directory(self, path: str) -> DirKind:
         if os.path.isdir(path):
             return "dir"
@@ -120,7 +130,8 @@ class LocalBackend:
         if not os.path.isdir(directory):
             return False
         return sandbox is None or (
-            sandbox.keeps(directory) and sandbox.keeps(os.path.realpath(directory))
+            sandboxes.keeps(sandbox, directory)
+            and sandboxes.keeps(sandbox, os.path.realpath(directory))
         )
 
     def home(self, env: Mapping[str, str] | None) -> str | None:
@@ -145,8 +156,10 @@ class LocalBackend:
         return _own(shell).tree(procs.Scan())
 
     def pids(self) -> set[int]:
-        """The rc snapshot's capturing shells, whose exit status anyio collects."""
-        return set() if self._snapshots is None else set(self._snapshots.pids)
+        """Background jobs' programs, and the rc snapshot's capturing shells, whose
+        exit status anyio collects."""
+        snapshots = set() if self._snapshots is None else set(self._snapshots.pids)
+        return snapshots | self._job_pids
 
     async def wind_down(self) -> None:
         if self._snapshots is not None:

@@ -18,8 +18,8 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
-from bashrpc.server.runtime.sandbox import gitscan, seccomp
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.sandbox import gitscan, sandbox, seccomp
+from bashrpc.server.runtime.seam.policy import Policy
 
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0
@@ -60,7 +60,8 @@ async def wrap(
     if guard.refused is not None:
         raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=guard.refused))
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
-    wrapped = policy.argv(
+    wrapped = sandbox.argv(
+        policy,
         argv,
         cwd=cwd,
         bwrap=bwrap,
@@ -119,7 +120,7 @@ def probe() -> tuple[str | None, str | None]:
         return None, messages.SANDBOX_NO_SOCKET_FILTER.format(machine=machine)
     filter_fd = socket_filter_fd()
     policy = Policy("read-only", False, (), ())
-    argv = policy.argv(["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
+    argv = sandbox.argv(policy, ["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
     try:
         done = subprocess.run(
             argv,

@@ -34,156 +34,131 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import msgspec
-
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime.sandbox import gitguard
 from bashrpc.server.runtime.sandbox.gitguard import Bind
+from bashrpc.server.runtime.seam.policy import Policy
 
 # A tmpfs of each confined shell's own, over the host's.
 PRIVATE_TMP = "/tmp"
 # What every confined sandbox mounts of its own; `full` has its own /proc alone.
 OWN_MOUNTS = ("/dev", "/proc", PRIVATE_TMP)
 FULL_OWN_MOUNTS = ("/proc",)
-_NO_LIMIT_MODES = ("off", "full")
 
 
-class Policy(msgspec.Struct, frozen=True):
-    mode: SandboxMode
-    network: bool
-    # Absolute, normalized: the workspace first. Writable in `workspace-write` only,
-    # visible (over the private /tmp) in `read-only`.
-    writable_roots: tuple[str, ...]
-    # Absolute paths, or relative ones taken in each writable root.
-    protected_paths: tuple[str, ...]
-    # Directories the host opened a session in, outside the roots: bound read-only.
-    shown: tuple[str, ...] = ()
-    # Git dirs writable but for what decides what git runs (`gitguard.py`).
-    git_commits: bool = False
+def allows_write(policy: Policy, path: str) -> bool:
+    """Whether a command may write `path` (absolute, normalized) under `policy`."""
+    if not policy.confined:
+        return True
+    if any(_within(path, root) for root in policy.writable_roots):
+        # Bound over the private /tmp, if that is where a root is.
+        roots = policy.writable
+        return bool(roots) and not any(_within(path, p) for p in _protected(policy, roots))
+    if any(_within(path, directory) for directory in policy.shown):
+        return False
+    return _within(path, PRIVATE_TMP)
 
-    @property
-    def confined(self) -> bool:
-        """Whether the filesystem (and, without `network`, the network) is limited."""
-        return self.mode not in _NO_LIMIT_MODES
 
-    @property
-    def filters_sockets(self) -> bool:
-        """Whether unix sockets are refused: a network namespace does not hide the
-        host's filesystem ones."""
-        return self.confined and not self.network
+def keeps(policy: Policy, path: str) -> bool:
+    """Whether a new sandbox of `policy` shows `path` (absolute, normalized) as the
+    host has it, or as one of its own mounts (or above them, like /), there in every
+    sandbox.
 
-    @property
-    def writable(self) -> tuple[str, ...]:
-        return self.writable_roots if self.mode == "workspace-write" else ()
+    Below its own mounts it does not: what a command left in an earlier
+    shell's private /tmp, or a /proc entry of its namespace, is gone."""
+    if not policy.confined:
+        return not _below_own_mounts(path, FULL_OWN_MOUNTS)
+    if any(_within(path, directory) for directory in (*policy.writable_roots, *policy.shown)):
+        return True
+    return not _below_own_mounts(path, OWN_MOUNTS)
 
-    def allows_write(self, path: str) -> bool:
-        """Whether a command may write `path` (absolute, normalized) under this policy."""
-        if not self.confined:
-            return True
-        if any(_within(path, root) for root in self.writable_roots):
-            # Bound over the private /tmp, if that is where a root is.
-            roots = self.writable
-            return bool(roots) and not any(_within(path, p) for p in self._protected(roots))
-        if any(_within(path, directory) for directory in self.shown):
-            return False
-        return _within(path, PRIVATE_TMP)
 
-    def keeps(self, path: str) -> bool:
-        """Whether a new sandbox shows `path` (absolute, normalized) as the host has it,
-        or as one of its own mounts (or above them, like /), there in every sandbox.
-
-        Below its own mounts it does not: what a command left in an earlier
-        shell's private /tmp, or a /proc entry of its namespace, is gone."""
-        if not self.confined:
-            return not _below_own_mounts(path, FULL_OWN_MOUNTS)
-        if any(_within(path, directory) for directory in (*self.writable_roots, *self.shown)):
-            return True
-        return not _below_own_mounts(path, OWN_MOUNTS)
-
-    def _protected(self, roots: Sequence[str], *, builtin: bool = True) -> list[str]:
-        # What would run code outside the sandbox, as the denial notice judges
-        # (the git guard binds it, knowing where it is).
-        out = list(gitguard.protected(roots, commits=self.git_commits)) if builtin else []
-        for path in self.protected_paths:
-            if os.path.isabs(path):
-                out.append(os.path.normpath(path))
-            else:
-                out.extend(os.path.normpath(os.path.join(root, path)) for root in roots)
-        return out
-
-    def argv(
-        self,
-        command: Sequence[str],
-        *,
-        cwd: str,
-        bwrap: str,
-        private_dir: str | None = None,
-        read_only_files: Sequence[str] = (),
-        new_session: bool = True,
-        runtime_dir: str | None = None,
-        filter_fd: int | None = None,
-        git: Sequence[Bind] = (),
-        overlays: Sequence[tuple[str, str]] = (),
-    ) -> list[str]:
-        """bwrap's command line running `command` in `cwd` under this policy.
-
-        `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds;
-        `overlays`: (source, path) files bound read-only over paths (`sealed.py`).
-
-        `runtime_dir` (the server's) is hidden from the command, but for
-        `private_dir` (read-only: the server alone makes, names and removes what is
-        in it) and `read_only_files` inside it.
-
-        `new_session` is off for PTYs, whose terminal must stay the controlling
-        one; the TIOCSTI injection it guards against needs the user's terminal."""
-        args = [bwrap, "--die-with-parent", "--unshare-pid"]
-        if new_session:
-            args.append("--new-session")
-        if self.confined:
-            args += self._confined_args(filter_fd, git)
+def _protected(policy: Policy, roots: Sequence[str], *, builtin: bool = True) -> list[str]:
+    # What would run code outside the sandbox, as the denial notice judges
+    # (the git guard binds it, knowing where it is).
+    out = list(gitguard.protected(roots, commits=policy.git_commits)) if builtin else []
+    for path in policy.protected_paths:
+        if os.path.isabs(path):
+            out.append(os.path.normpath(path))
         else:
-            args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
-        if runtime_dir is not None:
-            # Other sessions' command text, env values and FIFOs: never in view.
-            args += ["--tmpfs", runtime_dir]
-        if private_dir is not None:
-            # A FIFO on a read-only mount still opens for writing: the shell needs no
-            # more, and the command cannot put a FIFO of its own in a FIFO's place.
-            args += ["--ro-bind", private_dir, private_dir]
-        for path in read_only_files:
-            args += ["--ro-bind", path, path]
-        for source, path in overlays:
-            args += ["--ro-bind", source, path]
-        return [*args, "--chdir", cwd, "--", *command]
+            out.extend(os.path.normpath(os.path.join(root, path)) for root in roots)
+    return out
 
-    def _confined_args(self, filter_fd: int | None, git: Sequence[Bind]) -> list[str]:
-        """What limits a confined mode: capabilities, the read-only root and what is
-        bound over it, the network."""
-        # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
-        # (bwrap always sets no_new_privs: nothing regains them through exec.)
-        args = ["--cap-drop", "ALL"]
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        args += ["--tmpfs", PRIVATE_TMP]
-        if not self.network:
-            args.append("--unshare-net")
-        if filter_fd is not None:
-            args += ["--seccomp", str(filter_fd)]
-        for directory in self.shown:
-            # A session the host opened elsewhere: there to read, not to write;
-            # first, so that one above a root leaves the root as it is bound.
-            args += ["--ro-bind-try", directory, directory]
-        # The roots are bound again over the private /tmp, read-only where not writable,
-        # so a workspace there stays visible.
-        # `-try`: a configured root that does not exist is skipped, not fatal.
-        bind = "--bind-try" if self.mode == "workspace-write" else "--ro-bind-try"
-        for root in self.writable_roots:
-            args += [bind, root, root]
-        for pin in git:
-            # `-try`: what the scan found may be gone by now.
-            args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
-        for path in self._protected(self.writable, builtin=False):
-            args += ["--ro-bind-try", path, path]
-        return args
+
+def argv(
+    policy: Policy,
+    command: Sequence[str],
+    *,
+    cwd: str,
+    bwrap: str,
+    private_dir: str | None = None,
+    read_only_files: Sequence[str] = (),
+    new_session: bool = True,
+    runtime_dir: str | None = None,
+    filter_fd: int | None = None,
+    git: Sequence[Bind] = (),
+    overlays: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """bwrap's command line running `command` in `cwd` under `policy`.
+
+    `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds;
+    `overlays`: (source, path) files bound read-only over paths (`sealed.py`).
+
+    `runtime_dir` (the server's) is hidden from the command, but for
+    `private_dir` (read-only: the server alone makes, names and removes what is
+    in it) and `read_only_files` inside it.
+
+    `new_session` is off for PTYs, whose terminal must stay the controlling
+    one; the TIOCSTI injection it guards against needs the user's terminal."""
+    args = [bwrap, "--die-with-parent", "--unshare-pid"]
+    if new_session:
+        args.append("--new-session")
+    if policy.confined:
+        args += _confined_args(policy, filter_fd, git)
+    else:
+        args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    if runtime_dir is not None:
+        # Other sessions' command text, env values and FIFOs: never in view.
+        args += ["--tmpfs", runtime_dir]
+    if private_dir is not None:
+        # A FIFO on a read-only mount still opens for writing: the shell needs no
+        # more, and the command cannot put a FIFO of its own in a FIFO's place.
+        args += ["--ro-bind", private_dir, private_dir]
+    for path in read_only_files:
+        args += ["--ro-bind", path, path]
+    for source, path in overlays:
+        args += ["--ro-bind", source, path]
+    return [*args, "--chdir", cwd, "--", *command]
+
+
+def _confined_args(policy: Policy, filter_fd: int | None, git: Sequence[Bind]) -> list[str]:
+    """What limits a confined mode: capabilities, the read-only root and what is
+    bound over it, the network."""
+    # As root bwrap keeps every capability, and CAP_SYS_ADMIN remounts / writable.
+    # (bwrap always sets no_new_privs: nothing regains them through exec.)
+    args = ["--cap-drop", "ALL"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--tmpfs", PRIVATE_TMP]
+    if not policy.network:
+        args.append("--unshare-net")
+    if filter_fd is not None:
+        args += ["--seccomp", str(filter_fd)]
+    for directory in policy.shown:
+        # A session the host opened elsewhere: there to read, not to write;
+        # first, so that one above a root leaves the root as it is bound.
+        args += ["--ro-bind-try", directory, directory]
+    # The roots are bound again over the private /tmp, read-only where not writable,
+    # so a workspace there stays visible.
+    # `-try`: a configured root that does not exist is skipped, not fatal.
+    bind = "--bind-try" if policy.mode == "workspace-write" else "--ro-bind-try"
+    for root in policy.writable_roots:
+        args += [bind, root, root]
+    for pin in git:
+        # `-try`: what the scan found may be gone by now.
+        args += ["--bind-try" if pin.writable else "--ro-bind-try", pin.path, pin.path]
+    for path in _protected(policy, policy.writable, builtin=False):
+        args += ["--ro-bind-try", path, path]
+    return args
 
 
 def _within(path: str, root: str) -> bool:

@@ -9,9 +9,11 @@ to `Runtime` as its factory. What the pool does with a shell (limits, leases,
 eviction) stays the pool's; how a backend makes one (the rc snapshot, /proc
 scans, bwrap) stays the backend's.
 
-The seam imports no backend: only the protocol, the errors, and the two
-things every backend is given, the sandbox's policy (a value) and the
-containment its processes live in.
+The seam imports no implementation: only the protocol, the errors, and its
+own types (the sandbox's `Policy` is a value here; what it means on a
+filesystem is the sandbox's). What a local backend needs beyond
+`BackendSetup` (the containment its processes live in) it is given by whoever
+makes it, as `Runtime` makes the default one.
 """
 
 from __future__ import annotations
@@ -24,8 +26,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bashrpc.server.runtime.containment.containment import Containment
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig
 
 DirKind = Literal["dir", "missing", "other"]
@@ -148,6 +149,53 @@ class PtyStartFailed(Exception):
         self.reason = reason
 
 
+class JobLaunch(msgspec.Struct, frozen=True):
+    """One background program, ready to start: `args` given, the program `command`
+    with them; else `command` as a one-shot `bash -c` of the session's shell
+    configuration, as a terminal's command runs."""
+
+    command: str
+    args: list[str] | None
+    config: ShellConfig
+    cwd: str
+    env: dict[str, str]
+
+
+class ProcessHandle(Protocol):
+    """A started background program: its stdout and stderr merged on one pipe, its
+    stdin a pipe of its own, and every process it starts in its tree."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def input_open(self) -> bool: ...
+
+    async def read(self) -> bytes:
+        """Its next output; b"" once every writer has closed it."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """All of `data` to its stdin; BrokenPipeError or ClosedResourceError when
+        the input is closed or nobody reads it."""
+        ...
+
+    def close_input(self) -> None: ...
+
+    async def wait(self) -> int | None:
+        """Its program's raw wait status once it exits (what it started may run on);
+        None when its status was collected elsewhere."""
+        ...
+
+    async def kill(self, grace_seconds: float) -> None:
+        """Its program first while it runs, then everything it started."""
+        ...
+
+    def close(self) -> None:
+        """Its pipes and its place in the containment freed (idempotent)."""
+        ...
+
+
 class Backend(Protocol):
     def shell(
         self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str
@@ -163,6 +211,11 @@ class Backend(Protocol):
     async def pty(self, spec: PtySpec) -> PtyHandle:
         """The program started; PtyStartFailed when it could not start, or
         SandboxUnavailable when its sandbox cannot."""
+        ...
+
+    async def job(self, launch: JobLaunch) -> ProcessHandle:
+        """The program started; OSError when it cannot start, or SandboxUnavailable
+        when its sandbox cannot."""
         ...
 
     def directory(self, path: str) -> DirKind:
@@ -207,7 +260,6 @@ class BackendSetup(msgspec.Struct, frozen=True):
 
     # Every shell's private directory is in it.
     runtime_dir: Path
-    containment: Containment
     # How long capturing the user's rc snapshot may take; None: no snapshot.
     snapshot_timeout: float | None = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from bashrpc.server.runtime.sandbox.sandbox import Policy
+from bashrpc.server.runtime.seam.policy import Policy
 
 
 class ShellDied(Exception):
