@@ -46,6 +46,9 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
     # A difference of two medians may come out below zero on a noisy machine.
     positive = [row for row in measured if "difference" not in row["metric"]]
     assert all(row["median"] > 0 or row["unit"] == "KiB" for row in positive)
+    # The streamed floor ran, byte for byte (a relay that loses bytes fails the run).
+    floors = [row for row in measured if "streamed" in row["metric"] and "floor" in row["metric"]]
+    assert len(floors) == 6  # its MB/s and two ratios, for zeros and for seq
     swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
     assert swerex["values"] or "skipped" in swerex["note"]
 
