@@ -11,6 +11,7 @@ from pathlib import Path
 LATENCY = "`true` p50 ms"
 THROUGHPUT = "zeros through, MB/s"
 EXACT = "zeros byte-exact"
+UNRANKED = "not ranked:\nbytes lost\nor unchecked"
 
 
 def plot(systems: list[str], results: dict[str, dict[str, float]], path: Path) -> str | None:
@@ -27,15 +28,18 @@ def plot(systems: list[str], results: dict[str, dict[str, float]], path: Path) -
         (left, LATENCY, "builtin `true`, p50 (ms, lower is better)"),
         (right, THROUGHPUT, "zeros through the tool (MB/s, higher is better)"),
     ):
-        # A system whose zeros were not all there gets no bar: its figure is not a throughput.
+        # A system whose zeros were not all there gets no bar, and says why: its
+        # figure is not a throughput.
+        ranked = [metric != THROUGHPUT or results[system].get(EXACT) == 1 for system in systems]
         values = [
-            results[system].get(metric, 0.0)
-            if metric != THROUGHPUT or results[system].get(EXACT) == 1
-            else 0.0
-            for system in systems
+            results[system].get(metric, 0.0) if ok else 0.0
+            for system, ok in zip(systems, ranked, strict=True)
         ]
         bars = axis.bar(systems, values, color=["#2b6cb0"] + ["#a0aec0"] * (len(systems) - 1))
-        axis.bar_label(bars, fmt="%.3g")
+        labels = [
+            f"{value:.3g}" if ok else UNRANKED for value, ok in zip(values, ranked, strict=True)
+        ]
+        axis.bar_label(bars, labels=labels)
         axis.set_title(title, fontsize=10)
         axis.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
