@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.server.runtime.containment import child
 from tests.daemon import AttachProcess
 from tests.inprocess import InProcessServer, environment
 from tests.rpc import ServerProcess
@@ -61,6 +62,9 @@ TRANSPORTS = ("stdio", "attach")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # What the suite starts gets default signals, as the server gives its
+    # commands, whatever the suite's parent left it (`test_suite_signals.py`).
+    child.clear_inherited_signals()
     config.addinivalue_line(
         "markers", "stdio_only(reason): about the stdio server's own process, not attach"
     )
