@@ -15,8 +15,8 @@ import signal
 from bashrpc.server.runtime.containment.child import PYTHON_IGNORED_SIGNALS
 
 
-def ignored_signals() -> set[int]:
-    ignored = set()
+def ignored_signals() -> set[signal.Signals]:
+    ignored: set[signal.Signals] = set()
     for sig in signal.valid_signals() - PYTHON_IGNORED_SIGNALS:
         try:
             if signal.getsignal(sig) == signal.SIG_IGN:
