@@ -35,11 +35,7 @@ from bashrpc.server.runtime.seam.backend import (
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.shell.shell import Shell
-from bashrpc.server.runtime.shell.shellproto import (
-    HAND_OVER_START_LOG,
-    SNAPSHOT_ENV,
-    after_snapshot,
-)
+from bashrpc.server.runtime.shell.shellproto import HAND_OVER_START_LOG, one_shot
 
 _pty_names = itertools.count(1)
 # In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.
@@ -73,12 +69,8 @@ class LocalBackend:
         return config
 
     async def pty(self, spec: PtySpec) -> PtyHandle:
-        config, command, env = spec.config, spec.command, dict(spec.env)
-        if config.prefix:
-            command = f"{config.prefix} {command}"
-        if config.snapshot is not None:
-            env[SNAPSHOT_ENV] = config.snapshot
-            command = after_snapshot(command)
+        config = spec.config
+        command, needs = one_shot(spec.command, config.prefix, config.snapshot)
         if config.sandbox is not None:
             command = PTY_STDERR_TO_TERMINAL + command
         # Before the tracker: a sandbox that cannot start fails with nothing made.
@@ -95,7 +87,7 @@ class LocalBackend:
             launch.argv,
             pass_fds=launch.pass_fds,
             cwd=spec.cwd,
-            env={**env, procs.OWNER_ENV: tracker.tag},
+            env={**spec.env, **needs, procs.OWNER_ENV: tracker.tag},
             cols=spec.cols,
             rows=spec.rows,
             on_output=spec.feed,

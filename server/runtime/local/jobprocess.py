@@ -20,25 +20,21 @@ from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Containment, Tracker
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.backend import JobLaunch
-from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, after_snapshot
+from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, one_shot
 
 READ_CHUNK_BYTES = 64 * 1024
 
 _job_names = itertools.count(1)
 
 
-def job_argv(launch: JobLaunch, env: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The program's argv, and the files its sandbox must show it (the rc
-    snapshot): shell text replays the snapshot first, as a terminal's does.
-    Puts the snapshot's path in `env` when there is one."""
+def job_argv(launch: JobLaunch) -> tuple[list[str], dict[str, str]]:
+    """The program's argv, and the variables it needs beyond the launch's own:
+    shell text runs as a terminal's command does (`one_shot`)."""
     if launch.args is not None:
-        return [launch.command, *launch.args], []
+        return [launch.command, *launch.args], {}
     config = launch.config
-    text = launch.command if not config.prefix else f"{config.prefix} {launch.command}"
-    if config.snapshot is None:
-        return [config.shell, "-c", text], []
-    env[SNAPSHOT_ENV] = config.snapshot
-    return [config.shell, "-c", after_snapshot(text)], [config.snapshot]
+    text, needs = one_shot(launch.command, config.prefix, config.snapshot)
+    return [config.shell, "-c", text], needs
 
 
 class LocalJobProcess:
@@ -69,13 +65,14 @@ class LocalJobProcess:
     ) -> LocalJobProcess:
         """Spawned; OSError (or SandboxUnavailable) when it cannot start. Its pid is
         in `pids` at once, so no orphan reaper collects its status."""
-        env = dict(launch.env)
-        argv, read_only = job_argv(launch, env)
+        argv, needs = job_argv(launch)
+        # The rc snapshot the text replays, which a sandbox must show it.
+        snapshot = needs.get(SNAPSHOT_ENV)
         wrapped = await bwrap.wrap(
             argv,
             launch.config.sandbox,
             cwd=launch.cwd,
-            read_only_files=read_only,
+            read_only_files=[] if snapshot is None else [snapshot],
             runtime_dir=runtime_dir,
         )
         tracker = containment.tracker(f"job{next(_job_names)}")
@@ -85,7 +82,7 @@ class LocalJobProcess:
             process = child.spawn(
                 wrapped.argv,
                 tracker=tracker,
-                env={**env, procs.OWNER_ENV: tracker.tag},
+                env={**launch.env, **needs, procs.OWNER_ENV: tracker.tag},
                 cwd=launch.cwd,
                 stdin=stdin_read,
                 stdout=out_write,

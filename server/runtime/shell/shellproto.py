@@ -76,6 +76,16 @@ def after_snapshot(command: str) -> str:
     return f"{SOURCE_SNAPSHOT}\n\\command eval {reset} {shlex.quote(command)}"
 
 
+def one_shot(command: str, prefix: str | None, snapshot: str | None) -> tuple[str, dict[str, str]]:
+    """The `bash -c` text that runs `command` once as a session's shell would: after
+    the configured prefix, with the rc snapshot (when there is one) replayed first;
+    and the variables that text needs. A PTY's command and a job's shell text."""
+    text = f"{prefix} {command}" if prefix else command
+    if snapshot is None:
+        return text, {}
+    return after_snapshot(text), {SNAPSHOT_ENV: snapshot}
+
+
 def bootstrap(status_path: str, fields_path: str, snapshot: bool) -> bytes:
     """Defines the driver; sent once, before the first command.
 
