@@ -128,32 +128,30 @@ def test_a_file_of_dependent_requests_is_answered_in_full_and_in_order(tmp_path:
         assert other == first, f"run {n} differs"
 
 
-def test_a_pipe_still_aborts_at_its_end_by_default(tmp_path: Path) -> None:
-    """MCP's stdio shutdown: the client closes stdin, and what runs is aborted."""
+def piped_bash(tmp_path: Path, args: list[str], command: str) -> BashResult:
+    """One `bash` request piped to a server run with `args`, then the pipe's end:
+    the result the server answered with before it exited."""
     done = subprocess.run(
-        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(tmp_path / "artifacts")],
-        input=request_line(1, "bash", BashParams(command="sleep 30; echo finished")),
+        [sys.executable, "-m", "bashrpc", *args],
+        input=request_line(1, "bash", BashParams(command=command)),
         capture_output=True,
         cwd=tmp_path,
         env=server_environment(tmp_path),
         timeout=RUN_BOUND_SECONDS,
     )
     assert done.returncode == 0, done.stderr
-    result = result_of(_decode(done.stdout.splitlines()[-1]), BashResult)
+    return result_of(_decode(done.stdout.splitlines()[-1]), BashResult)
+
+
+def test_a_pipe_still_aborts_at_its_end_by_default(tmp_path: Path) -> None:
+    """MCP's stdio shutdown: the client closes stdin, and what runs is aborted."""
+    artifacts = ["--artifacts-dir", str(tmp_path / "artifacts")]
+    result = piped_bash(tmp_path, artifacts, "sleep 30; echo finished")
     assert result.cancelled and "finished" not in result.output
 
 
 def test_the_setting_chooses_finish_for_a_pipe(tmp_path: Path) -> None:
     config = tmp_path / "settings.toml"
     config.write_text('[server]\nonEof = "finish"\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "bashrpc", "--config", str(config)],
-        input=request_line(1, "bash", BashParams(command="sleep 0.5; echo finished")),
-        capture_output=True,
-        cwd=tmp_path,
-        env=server_environment(tmp_path),
-        timeout=RUN_BOUND_SECONDS,
-    )
-    assert done.returncode == 0, done.stderr
-    result = result_of(_decode(done.stdout.splitlines()[-1]), BashResult)
+    result = piped_bash(tmp_path, ["--config", str(config)], "sleep 0.5; echo finished")
     assert result.output == "finished\n" and not result.cancelled
