@@ -55,7 +55,7 @@ class ChunkStream:
         self._seq = 0
         # Set while the client takes nothing: then text is skipped, not waited for.
         self._stalled = False
-        # Made when the producer first waits for room: most commands never do.
+        # Fired as each chunk goes out: what a producer waiting for room waits on.
         self._progress = Pulse()
         self._throttle = Throttle(self._send, interval, owner)
 
