@@ -63,6 +63,10 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
     """A PTY takes input and size from now on, before its program is spawned."""
     if bashjobs.wanted(params):
         bashjobs.check(params)
+        # A job, not a command of the session: an abort read before it starts
+        # cancels it before its job exists.
+        assert ctx.flight is not None
+        ctx.flight.runs_no_command()
         return
     pty = bashcall.pty_terminal(params)
     if pty is not None:

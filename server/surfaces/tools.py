@@ -125,6 +125,7 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
     if params.name in jobtools.TOOLS:
+        _runs_no_command(ctx)
         session = toolplan.TOOL_SESSION_ID
         return await jobtools.call(services.terminals, params, session, connection.settings)
     sent = toolargs.arguments(params)
@@ -143,6 +144,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         assert plan.early is not None
         return plan.early
     if toolargs.given(sent.arguments.run_in_background):
+        _runs_no_command(ctx)
         return await jobtools.start(services.terminals, plan.spec)
     resumables = services.resumables
     record = None if resumables is None else _record(ctx, resumables)
@@ -163,6 +165,13 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     finally:
         if record is not None and resumables is not None:
             resumables.end(record, kept)
+
+
+def _runs_no_command(ctx: Ctx) -> None:
+    """A job tool, or a job started: no command of the session, so a cancel that
+    came before (MCP's, or `$/cancelRequest`) cancels the call now."""
+    if ctx.flight is not None:
+        ctx.flight.runs_no_command()
 
 
 def _record(ctx: Ctx, resumables: Resumables) -> Resumable:

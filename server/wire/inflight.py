@@ -40,6 +40,14 @@ class InFlight:
         if self.cancelled:
             abort()
 
+    def runs_no_command(self) -> None:
+        """It runs no command after all (a background job, an answer of its own):
+        a cancel cancels its task, and one that came first does so now, or at
+        its start."""
+        self.runs_command = False
+        if self.cancelled and self.started:
+            self.scope.cancel()
+
     async def run(self, handler: Callable[P, Awaitable[T]], *args: P.args, **kw: P.kwargs) -> T:
         """The request's handler, in its started scope: one cancelled before its
         start never runs (a cancel lands only at a checkpoint, after whatever

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol.client import ClientCore
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import BashToolArguments, CancelledParams
+from bashrpc.protocol.mcpclient import bash_tool_call
+from bashrpc.protocol.methods import AbortBashParams, BashParams
 from bashrpc.protocol.terminals import (
     TerminalCreateParams,
     TerminalCreateResult,
+    TerminalEmptyResult,
     TerminalListParams,
     TerminalListResult,
     TerminalOutputParams,
@@ -19,7 +25,7 @@ from bashrpc.protocol.terminals import (
 from bashrpc.server.runtime.jobs.jobtable import MAX_EXITED_KEPT
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import wait_until
+from tests.rpc import error_of, request_line, wait_until
 
 BOUND_SECONDS = 60.0
 RC = "alias greet='echo hello from the rc'\n"
@@ -29,6 +35,60 @@ SANDBOXES = {"off": "", "workspace-write": '[sandbox]\nmode = "workspace-write"\
 
 def listing(server: InProcessServer) -> TerminalListResult:
     return server.typed(TerminalListResult, "terminal/list", TerminalListParams())
+
+
+# Long enough for a call that was not cancelled to start its job, many times over.
+WENT_AHEAD_SECONDS = 3.0
+# A command that would outlive any test, were it started.
+LONG_COMMAND = "exec sleep 300"
+BACKGROUND_REQUESTS = {
+    "background": BashParams(command=LONG_COMMAND, background=True),
+    "backgroundAfter": BashParams(command=LONG_COMMAND, background_after=BOUND_SECONDS),
+}
+
+
+@pytest.mark.parametrize("kind", BACKGROUND_REQUESTS)
+def test_a_background_request_aborted_before_it_starts_starts_nothing(
+    server: InProcessServer, kind: str
+) -> None:
+    """The abort comes in the same write, so it is read before the request's task
+    starts: the request is cancelled, and no job runs for it."""
+    server.send_raw(
+        request_line("run", "bash", BACKGROUND_REQUESTS[kind])
+        + request_line("stop", "abort_bash", AbortBashParams(request_id="run"))
+    )
+    assert error_of(server.response("run", BOUND_SECONDS)).code == ErrorCode.REQUEST_CANCELLED
+    assert listing(server).terminals == []
+    assert not [c for c in server.owned_commands() if "sleep 300" in c]
+
+
+def test_a_background_tool_call_cancelled_before_it_starts_gets_no_response(
+    server: InProcessServer,
+) -> None:
+    call = bash_tool_call(BashToolArguments(command=LONG_COMMAND, run_in_background=True))
+    cancel = ClientCore().notification(
+        "notifications/cancelled", CancelledParams(request_id="call")
+    )
+    server.send_raw(request_line("call", "tools/call", call) + cancel)
+    # What a call that went ahead shows within a few seconds, here not at all.
+    went_ahead = wait_until(
+        lambda: bool(listing(server).terminals) or any(m.id == "call" for m in server.messages),
+        WENT_AHEAD_SECONDS,
+    )
+    assert not went_ahead
+    assert not [c for c in server.owned_commands() if "sleep 300" in c]
+
+
+def test_a_running_job_released_ends_without_an_error(server: InProcessServer) -> None:
+    """Its program's end comes after the release: the job is gone, and the end is
+    no error in the server's log."""
+    params = TerminalCreateParams(session_id="rel", command=LONG_COMMAND)
+    job = server.typed(TerminalCreateResult, "terminal/create", params).terminal_id
+    ident = TerminalParams(session_id="rel", terminal_id=job)
+    server.typed(TerminalEmptyResult, "terminal/release", ident)
+    assert listing(server).terminals == []
+    assert not [c for c in server.owned_commands() if "sleep 300" in c]
+    assert server.stderr() == ""
 
 
 def finished_output(server: InProcessServer, params: TerminalCreateParams) -> str:

@@ -127,8 +127,7 @@ class Job:
                 tg.start_soon(self._pump, process)
                 status = await process.wait()
                 await drain.until_quiet(self._eof, lambda: self._last_data)
-                self.exit = exit_status(status)
-                self.move("exit")
+                self._ended(exit_status(status))
                 self.close_stdin()
                 with anyio.CancelScope(shield=True):
                     await process.kill(grace())
@@ -156,6 +155,13 @@ class Job:
                 self.artifact.write(clean)
             self.poke()
 
+    def _ended(self, status: ExitStatus) -> None:
+        """Its program's end, kept; the state moves with it unless the job was
+        released first (then nobody may ask of it any more)."""
+        self.exit = status
+        if self.state != "released":
+            self.move("exit")
+
     def _finish(self) -> None:
         """Close its process's pipes and free its place, finish its artifact: once, as
         `run` ends."""
@@ -166,9 +172,7 @@ class Job:
             self.artifact.close()
         if self.exit is None:
             # Ended by the runtime's end before its exit was seen.
-            self.exit = ExitStatus(None, signal.Signals.SIGKILL.name)
-            if self.state in ("running", "killing"):
-                self.move("exit")
+            self._ended(ExitStatus(None, signal.Signals.SIGKILL.name))
         self.exited.set()
         self.done.set()
         self.poke()
