@@ -5,6 +5,7 @@ needs one: stdio, signals, stdin EOF, the subreaper, the CLI."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from bashrpc.server.runtime.containment import child
 from tests.daemon import AttachProcess
 from tests.inprocess import InProcessServer, environment
-from tests.rpc import ServerProcess
+from tests.rpc import SUITE_ENV, ServerProcess
 
 SpawnInProcess = Callable[..., InProcessServer]
 SpawnProcess = Callable[..., ServerProcess]
@@ -65,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # What the suite starts gets default signals, as the server gives its
     # commands, whatever the suite's parent left it (`test_suite_signals.py`).
     child.clear_inherited_signals()
+    # Inherited by every worker and all they start, so that what another run of
+    # the suite beside this one starts is told apart (`rpc.marked_processes`).
+    os.environ.setdefault(SUITE_ENV, uuid.uuid4().hex)
     config.addinivalue_line(
         "markers", "stdio_only(reason): about the stdio server's own process, not attach"
     )

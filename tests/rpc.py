@@ -62,17 +62,26 @@ def live_pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
+def environ(pid: int) -> list[bytes] | None:
+    """The process's environment as `NAME=value` entries; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return None
+
+
 def owned_processes(server_pid: int) -> list[int]:
     """Live processes started through the server with this pid (by their owner tag)."""
     tag = f"BASHRPC_OWNER={server_pid}.".encode()
     found = []
     for pid in live_pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if not process_gone(pid) and any(e.startswith(tag) for e in environ.split(b"\0")):
+        entries = environ(pid)
+        if (
+            entries is not None
+            and not process_gone(pid)
+            and any(e.startswith(tag) for e in entries)
+        ):
             found.append(pid)
     return found
 
@@ -91,9 +100,28 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+# Set once per run of the suite (`tests/conftest.py`) and inherited by all it
+# starts: another run on the same machine uses the same markers.
+SUITE_ENV = "BASHRPC_TEST_SUITE"
+
+
+def another_suites(pid: int) -> bool:
+    """Whether the process provably belongs to another run of the suite: it carries
+    another run's token. One that carries none (`env -i`) may be this run's."""
+    entries = environ(pid) or []
+    ours = f"{SUITE_ENV}={os.environ.get(SUITE_ENV, '')}".encode()
+    prefix = f"{SUITE_ENV}=".encode()
+    return any(e.startswith(prefix) and e != ours for e in entries)
+
+
 def marked_processes(marker: str) -> list[int]:
-    """Live processes whose command line carries the marker (set with `exec -a`)."""
-    return [pid for pid in live_pids() if marker in cmdline(pid) and not process_gone(pid)]
+    """Live processes whose command line carries the marker (set with `exec -a`),
+    but for another run's of the suite beside this one."""
+    return [
+        pid
+        for pid in live_pids()
+        if marker in cmdline(pid) and not process_gone(pid) and not another_suites(pid)
+    ]
 
 
 def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.05) -> bool:
