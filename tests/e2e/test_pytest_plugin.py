@@ -3,11 +3,14 @@ fresh venv holding only this checkout (`pip install`) and pytest."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,21 +51,29 @@ def test_broken():
 """
 
 
-def fresh_venv() -> Path:
+@contextlib.contextmanager
+def fresh_venv() -> Iterator[Path]:
     """A venv with pytest and this checkout installed by pip, not editable: its
-    dependencies once (kept in the cache), this checkout again on every run."""
+    dependencies once (kept in the cache), this checkout again on every run.
+
+    Held under a lock from the install to the block's end: the venv is the
+    user's cache's, and another run of the suite on the machine reinstalls its
+    own checkout into it."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     venv = cache / "bashrpc-tests" / "plugin-venv"
+    venv.parent.mkdir(parents=True, exist_ok=True)
     python = venv / "bin" / "python"
     ready = venv / "ready"
     pip = [str(python), "-m", "pip", "install", "-q"]
-    if not ready.exists():
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)])
-        _run([*pip, str(CHECKOUT), "pytest"])
-        ready.touch()
-    else:
-        _run([*pip, "--no-deps", "--force-reinstall", str(CHECKOUT)])
-    return python
+    with (venv.parent / "plugin-venv.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            _run([sys.executable, "-m", "venv", "--clear", str(venv)])
+            _run([*pip, str(CHECKOUT), "pytest"])
+            ready.touch()
+        else:
+            _run([*pip, "--no-deps", "--force-reinstall", str(CHECKOUT)])
+        yield python
 
 
 def _run(argv: list[str]) -> None:
@@ -88,7 +99,12 @@ def run_pytest(python: Path, project: Path, *args: str) -> subprocess.CompletedP
 
 @pytest.mark.slow
 def test_the_plugin_works_in_a_fresh_venv_with_only_bashrpc_and_pytest(tmp_path: Path) -> None:
-    python = fresh_venv()
+    with fresh_venv() as python:
+        check_host_project(python, tmp_path)
+
+
+def check_host_project(python: Path, tmp_path: Path) -> None:
+    """A host's project of tests, run by the venv's pytest with the plugin."""
     project = tmp_path / "host-project"
     project.mkdir()
     (project / "test_host.py").write_text(textwrap.dedent(HOST_TESTS))
