@@ -40,6 +40,7 @@ GUIDE_TITLES = {
     "tutorial.md": "Tutorial",
     "troubleshooting.md": "Troubleshooting",
     "changelog.md": "Changelog",
+    "shell-internals.md": "shell",
 }
 BUILD_TIMEOUT_SECONDS = 300
 
