@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.docpages import blocks
+
 pytestmark = pytest.mark.slow
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing-your-host.md"
@@ -27,15 +29,11 @@ TUTORIAL_TIMEOUT_SECONDS = 120
 HOST_TEST_SECTION = "## Driving it from Python"
 
 
-def python_blocks(text: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
-
-
 def test_the_host_test_on_the_testing_page_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     section = PAGE.read_text().split(HOST_TEST_SECTION + "\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = python_blocks(section)
+    (example,) = blocks(section, "python")
     # The example starts `bashrpc` from PATH, as a host's test would.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     scope: dict[str, Any] = {}
@@ -59,9 +57,9 @@ def test_the_tutorial_host_prints_what_the_page_shows(tmp_path: Path) -> None:
     Python against the real `bashrpc`, print the page's `What it prints`."""
     text = TUTORIAL.read_text()
     host = tmp_path / "host.py"
-    host.write_text("\n".join(python_blocks(text)))
+    host.write_text("\n".join(blocks(text, "python")))
     shown = text.split("## What it prints\n", 1)[1]
-    (expected,) = re.findall(r"^```text\n(.*?)^```", shown, flags=re.M | re.S)
+    (expected,) = blocks(shown, "text")
     done = subprocess.run(
         [sys.executable, str(host)],
         cwd=tmp_path,

@@ -4,14 +4,13 @@ requests with the page's replies."""
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
 
+from tests.docpages import Line, blocks, sections
 from tests.githost import Host, host
 from tests.sandboxing import skip_without_sandbox
 
@@ -26,17 +25,6 @@ PAGE_HOME = "/home/me"
 PATH_DEPENDENT = ("totalBytes", "outputBytes")
 
 
-class Line(msgspec.Struct, omit_defaults=True):
-    """A line of the page or of the server: a request or its reply."""
-
-    jsonrpc: str
-    id: int | str | None = None
-    method: str | None = None
-    params: Any = None
-    result: Any = None
-    error: Any = None
-
-
 class Example(msgspec.Struct, frozen=True):
     title: str
     settings: str
@@ -46,12 +34,11 @@ class Example(msgspec.Struct, frozen=True):
 def examples() -> list[Example]:
     section = PAGE.read_text().split("\n## Examples\n", 1)[1].split("\n## ", 1)[0]
     found = []
-    for part in section.split("\n### ")[1:]:
-        settings = re.findall(r"^```toml\n(.*?)^```", part, flags=re.M | re.S)
-        exchange = re.findall(r"^```json\n(.*?)^```", part, flags=re.M | re.S)
+    for heading, body in sections(section):
+        settings, exchange = blocks(body, "toml"), blocks(body, "json")
         if settings and exchange:
             lines = tuple(line for line in exchange[0].splitlines() if line)
-            found.append(Example(part.splitlines()[0], settings[0], lines))
+            found.append(Example(heading.removeprefix("### "), settings[0], lines))
     return found
 
 
