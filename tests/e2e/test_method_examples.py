@@ -15,13 +15,15 @@ import pytest
 from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.client import RESULT_TYPES
 from bashrpc.protocol.envelope import ServerMessage
+from bashrpc.protocol.methods import BashChunk
 from tests.conftest import SpawnInProcess
+from tests.daemon import DaemonProcess
 from tests.docpages import Line, blocks, exchange, sections
-from tests.inprocess import InProcessServer
+from tests.rpc import RpcClient
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # The pages whose sections are methods, each headed by the method's name.
-PAGES = ("methods.md", "pty.md", "mcp-tool.md")
+PAGES = ("methods.md", "pty.md", "mcp-tool.md", "background-jobs.md")
 # What a client may send: requests, and its own notifications (`exit`).
 CLIENT_SENDS = {
     *RESULT_TYPES,
@@ -80,6 +82,7 @@ def test_every_method_page_is_read() -> None:
     them all, so a renamed heading cannot drop out silently."""
     named = {section.name for section in ALL}
     assert {"bash", "abort_bash", "artifact/read", "pty/input", "tools/call"} <= named
+    assert set(terminals.METHODS) <= named
 
 
 def same_shape(method: str, shown: Line, got: ServerMessage) -> None:
@@ -97,7 +100,7 @@ def same_shape(method: str, shown: Line, got: ServerMessage) -> None:
     assert sorted(shown.result) == sorted(actual), method
 
 
-def run(server: InProcessServer, example: str) -> None:
+def run(server: RpcClient, example: str) -> None:
     """Send the example's requests in order, and check each reply it shows. A
     request whose reply the page shows only later runs meanwhile: its first
     output is waited for before the next line is sent."""
@@ -139,3 +142,24 @@ def test_the_pages_requests_get_replies_of_the_shape_shown(
     server = spawn(workspace=workspace)
     for section in method_sections(page):
         run(server, section.example)
+
+
+RESUME = "### Resume: `bash/attach {requestId, afterSeq}`"
+
+
+def test_the_resume_example_resumes_as_shown(daemon: DaemonProcess) -> None:
+    """The daemon page's `bash/attach`: the first connection's lines on one
+    connection, cut while its command runs, the second's on a new one."""
+    text = (DOCS / "sessions-and-daemon.md").read_text()
+    before, after = blocks(text.split(RESUME + "\n", 1)[1].split("\n### ", 1)[0], "json")[:2]
+    first = daemon.connect()
+    run(first, before)
+    first.cut()
+    second = daemon.connect()
+    run(second, after)
+    shown = [line.params for _, line in exchange(after) if line.method == "bash/chunk"]
+    got = second.notified("bash/chunk", BashChunk)
+    # How the rest is cut into chunks is the server's timing; where it starts and
+    # what it says are the page's.
+    assert got[0].seq == shown[0]["seq"]
+    assert "".join(c.text for c in got) == "".join(c["text"] for c in shown)
