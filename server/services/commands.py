@@ -129,7 +129,7 @@ class CommandService:
                 # How long it ran is counted from here, after its wait for the turn.
                 began = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
-                start = execution.workdir(session)
+                start = execution.take_turn(session).path
                 run = await self._now(spec, session, execution, listener)
         finally:
             self._executions.discard(execution)
@@ -147,7 +147,6 @@ class CommandService:
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
         if execution.aborted:
-            execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
         runtime = self._runtime
         if spec.terminal is None:
