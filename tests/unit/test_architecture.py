@@ -17,7 +17,13 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
-BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log", "bashrpc.server.pulse")
+BASE = (
+    "bashrpc.protocol",
+    "bashrpc.server.errors",
+    "bashrpc.server.log",
+    "bashrpc.server.pulse",
+    "bashrpc.server.transitions",
+)
 # The seam imports nothing of any implementation: its types are its own.
 SEAM = (*BASE, "bashrpc.server.runtime.seam")
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -31,6 +37,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.log": (),
     "bashrpc.server.fdio": (),
     "bashrpc.server.pulse": (),
+    "bashrpc.server.transitions": (),
     "bashrpc.server.genfiles": (),
     "bashrpc.server.schemagen": ("bashrpc.protocol", "bashrpc.server.genfiles"),
     # The reference pages: from the protocol's types and the CLI's parser.
