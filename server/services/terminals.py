@@ -124,9 +124,9 @@ class TerminalService:
         else:
             shown = " ".join([what.command, *what.args])
         launch = JobLaunch(what.command, what.args, config, cwd, env)
-        spec = JobSpec(launch, shown, output_limit=what.output_limit)
+        spec = JobSpec(launch, shown, output_limit=what.output_limit, announce=announce)
         try:
-            return await runtime.jobs.start(session.id, self.owner, spec, announce=announce)
+            return await runtime.jobs.start(session.id, self.owner, spec)
         except (FileNotFoundError, PermissionError) as exc:
             raise errors.InvalidArgument(
                 messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
@@ -215,14 +215,9 @@ class TerminalService:
     def unlisten(self, tell: TellExit) -> None:
         self._runtime.jobs.unlisten(self.owner, tell)
 
-    def untold_model(self, session_id: str) -> list[str]:
-        """One line per job of the session that ended since the last tool result said so."""
-        lines = []
-        for job in self._runtime.jobs.of_session(session_id):
-            if job.exited.is_set() and not job.told_model:
-                job.told_model = True
-                lines.append(end_line(job))
-        return lines
+    def jobs(self, session_id: str) -> list[Job]:
+        """The session's jobs, running or ended, not yet released."""
+        return self._runtime.jobs.of_session(session_id)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
