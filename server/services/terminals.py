@@ -32,6 +32,7 @@ from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.sessions import resolve_path
+from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -109,7 +110,7 @@ class TerminalService:
             what.field_prefix,
         )
         session = runtime.session(what.session_id, what.sandbox, self.owner)
-        self._commands.tighten([session], what.sandbox)
+        tightening.tighten(runtime, [session], what.sandbox)
         extra = envmod.without_guards(what.env)
         if extra:
             reject_unexecable({**session.env, **extra}, extra, what.field_prefix)
