@@ -248,6 +248,10 @@ DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
 DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
 DAEMON_LISTENING = "daemon listening on {path}"
 DAEMON_PEER_REFUSED = "refused a connection from pid {pid}, uid {uid}: not our uid ({ours})"
+DAEMON_PEER_SANDBOXED = (
+    "refused a connection from pid {pid}: it runs inside a sandbox "
+    "(a pid namespace below the daemon's)"
+)
 DAEMON_TOO_MANY_CLIENTS = (
     "the daemon keeps {limit} clients already, each with a connection "
     "([daemon] maxClients); try again when one has gone"

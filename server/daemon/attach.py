@@ -39,7 +39,6 @@ from bashrpc.server.wire import stdio
 DAEMON_START_SECONDS = 10.0
 CONNECT_POLL_SECONDS = 0.02
 COPY_BYTES = 256 * 1024
-LOG_SUFFIX = ".log"
 EXIT_FAILURE = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -75,7 +74,7 @@ def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
     sock = socketpath.connect_ours(path)
     if sock is not None:
         return sock
-    log_path = path.with_name(path.name + LOG_SUFFIX)
+    log_path = socketpath.log_path(path)
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     with open(log_fd, "ab") as log_file:
         daemon = subprocess.Popen(
