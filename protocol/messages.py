@@ -405,6 +405,8 @@ HTTP_BAD_REQUEST = "not an HTTP/1.x request head"
 HTTP_TOO_BIG = "request head too large"
 HTTP_UNAUTHORIZED = "needs Authorization: Bearer <token>"
 HTTP_NO_METRICS = "/metrics needs prometheus_client: pip install 'bashrpc[metrics]'"
+# stderr was not read fast enough: lines were dropped rather than waited for.
+LOG_LINES_DROPPED = "{count} log lines dropped: stderr was not read"
 READY_DRAINING = "draining after SIGTERM: new commands are refused"
 READY_STOPPING = "stopping: every connection is ending"
 READY_NO_SANDBOX = "the configured sandbox ({mode}) cannot start: {reason}"

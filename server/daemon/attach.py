@@ -22,7 +22,6 @@ and the daemon takes the connection for gone.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 from bashrpc.protocol import messages
+from bashrpc.server import fdio
 from bashrpc.server.daemon import socketpath
 from bashrpc.server.wire import stdio
 
@@ -110,7 +110,7 @@ def _bridge(stdin: int, stdout: int, sock: socket.socket) -> None:
         if not data:
             return
         try:
-            _write_all(stdout, data)
+            fdio.write_all_blocking(stdout, data)
         except OSError:
             return  # the host is gone: closing the socket tells the daemon
 
@@ -125,13 +125,3 @@ def _copy_up(stdin: int, sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_WR)
     except OSError:
         pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            # Someone made the shared open file non-blocking: wait as a blocking write would.
-            select.select([], [fd], [])

@@ -34,7 +34,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The pytest plugin: a client on the protocol, a server as the CLI runs one.
     "bashrpc.testing": ("bashrpc.protocol", "bashrpc.server.cli"),
     "bashrpc.server.errors": (),
-    "bashrpc.server.log": (),
+    "bashrpc.server.log": ("bashrpc.protocol.messages", "bashrpc.server.fdio"),
     "bashrpc.server.fdio": (),
     "bashrpc.server.pulse": (),
     "bashrpc.server.transitions": (),
