@@ -176,6 +176,11 @@ empty, so commands never wait for input; pagers and editors are disabled."""
 # Background jobs (`terminal/*`, `bash`'s `background`, the model's job tools).
 NO_SUCH_TERMINAL = "No terminal {terminal_id!r} in this session (never created, or released)"
 TOO_MANY_JOBS = "too many background jobs"
+# The same refusal as the model reads it, in a tool result.
+TOO_MANY_JOBS_TOOL = (
+    "Too many background jobs ({live} running, the limit is {limit}):"
+    " stop one with `bash_kill` before starting another."
+)
 JOB_STDIN_CLOSED = "terminalId: the stdin of {terminal_id!r} is closed"
 BAD_READY_PATTERN = "Invalid regular expression {pattern!r}: {reason} - at `$.ready.log`"
 BACKGROUND_WITH = "{field}: a background job runs without one (stop it with `terminal/kill`)"

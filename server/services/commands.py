@@ -10,7 +10,6 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any, Protocol
 
 import anyio
@@ -122,8 +121,9 @@ class CommandService:
         if flight is not None:
             flight.attach(execution.abort)
         ticket = Ticket(spec.request_id)
-        # A one-shot runs at once; any other command in the session's turn.
-        turn = session.turn(ticket, execution.waiting) if not spec.one_shot else nullcontext()
+        # A one-shot runs at once (after any reset); any other command in the session's turn.
+        waiting = execution.waiting
+        turn = session.apart(waiting) if spec.one_shot else session.turn(ticket, waiting)
         try:
             async with turn:
                 # How long it ran is counted from here, after its wait for the turn.

@@ -54,7 +54,9 @@ def _text_result(text: str, exit_code: int | None = None) -> CallToolResult:
 
 
 async def start(terminals: TerminalService, spec: CommandSpec) -> CallToolResult:
-    """`run_in_background`: the planned command as a job of the tool session."""
+    """`run_in_background`: the planned command as a job of the tool session; past
+    the job limit, a tool error the model reads (a JSON-RPC error would reach the
+    client, not the model)."""
     what = JobStart(
         spec.session_id,
         spec.command,
@@ -62,7 +64,10 @@ async def start(terminals: TerminalService, spec: CommandSpec) -> CallToolResult
         sandbox=spec.sandbox,
         field_prefix=spec.field_prefix,
     )
-    job = await terminals.start(what, announce=False)
+    try:
+        job = await terminals.start(what, announce=False)
+    except errors.TooManyJobs as exc:
+        return tool_error(messages.TOO_MANY_JOBS_TOOL.format(live=exc.live, limit=exc.limit))
     return _text_result(messages.JOB_STARTED.format(terminal_id=job.id))
 
 
