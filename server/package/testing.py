@@ -139,19 +139,24 @@ def verify_transcript(
     server_args: list[str] | None = None,
     fixture: str | Path | None = None,
     update: bool | None = None,
+    trust: bool = False,
 ) -> None:
     """Replay a transcript against a fresh server; fail with the difference on a
-    mismatch. `update` (default: `pytest --bashrpc-update`) rewrites its expected side."""
+    mismatch. `update` (default: `pytest --bashrpc-update`) rewrites the expected
+    side of a transcript that differs. `trust` runs header server arguments that
+    could loosen the sandbox, as `bashrpc replay --trust` does."""
     __tracebackhide__ = True
     from bashrpc.protocol.transcript import dumps
-    from bashrpc.server.cli.replay import fixture_of, load
+    from bashrpc.server.cli.replay import check_trust, fixture_of, load
     from bashrpc.server.cli.replayrun import replay
 
     path = Path(path)
     transcript = load(path)
+    if not trust:
+        check_trust(path, transcript, server_args)
     given = None if fixture is None else Path(fixture)
     outcome = replay(transcript, server_args, fixture_of(path, transcript, given))
-    if _settings["update"] if update is None else update:
+    if outcome.differences and (_settings["update"] if update is None else update):
         path.write_bytes(dumps(outcome.actual))
         return
     if outcome.differences:
