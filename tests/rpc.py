@@ -2,8 +2,8 @@
 
 `RpcClient` holds the JSON-RPC logic (requests, responses by id, notifications,
 typed results); a subclass supplies the bytes: `ServerProcess` runs the real
-`python -m server`; `tests.inprocess.InProcessServer` runs the same server
-code on an in-memory transport in this process.
+`bashrpc` (as `python -m bashrpc`); `tests.inprocess.InProcessServer` runs the
+same server code on an in-memory transport in this process.
 """
 
 from __future__ import annotations
@@ -392,7 +392,7 @@ def error_of(reply: ServerMessage) -> ErrorObject:
 
 
 class ServerProcess(RpcClient):
-    """The real `python -m server`, over its stdin and stdout."""
+    """The real `bashrpc` (`python -m bashrpc`), over its stdin and stdout."""
 
     def __init__(
         self,

@@ -1,5 +1,6 @@
 """Examples a reader copies, run as written: the host test that
-docs/testing-your-host.md shows, and the README's first exchange over stdio."""
+docs/testing-your-host.md shows, the tutorial's host, and the README's first
+exchange over stdio."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing-your-host.md"
+TUTORIAL = PAGE.parent / "tutorial.md"
+# The tutorial's one file runs in well under 10 s; this bounds a hang only.
+TUTORIAL_TIMEOUT_SECONDS = 120
 
 
 # The section of the testing page whose Python block is the host test; the
@@ -41,6 +45,35 @@ def test_the_host_test_on_the_testing_page_passes(
     tests[0](tmp_path)
 
 
+def suite_environment(tmp_path: Path) -> dict[str, str]:
+    """A reader's environment, with `bashrpc` on PATH and nothing of the user's:
+    no ~/.bashrc replayed, artifacts and temporary files under tmp_path."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
+    env["TMPDIR"] = str(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return env
+
+
+def test_the_tutorial_host_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """The page's Python blocks, put in one file in order as it says, run by
+    Python against the real `bashrpc`, print the page's `What it prints`."""
+    text = TUTORIAL.read_text()
+    host = tmp_path / "host.py"
+    host.write_text("\n".join(python_blocks(text)))
+    shown = text.split("## What it prints\n", 1)[1]
+    (expected,) = re.findall(r"^```text\n(.*?)^```", shown, flags=re.M | re.S)
+    done = subprocess.run(
+        [sys.executable, str(host)],
+        cwd=tmp_path,
+        env=suite_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TUTORIAL_TIMEOUT_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
+
+
 # Where a first exchange over stdio is shown: the document, and its section.
 STDIO_EXAMPLES = [
     ("README.md", "### A host over stdio"),
@@ -57,10 +90,12 @@ def test_a_first_stdio_exchange_is_what_bashrpc_answers(
     part = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
     (command,) = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
     (shown,) = re.findall(r"^```json\n(.*?)\n```", part, flags=re.M | re.S)
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     done = subprocess.run(
-        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        env=suite_environment(tmp_path),
+        capture_output=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     printed = [json.loads(line) for line in done.stdout.decode().splitlines()]
