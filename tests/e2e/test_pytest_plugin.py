@@ -24,7 +24,8 @@ from bashrpc.protocol.methods import (
     SessionListResult,
 )
 from bashrpc.testing import Client
-from tests.e2e.test_docs_examples import PAGE, python_blocks
+from tests.docpages import blocks
+from tests.e2e.test_docs_examples import PAGE
 from tests.e2e.test_transcript_cli import STATEFUL, edited
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -115,7 +116,7 @@ def test_the_plugin_works_in_a_fresh_venv_with_only_bashrpc_and_pytest(tmp_path:
 def page_example() -> str:
     """The testing page's example of the plugin, as a reader copies it."""
     section = PAGE.read_text().split(PLUGIN_SECTION + "\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = python_blocks(section)
+    (example,) = blocks(section, "python")
     return example
 
 
