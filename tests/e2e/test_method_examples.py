@@ -147,6 +147,7 @@ def test_the_pages_requests_get_replies_of_the_shape_shown(
 RESUME = "### Resume: `bash/attach {requestId, afterSeq}`"
 
 
+@pytest.mark.slow  # a daemon process
 def test_the_resume_example_resumes_as_shown(daemon: DaemonProcess) -> None:
     """The daemon page's `bash/attach`: the first connection's lines on one
     connection, cut while its command runs, the second's on a new one."""

@@ -99,7 +99,9 @@ def test_the_page_quotes_errors_and_lines() -> None:
     assert len(quoted_lines()) >= 5
 
 
-@pytest.mark.parametrize("quote", [e.message for e in quoted_errors()] + quoted_lines())
+@pytest.mark.parametrize(
+    "quote", [e.message for e in quoted_errors()] + quoted_lines(), ids=lambda q: q[:48]
+)
 def test_every_quote_is_what_bashrpc_says(quote: str) -> None:
     assert made_of_messages(quote, MIN_FIXED_CHARS), quote
 
