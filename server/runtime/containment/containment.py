@@ -73,6 +73,9 @@ class Tracker(ABC):
 
     # Whether `place` works: a subreaper has to ask for it itself.
     can_place = False
+    # Whether the child must run `prepare_child` even so: what it makes there (a
+    # cgroup namespace) no one can make for it from outside.
+    needs_setup = False
 
     def place(self, pid: int) -> bool:
         """Put a process that already runs in the tracker, from outside it."""
@@ -131,6 +134,7 @@ class CgroupTracker(Tracker):
         super().__init__(tag)
         self.group = group
         self._owner = owner
+        self.needs_setup = owner.cgroup_namespaces
         # The leader's session (its own: every child starts in a new one), if known.
         self._session: int | None = None
         # (pid, start time) of every stray seen, the leader first.
@@ -138,6 +142,10 @@ class CgroupTracker(Tracker):
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
+        if self.needs_setup:
+            # Its group is the root of what it sees of cgroups; where cgroup v2 is
+            # mounted with nsdelegate, no write to a cgroup.procs takes it out.
+            procs.unshare(procs.CLONE_NEWCGROUP)
 
     can_place = True
 
@@ -274,6 +282,8 @@ class Containment:
         self.root = root
         # The server's outermost group (a daemon's, around its tenants' roots).
         self.home: Cgroup | None = root
+        # Each tracker's child in a cgroup namespace of its own, where one can be made.
+        self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
         self._ancestry: set[AncestryTracker] = set()
         # Children of the server that no tracker may claim (the watchdog).
