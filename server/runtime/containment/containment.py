@@ -162,16 +162,17 @@ class CgroupTracker(Tracker):
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
 
-    def strays(self, scan: Scan | None = None) -> set[int]:
+    def strays(self, *, sessions: bool = False) -> set[int]:
         """Processes of this tracker outside its group: root may move a process to
-        any group. The second net, for kills: the leader's session, everything
-        below the leader, the group and what was seen before, and the server's
-        orphans that are in no group of its own (`Containment.escaped`)."""
-        scan = Scan() if scan is None else scan
+        any group. The second net, for kills: everything below the group and what
+        was seen before (the leader first), the server's orphans that are in no
+        group of its own (`Containment.escaped`), and with `sessions` the leader's
+        session (a pass over all of /proc: asked while stopping, not while waiting)."""
+        scan = Scan()
         group = self.group.procs()
         seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
         found = scan.descendants(group | seen)
-        if self._session is not None:
+        if sessions and self._session is not None:
             found |= scan.session(self._session)
         found |= self._owner.escaped(scan)
         found -= group
@@ -186,7 +187,7 @@ class CgroupTracker(Tracker):
 
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
-        stopped = stop_rounds(self.strays)
+        stopped = stop_rounds(lambda: self.strays(sessions=True))
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
