@@ -153,3 +153,23 @@ def test_a_shell_has_a_cgroup_namespace_of_its_own(spawn_process: SpawnProcess) 
     assert namespace != os.readlink(f"/proc/{server.server_pid}/ns/cgroup"), seen
     # Its own group is the root of what it sees.
     assert "0::/\n" in groups, seen
+
+
+def test_a_process_that_moved_into_the_servers_own_group_dies_with_its_session(
+    spawn_process: SpawnProcess,
+) -> None:
+    """Not the root group but the server's, around every shell's: still no shell's."""
+    mount = root_procs().parent
+    if delegates():
+        pytest.skip("the kernel refuses the move here (nsdelegate): the case above holds")
+    server = spawn_process()
+    assert server.bash("echo started").output == "started\n"
+    (own,) = mount.glob(f"{cgroups.GROUP_PREFIX}{server.server_pid}-*")
+    marker = f"bashrpc-escape-{uuid.uuid4().hex}"
+    head, _, tail = marker.rpartition("-")
+    leave = f'echo $$ > {own}/cgroup.procs; exec -a {head}"-{tail}" sleep 300'
+    server.bash(f"( setsid env -i bash -c '{leave}' & )", session_id=SESSION)
+    moved = f"/{own.relative_to(mount)}"
+    assert wait_until(lambda: [cgroup(p) for p in marked_processes(marker)] == [moved])
+    server.result("session/close", SessionCloseParams(session_id=SESSION))
+    assert wait_until(lambda: marked_processes(marker) == [], GONE_SECONDS)

@@ -67,13 +67,10 @@ class Cgroup:
         """Move a running process here, from outside it."""
         return self._write("cgroup.procs", str(pid).encode())
 
-    def procs(self, *, own: bool = True) -> set[int]:
-        """Live processes in this group and below (zombies have left it); `own`
-        False: those below it alone."""
+    def procs(self) -> set[int]:
+        """Live processes in this group and below (zombies have left it)."""
         out: set[int] = set()
         for directory, _dirs, _files in os.walk(self.path):
-            if not own and directory == str(self.path):
-                continue
             try:
                 with open(os.path.join(directory, "cgroup.procs"), "rb") as f:
                     out.update(int(p) for p in f.read().split())

@@ -202,6 +202,7 @@ class CgroupTracker(Tracker):
         procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
+        self._owner.groups.discard(self.group)
         self.group.remove()
 
 
@@ -281,8 +282,8 @@ class Containment:
 
     def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
         self.root = root
-        # The server's outermost group (a daemon's, around its tenants' roots).
-        self.home: Cgroup | None = root
+        # Every live tracker's group, the daemon's tenants' included (shared).
+        self.groups: set[Cgroup] = set()
         # Each tracker's child in a cgroup namespace of its own, where one can be made.
         self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
@@ -299,6 +300,7 @@ class Containment:
         if self.root is not None:
             group = self.root.child(name)
             if group is not None:
+                self.groups.add(group)
                 return CgroupTracker(tag, group, self)
         tracker = AncestryTracker(tag, self)
         self._ancestry.add(tracker)
@@ -324,9 +326,9 @@ class Containment:
     def escaped(self, scan: Scan) -> set[int]:
         """Orphans that left every group of the server's: its children (it is a
         subreaper) in a session not its own, which no tracker answers for and no
-        group below its outermost one holds. No command's process stays a member
-        that way but by writing a `cgroup.procs` (as root), so any kill takes them."""
-        if self.home is None:
+        tracker's group holds. No command's process stays a member that way but by
+        writing a `cgroup.procs` (as root), so any kill takes them."""
+        if self.root is None:
             return set()
         own_session = os.getsid(0)
         orphans = set()
@@ -334,7 +336,9 @@ class Containment:
             info = scan.info(pid)
             if info is not None and not info.zombie and info.sid != own_session:
                 orphans.add(pid)
-        return orphans - self.home.procs(own=False) if orphans else orphans
+        for group in list(self.groups) if orphans else ():
+            orphans -= group.procs()
+        return orphans
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
