@@ -38,10 +38,13 @@ def cgroup2_mount() -> Path | None:
 def own_cgroup() -> Path | None:
     """The directory of this process's cgroup v2, if v2 is mounted."""
     mount = cgroup2_mount()
-    if mount is None:
-        return None
+    return None if mount is None else group_of(os.getpid(), mount)
+
+
+def group_of(pid: int, mount: Path) -> Path | None:
+    """The directory of a process's cgroup v2 (None once it is gone)."""
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(f"/proc/{pid}/cgroup") as f:
             for line in f:
                 if line.startswith("0::"):
                     return mount / line[3:].strip().lstrip("/")

@@ -28,10 +28,11 @@ import os
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 
-from bashrpc.server.runtime.containment import polling, procs
+from bashrpc.server.runtime.containment import cgroups, polling, procs
 from bashrpc.server.runtime.containment.cgroups import Cgroup, CgroupRoot
 from bashrpc.server.runtime.containment.procs import Scan
 
@@ -120,10 +121,11 @@ class Tracker(ABC):
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
             await polling.until(lambda: not self._remaining(), grace_seconds if rest else 0)
-            await polling.repeat_while(self._remaining, self._force)
+            await polling.repeat_while(lambda: self._remaining(thorough=True), self._force)
 
-    def _remaining(self) -> set[int]:
-        """What a kill still has to end: its members, as a kill finds them."""
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        """What a kill still has to end: its members, as a kill finds them; looked
+        for `thorough`ly before it gives up on them, cheaply while it waits."""
         return self.members()
 
 
@@ -162,19 +164,21 @@ class CgroupTracker(Tracker):
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
 
-    def strays(self, *, sessions: bool = False) -> set[int]:
+    def strays(self, *, thorough: bool = False) -> set[int]:
         """Processes of this tracker outside its group: root may move a process to
         any group. The second net, for kills: everything below the group and what
-        was seen before (the leader first), the server's orphans that are in no
-        group of its own (`Containment.escaped`), and with `sessions` the leader's
-        session (a pass over all of /proc: asked while stopping, not while waiting)."""
+        was seen before (the leader first); `thorough`ly, also the leader's session
+        (a pass over all of /proc) and the server's orphans that are in no
+        tracker's group (`Containment.escaped`), which kills ask while stopping
+        and at the end, not on every poll."""
         scan = Scan()
         group = self.group.procs()
         seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
         found = scan.descendants(group | seen)
-        if sessions and self._session is not None:
-            found |= scan.session(self._session)
-        found |= self._owner.escaped(scan)
+        if thorough:
+            if self._session is not None:
+                found |= scan.session(self._session)
+            found |= self._owner.escaped(scan)
         found -= group
         for pid in found:
             info = scan.info(pid)
@@ -182,12 +186,12 @@ class CgroupTracker(Tracker):
                 self._strays.setdefault(pid, info.start)
         return found
 
-    def _remaining(self) -> set[int]:
-        return self.group.procs() | self.strays()
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        return self.group.procs() | self.strays(thorough=thorough)
 
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
-        stopped = stop_rounds(lambda: self.strays(sessions=True))
+        stopped = stop_rounds(lambda: self.strays(thorough=True))
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
@@ -284,6 +288,7 @@ class Containment:
         self.root = root
         # Every live tracker's group, the daemon's tenants' included (shared).
         self.groups: set[Cgroup] = set()
+        self._mount = None if root is None else cgroups.cgroup2_mount()
         # Each tracker's child in a cgroup namespace of its own, where one can be made.
         self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
@@ -336,9 +341,10 @@ class Containment:
             info = scan.info(pid)
             if info is not None and not info.zombie and info.sid != own_session:
                 orphans.add(pid)
-        for group in list(self.groups) if orphans else ():
-            orphans -= group.procs()
-        return orphans
+        if not orphans or self._mount is None:
+            return orphans
+        groups = {group.path for group in self.groups}
+        return {pid for pid in orphans if not _inside(cgroups.group_of(pid, self._mount), groups)}
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
@@ -351,3 +357,8 @@ class Containment:
             root = self.root
             await polling.repeat_while(lambda: root.populated, lambda _: root.kill())
             root.remove()
+
+
+def _inside(group: Path | None, groups: set[Path]) -> bool:
+    """Whether `group` is one of `groups` or below one."""
+    return group is not None and (group in groups or any(p in groups for p in group.parents))
