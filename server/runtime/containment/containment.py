@@ -24,8 +24,10 @@ alive after the grace period gets SIGKILL.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +43,10 @@ from bashrpc.server.runtime.containment.procs import Scan
 MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
+# Kills that start together (a shutdown) share the pass over /proc that finds a
+# shell's session and the server's escaped orphans; a fork since is found by its
+# parent, which that pass saw and the kill stopped.
+SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
 LEADER_DEATH_SECONDS = 1.0
@@ -169,17 +175,14 @@ class CgroupTracker(Tracker):
         any group. The second net, for kills: everything below the group and what
         was seen before (the leader first); `thorough`ly, also the leader's session
         (a pass over all of /proc) and the server's orphans that are in no
-        tracker's group (`Containment.escaped`), which kills ask while stopping
+        tracker's group (`Containment.outside`), which kills ask while stopping
         and at the end, not on every poll."""
         scan = Scan()
         group = self.group.procs()
-        seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
-        found = scan.descendants(group | seen)
+        seen = self._seen(scan)
         if thorough:
-            if self._session is not None:
-                found |= scan.session(self._session)
-            found |= self._owner.escaped(scan)
-        found -= group
+            seen |= self._owner.outside(self._session)
+        found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
             if info is not None:
@@ -187,11 +190,22 @@ class CgroupTracker(Tracker):
         return found
 
     def _remaining(self, *, thorough: bool = False) -> set[int]:
-        return self.group.procs() | self.strays(thorough=thorough)
+        """While the kill waits, its group and the strays it stopped: a walk of
+        their trees on every poll of every kill cost seconds when fifty shells
+        were killed together. The look before it gives up walks them."""
+        if thorough:
+            return self.group.procs() | self.strays(thorough=True)
+        return self.group.procs() | self._seen(Scan())
+
+    def _seen(self, scan: Scan) -> set[int]:
+        """The strays seen before that still live (the same processes: pid and start)."""
+        return {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
 
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
-        stopped = stop_rounds(lambda: self.strays(thorough=True))
+        # Thorough once: what the later rounds look for is below what it found.
+        looks = itertools.chain([True], itertools.repeat(False))
+        stopped = stop_rounds(lambda: self.strays(thorough=next(looks)))
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
@@ -289,6 +303,8 @@ class Containment:
         # Every live tracker's group, the daemon's tenants' included (shared).
         self.groups: set[Cgroup] = set()
         self._mount = None if root is None else cgroups.cgroup2_mount()
+        # One pass over /proc for the thorough looks of kills that start together.
+        self._shared: tuple[float, Scan] | None = None
         # Each tracker's child in a cgroup namespace of its own, where one can be made.
         self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
@@ -327,6 +343,18 @@ class Containment:
         these are asked for their tag (reading every shell's environment on every
         question made each kill cost O(shells))."""
         return scan.children(os.getpid()) - self.accounted()
+
+    def outside(self, session: int | None) -> set[int]:
+        """The processes of `session` (when given) and the orphans that escaped
+        (see `escaped`), from one pass over /proc shared by the kills that look
+        within `SHARED_SCAN_SECONDS` of each other: fifty shells killed together
+        (a shutdown, a reset of them all) make one pass, not fifty."""
+        now = time.monotonic()
+        if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
+            self._shared = (now, Scan())
+        scan = self._shared[1]
+        found = self.escaped(scan)
+        return found if session is None else found | scan.session(session)
 
     def escaped(self, scan: Scan) -> set[int]:
         """Orphans that left every group of the server's: its children (it is a
