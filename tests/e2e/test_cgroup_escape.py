@@ -133,6 +133,11 @@ KILLS: dict[str, Callable[[ServerProcess, str], None]] = {
 }
 
 
+# A stdio server, and a daemon (its tenants' groups nested in its own) behind a bridge.
+BOTH = pytest.mark.parametrize("transport", ["stdio", "attach"], indirect=True)
+
+
+@BOTH
 @pytest.mark.parametrize("kill", sorted(KILLS))
 def test_a_process_that_left_the_cgroup_dies_with_its_command(
     spawn_process: SpawnProcess, kill: str
@@ -155,21 +160,25 @@ def test_a_shell_has_a_cgroup_namespace_of_its_own(spawn_process: SpawnProcess) 
     assert "0::/\n" in groups, seen
 
 
-def test_a_process_that_moved_into_the_servers_own_group_dies_with_its_session(
+@BOTH
+def test_a_process_that_moved_into_the_group_around_the_shells_dies_with_its_session(
     spawn_process: SpawnProcess,
 ) -> None:
-    """Not the root group but the server's, around every shell's: still no shell's."""
+    """Not the root group but the one around the shells' (the server's, or a daemon
+    tenant's): in the server's tree, yet in no shell's group."""
     mount = root_procs().parent
     if delegates():
         pytest.skip("the kernel refuses the move here (nsdelegate): the case above holds")
     server = spawn_process()
-    assert server.bash("echo started").output == "started\n"
-    (own,) = mount.glob(f"{cgroups.GROUP_PREFIX}{server.server_pid}-*")
+    shell = int(server.bash("echo $$", session_id=SESSION).output)
+    own = cgroup(shell)
+    assert own is not None
+    around = (mount / own.lstrip("/")).parent
     marker = f"bashrpc-escape-{uuid.uuid4().hex}"
     head, _, tail = marker.rpartition("-")
-    leave = f'echo $$ > {own}/cgroup.procs; exec -a {head}"-{tail}" sleep 300'
+    leave = f'echo $$ > {around}/cgroup.procs; exec -a {head}"-{tail}" sleep 300'
     server.bash(f"( setsid env -i bash -c '{leave}' & )", session_id=SESSION)
-    moved = f"/{own.relative_to(mount)}"
+    moved = f"/{around.relative_to(mount)}"
     assert wait_until(lambda: [cgroup(p) for p in marked_processes(marker)] == [moved])
     server.result("session/close", SessionCloseParams(session_id=SESSION))
     assert wait_until(lambda: marked_processes(marker) == [], GONE_SECONDS)
