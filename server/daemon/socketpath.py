@@ -39,7 +39,7 @@ LOG_SUFFIX = ".log"
 PRIVATE_DIR_MODE = 0o700
 SOCKET_UMASK = 0o177
 _PEERCRED_FORMAT = "3i"
-# A pidfd of the peer, as it was at connect (Linux 6.5); Python names it from 3.13.
+# A pidfd of the peer, as it was at connect (Linux 6.5); 77 where Python has no name for it.
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
 
