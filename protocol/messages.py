@@ -14,6 +14,15 @@ INVALID_PARAMS = "Invalid params"
 INVALID_PARAMS_BECAUSE = INVALID_PARAMS + ": {reason}"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"
+REQUEST_OVER_BUDGET = (
+    "this request's {size} bytes, with the {held} bytes of the requests already waiting"
+    " or running, would pass the daemon's memory budget ([daemon] resumeBudgetBytes ="
+    " {budget}); send it again when some have finished"
+)
+REQUEST_OVER_WHOLE_BUDGET = (
+    "this request's {size} bytes are more than the daemon's memory budget"
+    " ([daemon] resumeBudgetBytes = {budget}) holds"
+)
 TOO_MANY_SHELLS = "too many live shells"
 SHUTTING_DOWN = "server is shutting down"
 REQUEST_CANCELLED = "Request cancelled"
