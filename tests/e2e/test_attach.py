@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, SocketClient
 from tests.rpc import process_gone
+from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -187,3 +189,58 @@ def test_attach_refuses_a_listener_of_another_uid(
     assert f"runs as uid {NOBODY}, not as us (uid {os.getuid()}); sent it nothing" in line
     assert received.read_bytes() == b"connected\n"
     assert SECRET not in received.read_text()
+
+
+def test_attach_to_a_running_daemon_tightens_its_own_connections_sandbox(
+    tmp_path: Path, socket_path: Path
+) -> None:
+    """The daemon was started with no sandbox; a later bridge asks for read-only:
+    its connection gets it (a tightening through `initialize`), the first keeps its own."""
+    skip_without_sandbox()
+    first = AttachProcess(tmp=tmp_path, socket_path=socket_path)
+    bridges = [first]
+    try:
+        assert first.bash("true").exit_code == 0  # its daemon runs: the next bridge finds it
+        strict = AttachProcess("--sandbox", "read-only", tmp=tmp_path, socket_path=socket_path)
+        bridges.append(strict)
+        assert strict.server_pid == first.server_pid
+        result = strict.bash("touch made-read-only")
+        assert result.exit_code != 0, result.output
+        assert not (tmp_path / "made-read-only").exists()
+        # A later initialize of the host's keeps it: asking for none is no loosening.
+        strict.result("initialize", initialize_params())
+        assert strict.bash("touch made-read-only").exit_code != 0
+        assert first.bash("touch made-by-first").exit_code == 0
+    finally:
+        for bridge in bridges:
+            bridge.kill()
+
+
+def test_attach_refuses_what_the_running_daemon_cannot_tighten_to(
+    tmp_path: Path, socket_path: Path
+) -> None:
+    """Another workspace, or a looser sandbox, than the running daemon's: one line
+    naming the daemon's own setting, exit 1, and not a byte bridged."""
+    skip_without_sandbox()
+    other = tmp_path / "other"
+    other.mkdir()
+    first = AttachProcess("--sandbox", "read-only", tmp=tmp_path, socket_path=socket_path)
+    bridges = [first]
+    try:
+        assert first.bash("true").exit_code == 0
+        elsewhere = AttachProcess("--workspace", str(other), tmp=tmp_path, socket_path=socket_path)
+        bridges.append(elsewhere)
+        assert elsewhere.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
+        said = elsewhere.stderr()
+        assert str(tmp_path.resolve()) in said and str(other) in said, said
+        looser = AttachProcess("--sandbox", "off", tmp=tmp_path, socket_path=socket_path)
+        bridges.append(looser)
+        assert looser.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
+        assert "'read-only'" in looser.stderr(), looser.stderr()
+        # The daemon's own workspace, named, is no change.
+        same = AttachProcess("--workspace", str(tmp_path), tmp=tmp_path, socket_path=socket_path)
+        bridges.append(same)
+        assert same.bash("pwd").output == f"{tmp_path.resolve()}\n"
+    finally:
+        for bridge in bridges:
+            bridge.kill()
