@@ -14,6 +14,15 @@ INVALID_PARAMS = "Invalid params"
 INVALID_PARAMS_BECAUSE = INVALID_PARAMS + ": {reason}"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"
+REQUEST_OVER_BUDGET = (
+    "this request's {size} bytes, with the {held} bytes of the requests already waiting"
+    " or running, would pass the daemon's memory budget ([daemon] resumeBudgetBytes ="
+    " {budget}); send it again when some have finished"
+)
+REQUEST_OVER_WHOLE_BUDGET = (
+    "this request's {size} bytes are more than the daemon's memory budget"
+    " ([daemon] resumeBudgetBytes = {budget}) holds"
+)
 TOO_MANY_SHELLS = "too many live shells"
 SHUTTING_DOWN = "server is shutting down"
 REQUEST_CANCELLED = "Request cancelled"
@@ -263,6 +272,16 @@ DAEMON_TOO_MANY_CLIENTS = (
 )
 DAEMON_IDLE_EXIT = "no session and no connection for {seconds} s (--idle-exit); exiting"
 DAEMON_STOPPING = "received {signal}; ending every connection"
+WORKSPACE_NOT_SERVED = (
+    "workspace: this server serves {served} (sandbox {mode!r}), not {requested};"
+    " a server's workspace is fixed when it starts"
+)
+ATTACH_REFUSED = (
+    "the daemon already running at {path} cannot serve this attach as asked: {reason}"
+    " (stop it, or attach to another --socket, to start one with these options)"
+)
+ATTACH_NO_ANSWER = "the daemon at {path} did not answer this attach's initialize: {reason}"
+ATTACH_DAEMON_CLOSED = "it closed the connection"
 ATTACH_NO_DAEMON = "no daemon came up at {path} within {seconds} s; see its log at {log}"
 DAEMON_DESCRIPTION = """\
 Serve JSON-RPC on a unix socket to many connections at once, each as a stdio
@@ -272,7 +291,10 @@ The socket is 0600 in a 0700 directory, and peers of another uid are refused."""
 ATTACH_DESCRIPTION = """\
 Bridge stdin and stdout to the daemon's socket, starting the daemon (with the
 options given here) if none runs there. To a host this is `bashrpc` on stdio:
-run it as the target of ssh or `kubectl exec -i`."""
+run it as the target of ssh or `kubectl exec -i`. A daemon already running keeps
+its own options: --sandbox, when stricter than its own, applies to this
+connection; a looser --sandbox, or a --workspace it does not serve, is refused
+(exit status 1, naming the daemon's)."""
 
 # Command-line errors (one line on stderr, exit status 2) and the exec client.
 CLI_ERROR = "bashrpc: {message}"
