@@ -44,7 +44,8 @@ _WRITE_BUFFER_BYTES = 256 * 1024
 # At most this many pieces in one `writev` (the kernel takes up to IOV_MAX, 1024).
 _WRITE_BUFFER_PIECES = 64
 
-# Past this many ids made, those no longer on disk (evicted) are forgotten.
+# Past this many ids made (and then past twice as many as are left), those no
+# longer on disk (evicted) are forgotten.
 _MADE_PRUNED_PAST = 4096
 
 _log = log.get("artifacts")
@@ -180,6 +181,9 @@ class ArtifactStore:
         self._writing: set[int] = set()
         # The ids this store made, while they may still be on disk (see `clear`).
         self._made: set[int] = set()
+        self._prune_made_at = _MADE_PRUNED_PAST
+        # Still being written when `clear` ran: removed as soon as they are finished.
+        self._doomed: set[int] = set()
 
     def _prepare(self) -> bool:
         """Create the directory on first use, so a server that never spills never touches disk."""
@@ -223,8 +227,9 @@ class ArtifactStore:
         self._next_id = artifact_id + 1
         self._writing.add(artifact_id)
         if self.shared:
-            if len(self._made) >= _MADE_PRUNED_PAST:
+            if len(self._made) >= self._prune_made_at:
                 self._made &= set(self.ids())
+                self._prune_made_at = max(_MADE_PRUNED_PAST, 2 * len(self._made))
             self._made.add(artifact_id)
         return ArtifactWriter(self, artifact_id, fd)
 
@@ -232,12 +237,14 @@ class ArtifactStore:
         self._unlink(self.path(artifact_id))
 
     def clear(self) -> int:
-        """Remove the owner's finished artifacts (every one in its own directory; in
-        a shared one, those this store made); how many went."""
+        """Remove the owner's artifacts (every one in its own directory; in a shared
+        one, those this store made); how many went now. One still being written
+        (a command aborted, not yet ended) goes as soon as it is finished."""
         ids = self._made if self.shared else set(self.ids())
         gone = 0
         for artifact_id in sorted(ids - self._writing):
             gone += self._unlink(self.path(artifact_id))
+        self._doomed |= self._writing
         self._made &= self._writing
         return gone
 
@@ -335,3 +342,6 @@ class ArtifactStore:
 
     def finished(self, writer: ArtifactWriter) -> None:
         self._writing.discard(writer.id)
+        if writer.id in self._doomed:
+            self._doomed.discard(writer.id)
+            self.remove(writer.id)

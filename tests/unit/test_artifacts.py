@@ -200,3 +200,14 @@ def test_an_owners_directory_is_beside_its_workspaces_and_its_own(tmp_path: Path
     assert [make(alice, b"a"), make(bob, b"b")] == [1, 1]
     assert alice.clear() == 1
     assert alice.ids() == [] and bob.ids() == [1]
+
+
+def test_one_still_written_when_cleared_goes_once_finished(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, WORKSPACE)
+    writer = store.create()
+    assert writer is not None
+    writer.write(b"the last task's")
+    assert store.clear() == 0
+    assert store.ids() == [writer.id]
+    writer.close()
+    assert store.ids() == []
