@@ -334,7 +334,8 @@ printed again with `bashrpc artifact N`."""
 ARTIFACT_DESCRIPTION = """\
 Print artifact N, the full output of a long command, to stdout. Artifacts
 belong to a workspace: the current directory unless --workspace says
-otherwise, as for the server that made it."""
+otherwise, as for the server that made it. Under the daemon they belong to
+the client (--client-id) or the shared scope (--scope) too."""
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
 VIA_UNPARSABLE = "--via: {reason}"
 VIA_EMPTY = "--via: no launcher given"

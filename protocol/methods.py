@@ -33,14 +33,33 @@ def described(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
+def _used_as_text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class CallMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """`_meta` of a request, as MCP has it; unknown keys are accepted and ignored."""
+    """`_meta` of a request, as MCP has it: open metadata. Unknown keys, and values
+    of a type the server cannot use, are accepted and ignored (never a -32602)."""
 
     traceparent: Annotated[
-        str | None,
-        described("W3C trace context: with tracing on, the request's span is this one's child."),
+        object,
+        described(
+            "W3C trace context: with tracing on, the request's span is this one's child."
+            " Used when a string; a value of another type is ignored."
+        ),
     ] = None
-    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
+    tracestate: Annotated[
+        object,
+        described("W3C trace state, passed on with it. Used when a string, else ignored."),
+    ] = None
+
+    @property
+    def trace_parent(self) -> str | None:
+        return _used_as_text(self.traceparent)
+
+    @property
+    def trace_state(self) -> str | None:
+        return _used_as_text(self.tracestate)
 
 
 class Params(
@@ -224,7 +243,7 @@ class SessionListParams(Params):
 
 
 SessionState = Literal["idle", "busy"]
-RequestState = Literal["running", "finished"]
+RequestState = Literal["queued", "running", "finished"]
 
 
 class RequestInfo(Result):
@@ -235,7 +254,10 @@ class RequestInfo(Result):
     ]
     state: Annotated[
         RequestState,
-        described("running, or finished with its result kept for a `bash/attach`."),
+        described(
+            "queued (waiting for its session's turn), running, or finished with its"
+            " result kept for a `bash/attach`."
+        ),
     ]
     pty: Annotated[
         bool, described("It runs on a PTY: its output comes as `pty/output`, not `bash/chunk`.")

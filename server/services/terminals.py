@@ -151,11 +151,14 @@ class TerminalService:
 
     async def ready(self, job: Job, readiness: Readiness) -> ReadyOutcome:
         """Wait until the job is ready as asked, it exits, or the time is up."""
-        pattern = None
         if readiness.log is not None:
-            pattern = compile_pattern(readiness.log)
+            # Refused here if it is not a pattern at all; searched off the loop.
+            compile_pattern(readiness.log)
         began = time.monotonic()
-        state, matched = await wait_ready(job, pattern, readiness.port, readiness.timeout)
+        backend = self._runtime.pool.backend
+        state, matched = await wait_ready(
+            job, readiness.log, readiness.port, readiness.timeout, backend
+        )
         return ReadyOutcome(
             state=state, seconds=round(time.monotonic() - began, 3), matched=matched
         )

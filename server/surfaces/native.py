@@ -86,7 +86,8 @@ async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     listener = bashcall.listener(ctx.notify, spec, record)
     result: BashResult | None = None
     try:
-        outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight)
+        began = None if record is None else record.begin
+        outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight, began)
         result = bashcall.finish(outcome)
         return result
     finally:

@@ -160,13 +160,14 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         ctx.notify if record is None else toolupdates.logging_progress(ctx.notify, record),
         ctx.id,
         host=connection.host,
-        progress_token=None if params.meta is None else params.meta.progress_token,
+        progress_token=None if params.meta is None else params.meta.progress,
         settings=connection.settings,
         terminal=plan.spec.terminal is not None,
     )
     kept: BashResult | None = None
     try:
-        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
+        began = None if record is None else record.begin
+        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight, began)
         result = toolfinish.finish(outcome, plan.shaping, services.artifacts)
         kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
         return result

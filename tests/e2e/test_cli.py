@@ -18,6 +18,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnProcess
+from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -161,3 +162,25 @@ def test_no_sandbox_is_an_error_never_an_unsandboxed_shell(
     assert proc.returncode == 2
     assert proc.stderr.decode() == messages.CLI_ERROR.format(message=reason) + "\n"
     assert not (tmp_path / "ran").exists()
+
+
+def test_artifact_reads_a_daemon_clients_own_with_its_client_id(tmp_path: Path) -> None:
+    """Under the daemon artifacts are each client's: `--client-id` (or `--scope`)
+    names whose, and without it the workspace's own have none of them."""
+    config = tmp_path / "config.toml"
+    config.write_text("[output]\nmaxBytes = 1024\n")
+    daemon = DaemonProcess("--config", str(config), tmp=tmp_path).wait_listening()
+    try:
+        alice = introduce(daemon.connect(), "alice")
+        artifact_id = alice.bash("echo alice-own; seq 1 2000").artifact_id
+        assert artifact_id is not None
+        alice.close()
+    finally:
+        daemon.kill()
+    where = ["--workspace", str(tmp_path), "--artifacts-dir", str(tmp_path / "artifacts")]
+    show = [*SERVER, "artifact", str(artifact_id), *where]
+    env = environment(tmp_path)
+    shown = subprocess.run([*show, "--client-id", "alice"], capture_output=True, env=env)
+    assert shown.returncode == 0 and shown.stdout.startswith(b"alice-own\n1\n")
+    for other in ([], ["--client-id", "bob"], ["--scope", "alice"]):
+        assert subprocess.run([*show, *other], capture_output=True, env=env).returncode == 1

@@ -182,6 +182,10 @@ class ProcessHandle(Protocol):
 
     def close_input(self) -> None: ...
 
+    def listens(self, port: int) -> bool:
+        """Whether one of its processes (in its tree) listens on this TCP port."""
+        ...
+
     async def wait(self) -> int | None:
         """Its program's raw wait status once it exits (what it started may run on);
         None when its status was collected elsewhere."""
