@@ -282,8 +282,11 @@ ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
 EXEC_DESCRIPTION = """\
 Run one shell command through a bashrpc server started for it, as an agent's
 host would: the output streams to stdout as it comes (ANSI sequences and
-control characters stripped, byte for byte otherwise), then one summary line
-goes to stderr. Ctrl-C aborts the command (its whole process tree) and still
+control characters stripped, byte for byte otherwise, bytes that are not UTF-8
+included), then one summary line goes to stderr. The command's stdin is empty:
+exec passes none of its own, and refuses to start when its stdin is a pipe, a
+socket or a file with bytes left (run it with </dev/null, or let the command
+read a file). Ctrl-C aborts the command (its whole process tree) and still
 prints the summary. Each run has its own server, so nothing is kept between
 runs but the artifact holding a long output."""
 EXEC_EPILOG = """\
@@ -315,6 +318,11 @@ VIA_NOT_FOUND = (
 VIA_FORCES_TTY = (
     "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
     " use the launcher without it (ssh -T, podman exec -i)"
+)
+EXEC_STDIN_REFUSED = (
+    "stdin: bashrpc exec does not pass its input to the command (the command's stdin is"
+    " empty), and here it is {kind} that may hold some: let the command read a file, or"
+    " run it with </dev/null"
 )
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_NOT_PROTOCOL = "bashrpc: the server wrote a line that is not JSON-RPC: {reason}"
