@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bashrpc.server.daemon import socketpath
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +72,49 @@ def test_a_first_stdio_exchange_is_what_bashrpc_answers(
     # The example's directory is a placeholder; this run's is tmp_path.
     expected[-1]["result"]["workingDir"] = str(tmp_path)
     assert printed == expected
+
+
+DAEMON_SECTION = "### The daemon"
+DAEMON_SECONDS = 60
+
+
+def test_the_tours_daemon_keeps_a_shell_and_stops_as_the_readme_says(tmp_path: Path) -> None:
+    """The README's daemon commands, run by bash: the second connection finds the
+    first's variable, and the command shown after them stops the daemon they started."""
+    text = (PAGE.parents[1] / "README.md").read_text()
+    part = text.split(DAEMON_SECTION + "\n", 1)[1].split("\n#", 1)[0]
+    start, stop = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    socket = runtime / "bashrpc" / "daemon.sock"
+    try:
+        started = subprocess.run(
+            ["bash", "-c", start],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=DAEMON_SECONDS,
+        )
+        assert started.returncode == 0, started.stderr
+        assert '"output":"kept\\n"' in started.stdout.decode()
+        pid = socketpath.holder_pid(socket)
+        assert pid is not None
+        stopped = subprocess.run(
+            ["bash", "-c", stop],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=DAEMON_SECONDS,
+        )
+        assert stopped.returncode == 0, stopped.stderr
+        deadline = time.monotonic() + DAEMON_SECONDS
+        while socketpath.holder_pid(socket) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert socketpath.holder_pid(socket) is None
+    finally:
+        left = socketpath.holder_pid(socket)
+        if left is not None:
+            os.kill(left, signal.SIGKILL)
