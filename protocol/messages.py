@@ -423,9 +423,10 @@ NO_SUCH_SESSION = "sessionId: no session {session!r}"
 RECORD_DESCRIPTION = """\
 Start the server with SERVER_ARGS (after --) for a host that spawns this in
 place of `bashrpc`: every line passes through unchanged, both ways, and the
-session is written to FILE as a transcript (JSON Lines) when the server's
-output ends. The run's workspace, HOME, artifacts and temporary directories
-are written as placeholders, so `bashrpc replay` can check it anywhere."""
+session is written to FILE as a transcript (JSON Lines) as it goes, readable
+by its owner alone (it holds every command and env value as sent). The run's
+workspace, HOME, artifacts and temporary directories are written as
+placeholders, so `bashrpc replay` can check it anywhere."""
 RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
 REPLAY_USAGE = (
     "bashrpc replay FILE... [--update] [--trust] [--fixture DIR] [--wait SECONDS]"
