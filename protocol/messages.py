@@ -313,8 +313,11 @@ ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
 EXEC_DESCRIPTION = """\
 Run one shell command through a bashrpc server started for it, as an agent's
 host would: the output streams to stdout as it comes (ANSI sequences and
-control characters stripped, byte for byte otherwise), then one summary line
-goes to stderr. Ctrl-C aborts the command (its whole process tree) and still
+control characters stripped, byte for byte otherwise, bytes that are not UTF-8
+included), then one summary line goes to stderr. The command's stdin is empty:
+exec passes none of its own, and refuses to start when its stdin is a pipe, a
+socket or a file with bytes left (run it with </dev/null, or let the command
+read a file). Ctrl-C aborts the command (its whole process tree) and still
 prints the summary. Each run has its own server, so nothing is kept between
 runs but the artifact holding a long output."""
 EXEC_EPILOG = """\
@@ -347,6 +350,11 @@ VIA_NOT_FOUND = (
 VIA_FORCES_TTY = (
     "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
     " use the launcher without it (ssh -T, podman exec -i)"
+)
+EXEC_STDIN_REFUSED = (
+    "stdin: bashrpc exec does not pass its input to the command (the command's stdin is"
+    " empty), and here it is {kind} that may hold some: let the command read a file, or"
+    " run it with </dev/null"
 )
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_NOT_PROTOCOL = "bashrpc: the server wrote a line that is not JSON-RPC: {reason}"
@@ -449,9 +457,10 @@ NO_SUCH_SESSION = "sessionId: no session {session!r}"
 RECORD_DESCRIPTION = """\
 Start the server with SERVER_ARGS (after --) for a host that spawns this in
 place of `bashrpc`: every line passes through unchanged, both ways, and the
-session is written to FILE as a transcript (JSON Lines) when the server's
-output ends. The run's workspace, HOME, artifacts and temporary directories
-are written as placeholders, so `bashrpc replay` can check it anywhere."""
+session is written to FILE as a transcript (JSON Lines) as it goes, readable
+by its owner alone (it holds every command and env value as sent). The run's
+workspace, HOME, artifacts and temporary directories are written as
+placeholders, so `bashrpc replay` can check it anywhere."""
 RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
 REPLAY_USAGE = (
     "bashrpc replay FILE... [--update] [--trust] [--fixture DIR] [--wait SECONDS]"
