@@ -131,11 +131,14 @@ def test_gitlinks_are_read_from_the_index_in_every_format(tmp_path: Path) -> Non
         assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
     host.ok(repo, "update-index", "--split-index")
     assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
+    # One git refuses too reads as none; a truncated one keeps the root read-only.
     (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
-    assert scan([repo]).refused != ()
+    assert scan([repo]).kept == ()
+    (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01" + bytes(30))
+    assert [k.path for k in scan([repo]).kept] == [str(repo)]
 
 
-def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
+def test_a_git_that_is_a_symlink_in_a_root_keeps_the_root_read_only(tmp_path: Path) -> None:
     """A `.git` symlink could be replaced: only its directory, the root, could keep it."""
     host = host_of(tmp_path)
     repo = host.repo("repo")
@@ -143,8 +146,21 @@ def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
     root.mkdir()
     (root / ".git").symlink_to(repo / ".git")
     made = gitguard.plan(scan([root]), [str(root)])
-    why = messages.GIT_GUARD_IS_ROOT.format(root=root)
     what = messages.GIT_GUARD_NAMED.format(
         path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_LINK
     )
-    assert made.refused == messages.GIT_GUARD_REFUSED.format(what=what, why=why)
+    assert made.refused is None and made.binds == (gitguard.Bind(str(root), writable=False),)
+    assert made.notices == (messages.GIT_GUARD_SEALED.format(root=root, what=what),)
+
+
+def test_a_git_that_is_a_fifo_is_kept_as_it_is(tmp_path: Path) -> None:
+    """Nothing is opened; the FIFO is bound read-only over itself, and the reason
+    names what it is (it once said "a .git that is a symlink")."""
+    root = tmp_path / "root"
+    root.mkdir()
+    os.mkfifo(root / ".git")
+    (kept,) = scan([root]).kept
+    assert kept.path == str(root / ".git")
+    assert kept.what == messages.GIT_GUARD_NAMED.format(
+        path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_ODD
+    )

@@ -95,6 +95,8 @@ class RunResult(msgspec.Struct, frozen=True):
     # The directory a new shell could not enter (gone, or not in its sandbox), and
     # the workspace it started in instead.
     cwd_fallback: tuple[str, str] | None = None
+    # What a new shell's sandbox did at its start (the git guard's notices).
+    start_notices: tuple[str, ...] = ()
 
     @property
     def killed(self) -> bool:
@@ -117,11 +119,13 @@ async def on_pipes(
     shell: ShellHandle | None = None
     completion: Completion | None = None
     fallback: tuple[str, str] | None = None
+    notices: tuple[str, ...] = ()
     try:
         with execution.arm():
             for attempt in range(2):
                 lease = await pool.lease(session, one_shot=one_shot)
                 shell, fallback = lease.shell, lease.fallback or fallback
+                notices = lease.notices or notices
                 try:
                     completion = await shell.run(
                         command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
@@ -156,4 +160,5 @@ async def on_pipes(
         shell_restarted=session.shell_lost and not one_shot,
         # A command that names its own directory does not care where the shell started.
         cwd_fallback=None if cwd is not None and os.path.isabs(cwd) else fallback,
+        start_notices=notices,
     )

@@ -55,6 +55,8 @@ class Lease(msgspec.Struct, frozen=True):
 
     shell: ShellHandle
     fallback: tuple[str, str] | None
+    # A new shell's start notices (`ShellHandle.start_notices`); none for one in use.
+    notices: tuple[str, ...] = ()
 
 
 class PoolLimits(msgspec.Struct, frozen=True):
@@ -125,7 +127,7 @@ class ShellPool:
         if not one_shot:
             session.shell = shell
             session.cwd = cwd
-        return Lease(shell, fallback)
+        return Lease(shell, fallback, shell.start_notices)
 
     async def discard(self, session: Session, shell: ShellHandle) -> None:
         """Close a leased shell that must not run another command (it died, its
