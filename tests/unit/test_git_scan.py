@@ -164,3 +164,33 @@ def test_a_git_that_is_a_fifo_is_kept_as_it_is(tmp_path: Path) -> None:
     assert kept.what == messages.GIT_GUARD_NAMED.format(
         path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_ODD
     )
+
+
+def test_a_pointer_out_of_the_roots_is_not_followed(tmp_path: Path) -> None:
+    """A `.git` file naming another repository outside the roots (no way back to
+    this checkout): kept as it is, said, and nothing made in what it names."""
+    host = host_of(tmp_path)
+    other = host.repo("other")
+    root = host.base / "root"
+    root.mkdir()
+    (root / ".git").write_text(f"gitdir: {other}/.git\n")
+    before = sorted((other / ".git").iterdir())
+    survey = scan([root], commits=True)
+    assert survey.git_dirs == () and [k.path for k in survey.kept] == [str(root / ".git")]
+    assert survey.notices == (
+        messages.GIT_GUARD_POINTER_REFUSED.format(path=root / ".git", target=f"{other}/.git"),
+    )
+    made = gitscan.prepare([str(root)], commits=True)
+    assert made.placeholders == () and sorted((other / ".git").iterdir()) == before
+    assert all(gitguard.within_any(b.path, [str(root)]) for b in made.binds)
+
+
+def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    other = host.repo("other")
+    repo = host.repo("repo")
+    (repo / ".git" / "commondir").write_text(f"{other}/.git\n")
+    (found,) = scan([repo], commits=True).git_dirs
+    assert found.path == str(repo / ".git") and found.sealed
+    made = gitscan.prepare([str(repo)], commits=True)
+    assert made.binds == (gitguard.Bind(str(repo / ".git"), writable=False),)

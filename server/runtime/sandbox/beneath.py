@@ -53,12 +53,20 @@ def directory(path: str, roots: Sequence[str], base: str = "/") -> str | None:
     """Where the directory `path` (taken in `base`) is, as walked: its path with
     no link and no `..` in it; None when it is missing, is not a directory, or
     the way passes a link inside `roots`."""
+    opened = open_directory(path, roots, base)
+    if opened is None:
+        return None
+    os.close(opened[0])
+    return opened[1]
+
+
+def open_directory(path: str, roots: Sequence[str], base: str = "/") -> tuple[int, str] | None:
+    """`directory`, with an `O_PATH` descriptor of it (for `*at` calls), which the
+    caller closes."""
     try:
-        fd, where = _walk(steps(base, path), roots, 0)
+        return _walk(steps(base, path), roots, 0)
     except (OSError, Hostile):
         return None
-    os.close(fd)
-    return where
 
 
 def read(path: str, roots: Sequence[str], limit: int) -> bytes | None:

@@ -357,19 +357,18 @@ def _make(path: str, content: str | None, roots: Sequence[str]) -> None:
     write the git dir, neither can its sandboxes, and nothing is made. Made in the
     git dir as walked to, with no link on the way: never through one."""
     parent, name = os.path.split(path)
-    directory = beneath.directory(parent, roots)
-    if directory is None:
+    opened = beneath.open_directory(parent, roots)
+    if opened is None:
         return
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(directory, beneath.DIR_FLAGS)
-        try:
+    dir_fd = opened[0]
+    try:
+        with contextlib.suppress(OSError):
             if content is None:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o755, dir_fd=dir_fd)
+                os.mkdir(name, 0o755, dir_fd=dir_fd)
                 return
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
             with open(fd, "w") as file:
                 file.write(content)
-        finally:
-            os.close(dir_fd)
+    finally:
+        os.close(dir_fd)
