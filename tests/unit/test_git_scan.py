@@ -194,3 +194,16 @@ def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path
     assert found.path == str(repo / ".git") and found.sealed
     made = gitscan.prepare([str(repo)], commits=True)
     assert made.binds == (gitguard.Bind(str(repo / ".git"), writable=False),)
+
+
+def test_a_link_on_the_way_to_what_a_config_names_is_kept(tmp_path: Path) -> None:
+    """An include that is a link in the root: its target is kept, and so is the
+    link's directory, or the link could be pointed at a planted file."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    (repo / "conf" / "real").mkdir(parents=True)
+    (repo / "conf" / "real" / "team.gitconfig").write_text("")
+    (repo / "conf" / "team.gitconfig").symlink_to("real/team.gitconfig")
+    host.ok(repo, "config", "include.path", "../conf/team.gitconfig")
+    kept = {k.path for k in scan([repo]).kept}
+    assert kept == {str(repo / "conf"), str(repo / "conf/real/team.gitconfig")}

@@ -82,6 +82,21 @@ def read(path: str, roots: Sequence[str], limit: int) -> bytes | None:
         os.close(fd)
 
 
+def first_link(path: str, roots: Sequence[str]) -> str | None:
+    """The first component of `path` (absolute, taken as written) that is a link
+    inside `roots`: where a command could point what `path` names elsewhere."""
+    where = "/"
+    for part in steps("/", path):
+        where = os.path.dirname(where) if part == ".." else os.path.join(where, part)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(where).st_mode)
+        except OSError:
+            return None
+        if is_link and within_any(where, roots):
+            return where
+    return None
+
+
 def open_file(path: str, roots: Sequence[str], limit: int) -> int | None:
     """A descriptor of the regular file at `path` (absolute, at most `limit`
     bytes), which the caller closes; None when it is missing. Raises Hostile."""

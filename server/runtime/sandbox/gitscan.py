@@ -300,8 +300,14 @@ class _Scan:
 
     def _keep(self, path: str, reason: str, *, named: str | None = None) -> None:
         """`path`, when in a root, bound read-only: itself, or when missing the
-        nearest directory that exists, so that nothing can be made there."""
+        nearest directory that exists, so that nothing can be made there; and
+        the directory of a link on the way to it in a root, so that the link
+        cannot be pointed elsewhere."""
         resolved = os.path.realpath(path)
+        link = beneath.first_link(path, self.roots)
+        if link is not None:
+            what = messages.GIT_GUARD_NAMED.format(path=named or path, reason=reason)
+            self.kept.append(Kept(os.path.dirname(link), what))
         if not gitguard.within_any(resolved, self.roots):
             return
         existing = resolved
