@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from bashrpc.protocol import messages
 from bashrpc.server.runtime.sandbox import gitguard, gitindex, gitscan
 from bashrpc.server.runtime.sandbox.gitguard import Survey
@@ -207,3 +209,19 @@ def test_a_link_on_the_way_to_what_a_config_names_is_kept(tmp_path: Path) -> Non
     host.ok(repo, "config", "include.path", "../conf/team.gitconfig")
     kept = {k.path for k in scan([repo]).kept}
     assert kept == {str(repo / "conf"), str(repo / "conf/real/team.gitconfig")}
+
+
+def test_an_index_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """A header claiming more entries than the file could hold is cut at once; a
+    read past the scan's deadline stops (and the root is kept read-only)."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    (repo / "file").write_text("")
+    host.ok(repo, "add", "file")
+    index = repo / ".git" / "index"
+    with pytest.raises(gitindex.IndexUnreadable, match="deadline"):
+        gitindex.gitlinks(str(index), deadline=0.0)
+    index.write_bytes(b"DIRC\0\0\0\x02\xff\xff\xff\xff" + bytes(1 << 16))
+    with pytest.raises(gitindex.IndexUnreadable, match="truncated"):
+        gitindex.gitlinks(str(index))
+    assert [k.path for k in gitscan.scan([str(repo)], seconds=0.0).kept] == [str(repo)]

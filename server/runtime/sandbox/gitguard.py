@@ -196,7 +196,8 @@ def plan(survey: Survey, roots: Sequence[str], *, commits: bool = False) -> Plan
     notices = [
         messages.GIT_GUARD_SEALED.format(root=root, what=what) for root, what in sealed.items()
     ]
-    return Plan(_settled(binds), tuple(placeholders), notices=(*survey.notices, *notices))
+    said = tuple(dict.fromkeys((*survey.notices, *notices)))
+    return Plan(_settled(binds), tuple(placeholders), notices=said)
 
 
 def _kept(path: str, roots: Sequence[str], binds: Sequence[Bind]) -> list[Bind]:

@@ -263,9 +263,8 @@ class _Scan:
         sha256 = config.get(OBJECT_FORMAT_KEY, "").lower() == SHA256
         index = os.path.join(git_dir, "index")
         try:
-            paths = gitindex.gitlinks(
-                index, gitindex.SHA256_BYTES if sha256 else gitindex.SHA1_BYTES, self.roots
-            )
+            hash_bytes = gitindex.SHA256_BYTES if sha256 else gitindex.SHA1_BYTES
+            paths = gitindex.gitlinks(index, hash_bytes, self.roots, self.deadline)
         except gitindex.IndexUnreadable as exc:
             what = messages.GIT_GUARD_INDEX.format(path=index)
             self._keep_root(worktree, what, messages.GIT_GUARD_UNREADABLE.format(detail=exc))
