@@ -155,6 +155,8 @@ def test_a_planted_file_stalls_nothing(host: Host, mode: str, plant: str, name: 
     assert wait_until(server.abort, START_SECONDS)
     assert server.bash_result(ident, START_SECONDS).cancelled
     assert rss_bytes(server.server_pid) - before < GROWTH_BYTES
+    # And it exits at its input's end.
+    assert server.close(START_SECONDS) == 0
 
 
 # -- no command denies every later shell on its root ------------------------
