@@ -196,6 +196,14 @@ def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path
     assert found.path == str(repo / ".git") and found.sealed
     made = gitscan.prepare([str(repo)], commits=True)
     assert made.binds == (gitguard.Bind(str(repo / ".git"), writable=False),)
+    # Nothing to walk to (a link in the root), said with what it names as written.
+    (repo / "away").symlink_to(other / ".git")
+    (repo / ".git" / "commondir").write_text("../away\n")
+    survey = scan([repo], commits=True)
+    assert [d.sealed for d in survey.git_dirs] == [True]
+    assert survey.notices == (
+        messages.GIT_GUARD_COMMONDIR_REFUSED.format(path=repo / ".git", target="../away"),
+    )
 
 
 def test_a_link_on_the_way_to_what_a_config_names_is_kept(tmp_path: Path) -> None:

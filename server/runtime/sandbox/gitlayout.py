@@ -32,20 +32,17 @@ def host_configs(env: Mapping[str, str], home: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def common_of(git_dir: str, roots: Sequence[str]) -> tuple[str | None, bool]:
-    """(the common dir a git dir's `commondir` names, as walked, or None when it
-    names none or the git dir itself (the placeholder commits make); whether what
-    it names, if anything, could be walked to)."""
+def common_of(git_dir: str, roots: Sequence[str]) -> tuple[str | None, str | None]:
+    """(the directory a git dir's `commondir` names, as walked: the git dir itself
+    for the placeholder commits make, None when there is none to walk to; what it
+    names, as written, None when it names nothing)."""
     try:
         pointer = read_pointer(os.path.join(git_dir, "commondir"), roots)
     except Hostile:
-        return None, True  # git takes no common dir from a FIFO or a device either
+        return None, None  # git takes no common dir from a FIFO or a device either
     if pointer is None:
-        return None, True
-    common = beneath.directory(pointer, roots, base=git_dir)
-    if common is None:
-        return None, False
-    return (None if common == git_dir else common), True
+        return None, None
+    return beneath.directory(pointer, roots, base=git_dir), pointer
 
 
 def worktree_of(git_dir: str, own: bool, roots: Sequence[str]) -> str | None:

@@ -186,12 +186,15 @@ class _Scan:
             return  # a cycle of `.git` files, or two checkouts of one git dir
         self.entered.add(git_dir)
         known = self.dirs.get(git_dir)
-        common, walked = common_of(git_dir, self.roots)
-        if not walked or (common is not None and not self._common_trusted(git_dir, common)):
-            # Its git would use a common dir the guard does not follow: kept read-only whole.
-            notice = messages.GIT_GUARD_COMMONDIR_REFUSED.format(path=git_dir, target=common)
+        walked, pointer = common_of(git_dir, self.roots)
+        common = None if walked == git_dir else walked
+        if pointer is not None and (walked is None or not self._common_trusted(git_dir, common)):
+            # Its git would use a common dir the guard does not follow: kept read-only
+            # whole, and the checkouts its index names kept as ever.
+            notice = messages.GIT_GUARD_COMMONDIR_REFUSED.format(path=git_dir, target=pointer)
             self.notices.append(notice)
             self.dirs[git_dir] = GitDir(git_dir, own=True, link=link, sealed=True)
+            self._gitlinks(worktree, git_dir, git_dir)
             return
         if known is not None:
             # Found as another's common dir, or under `modules/`: its `.git` file too.
@@ -211,9 +214,12 @@ class _Scan:
                 self.dirs.setdefault(nested.path, nested)
         self._gitlinks(worktree, git_dir, common or git_dir)
 
-    def _common_trusted(self, git_dir: str, common: str) -> bool:
-        """A common dir is a git dir; named from a git dir a command could write, in
-        the roots (a linked worktree's git dir is in its common dir's `worktrees/`)."""
+    def _common_trusted(self, git_dir: str, common: str | None) -> bool:
+        """A common dir (None: the git dir itself) is a git dir; named from a git
+        dir a command could write, in the roots (a linked worktree's git dir is in
+        its common dir's `worktrees/`)."""
+        if common is None:
+            return True
         if not is_git_dir(common):
             return False
         return not gitguard.within_any(git_dir, self.roots) or gitguard.within_any(
