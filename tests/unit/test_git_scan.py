@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,33 @@ def test_an_index_is_read_in_bounded_time(tmp_path: Path) -> None:
     with pytest.raises(gitindex.IndexUnreadable, match="truncated"):
         gitindex.gitlinks(str(index))
     assert [k.path for k in gitscan.scan([str(repo)], seconds=0.0).kept] == [str(repo)]
+
+
+PLANTED = ("fifo", "sparse", "zero")
+
+
+def plant(kind: str, path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with path.open("wb") as sparse:
+            sparse.truncate(1 << 30)
+
+
+@pytest.mark.parametrize("name", ["index", "HEAD", "config", "commondir"])
+@pytest.mark.parametrize("kind", PLANTED)
+def test_a_planted_file_costs_the_scan_nothing(tmp_path: Path, kind: str, name: str) -> None:
+    """A FIFO, a `/dev/zero` link or a sparse gigabyte where git expects a small
+    file: the start's scan is over at once (once it never returned), and no shell
+    is refused for it."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    planted = repo / ".git" / name
+    planted.unlink(missing_ok=True)
+    plant(kind, planted)
+    for commits in (False, True):
+        began = time.monotonic()
+        made = gitscan.prepare([str(repo)], commits=commits)
+        assert time.monotonic() - began < 2.0 and made.refused is None
