@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.client import ClientCore
 from bashrpc.protocol.errors import ErrorCode
-from bashrpc.protocol.mcp import BashToolArguments, CancelledParams
+from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, CancelledParams
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import AbortBashParams, BashParams
 from bashrpc.protocol.terminals import (
@@ -129,3 +130,18 @@ def test_ended_jobs_nobody_released_are_kept_to_a_bound(spawn: SpawnInProcess) -
     kept = [t.terminal_id for t in listing(server).terminals]
     # The newest are kept, the oldest forgotten.
     assert kept == ids[-MAX_EXITED_KEPT:]
+
+
+def test_a_background_tool_call_past_the_job_limit_is_a_tool_error(
+    spawn: SpawnInProcess,
+) -> None:
+    """The model reads why (an MCP client raises on a JSON-RPC error, and the
+    model never sees it); the job it has is untouched."""
+    server = spawn("[jobs]\nmaxPerSession = 1\nmaxTotal = 4\n")
+    call = bash_tool_call(BashToolArguments(command=LONG_COMMAND, run_in_background=True))
+    first = server.typed(CallToolResult, "tools/call", call, BOUND_SECONDS)
+    assert not first.is_error
+    refused = server.typed(CallToolResult, "tools/call", call, BOUND_SECONDS)
+    assert refused.is_error
+    assert refused.content[0].text == messages.TOO_MANY_JOBS_TOOL.format(live=1, limit=1)
+    assert [t.state for t in listing(server).terminals] == ["running"]
