@@ -398,7 +398,6 @@ GIT_GUARD_REFUSED = (
     " command wrote there. Fix that, or use sandbox mode read-only"
 )
 GIT_GUARD_NAMED = "{path} ({reason})"
-GIT_GUARD_IS_ROOT = "only binding the writable root {root} read-only would keep it"
 GIT_GUARD_ENCLOSED = (
     "the writable root {root}, inside the repository {repository} without a .git of its own"
 )
@@ -413,6 +412,20 @@ GIT_GUARD_GLOBAL = "a global or system git config"
 GIT_GUARD_LINK_TARGET = "where a git dir's {name} links"
 GIT_GUARD_TOO_DEEP = "nested deeper than the scan goes"
 GIT_GUARD_TOO_MANY = "holding more git dirs than are pinned one by one"
+GIT_GUARD_DOT_GIT_ODD = "a .git that is neither a file nor a directory (a FIFO, a socket, a device)"
+GIT_GUARD_CONFIG = "the git config {path}"
+GIT_GUARD_HOSTILE = "it is not a regular file git could read whole ({detail})"
+GIT_GUARD_TOO_SLOW = "the scan of {root} took over {seconds:g} s"
+# A root kept read-only in a shell, rather than the shell refused: see the sandbox page.
+GIT_GUARD_SEALED = "git guard: {root} is read-only in this shell: {what}"
+GIT_GUARD_POINTER_REFUSED = (
+    "git guard: {path} names {target}, which is neither a git dir in the writable roots"
+    " nor one the host's git made for that checkout: not followed, and kept as it is"
+)
+GIT_GUARD_COMMONDIR_REFUSED = (
+    "git guard: the commondir of {path} names {target}, which is not a git dir in the"
+    " writable roots: not followed, and {path} kept read-only"
+)
 
 # The daemon's WebSocket listener (`--listen`).
 WS_NEEDS_LIBRARY = "--listen needs the websockets library: pip install 'bashrpc[ws]'"

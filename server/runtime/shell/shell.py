@@ -72,6 +72,7 @@ class Shell:
         self.name = name
         self.tracker = tracker
         self.start_log: startlog.StartLog | None = None  # a sandboxed one's stderr, from its pool
+        self.start_notices: tuple[str, ...] = ()
         self._env = dict(env)
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
@@ -131,6 +132,7 @@ class Shell:
             runtime_dir=str(self._dir.parent),
             overlays=[overlay] if overlay is not None else [],
         )
+        self.start_notices = launch.notices
         self._dir.mkdir(mode=0o700)
         self._wire = wire = ShellWire(self._dir, self.name, self._on_record, self._on_bad_record)
         try:
