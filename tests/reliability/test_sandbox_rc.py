@@ -18,7 +18,7 @@ import pytest
 
 from bashrpc.protocol.methods import SessionOpenParams
 from tests.githost import USERS, Host, host_as
-from tests.rpc import ServerProcess
+from tests.rpc import ServerProcess, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 MODES = ("off", "read-only", "workspace-write")
@@ -109,3 +109,23 @@ def test_a_planted_rc_line_runs_in_the_sandbox(host: Host, mode: str, layout: st
     next_server = host.serve(where.workspace, mode, where.settings, where.env)
     on_start = ran_unconfined(host, next_server, "next")
     assert (on_open, on_start) == (mode == "off", mode == "off")
+
+
+# Only catches a hang: the end waits up to 5 s for the capture, then its 1 s trap.
+END_BOUND_SECONDS = 60.0
+
+
+def test_a_sandboxed_rc_given_up_on_at_the_end_runs_its_exit_trap(host: Host) -> None:
+    """Hung up on, the capture's shell runs its trap to its end inside the sandbox:
+    bwrap and its init are not signalled, whose death would kill it mid-trap."""
+    workspace = host.base / "ws"
+    lock = workspace / "lock"
+    host.write(
+        host.home / ".bashrc",
+        f"trap 'sleep 1; rm -f {lock}' EXIT; touch {lock}; sleep 100\n",
+    )
+    host.write(workspace / "README", "")
+    server = host.serve(workspace, "workspace-write")
+    assert wait_until(lock.exists, END_BOUND_SECONDS)
+    assert server.close(timeout=END_BOUND_SECONDS) == 0
+    assert not lock.exists()
