@@ -14,6 +14,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.local import snapshot
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, marked_processes, process_gone, wait_until
 
@@ -112,6 +113,20 @@ def test_a_hostile_rc_never_breaks_the_server(
     if "alias mark" in rc:
         assert server.bash("mark").output == "marked\n"
     assert "hello from rc" not in result.output and "prompt" not in result.output
+
+
+def test_a_setup_over_the_bound_is_left_out(
+    spawn: SpawnInProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the capture dumps is read bounded: past the bound, shells start
+    without it, and one warning says why."""
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 64 * 1024)
+    big = "x" * (128 * 1024)
+    write_rc(tmp_path, f"big() {{ : {big}; }}\nalias mark='echo marked'\n")
+    server = spawn()
+    assert "command not found" in server.bash("mark").output
+    warnings = [line for line in server.stderr().splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and messages.SNAPSHOT_TOO_LARGE.split("{")[0] in warnings[0]
 
 
 def test_least_recently_used_shell_is_evicted(spawn: SpawnInProcess, tmp_path: Path) -> None:
