@@ -13,6 +13,7 @@ import sys
 import sysconfig
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,9 @@ class Host:
             for made in (path, *path.relative_to(self.base).parents):
                 os.lchown(self.base / made, NOBODY, NOBODY)
 
-    def serve(self, workspace: Path, mode: str, settings: str = "") -> ServerProcess:
+    def serve(
+        self, workspace: Path, mode: str, settings: str = "", env: dict[str, str] | None = None
+    ) -> ServerProcess:
         config = self.base / f"settings-{len(self.servers)}.toml"
         config.write_text(f'[sandbox]\nmode = "{mode}"\n{settings}')
         server = ServerProcess(
@@ -146,7 +149,7 @@ class Host:
             "--workspace",
             str(workspace),
             tmp=self.base,
-            env={"GIT_CONFIG_NOSYSTEM": "1"},
+            env={"GIT_CONFIG_NOSYSTEM": "1", **(env or {})},
             cwd=workspace,
             launcher=AS_NOBODY if self.user == "nobody" else (),
         )
@@ -185,14 +188,13 @@ class Host:
             server.kill()
 
 
-@pytest.fixture(params=USERS)
-def host(request: pytest.FixtureRequest) -> Iterator[Host]:
-    """The host as root, and as nobody (uid 65534), each with a directory of its
-    own under /tmp (pytest's own is root's alone)."""
-    user = request.param
+@contextmanager
+def host_as(user: str, parent: str | None = None) -> Iterator[Host]:
+    """A host of `user` (root, or nobody), its directory made under `parent`
+    (the temporary directory by default), removed at the end."""
     if user == "nobody" and os.geteuid() != 0:
         pytest.skip("only root can run the host as uid 65534")
-    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-"))
+    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-", dir=parent))
     base.chmod(0o755)
     made = Host(user, base)
     try:
@@ -200,3 +202,11 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
     finally:
         made.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=USERS)
+def host(request: pytest.FixtureRequest) -> Iterator[Host]:
+    """The host as root, and as nobody (uid 65534), each with a directory of its
+    own under /tmp (pytest's own is root's alone)."""
+    with host_as(request.param) as made:
+        yield made
