@@ -43,6 +43,7 @@ from bashrpc.server.wire.events import cancel_when, then_set
 from bashrpc.server.wire.frames import frames
 from bashrpc.server.wire.inflight import Flights, InFlight
 from bashrpc.server.wire.outbox import Outbox
+from bashrpc.server.wire.phase import Phase, admits, advance
 from bashrpc.server.wire.registry import Method
 from bashrpc.server.wire.replies import encode_batch, encode_notification, encode_reply
 from bashrpc.server.wire.transport import Transport
@@ -69,6 +70,17 @@ class ConnectionServices(Protocol):
 
 
 S = TypeVar("S", bound=ConnectionServices)
+
+
+class RequestBudget(Protocol):
+    """The daemon's memory budget (`KeptBudget`), which the bytes of every
+    connection's requests in flight count against."""
+
+    def hold(self, size: int) -> None:
+        """Count `size` bytes more; OverBudget (-32003), counting nothing, past it."""
+        ...
+
+    def drop(self, size: int) -> None: ...
 
 
 class ConnectionState(msgspec.Struct, Generic[S], frozen=True):
@@ -139,17 +151,19 @@ class Connection(Generic[S]):
         transport: Transport,
         settings: Settings,
         tenancy: Tenancy[S] | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # The daemon's: what waits in memory for a turn counts against it.
+        self._budget = budget
         # Per connection: `initialize` may override parts of the file's settings.
         self.file_settings = settings
         self._state = ConnectionState(services, HostOptions(), settings)
         self._tenancy = tenancy
         self.stop = anyio.Event()
-        self.shutting_down = False
+        self.phase: Phase = "open"
         # The client closed our input (EOF), as opposed to `exit` or a signal.
         self.input_ended = False
-        self.draining = False
         self._transport = transport
         self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
@@ -160,6 +174,15 @@ class Connection(Generic[S]):
     @property
     def services(self) -> S:
         return self._state.services
+
+    @property
+    def draining(self) -> bool:
+        """No new command is taken: draining, or winding down."""
+        return self.phase != "open"
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.phase == "winding_down"
 
     @property
     def host(self) -> HostOptions:
@@ -213,13 +236,13 @@ class Connection(Generic[S]):
 
     async def wind_down(self) -> None:
         """Refuse new work, abort everything, kill every process (idempotent)."""
-        self.shutting_down = True
+        self.phase = advance(self.phase, "wind_down")
         self._flights.cancel_all()
         await self.services.wind_down()
 
     async def drain(self, seconds: float) -> None:
         """No new commands; running ones get `seconds` to finish, then stop (aborting the rest)."""
-        self.draining = True
+        self.phase = advance(self.phase, "drain")
         await self.notify("server/draining", ServerDraining(seconds=seconds))
         with anyio.move_on_after(seconds):
             await self._flights.wait_idle()
@@ -252,9 +275,8 @@ class Connection(Generic[S]):
             return item.response
         call = item
         try:
-            if self.shutting_down and call.method not in LIFECYCLE_METHODS:
-                raise errors.ShuttingDown
-            if self.draining and call.method in COMMAND_METHODS:
+            lifecycle, command = call.method in LIFECYCLE_METHODS, call.method in COMMAND_METHODS
+            if not admits(self.phase, lifecycle=lifecycle, command=command):
                 raise errors.ShuttingDown
             method = self.dispatcher.lookup(call.method)
             if method is None:
@@ -265,13 +287,21 @@ class Connection(Generic[S]):
             flight = self._flights.admit(call.reply_id, runs_command=call.method in COMMAND_METHODS)
         except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
-        if method.admit is not None:
-            try:
+        try:
+            self._hold(flight, len(call.params))
+            if method.admit is not None:
                 method.admit(RequestContext(self, call.reply_id, flight), params)
-            except Exception as exc:
-                self._flights.release(flight)
-                return None if call.is_notification else self.dispatcher.failure(call, exc)
+        except Exception as exc:
+            self._flights.release(flight)
+            return None if call.is_notification else self.dispatcher.failure(call, exc)
         return Admitted(method, call, flight, params)
+
+    def _hold(self, flight: InFlight, size: int) -> None:
+        """The request's bytes count against the daemon's budget until it ends."""
+        budget = self._budget
+        if budget is not None:
+            budget.hold(size)
+            flight.keep(lambda: budget.drop(size))
 
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)

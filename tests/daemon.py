@@ -3,6 +3,7 @@ raw connections to a daemon's socket."""
 
 from __future__ import annotations
 
+import glob
 import itertools
 import os
 import signal
@@ -65,10 +66,13 @@ class DaemonProcess:
         tmp: Path,
         socket_path: Path | None = None,
         env: dict[str, str] | None = None,
+        launcher: tuple[str, ...] = (),
     ) -> None:
+        """`launcher`: what runs the daemon (`setpriv --reuid ...`), before its argv."""
         self.socket_path = socket_path or fresh_socket(tmp)
         self.stderr_path = tmp / f"daemon-stderr-{id(self)}.log"
-        argv = [sys.executable, "-m", "bashrpc", "daemon", "--socket", str(self.socket_path)]
+        argv = [*launcher, sys.executable, "-m", "bashrpc", "daemon"]
+        argv += ["--socket", str(self.socket_path)]
         argv += ["--artifacts-dir", str(tmp / "artifacts"), "--log-level", "INFO", *args]
         with open(self.stderr_path, "wb") as stderr:
             self.proc = subprocess.Popen(
@@ -126,6 +130,18 @@ class AttachProcess(ServerProcess):
         if self._daemon_pid is None:
             self._daemon_pid = daemon_pid(self.socket_path)
         return self._daemon_pid
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """The artifacts of this bridge's connection: its own tenant's directory
+        (named at random), the one beside the workspace's."""
+        found = list(self.artifacts_root.glob(glob.escape(self._workspace_dir.name) + ".*"))
+        assert len(found) == 1, found
+        return found[0]
+
+    @artifacts_dir.setter
+    def artifacts_dir(self, path: Path) -> None:
+        self._workspace_dir = path
 
     def stderr(self) -> str:
         """The bridge's stderr, then the log of the daemon it started."""

@@ -15,7 +15,6 @@ import functools
 import importlib.util
 import inspect
 import os
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -64,7 +63,7 @@ def _tracer(environ: Mapping[str, str]) -> Any:
     name = environ.get("OTEL_SERVICE_NAME", SERVICE_NAME)
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     if kind == "console":
-        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=log.stderr())))
     elif kind == "otlp":
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -108,13 +107,13 @@ def _traced(tracer: Any, method: str, handler: Callable[..., Any]) -> Callable[.
 def _parent(params: Any) -> Any:
     """The context `_meta.traceparent` names, or None (a new trace)."""
     meta = getattr(params, "meta", None)
-    traceparent = getattr(meta, "traceparent", None)
+    traceparent = getattr(meta, "trace_parent", None)
     if not traceparent:
         return None
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     carrier = {"traceparent": traceparent}
-    tracestate = getattr(meta, "tracestate", None)
+    tracestate = getattr(meta, "trace_state", None)
     if tracestate:
         carrier["tracestate"] = tracestate
     return TraceContextTextMapPropagator().extract(carrier)

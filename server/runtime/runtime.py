@@ -57,7 +57,10 @@ class Runtime:
         shells: anyio.abc.TaskGroup,
         *,
         reap_orphans: bool,
+        artifacts_owner: str | None = None,
     ) -> None:
+        """`artifacts_owner`: whose artifacts it keeps under the daemon (a tenant's);
+        None: the workspace's."""
         settings = options.settings
         self.options = options
         self.settings = settings
@@ -81,6 +84,7 @@ class Runtime:
             options.workspace,
             settings.artifacts.max_total_bytes,
             settings.artifacts.max_bytes,
+            owner=artifacts_owner,
         )
         # Commands running in these sessions, whoever started them: under the
         # daemon one runtime serves every connection of its tenant.

@@ -10,7 +10,6 @@ to the listener, and ends both paths with the same finishing step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any, Protocol
 
 import anyio
@@ -29,12 +28,12 @@ from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions.sessions import Session, Ticket
+from bashrpc.server.services import tightening
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.pipeline import Pipeline, finish
 from bashrpc.server.services.streams import Listener, ListenerFactory, streaming
-from bashrpc.server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -88,19 +87,15 @@ class CommandService:
         self._lanes: list[PtyLane] = []
 
     async def run(
-        self, spec: CommandSpec, listener: Listener, flight: Flight | None = None
+        self,
+        spec: CommandSpec,
+        listener: Listener,
+        flight: Flight | None = None,
+        began: Callable[[], None] | None = None,
     ) -> Outcome:
-        reject_nul(
-            {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
-        )
+        """The command, in its session's turn (`began` is told when it has it)."""
         runtime = self._runtime
-        session = runtime.session(spec.session_id, spec.sandbox, self.owner)
-        # Another connection of the tenant may have opened it looser: this one's mode holds.
-        self.tighten([session], spec.sandbox)
-        command_env = envmod.without_guards(spec.env)
-        if command_env:
-            # The command's children exec the session's variables and these.
-            reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
+        session, command_env = self._session_for(spec)
         pipeline = Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
@@ -122,14 +117,17 @@ class CommandService:
         if flight is not None:
             flight.attach(execution.abort)
         ticket = Ticket(spec.request_id)
-        # A one-shot runs at once; any other command in the session's turn.
-        turn = session.turn(ticket, execution.waiting) if not spec.one_shot else nullcontext()
+        # A one-shot runs at once (after any reset); any other command in the session's turn.
+        waiting = execution.waiting
+        turn = session.apart(waiting) if spec.one_shot else session.turn(ticket, waiting)
         try:
             async with turn:
+                if began is not None and not execution.aborted:
+                    began()
                 # How long it ran is counted from here, after its wait for the turn.
-                began = anyio.current_time()
+                began_at = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
-                start = execution.workdir(session)
+                start = execution.take_turn(session).path
                 run = await self._now(spec, session, execution, listener)
         finally:
             self._executions.discard(execution)
@@ -139,15 +137,30 @@ class CommandService:
             outcome, queued_seconds=ticket.waited, one_shot=spec.one_shot
         )
         outcome = _with_notices(outcome, run.shell_restarted, spec, session, start)
-        STATS.finished_as(outcome.label, anyio.current_time() - began, outcome.summary.total_bytes)
+        STATS.finished_as(
+            outcome.label, anyio.current_time() - began_at, outcome.summary.total_bytes
+        )
         return outcome
+
+    def _session_for(self, spec: CommandSpec) -> tuple[Session, dict[str, str]]:
+        """The spec's session (made on first use) and the command's own variables, checked."""
+        reject_nul(
+            {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
+        )
+        session = self._runtime.session(spec.session_id, spec.sandbox, self.owner)
+        # Another connection of the tenant may have opened it looser: this one's mode holds.
+        tightening.tighten(self._runtime, [session], spec.sandbox)
+        command_env = envmod.without_guards(spec.env)
+        if command_env:
+            # The command's children exec the session's variables and these.
+            reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
+        return session, command_env
 
     async def _now(
         self, spec: CommandSpec, session: Session, execution: Execution, listener: Listener
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
         if execution.aborted:
-            execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
         runtime = self._runtime
         if spec.terminal is None:
@@ -165,33 +178,18 @@ class CommandService:
         executions = self._runtime.executions
         return sum(execution.session_id == session_id for execution in executions)
 
-    def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
-        """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or
-        none: one running a command, whoever started it, is refused (-32602) first."""
-        for session in self.tightening(sessions, mode):
-            self._runtime.tighten(session, mode)
-
-    def tightening(self, sessions: list[Session], mode: SandboxMode) -> list[Session]:
-        """The sessions `tighten` would put under `mode`, changing nothing; refused
-        (-32602) when one of them runs a command."""
-        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
-        for session in looser:
-            if self.running(session.id):
-                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
-                raise errors.InvalidArgument(message)
-        return looser
-
     async def stream(
         self,
         spec: CommandSpec,
         listener: ListenerFactory,
         owner: anyio.abc.TaskGroup,
         flight: Flight | None = None,
+        began: Callable[[], None] | None = None,
     ) -> Outcome:
         """`run` with the listener's streams flushing in `owner`, all flushed
         before this returns (so every notification precedes the reply)."""
         async with streaming(listener, owner) as out:
-            return await self.run(spec, out, flight)
+            return await self.run(spec, out, flight, began)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all).

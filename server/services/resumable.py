@@ -62,7 +62,8 @@ class Resumable:
         self.result: BashResult | None = None
         # Set when the request ended without a result (its error went to its connection).
         self.failed = False
-        self.state: RequestState = "running"
+        # Queued until its command has the session's turn.
+        self.state: RequestState = "queued"
         # The request's own cancel, as on its connection: for an abort from another.
         self.cancel: Callable[[], bool] | None = None
         self._changed = Pulse()
@@ -74,6 +75,11 @@ class Resumable:
     @property
     def finished(self) -> bool:
         return self.state == "finished"
+
+    def begin(self) -> None:
+        """Its command has the session's turn: it runs."""
+        if self.state == "queued":
+            self.state = "running"
 
     def trim(self, excess: int) -> None:
         self.log.trim(excess)
@@ -176,7 +182,7 @@ class Resumables:
         """Abort a request still running whose connection was cut, as an abort on
         that connection would (its result, kept, says cancelled)."""
         record = self.records.get(request_id)
-        if record is None or record.owner is not None or record.state != "running":
+        if record is None or record.owner is not None or record.finished:
             return False
         return record.cancel is not None and record.cancel()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import msgspec
 
 from bashrpc.protocol import messages, paths
@@ -11,6 +13,7 @@ from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -66,14 +69,14 @@ class SessionService:
         return session.id, session.cwd
 
     def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
-        self._commands.tighten(sessions, mode)
+        tightening.tighten(self._runtime, sessions, mode)
 
     def tighten_all(self, mode: SandboxMode) -> None:
         self.tighten(self._runtime.sessions.all(), mode)
 
     def check_tighten_all(self, mode: SandboxMode) -> None:
         """Refuse (-32602), changing nothing, what `tighten_all` would refuse."""
-        self._commands.tightening(self._runtime.sessions.all(), mode)
+        tightening.planned(self._runtime, self._runtime.sessions.all(), mode)
 
     async def close(self, session_id: str) -> bool:
         """Abort the session's commands and kill its shell and all it started."""
@@ -87,7 +90,8 @@ class SessionService:
     async def reset(self, session_id: str | None) -> list[SessionReset]:
         """Hand sessions back clean: abort their commands, kill all they started,
         drop their shells' state, back to the directory each was opened in. One
-        session, or (None) every session of this runtime: a daemon tenant's."""
+        session, or (None) every session of this runtime, a daemon tenant's, and
+        then its artifacts too."""
         if session_id is None:
             sessions = self._runtime.sessions.all()
         else:
@@ -95,16 +99,31 @@ class SessionService:
             if found is None:
                 raise errors.InvalidArgument(messages.NO_SUCH_SESSION.format(session=session_id))
             sessions = [found]
-        done = []
+        # Held from now to the answer: what arrives meanwhile waits, then sees them fresh.
         for session in sessions:
-            aborted = self._commands.running_count(session.id)
-            self._commands.abort(session_id=session.id)
-            jobs = self._runtime.jobs.of_session(session.id)
-            await self._runtime.jobs.close_session(session.id)
-            cleaned = await reset.reset(self._runtime.pool, session)
-            STATS.killed("reset", cleaned.processes)
-            done.append(SessionReset(session.id, aborted, len(jobs), cleaned, session.cwd))
-        return done
+            session.hold.take()
+        try:
+            aborted = {s.id: self._commands.running_count(s.id) for s in sessions}
+            for session in sessions:
+                self._commands.abort(session_id=session.id)
+            async with contextlib.AsyncExitStack() as alone:
+                for session in sessions:
+                    await alone.enter_async_context(session.hold.alone())
+                done = [await self._reset_one(s, aborted[s.id]) for s in sessions]
+            if session_id is None:
+                # The whole tenant: the next task reads nothing of the last one's output.
+                self._runtime.artifacts.clear()
+            return done
+        finally:
+            for session in sessions:
+                session.hold.release()
+
+    async def _reset_one(self, session: Session, aborted: int) -> SessionReset:
+        jobs = self._runtime.jobs.of_session(session.id)
+        await self._runtime.jobs.close_session(session.id)
+        cleaned = await reset.reset(self._runtime.pool, session)
+        STATS.killed("reset", cleaned.processes)
+        return SessionReset(session.id, aborted, len(jobs), cleaned, session.cwd)
 
     def list(self) -> list[SessionView]:
         sessions = self._runtime.sessions.all()

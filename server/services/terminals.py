@@ -31,7 +31,8 @@ from bashrpc.server.runtime.jobs.readiness import wait_ready
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import JobLaunch
-from bashrpc.server.runtime.sessions.sessions import resolve_path
+from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -109,28 +110,36 @@ class TerminalService:
             what.field_prefix,
         )
         session = runtime.session(what.session_id, what.sandbox, self.owner)
-        self._commands.tighten([session], what.sandbox)
+        tightening.tighten(runtime, [session], what.sandbox)
         extra = envmod.without_guards(what.env)
         if extra:
             reject_unexecable({**session.env, **extra}, extra, what.field_prefix)
+        # After any reset of the session, and in it until the job table has it.
+        async with session.hold.entering():
+            spec = await self._spec(what, session, extra, announce)
+            try:
+                return await runtime.jobs.start(session.id, self.owner, spec)
+            except (FileNotFoundError, PermissionError) as exc:
+                raise errors.InvalidArgument(
+                    messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
+                ) from None
+
+    async def _spec(
+        self, what: JobStart, session: Session, extra: dict[str, str], announce: bool
+    ) -> JobSpec:
+        """The job in the session's directory, environment and configuration as they are now."""
         cwd = self._workdir(session.cwd, session.home, what.cwd)
         env = {**session.env, **extra}
         env.update(envmod.GUARDS)
         config = session.config
         if what.args is None:
             # Shell text replays the rc snapshot first, as a terminal's command does.
-            config = await runtime.pool.backend.configure(config, session.env)
+            config = await self._runtime.pool.backend.configure(config, session.env)
             shown = what.command
         else:
             shown = " ".join([what.command, *what.args])
         launch = JobLaunch(what.command, what.args, config, cwd, env)
-        spec = JobSpec(launch, shown, output_limit=what.output_limit)
-        try:
-            return await runtime.jobs.start(session.id, self.owner, spec, announce=announce)
-        except (FileNotFoundError, PermissionError) as exc:
-            raise errors.InvalidArgument(
-                messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
-            ) from None
+        return JobSpec(launch, shown, output_limit=what.output_limit, announce=announce)
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:
         directory = base if cwd is None else resolve_path(base, cwd, home)
@@ -142,11 +151,14 @@ class TerminalService:
 
     async def ready(self, job: Job, readiness: Readiness) -> ReadyOutcome:
         """Wait until the job is ready as asked, it exits, or the time is up."""
-        pattern = None
         if readiness.log is not None:
-            pattern = compile_pattern(readiness.log)
+            # Refused here if it is not a pattern at all; searched off the loop.
+            compile_pattern(readiness.log)
         began = time.monotonic()
-        state, matched = await wait_ready(job, pattern, readiness.port, readiness.timeout)
+        backend = self._runtime.pool.backend
+        state, matched = await wait_ready(
+            job, readiness.log, readiness.port, readiness.timeout, backend
+        )
         return ReadyOutcome(
             state=state, seconds=round(time.monotonic() - began, 3), matched=matched
         )
@@ -215,14 +227,9 @@ class TerminalService:
     def unlisten(self, tell: TellExit) -> None:
         self._runtime.jobs.unlisten(self.owner, tell)
 
-    def untold_model(self, session_id: str) -> list[str]:
-        """One line per job of the session that ended since the last tool result said so."""
-        lines = []
-        for job in self._runtime.jobs.of_session(session_id):
-            if job.exited.is_set() and not job.told_model:
-                job.told_model = True
-                lines.append(end_line(job))
-        return lines
+    def jobs(self, session_id: str) -> list[Job]:
+        """The session's jobs, running or ended, not yet released."""
+        return self._runtime.jobs.of_session(session_id)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:

@@ -11,7 +11,7 @@ import os
 
 import msgspec
 
-from bashrpc.protocol import __version__
+from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
@@ -32,6 +32,7 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
+from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.resumable import Resumable, Resumables
@@ -58,8 +59,15 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Each refusal comes before anything changes. A looser sandbox than the
-    # connection has:
+    # Each refusal comes before anything changes. Another workspace than this one:
+    if host.workspace is not None and host.workspace != ctx.services.workspace:
+        mode = connection.settings.sandbox.mode
+        served = ctx.services.workspace
+        detail = messages.WORKSPACE_NOT_SERVED.format(
+            served=served, mode=mode, requested=host.workspace
+        )
+        raise InvalidArgument(detail)
+    # A looser sandbox than the connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
     # A sandbox that would tighten a busy session, here or (under the daemon)
     # among those of the client it names:
@@ -118,7 +126,7 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     result = await _call(ctx, params)
     # The model hears of its jobs' ends in the next result, whichever tool it is.
-    ends = ctx.services.terminals.untold_model(toolplan.TOOL_SESSION_ID)
+    ends = jobtools.untold_ends(ctx.services.terminals, toolplan.TOOL_SESSION_ID)
     return jobtools.with_job_ends(result, ends)
 
 
@@ -152,13 +160,14 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         ctx.notify if record is None else toolupdates.logging_progress(ctx.notify, record),
         ctx.id,
         host=connection.host,
-        progress_token=None if params.meta is None else params.meta.progress_token,
+        progress_token=None if params.meta is None else params.meta.progress,
         settings=connection.settings,
         terminal=plan.spec.terminal is not None,
     )
     kept: BashResult | None = None
     try:
-        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
+        began = None if record is None else record.begin
+        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight, began)
         result = toolfinish.finish(outcome, plan.shaping, services.artifacts)
         kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
         return result

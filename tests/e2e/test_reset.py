@@ -21,7 +21,7 @@ from bashrpc.protocol.terminals import (
 )
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import error_of, marked_processes, wait_until
+from tests.rpc import error_of, marked_processes, ok_result, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 HANG_SECONDS = 30.0
@@ -146,3 +146,40 @@ def test_reset_ends_the_sessions_background_jobs(server: InProcessServer) -> Non
     )
     assert error.code == ErrorCode.NO_SUCH_TERMINAL
     assert server.typed(ServerStatsResult, "server/stats", ServerStatsParams()).jobs == 0
+
+
+def test_requests_during_a_reset_wait_for_it_and_see_the_fresh_session(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    """A job that ignores TERM keeps the reset in its kill grace; a `bash` and a
+    `terminal/create` sent meanwhile run after the reset answers, on the fresh
+    session: nothing of the last task's state, and a job that outlives the reset."""
+    (tmp_path / "sub").mkdir()
+    trapping, termed = tmp_path / "trapping", tmp_path / "termed"
+    server.bash("export SECRET=hunter2; cd sub")
+    server.typed(
+        TerminalCreateResult,
+        "terminal/create",
+        TerminalCreateParams(
+            session_id="default",
+            # The job's leader dies at once; what it started gets a TERM and a grace.
+            command=f"bash -c \"trap 'touch {termed}' TERM; touch {trapping};"
+            ' while :; do sleep 0.05; done" & wait',
+        ),
+    )
+    assert wait_until(trapping.exists, timeout=HANG_SECONDS)
+    resetting = server.request("session/reset", SessionResetParams(session_id="default"))
+    assert wait_until(termed.exists, timeout=HANG_SECONDS)
+    during = server.request("bash", BashParams(command='echo "SECRET=$SECRET"; pwd'))
+    late = server.request(
+        "terminal/create",
+        TerminalCreateParams(session_id="default", command="exec -a reset-late-marker sleep 300"),
+    )
+    [done] = ok_result(server.response(resetting, HANG_SECONDS), SessionResetResult).sessions
+    after = server.bash_result(during, HANG_SECONDS)
+    ok_result(server.response(late, HANG_SECONDS), TerminalCreateResult)
+    assert after.output == f"SECRET=\n{tmp_path}\n"
+    assert done.commands_aborted == 0 and done.jobs_ended == 1
+    replied = [m.id for m in server.messages if m.id in (resetting, during, late)]
+    assert replied[0] == resetting
+    assert marked_processes("reset-late-") != []

@@ -21,7 +21,8 @@ _log = log.get("cgroups")
 _names = itertools.count(1)
 
 
-def _cgroup2_mount() -> Path | None:
+def cgroup2_mount() -> Path | None:
+    """Where cgroup v2 is mounted, if it is."""
     try:
         with open("/proc/self/mountinfo") as f:
             for line in f:
@@ -36,11 +37,14 @@ def _cgroup2_mount() -> Path | None:
 
 def own_cgroup() -> Path | None:
     """The directory of this process's cgroup v2, if v2 is mounted."""
-    mount = _cgroup2_mount()
-    if mount is None:
-        return None
+    mount = cgroup2_mount()
+    return None if mount is None else group_of(os.getpid(), mount)
+
+
+def group_of(pid: int, mount: Path) -> Path | None:
+    """The directory of a process's cgroup v2 (None once it is gone)."""
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(f"/proc/{pid}/cgroup") as f:
             for line in f:
                 if line.startswith("0::"):
                     return mount / line[3:].strip().lstrip("/")

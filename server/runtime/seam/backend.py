@@ -69,6 +69,8 @@ class ShellHandle(Protocol):
 
     name: str
     dead: bool
+    # What its sandbox's start did that the first result on it says (the git guard's).
+    start_notices: tuple[str, ...]
 
     @property
     def start_log(self) -> LaunchLog | None:
@@ -181,6 +183,10 @@ class ProcessHandle(Protocol):
         ...
 
     def close_input(self) -> None: ...
+
+    def listens(self, port: int) -> bool:
+        """Whether one of its processes (in its tree) listens on this TCP port."""
+        ...
 
     async def wait(self) -> int | None:
         """Its program's raw wait status once it exits (what it started may run on);

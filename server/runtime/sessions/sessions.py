@@ -24,6 +24,7 @@ from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.cmdqueue import CommandLine
+from bashrpc.server.runtime.sessions.hold import Hold
 
 
 def expand_home(path: str, home: str | None) -> str:
@@ -68,6 +69,8 @@ class Session:
     tightened_to: SandboxMode | None = None
     # Under the daemon, the clientId of the connection that opened it (if it named one).
     owner: str | None = None
+    # Taken by a reset from its start to its answer: whatever arrives meanwhile waits.
+    hold: Hold = field(default_factory=Hold)
 
     @property
     def busy(self) -> bool:
@@ -75,21 +78,30 @@ class Session:
 
     @contextlib.asynccontextmanager
     async def turn(self, ticket: Ticket, give_up: anyio.CancelScope) -> AsyncIterator[None]:
-        """Hold the session's turn for `ticket`'s command, after those before it.
-        Cancelling `give_up` while it waits (an abort) leaves the line at once:
-        the caller then runs nothing."""
+        """Hold the session's turn for `ticket`'s command, after any reset and the
+        commands before it. Cancelling `give_up` while it waits (an abort) leaves
+        the line at once: the caller then runs nothing."""
         joined_at = anyio.current_time()
-        now = self.line.join(ticket)
         try:
-            if not now:
-                with give_up:
+            with give_up:
+                waited = await self.hold.open()
+                if not self.line.join(ticket):
                     await ticket.ready.wait()
-                ticket.waited = anyio.current_time() - joined_at
+                    waited = True
+                if waited:
+                    ticket.waited = anyio.current_time() - joined_at
             yield
         finally:
             following = self.line.leave(ticket)
             if following is not None:
                 following.ready.set()
+
+    @contextlib.asynccontextmanager
+    async def apart(self, give_up: anyio.CancelScope) -> AsyncIterator[None]:
+        """For a one-shot command, which takes no turn: after any reset."""
+        with give_up:
+            await self.hold.open()
+        yield
 
     @property
     def sandbox_mode(self) -> SandboxMode:

@@ -77,6 +77,7 @@ class Shell:
         self.name = name
         self.tracker = tracker
         self.start_log: startlog.StartLog | None = None  # a sandboxed one's stderr, from its pool
+        self.start_notices: tuple[str, ...] = ()
         self._env = dict(env)
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
@@ -138,6 +139,7 @@ class Shell:
             runtime_dir=str(self._dir.parent),
             overlays=[overlay] if overlay is not None else [],
         )
+        self.start_notices = launch.notices
         self._dir.mkdir(mode=PRIVATE_DIR_MODE)
         self._wire = wire = ShellWire(self._dir, self.name, self._on_record, self._on_bad_record)
         # Names are all a command could find its channels by: it may not list them.
