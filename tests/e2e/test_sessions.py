@@ -12,7 +12,7 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
-from bashrpc.protocol.methods import BashParams
+from bashrpc.protocol.methods import BashParams, SessionOpenParams
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.local import snapshot
 from tests.conftest import SpawnInProcess, SpawnProcess
@@ -367,6 +367,26 @@ def test_a_server_told_to_end_lets_the_rc_let_go_of_its_lock(tmp_path: Path) -> 
         return UNGUARDED_LOCK_RC
 
     assert locks_left(tmp_path, rc, "home/lock", CLOSE_DELAYS, after_lock=True) == []
+
+
+def test_a_request_aborted_while_it_waits_for_the_capture_leaves_it_running(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
+    """The capture is the server's, not the request's that first needed it: aborted
+    in the rc's unguarded window, the request leaves the rc to finish."""
+    write_rc(tmp_path, UNGUARDED_LOCK_RC)
+    lock = tmp_path / "home" / "lock"
+    server = spawn()
+    assert server.bash("mark", wait=CLOSE_BOUND_SECONDS).output == "marked\n"
+    lock.unlink(missing_ok=True)
+    # A new environment: a capture of its own, started by this request.
+    server.result("session/open", SessionOpenParams(session_id="env", env={"A": "1"}))
+    waiting = server.request("bash", BashParams(command="mark", session_id="env"))
+    assert wait_until(lock.exists, timeout=CLOSE_BOUND_SECONDS)
+    assert server.abort(session_id="env")
+    assert server.bash_result(waiting).cancelled
+    assert wait_until(lambda: not lock.exists(), timeout=CLOSE_BOUND_SECONDS)
+    assert server.bash("mark", session_id="env").output == "marked\n"
 
 
 PYENV = Path.home() / ".pyenv"
