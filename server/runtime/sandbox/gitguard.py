@@ -21,10 +21,10 @@ libgit2 cannot open a repository with `commondir`. A pinned name that is a
 symlink cannot be covered: that git dir is read-only but for `objects/`,
 `refs/` and `logs/`.
 
-What no bind but the root's can keep keeps that root read-only for the shell,
-never skipped. bwrap binds a directory
-without what is mounted inside it, so the binds are ordered such that none
-uncovers an earlier one (`_settled`).
+What no bind but the root's can keep keeps that root read-only for the shell
+(which starts, told why), never skipped; nothing else in that root is bound.
+bwrap binds a directory without what is mounted inside it, so the binds are
+ordered such that none uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
