@@ -189,3 +189,7 @@ def test_a_missing_include_in_a_repository_a_command_made(host: Host) -> None:
     what = messages.GIT_GUARD_NAMED.format(path=root / "conf" / "x", reason="include.path")
     assert messages.GIT_GUARD_SEALED.format(root=root, what=what) in done.output
     assert done.exit_code != 0 and not (root / "conf").exists()
+    # A program on a terminal starts a sandbox of its own: its result says it too.
+    on_pty = server.bash("mkdir conf", wait=START_SECONDS, pty=True)
+    assert messages.GIT_GUARD_SEALED.format(root=root, what=what) in on_pty.output
+    assert not (root / "conf").exists()

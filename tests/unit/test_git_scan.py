@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox import gitguard, gitindex, gitscan
+from bashrpc.server.runtime.sandbox import beneath, gitguard, gitindex, gitscan
 from bashrpc.server.runtime.sandbox.gitguard import Survey
 from tests.githost import Host
 
@@ -185,7 +185,7 @@ def test_a_pointer_out_of_the_roots_is_not_followed(tmp_path: Path) -> None:
     )
     made = gitscan.prepare([str(root)], commits=True)
     assert made.placeholders == () and sorted((other / ".git").iterdir()) == before
-    assert all(gitguard.within_any(b.path, [str(root)]) for b in made.binds)
+    assert all(beneath.within_any(b.path, [str(root)]) for b in made.binds)
 
 
 def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path) -> None:

@@ -99,6 +99,7 @@ class LocalBackend:
             tracker=tracker,
             start_log=StartLog() if config.sandbox is not None else None,
         )
+        run.start_notices = launch.notices
         try:
             run.start()
         except Exception as exc:  # ptyprocess re-raises the child's error as any type

@@ -21,10 +21,10 @@ libgit2 cannot open a repository with `commondir`. A pinned name that is a
 symlink cannot be covered: that git dir is read-only but for `objects/`,
 `refs/` and `logs/`.
 
-What no bind but the root's can keep keeps that root read-only for the shell,
-never skipped. bwrap binds a directory
-without what is mounted inside it, so the binds are ordered such that none
-uncovers an earlier one (`_settled`).
+What no bind but the root's can keep keeps that root read-only for the shell
+(which starts, told why), never skipped; nothing else in that root is bound.
+bwrap binds a directory without what is mounted inside it, so the binds are
+ordered such that none uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from collections.abc import Sequence
 import msgspec
 
 from bashrpc.protocol import messages
+from bashrpc.server.runtime.sandbox.beneath import within_any
 
 # What git reads in a git dir to decide what it runs, or which git dir it uses.
 PINNED = ("config", "config.worktree", "commondir", "gitdir", "hooks")
@@ -305,10 +306,6 @@ def protected(roots: Sequence[str], *, commits: bool) -> tuple[str, ...]:
     each root's `.git`, or with commits its pinned names."""
     names = PINNED if commits else ("",)
     return tuple(os.path.normpath(os.path.join(r, ".git", n)) for r in roots for n in names)
-
-
-def within_any(path: str, roots: Sequence[str]) -> bool:
-    return any(_within(path, root) for root in roots)
 
 
 def _within(path: str, root: str) -> bool:

@@ -105,7 +105,7 @@ class _Scan:
             dot = os.path.join(root, DOT_GIT)
             if os.path.lexists(dot):
                 self._checkout(root)
-            elif not any(r != root and gitguard.within_any(root, [r]) for r in self.roots):
+            elif not any(r != root and beneath.within_any(root, [r]) for r in self.roots):
                 self._enclosing(root)
         return Survey(
             tuple(self.dirs.values()), tuple(self.kept), tuple(self.refused), tuple(self.notices)
@@ -175,7 +175,7 @@ class _Scan:
         """Whether a `.git` file's target may be taken as its repository."""
         if not is_git_dir(target):
             return False
-        if gitguard.within_any(target, self.roots):
+        if beneath.within_any(target, self.roots):
             return True
         return links_back(target, dot, self.roots)
 
@@ -203,9 +203,9 @@ class _Scan:
         else:
             if common is not None and common not in self.dirs:
                 self._describe(common, own=True)
-            if common is not None and gitguard.within_any(git_dir, [common]):
+            if common is not None and beneath.within_any(git_dir, [common]):
                 parent = common
-            elif parent is not None and not gitguard.within_any(git_dir, [parent]):
+            elif parent is not None and not beneath.within_any(git_dir, [parent]):
                 parent = None
             self._describe(git_dir, own=common is None, link=link, parent=parent)
         self._configs(worktree, git_dir, common or git_dir)
@@ -222,7 +222,7 @@ class _Scan:
             return True
         if not is_git_dir(common):
             return False
-        return not gitguard.within_any(git_dir, self.roots) or gitguard.within_any(
+        return not beneath.within_any(git_dir, self.roots) or beneath.within_any(
             common, self.roots
         )
 
@@ -278,7 +278,7 @@ class _Scan:
         for path in paths:
             self._tick()
             named = os.path.normpath(os.path.join(worktree, path))
-            if not gitguard.within_any(named, [worktree]) or named == worktree:
+            if not beneath.within_any(named, [worktree]) or named == worktree:
                 continue  # not a path git would check out
             # Walked to with no link on the way (git enters none through one).
             checkout = beneath.directory(named, self.roots)
@@ -299,7 +299,7 @@ class _Scan:
 
     def _keep_root(self, path: str, what: str, why: str) -> None:
         """The root holding `path` kept read-only whole, saying why."""
-        root = max((r for r in self.roots if gitguard.within_any(path, [r])), key=len, default=None)
+        root = max((r for r in self.roots if beneath.within_any(path, [r])), key=len, default=None)
         if root is not None:
             self.kept.append(Kept(root, messages.GIT_GUARD_NAMED.format(path=what, reason=why)))
 
@@ -313,7 +313,7 @@ class _Scan:
         if link is not None:
             what = messages.GIT_GUARD_NAMED.format(path=named or path, reason=reason)
             self.kept.append(Kept(os.path.dirname(link), what))
-        if not gitguard.within_any(resolved, self.roots):
+        if not beneath.within_any(resolved, self.roots):
             return
         existing = resolved
         while not os.path.lexists(existing):

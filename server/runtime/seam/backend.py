@@ -103,6 +103,8 @@ class PtyHandle(Protocol):
     # Set when the terminal's output ended; `last_data` is when bytes last came.
     eof: anyio.Event
     last_data: float
+    # What its sandbox's start did that its result says (the git guard's notices).
+    start_notices: tuple[str, ...]
 
     @property
     def pid(self) -> int | None: ...
