@@ -115,7 +115,10 @@ class Substitution:
             return len(pieces)
         undecided = len(joined)
         longest = max(map(len, self._to_placeholder))
+        firsts = {path[0] for path in self._to_placeholder}
         for start in range(max(0, len(joined) - longest), len(joined)):
+            if joined[start] not in firsts:
+                continue  # most text: no path can begin here
             tail = joined[start:]
             if any(path.startswith(tail) for path in self._to_placeholder):
                 undecided = start
