@@ -334,3 +334,13 @@ def test_a_line_nested_too_deep_is_recorded_as_its_text(depth: int) -> None:
     assert client_line(record, str) == line
     again = loads(dumps(Transcript(header=Header(normalization=1), records=[record])))
     assert again.records == [record]
+
+
+def test_a_chunks_exact_bytes_hide_the_paths_too() -> None:
+    raw = b"/tmp/run/ws/\xff\n"
+    exact = base64.b64encode(raw).decode()
+    record = note("bash/chunk", requestId=1, seq=0, text="/tmp/run/ws/\ufffd\n", textBase64=exact)
+    (hidden,) = hide_paths([record], Substitution(PATHS))
+    params = hidden.message["params"]
+    assert params["text"] == f"{WORKSPACE}/\ufffd\n"
+    assert base64.b64decode(params["textBase64"]) == f"{WORKSPACE}/".encode() + b"\xff\n"
