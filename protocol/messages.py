@@ -328,7 +328,8 @@ exit status:
   130                 interrupted with Ctrl-C; the command was killed
   1                   the server failed or gave no status
   2                   a bad command line (--timeout, --workspace or --config among
-                      others), or --sandbox where no sandbox can be made
+                      others), --sandbox where no sandbox can be made, or a
+                      stdin that may hold input (a pipe, a socket, a file)
   141                 the reader of stdout went away (`| head`): the command was
                       killed, and this client died of SIGPIPE, printing nothing more
 

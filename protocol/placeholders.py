@@ -38,6 +38,8 @@ _PATH_END = r"(?![A-Za-z0-9._~+-])"
 # Streams whose notifications carry pieces of one output, and the field with the piece.
 TEXT_STREAMS = {"bash/chunk": "text"}
 BYTE_STREAMS = {"pty/output": "data"}
+# Beside a text piece that is not UTF-8: its exact bytes, in base64.
+EXACT_TEXT = "textBase64"
 
 
 def _pattern(paths: Paths) -> re.Pattern[str] | None:
@@ -115,7 +117,10 @@ class Substitution:
             return len(pieces)
         undecided = len(joined)
         longest = max(map(len, self._to_placeholder))
+        firsts = {path[0] for path in self._to_placeholder}
         for start in range(max(0, len(joined) - longest), len(joined)):
+            if joined[start] not in firsts:
+                continue  # most text: no path can begin here
             tail = joined[start:]
             if any(path.startswith(tail) for path in self._to_placeholder):
                 undecided = start
@@ -246,6 +251,11 @@ class PathHider:
                 continue
             key, field, is_bytes = stream
             params = dict(member["params"])
+            if isinstance(params.get(EXACT_TEXT), str):
+                # The same piece's exact bytes (it is not UTF-8): never compared, so
+                # hidden piece by piece, not across pieces.
+                exact = self._substitutions[1].hide(decode_bytes(params[EXACT_TEXT]))
+                params[EXACT_TEXT] = base64.b64encode(exact.encode("latin-1")).decode()
             members.append({**member, "params": params})
             entry.held += 1
             anchor = repr(params.get("requestId"))

@@ -172,11 +172,14 @@ def nesting(value: Any) -> int:
 
 
 def line_record(line: bytes, client: bool, waited: bool = True) -> Record:
-    """One line as its record: the JSON value, else the text, else the bytes."""
+    """One line as its record: the JSON value, else the text, else the bytes.
+    JSON nested deeper than a transcript may hold is kept as its text, sent as is."""
     body = line.rstrip(b"\n")
     try:
         message = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+        if nesting(message) > MAX_NESTING:
+            raise msgspec.DecodeError("nested too deep")
+    except (msgspec.DecodeError, RecursionError):
         try:
             text = body.decode()
         except UnicodeDecodeError:

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -442,3 +443,32 @@ def test_record_streams_the_session_to_its_file_in_bounded_memory(tmp_path: Path
     text = "".join(chunks)
     assert len(text) == RECORDED_OUTPUT_MB * 1024 * 1024 * 100 // 99 + 1 + len("<WORKSPACE>\n")
     assert text.endswith("a\n<WORKSPACE>\n")
+
+
+def _with_chunk_cut(transcript: Transcript, request: int, at: int) -> Transcript:
+    """The same session with `request`'s one chunk cut in two at `at`."""
+    records: list[Record] = []
+    for record in transcript.records:
+        message: dict[str, Any] = record.message if isinstance(record.message, dict) else {}
+        params: dict[str, Any] = message.get("params") or {}
+        if message.get("method") != "bash/chunk" or params.get("requestId") != request:
+            records.append(record)
+            continue
+        text = params["text"]
+        for seq, piece in enumerate((text[:at], text[at:])):
+            chunk = {**message, "params": {**params, "seq": seq, "text": piece}}
+            records.append(ServerRecord(message=chunk))
+    return Transcript(header=transcript.header, records=records)
+
+
+def test_update_rewrites_only_the_requests_that_differ(tmp_path: Path) -> None:
+    """Request 3's chunks are cut where this server would not cut them; request
+    2's reply is edited. The update puts request 2 right and leaves the rest be."""
+    cut = _with_chunk_cut(loads(STATEFUL.read_bytes()), request=3, at=3)
+    want = tmp_path / "want.jsonl"
+    want.write_bytes(dumps(cut))
+    path = edited(want, tmp_path / "t.jsonl", {"exitCode": 7})
+    done = replay_cli("--update", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == messages.REPLAY_UPDATED.format(path=path)
+    assert path.read_bytes() == want.read_bytes()

@@ -158,9 +158,12 @@ def test_the_pages_name_the_workspace_flag_by_its_name() -> None:
             assert match.group(1).startswith(", its first"), f"{page.name}: {match.group(0)!r}"
 
 
-def test_the_tour_says_which_bashrpc_it_runs() -> None:
-    """The tour runs `bashrpc`; the first line installed it in .venv, not on PATH."""
-    readme = (ROOT / "README.md").read_text()
-    tour = readme.split("## A one-minute tour\n", 1)[1].split("\n## ", 1)[0]
-    intro = tour.split("\n### ", 1)[0]
-    assert ".venv/bin/bashrpc" in intro
+@pytest.mark.parametrize(
+    ("page", "section"),
+    [("README.md", "## A one-minute tour"), ("docs/index.md", "## Getting started")],
+)
+def test_the_tour_says_which_bashrpc_it_runs(page: str, section: str) -> None:
+    """The examples run `bashrpc`; the first line installed it in .venv, not on PATH."""
+    text = (ROOT / page).read_text()
+    intro = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
+    assert "`.venv/bin/bashrpc`" in intro and ". .venv/bin/activate" in intro

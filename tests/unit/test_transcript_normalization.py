@@ -27,6 +27,7 @@ from bashrpc.protocol.placeholders import (
     hide_paths,
 )
 from bashrpc.protocol.transcript import (
+    MAX_NESTING,
     ClientRecord,
     Header,
     Record,
@@ -34,6 +35,7 @@ from bashrpc.protocol.transcript import (
     ServerRecord,
     Transcript,
     TranscriptError,
+    client_line,
     dumps,
     line_record,
     loads,
@@ -320,3 +322,25 @@ def test_a_transcript_reads_back_as_written() -> None:
 def test_a_bad_transcript_names_the_line(data: bytes, where: str) -> None:
     with pytest.raises(TranscriptError, match=where):
         loads(data)
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 100_000])
+def test_a_line_nested_too_deep_is_recorded_as_its_text(depth: int) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":%s}}\n' % (
+        b"[" * depth + b"]" * depth
+    )
+    record = line_record(line, client=True)
+    assert isinstance(record, ClientRecord) and record.message is None
+    assert client_line(record, str) == line
+    again = loads(dumps(Transcript(header=Header(normalization=1), records=[record])))
+    assert again.records == [record]
+
+
+def test_a_chunks_exact_bytes_hide_the_paths_too() -> None:
+    raw = b"/tmp/run/ws/\xff\n"
+    exact = base64.b64encode(raw).decode()
+    record = note("bash/chunk", requestId=1, seq=0, text="/tmp/run/ws/\ufffd\n", textBase64=exact)
+    (hidden,) = hide_paths([record], Substitution(PATHS))
+    params = hidden.message["params"]
+    assert params["text"] == f"{WORKSPACE}/\ufffd\n"
+    assert base64.b64decode(params["textBase64"]) == f"{WORKSPACE}/".encode() + b"\xff\n"
