@@ -253,6 +253,10 @@ DAEMON_CANNOT_BIND = "cannot listen on {path}: {reason}"
 DAEMON_CANNOT_CONNECT = "cannot connect to the daemon at {path}: {reason}"
 DAEMON_LISTENING = "daemon listening on {path}"
 DAEMON_PEER_REFUSED = "refused a connection from pid {pid}, uid {uid}: not our uid ({ours})"
+DAEMON_PEER_SANDBOXED = (
+    "refused a connection from pid {pid}: it runs inside a sandbox "
+    "(a pid namespace below the daemon's)"
+)
 DAEMON_TOO_MANY_CLIENTS = (
     "the daemon keeps {limit} clients already, each with a connection "
     "([daemon] maxClients); try again when one has gone"
@@ -407,6 +411,8 @@ HTTP_BAD_REQUEST = "not an HTTP/1.x request head"
 HTTP_TOO_BIG = "request head too large"
 HTTP_UNAUTHORIZED = "needs Authorization: Bearer <token>"
 HTTP_NO_METRICS = "/metrics needs prometheus_client: pip install 'bashrpc[metrics]'"
+# stderr was not read fast enough: lines were dropped rather than waited for.
+LOG_LINES_DROPPED = "{count} log lines dropped: stderr was not read"
 READY_DRAINING = "draining after SIGTERM: new commands are refused"
 READY_STOPPING = "stopping: every connection is ending"
 READY_NO_SANDBOX = "the configured sandbox ({mode}) cannot start: {reason}"
@@ -426,7 +432,8 @@ output ends. The run's workspace, HOME, artifacts and temporary directories
 are written as placeholders, so `bashrpc replay` can check it anywhere."""
 RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
 REPLAY_USAGE = (
-    "bashrpc replay FILE... [--update] [--fixture DIR] [--wait SECONDS] [-- SERVER_ARGS...]"
+    "bashrpc replay FILE... [--update] [--trust] [--fixture DIR] [--wait SECONDS]"
+    " [-- SERVER_ARGS...]"
 )
 RECORD_BAD_RULE = "--rule: {pattern!r} is not a regular expression: {reason}"
 REPLAY_DESCRIPTION = """\
@@ -435,10 +442,27 @@ transcript's own) in a fresh temporary workspace, HOME and artifacts
 directory, sending the host's messages in their recorded causal order, and
 compare what the server says once normalized. Exit status: 0 when all match,
 1 when one differs (the difference names the request and the field), 2 for a
-usage error. --update writes what this run received as the expected side."""
+usage error. --update writes what this run received as the expected side of
+each transcript that differed. A transcript runs its commands on this machine:
+replay only those you would run yourself. The header's server arguments may
+only tighten the sandbox unless --trust is given, and its fixture must lie in
+the transcript's folder."""
 RECORD_CANNOT_WRITE = "--out {path}: {reason}"
 REPLAY_BAD_RULE = "line 1: rule {pattern!r} is not a regular expression: {reason}"
 REPLAY_NO_FIXTURE = "fixture {path}: not a directory"
+REPLAY_FIXTURE_OUTSIDE = (
+    "fixture {path}: not a folder inside the transcript's folder (a transcript's fixture"
+    " may name only its own folder or one below it)"
+)
+REPLAY_BAD_FIXTURE = "fixture {path}: {reason}"
+FIXTURE_NOT_PLAIN = "{entry} is not a regular file or a directory (only those are copied)"
+FIXTURE_TOO_BIG = "more than {entries} entries or {size} bytes"
+REPLAY_UNTRUSTED_ARGS = (
+    "{path}: the header's server argument {arg!r} could loosen the sandbox or run"
+    " something else; replay with --trust if you trust this transcript, or give the"
+    " server's arguments after --"
+)
+TRANSCRIPT_TOO_DEEP = "line {number}: nested deeper than {limit} levels"
 REPLAY_MATCHED = "ok {path}"
 REPLAY_DIFFERS = "FAILED {path}"
 REPLAY_UPDATED = "updated {path}"

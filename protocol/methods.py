@@ -498,6 +498,10 @@ class ServerStatsResult(Result):
     rc_capture_failures: Annotated[
         int, described("Captures of the user's rc that failed or timed out.")
     ]
+    log_lines_dropped: Annotated[
+        int,
+        described("Log lines (and console spans) dropped because stderr was not read fast enough."),
+    ]
 
 
 class SessionResetParams(Params):

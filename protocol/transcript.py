@@ -19,10 +19,14 @@ from typing import Annotated, Any
 
 import msgspec
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.methods import described
 
 # The layout of the file; a reader refuses another.
 TRANSCRIPT_FORMAT = 1
+# How deep a line's JSON may nest: replay and normalization walk it recursively,
+# and no JSON-RPC message a host sends comes near it.
+MAX_NESTING = 64
 
 
 class Rule(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, frozen=True):
@@ -58,6 +62,8 @@ class Header(
         described(
             "The server's arguments after `bashrpc`, without the per-run paths"
             " (--workspace, --artifacts-dir, --socket), which replay gives its own."
+            " Replay runs only `serve` or `attach` with options that cannot loosen the"
+            " sandbox unless it is given --trust."
         ),
     ] = msgspec.field(default_factory=list)
     rules: Annotated[
@@ -66,7 +72,9 @@ class Header(
     fixture: Annotated[
         str | None,
         described(
-            "A directory, relative to the transcript, copied in as the workspace before replay."
+            "A directory in the transcript's folder or below it, relative to the"
+            " transcript, copied in as the workspace before replay (regular files and"
+            " directories only)."
         ),
     ] = None
 
@@ -126,10 +134,16 @@ def loads(data: bytes) -> Transcript:
         raise TranscriptError("line 1: empty file, expected a header")
     parsed: list[Line] = []
     for number, line in enumerate(lines, 1):
+        too_deep = messages.TRANSCRIPT_TOO_DEEP.format(number=number, limit=MAX_NESTING)
         try:
-            parsed.append(_decode_line(line))
+            item = _decode_line(line)
         except msgspec.DecodeError as exc:
             raise TranscriptError(f"line {number}: {exc}") from None
+        except RecursionError:
+            raise TranscriptError(too_deep) from None
+        if not isinstance(item, Header) and nesting(item.message) > MAX_NESTING:
+            raise TranscriptError(too_deep)
+        parsed.append(item)
     header, *rest = parsed
     if not isinstance(header, Header):
         raise TranscriptError("line 1: expected the header")
@@ -141,6 +155,20 @@ def loads(data: bytes) -> Transcript:
             raise TranscriptError(f"line {number}: a second header")
         records.append(item)
     return Transcript(header=header, records=records)
+
+
+def nesting(value: Any) -> int:
+    """How deep a JSON value's arrays and objects nest, counted without
+    recursion, and no further than one past MAX_NESTING."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack and deepest <= MAX_NESTING:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            members = item.values() if isinstance(item, dict) else item
+            stack += [(member, depth + 1) for member in members]
+    return deepest
 
 
 def line_record(line: bytes, client: bool, waited: bool = True) -> Record:

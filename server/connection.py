@@ -43,6 +43,7 @@ from bashrpc.server.wire.events import cancel_when, then_set
 from bashrpc.server.wire.frames import frames
 from bashrpc.server.wire.inflight import Flights, InFlight
 from bashrpc.server.wire.outbox import Outbox
+from bashrpc.server.wire.phase import Phase, admits, advance
 from bashrpc.server.wire.registry import Method
 from bashrpc.server.wire.replies import encode_batch, encode_notification, encode_reply
 from bashrpc.server.wire.transport import Transport
@@ -146,10 +147,9 @@ class Connection(Generic[S]):
         self._state = ConnectionState(services, HostOptions(), settings)
         self._tenancy = tenancy
         self.stop = anyio.Event()
-        self.shutting_down = False
+        self.phase: Phase = "open"
         # The client closed our input (EOF), as opposed to `exit` or a signal.
         self.input_ended = False
-        self.draining = False
         self._transport = transport
         self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
@@ -160,6 +160,15 @@ class Connection(Generic[S]):
     @property
     def services(self) -> S:
         return self._state.services
+
+    @property
+    def draining(self) -> bool:
+        """No new command is taken: draining, or winding down."""
+        return self.phase != "open"
+
+    @property
+    def shutting_down(self) -> bool:
+        return self.phase == "winding_down"
 
     @property
     def host(self) -> HostOptions:
@@ -213,13 +222,13 @@ class Connection(Generic[S]):
 
     async def wind_down(self) -> None:
         """Refuse new work, abort everything, kill every process (idempotent)."""
-        self.shutting_down = True
+        self.phase = advance(self.phase, "wind_down")
         self._flights.cancel_all()
         await self.services.wind_down()
 
     async def drain(self, seconds: float) -> None:
         """No new commands; running ones get `seconds` to finish, then stop (aborting the rest)."""
-        self.draining = True
+        self.phase = advance(self.phase, "drain")
         await self.notify("server/draining", ServerDraining(seconds=seconds))
         with anyio.move_on_after(seconds):
             await self._flights.wait_idle()
@@ -252,9 +261,8 @@ class Connection(Generic[S]):
             return item.response
         call = item
         try:
-            if self.shutting_down and call.method not in LIFECYCLE_METHODS:
-                raise errors.ShuttingDown
-            if self.draining and call.method in COMMAND_METHODS:
+            lifecycle, command = call.method in LIFECYCLE_METHODS, call.method in COMMAND_METHODS
+            if not admits(self.phase, lifecycle=lifecycle, command=command):
                 raise errors.ShuttingDown
             method = self.dispatcher.lookup(call.method)
             if method is None:

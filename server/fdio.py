@@ -77,3 +77,14 @@ class Watch:
     def time(self) -> float:
         """The loop's clock, which is anyio's: a callback runs outside any task."""
         return self._loop.time()
+
+
+def write_all_blocking(fd: int, data: bytes) -> None:
+    """Write every byte from a thread of its own, waiting as a blocking write
+    would even when someone made the shared open file non-blocking."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            select.select([], [fd], [])

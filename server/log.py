@@ -1,26 +1,145 @@
-"""Logging to stderr only: stdout belongs to the protocol."""
+"""Logging to stderr only: stdout belongs to the protocol.
+
+Nothing the server says may stall it. A stderr nobody reads fills its pipe, and a
+write to it would then block the event loop; so what is logged, announced or
+exported as a console span goes into a bounded queue that one thread of its own
+writes out. When the queue is full a line is dropped and counted (`dropped()`,
+`logLinesDropped` in `server/stats`), never waited for; once stderr moves again, a
+line says how many were lost.
+"""
 
 from __future__ import annotations
 
+import atexit
+import collections
+import io
 import logging
-import sys
+import threading
+from typing import TextIO, cast
+
+from bashrpc.protocol import messages
+from bashrpc.server import fdio
 
 LOGGER_NAME = "bashrpc"
+STDERR_FD = 2
+# What may wait for a slow stderr; past it, lines are dropped.
+MAX_QUEUED_BYTES = 256 * 1024
+# At exit, how long what is queued may take to go out.
+EXIT_FLUSH_SECONDS = 1.0
+
+
+class StderrQueue:
+    """Lines for one fd, bounded in bytes, written by a thread of its own
+    (started with the first line, a daemon thread: it never holds up an exit)."""
+
+    def __init__(self, fd: int = STDERR_FD, limit: int = MAX_QUEUED_BYTES) -> None:
+        self._fd = fd
+        self._limit = limit
+        self._lines: collections.deque[bytes] = collections.deque()
+        # Queued and being written: a line leaves the queue once written.
+        self._bytes = 0
+        self._ready = threading.Condition()
+        self._writer: threading.Thread | None = None
+        self.dropped = 0
+        self._told = 0
+
+    def put(self, data: bytes) -> None:
+        """Queue `data`, or drop and count it: never blocks."""
+        with self._ready:
+            if self._bytes + len(data) > self._limit:
+                self.dropped += 1
+                return
+            self._lines.append(data)
+            self._bytes += len(data)
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._write, name="bashrpc-stderr", daemon=True
+                )
+                self._writer.start()
+            self._ready.notify_all()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait up to `timeout` for everything queued to be written; whether it was."""
+        with self._ready:
+            return self._ready.wait_for(lambda: not self._lines, timeout)
+
+    def _write(self) -> None:
+        while True:
+            with self._ready:
+                self._ready.wait_for(lambda: bool(self._lines))
+                data = self._lines[0]
+            self._out(data)
+            with self._ready:
+                self._lines.popleft()
+                self._bytes -= len(data)
+                lost, self._told = self.dropped - self._told, self.dropped
+                self._ready.notify_all()
+            if lost:
+                self._out(f"bashrpc: WARNING {messages.LOG_LINES_DROPPED.format(count=lost)}\n")
+
+    def _out(self, data: bytes | str) -> None:
+        raw = data.encode(errors="replace") if isinstance(data, str) else data
+        try:
+            fdio.write_all_blocking(self._fd, raw)
+        except OSError:
+            pass  # stderr is gone: what is said there is lost, as it would be
+
+
+class QueuedText(io.TextIOBase):
+    """A text stream onto the queue, for writers that take a file (the console
+    span exporter): each write is one entry, kept whole or dropped whole."""
+
+    def __init__(self, queue: StderrQueue) -> None:
+        self._queue = queue
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._queue.put(text.encode(errors="replace"))
+        return len(text)
+
+
+class _QueuedHandler(logging.Handler):
+    def __init__(self, queue: StderrQueue) -> None:
+        super().__init__()
+        self._queue = queue
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._queue.put((self.format(record) + "\n").encode(errors="replace"))
+        except Exception:
+            self.handleError(record)
+
+
+STDERR = StderrQueue()
 
 
 def setup(level: str = "WARNING") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _QueuedHandler(STDERR)
     handler.setFormatter(logging.Formatter("bashrpc: %(levelname)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    atexit.register(STDERR.flush, EXIT_FLUSH_SECONDS)
 
 
 def get(name: str) -> logging.Logger:
     return logging.getLogger(f"{LOGGER_NAME}.{name}")
 
 
+def stderr() -> TextIO:
+    """A text stream to stderr that never blocks (through the queue); typed as
+    the file it stands in for."""
+    return cast(TextIO, QueuedText(STDERR))
+
+
+def dropped() -> int:
+    """Lines dropped so far because stderr was not read fast enough."""
+    return STDERR.dropped
+
+
 def announce(message: str) -> None:
     """Said whatever the log level: what a person needs to use the process (the
     port a listener bound when asked for any)."""
-    print(f"bashrpc: {message}", file=sys.stderr, flush=True)
+    STDERR.put(f"bashrpc: {message}\n".encode(errors="replace"))

@@ -1,6 +1,7 @@
 """Fixtures: a real server in-process (`server`, `spawn`) for protocol behaviour,
-and the real `python -m server` process (`process`, `spawn_process`) for what
-needs one: stdio, signals, stdin EOF, the subreaper, the CLI."""
+and the real `bashrpc` process, run as `python -m bashrpc` (`process`,
+`spawn_process`), for what needs one: stdio, signals, stdin EOF, the subreaper,
+the CLI."""
 
 from __future__ import annotations
 

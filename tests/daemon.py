@@ -66,10 +66,13 @@ class DaemonProcess:
         tmp: Path,
         socket_path: Path | None = None,
         env: dict[str, str] | None = None,
+        launcher: tuple[str, ...] = (),
     ) -> None:
+        """`launcher`: what runs the daemon (`setpriv --reuid ...`), before its argv."""
         self.socket_path = socket_path or fresh_socket(tmp)
         self.stderr_path = tmp / f"daemon-stderr-{id(self)}.log"
-        argv = [sys.executable, "-m", "bashrpc", "daemon", "--socket", str(self.socket_path)]
+        argv = [*launcher, sys.executable, "-m", "bashrpc", "daemon"]
+        argv += ["--socket", str(self.socket_path)]
         argv += ["--artifacts-dir", str(tmp / "artifacts"), "--log-level", "INFO", *args]
         with open(self.stderr_path, "wb") as stderr:
             self.proc = subprocess.Popen(

@@ -2,8 +2,8 @@
 
 `RpcClient` holds the JSON-RPC logic (requests, responses by id, notifications,
 typed results); a subclass supplies the bytes: `ServerProcess` runs the real
-`python -m server`; `tests.inprocess.InProcessServer` runs the same server
-code on an in-memory transport in this process.
+`bashrpc` (as `python -m bashrpc`); `tests.inprocess.InProcessServer` runs the
+same server code on an in-memory transport in this process.
 """
 
 from __future__ import annotations
@@ -392,7 +392,7 @@ def error_of(reply: ServerMessage) -> ErrorObject:
 
 
 class ServerProcess(RpcClient):
-    """The real `python -m server`, over its stdin and stdout."""
+    """The real `bashrpc` (`python -m bashrpc`), over its stdin and stdout."""
 
     def __init__(
         self,
@@ -405,9 +405,11 @@ class ServerProcess(RpcClient):
         new_session: bool = False,
         launcher: tuple[str, ...] = (),
         interpreter: tuple[str, ...] = (sys.executable,),
+        unread_stderr: bool = False,
     ) -> None:
         """`launcher`: what runs the server (`setpriv --reuid ...`), before its argv;
-        `interpreter`: the Python that runs it (one a dropped uid may execute)."""
+        `interpreter`: the Python that runs it (one a dropped uid may execute);
+        `unread_stderr`: its stderr a pipe nobody reads (`stderr()` is then empty)."""
         super().__init__()
         self.tmp = tmp
         self.artifacts_root = tmp / "artifacts"
@@ -424,7 +426,7 @@ class ServerProcess(RpcClient):
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._stderr,
+            stderr=subprocess.PIPE if unread_stderr else self._stderr,
             env=server_environment(tmp, env),
             cwd=cwd or tmp,
             preexec_fn=preexec_fn,

@@ -176,6 +176,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             return sock
         idle, grace = daemon.idle_seconds(args), daemon.detach_grace(args)
         path = daemon.socket_path(args)
-        run = (options, path, sock, idle, grace, also, http)
+        secrets = () if args.token_file is None else (args.token_file,)
+        run = (options, path, sock, idle, grace, also, http, secrets)
         return anyio.run(run_daemon, *run, backend_options=backend)
     return anyio.run(serve, options, backend_options=backend)

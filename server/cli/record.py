@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -39,6 +39,7 @@ from bashrpc.server.cli.runroot import portable_args, recorded_paths
 EXIT_USAGE = 2
 COPY_BYTES = 256 * 1024
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+PRIVATE_MODE = 0o600
 
 
 def add_parser(sub: Any) -> None:
@@ -175,7 +176,7 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
         return EXIT_USAGE
     try:
         # Now, not after the session: a host learns at once that nothing would be kept.
-        args.out.touch()
+        out = open_private(args.out)
     except OSError as exc:
         reason = messages.RECORD_CANNOT_WRITE.format(path=args.out, reason=exc.strerror)
         print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
@@ -200,5 +201,14 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
             normalization=NORMALIZATION_VERSION, server_args=portable_args(server_args), rules=rules
         )
         records = hide_paths(recorder.taken(), Substitution(recorded_paths(server_args)))
-        args.out.write_bytes(dumps(Transcript(header=header, records=records)))
+        with out:
+            out.write(dumps(Transcript(header=header, records=records)))
     return status
+
+
+def open_private(path: Path) -> BinaryIO:
+    """`path` emptied for writing, readable by its owner alone: a transcript
+    holds every command and `env` value of the session as sent."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_MODE)
+    os.fchmod(fd, PRIVATE_MODE)  # a file that was there keeps its mode otherwise
+    return open(fd, "wb")

@@ -1,10 +1,15 @@
-"""`bashrpc replay FILE... [--update] [-- SERVER_ARGS...]`: verify transcripts.
+"""`bashrpc replay FILE... [--update] [--trust] [-- SERVER_ARGS...]`: verify transcripts.
 
 Each transcript runs against a fresh server in a fresh temporary workspace,
 HOME and artifacts directory. Exit 0 when every one matches, 1 when one
 differs (the difference is printed, naming the request and the field), 2 for
 a usage error. `--update` writes what this run received in place of what
-the transcript expected.
+a differing transcript expected, and leaves a matching one as it is (a new
+run cuts its chunks elsewhere: rewriting it would only make a noisy diff).
+
+A transcript is code: its commands run here. So its header may choose only
+server arguments that cannot loosen the sandbox (`--trust` lifts that), and
+its fixture only a folder beside it (`bashrpc.server.cli.fixture`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.transcript import Transcript, TranscriptError, dumps, loads
+from bashrpc.server.cli.fixture import FixtureError, inside, plan
 from bashrpc.server.cli.replayrun import DEFAULT_WAIT_SECONDS, Outcome, replay
+from bashrpc.server.cli.runroot import untrusted_arg
 
 EXIT_MATCH = 0
 EXIT_DIFFERS = 1
@@ -34,6 +41,11 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="transcripts")
     parser.add_argument(
         "--update", action="store_true", help="rewrite each transcript's expected side"
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="run the header's server arguments even where they could loosen the sandbox",
     )
     parser.add_argument(
         "--fixture",
@@ -71,13 +83,32 @@ def load(path: Path) -> Transcript:
 
 
 def fixture_of(path: Path, transcript: Transcript, given: Path | None) -> Path | None:
-    """The workspace to copy in: --fixture, else the header's, relative to the file."""
+    """The workspace to copy in: --fixture, else the header's, which must lie in
+    the transcript's folder; checked to hold only what is copied."""
     fixture = given
-    if fixture is None and transcript.header.fixture is not None:
-        fixture = path.parent / transcript.header.fixture
-    if fixture is not None and not fixture.is_dir():
+    named = transcript.header.fixture
+    if fixture is None and named is not None:
+        fixture = inside(path.parent, named)
+        if fixture is None:
+            raise TranscriptError(messages.REPLAY_FIXTURE_OUTSIDE.format(path=named))
+    if fixture is None:
+        return None
+    if not fixture.is_dir():
         raise TranscriptError(messages.REPLAY_NO_FIXTURE.format(path=fixture))
+    try:
+        plan(fixture)
+    except FixtureError as exc:
+        reason = messages.REPLAY_BAD_FIXTURE.format(path=fixture, reason=exc)
+        raise TranscriptError(reason) from None
     return fixture
+
+
+def check_trust(path: Path, transcript: Transcript, server_args: list[str] | None) -> None:
+    """TranscriptError when the header's server arguments, used unless the
+    caller gives its own, need a trust that was not given."""
+    arg = untrusted_arg(transcript.header.server_args)
+    if server_args is None and arg is not None:
+        raise TranscriptError(messages.REPLAY_UNTRUSTED_ARGS.format(path=path, arg=arg))
 
 
 def report(path: Path, outcome: Outcome) -> str:
@@ -94,18 +125,28 @@ def report(path: Path, outcome: Outcome) -> str:
 def run_replay(args: argparse.Namespace, server_args: list[str] | None) -> int:
     try:
         loaded = [(path, load(path)) for path in args.files]
+        if not args.trust:
+            for path, transcript in loaded:
+                check_trust(path, transcript, server_args)
         fixtures = [fixture_of(path, t, args.fixture) for path, t in loaded]
     except TranscriptError as exc:
-        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     status = EXIT_MATCH
     for (path, transcript), fixture in zip(loaded, fixtures, strict=True):
-        outcome = replay(transcript, server_args, fixture, args.wait)
-        if args.update:
+        try:
+            outcome = replay(transcript, server_args, fixture, args.wait)
+        except FixtureError as exc:
+            return _usage_error(messages.REPLAY_BAD_FIXTURE.format(path=fixture, reason=exc))
+        if args.update and outcome.differences:
             path.write_bytes(dumps(outcome.actual))
-            print(messages.REPLAY_UPDATED.format(path=path))
+            print(messages.REPLAY_UPDATED.format(path=path), flush=True)
             continue
         print(report(path, outcome), flush=True)
         if outcome.differences:
             status = EXIT_DIFFERS
     return status
+
+
+def _usage_error(reason: object) -> int:
+    print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+    return EXIT_USAGE

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from bashrpc.protocol import placeholders
+from bashrpc.server.cli.fixture import copy_fixture
 from bashrpc.server.output.artifactroot import default_root, workspace_key
 
 # Flags naming a run's own paths: a header leaves them out, replay gives its own.
@@ -47,6 +48,39 @@ def portable_args(args: list[str]) -> list[str]:
         elif not arg.startswith(tuple(f + "=" for f in PATH_FLAGS)):
             kept.append(arg)
     return kept
+
+
+# What a header's server arguments may hold without --trust: the server or the
+# daemon bridge, and options that cannot loosen the sandbox or reach a file.
+SAFE_COMMANDS = ("serve", DAEMON_BRIDGE)
+SAFE_FLAGS = (
+    "--sandbox",
+    "--max-line-bytes",
+    "--client-timeout",
+    "--drain-seconds",
+    "--log-level",
+    "--on-eof",
+)
+LOOSEST_SANDBOX = "off"
+
+
+def untrusted_arg(args: list[str]) -> str | None:
+    """The first of a header's server arguments that only a trusted transcript
+    may hold (a config file, `--sandbox off`, another command), or None."""
+    rest = portable_args(args)
+    if rest[:1] and rest[0] in SAFE_COMMANDS:
+        rest = rest[1:]
+    while rest:
+        flag, has_value, value = rest[0].partition("=")
+        if flag not in SAFE_FLAGS or (not has_value and len(rest) < 2):
+            return rest[0]
+        if not has_value:
+            value = rest[1]
+        shown = rest[0] if has_value else f"{flag} {value}"
+        if flag == "--sandbox" and value == LOOSEST_SANDBOX:
+            return shown
+        rest = rest[1 if has_value else 2 :]
+    return None
 
 
 def _variants(path: str | Path) -> list[str]:
@@ -84,7 +118,11 @@ class RunRoot:
         self.root = Path(tempfile.mkdtemp(prefix="bashrpc-run-")).resolve()
         self.workspace = self.root / "workspace"
         if fixture is not None:
-            shutil.copytree(fixture, self.workspace, symlinks=True)
+            try:
+                copy_fixture(fixture, self.workspace)
+            except BaseException:
+                self.remove()
+                raise
         else:
             self.workspace.mkdir()
         self.home = self.root / "home"

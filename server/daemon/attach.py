@@ -22,7 +22,6 @@ and the daemon takes the connection for gone.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 from bashrpc.protocol import messages
+from bashrpc.server import fdio
 from bashrpc.server.daemon import socketpath
 from bashrpc.server.wire import stdio
 
@@ -39,7 +39,6 @@ from bashrpc.server.wire import stdio
 DAEMON_START_SECONDS = 10.0
 CONNECT_POLL_SECONDS = 0.02
 COPY_BYTES = 256 * 1024
-LOG_SUFFIX = ".log"
 EXIT_FAILURE = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -75,7 +74,7 @@ def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
     sock = socketpath.connect_ours(path)
     if sock is not None:
         return sock
-    log_path = path.with_name(path.name + LOG_SUFFIX)
+    log_path = socketpath.log_path(path)
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     with open(log_fd, "ab") as log_file:
         daemon = subprocess.Popen(
@@ -111,7 +110,7 @@ def _bridge(stdin: int, stdout: int, sock: socket.socket) -> None:
         if not data:
             return
         try:
-            _write_all(stdout, data)
+            fdio.write_all_blocking(stdout, data)
         except OSError:
             return  # the host is gone: closing the socket tells the daemon
 
@@ -126,13 +125,3 @@ def _copy_up(stdin: int, sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_WR)
     except OSError:
         pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            # Someone made the shared open file non-blocking: wait as a blocking write would.
-            select.select([], [fd], [])

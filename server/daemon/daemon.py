@@ -23,7 +23,7 @@ import contextlib
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -41,7 +41,7 @@ from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenan
 from bashrpc.server.observe.stats import STATS, Gauges
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.runtime import Options
-from bashrpc.server.runtime.sandbox import bwrap
+from bashrpc.server.runtime.sandbox import bwrap, sandbox
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
 from bashrpc.server.services.api import Services, runtime_gauges
 from bashrpc.server.wire import liveness
@@ -216,15 +216,18 @@ class Daemon:
             self._tenants.end_all()
 
     def _admitted(self, stream: anyio.abc.SocketStream) -> bool:
-        """Only a peer of our own uid may talk to the daemon."""
+        """Only a peer of our own uid, outside every sandbox, may talk to the daemon."""
         sock: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)
         peer = socketpath.peer(sock)
-        if peer.uid == os.getuid():
-            return True
-        _log.warning(
-            messages.DAEMON_PEER_REFUSED.format(pid=peer.pid, uid=peer.uid, ours=os.getuid())
-        )
-        return False
+        if peer.uid != os.getuid():
+            _log.warning(
+                messages.DAEMON_PEER_REFUSED.format(pid=peer.pid, uid=peer.uid, ours=os.getuid())
+            )
+            return False
+        if socketpath.sandboxed(sock, peer):
+            _log.warning(messages.DAEMON_PEER_SANDBOXED.format(pid=peer.pid))
+            return False
+        return True
 
     async def _serve_one(self, stream: anyio.abc.SocketStream) -> None:
         async with stream:
@@ -293,8 +296,12 @@ async def run_daemon(
     grace: float,
     also: Listen | None = None,
     http: health.HttpListener | None = None,
+    secrets: Sequence[Path] = (),
 ) -> int:
-    """Serve the socket bound at `path` until stopped (a signal, or idleness)."""
+    """Serve the socket bound at `path` until stopped (a signal, or idleness).
+    `secrets`: the token files, hidden (with the socket's directory) in every
+    sandbox the daemon starts."""
+    sandbox.hide_in_every_sandbox(hidden(path, secrets))
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)
@@ -305,3 +312,12 @@ async def run_daemon(
         with contextlib.suppress(OSError):
             os.unlink(path)
     return 0
+
+
+def hidden(path: Path, secrets: Sequence[Path]) -> sandbox.Hidden:
+    """The daemon's files no sandbox may see: its socket's directory and, should a
+    sandbox bind that directory (a workspace holding it), each file in it the
+    daemon makes; and the token files, where their bytes are (a link resolved)."""
+    own = (path, socketpath.lock_path(path), socketpath.log_path(path))
+    files = (*own, *(Path(os.path.realpath(secret)) for secret in secrets))
+    return sandbox.Hidden((str(path.parent),), tuple(str(f) for f in files))

@@ -34,11 +34,12 @@ from bashrpc.server.observe.httpwire import HttpError, Request
 
 # A probe sends its head at once; a peer that dawdles longer is dropped.
 HEAD_TIMEOUT_SECONDS = 5.0
-# Probes and scrapes answered at once; more wait for a place (no task per byte sent).
-MAX_CONCURRENT = 32
+# Connections served at once. Past it, a new one closes the one that has been there
+# longest: a flood of peers that send nothing holds a bounded set (no task, no fd
+# more), and a probe, which sends its head at once, is answered before its turn comes.
+MAX_CONNECTIONS = 128
 # A wrong token is answered this late: guesses cost the guesser time.
 REFUSAL_DELAY_SECONDS = 0.25
-READ_BYTES = 4096
 PROBE_PATHS = ("/livez", "/readyz", "/v1/health")
 JSON = "application/json"
 
@@ -126,28 +127,62 @@ def _problem(status: int, text: str) -> bytes:
 async def serve_http(sock: socket.socket, probes: Probes) -> None:
     """Answer probes on `sock` until cancelled: one request per connection."""
     listener = await anyio.abc.SocketListener.from_socket(sock)
-    limiter = anyio.CapacityLimiter(MAX_CONCURRENT)
+    open_ = OpenConnections(MAX_CONNECTIONS)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     _log.info(messages.HTTP_LISTENING.format(address=shown))
+    async with listener, anyio.create_task_group() as connections:
+        while True:
+            stream = await listener.accept()
+            scope = anyio.CancelScope()
+            open_.add(scope)
+            connections.start_soon(_one, stream, scope, open_, probes)
 
-    async def one(stream: anyio.abc.SocketStream) -> None:
-        async with stream, limiter:
-            try:
+
+class OpenConnections:
+    """The connections being served, oldest first, each by the scope that drops
+    it: past the bound, a new one drops the one that has been there longest."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._scopes: dict[anyio.CancelScope, None] = {}
+
+    def add(self, scope: anyio.CancelScope) -> None:
+        if len(self._scopes) >= self._limit:
+            oldest = next(iter(self._scopes))
+            self.remove(oldest)
+            oldest.cancel()
+        self._scopes[scope] = None
+
+    def remove(self, scope: anyio.CancelScope) -> None:
+        self._scopes.pop(scope, None)
+
+
+async def _one(
+    stream: anyio.abc.SocketStream,
+    scope: anyio.CancelScope,
+    open_: OpenConnections,
+    probes: Probes,
+) -> None:
+    try:
+        with scope:
+            async with stream:
                 await stream.send(await _respond(stream, probes))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass  # the peer left: nothing to answer
-
-    async with listener:
-        await listener.serve(one)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # the peer left: nothing to answer
+    finally:
+        open_.remove(scope)
 
 
 async def _respond(stream: anyio.abc.SocketStream, probes: Probes) -> bytes:
+    """The answer to the head `stream` sends: read whole (bounded in size and
+    time) before anything else, then answered at once, with no place to wait
+    for: every answer is computed on the loop."""
     data = b""
     try:
         with anyio.fail_after(HEAD_TIMEOUT_SECONDS):
             while not httpwire.head_complete(data):
-                data += await stream.receive(READ_BYTES)
+                data += await stream.receive(httpwire.MAX_HEAD_BYTES - len(data))
         request = httpwire.parse(data)
     except HttpError as exc:
         text = messages.HTTP_TOO_BIG if exc.status == 431 else messages.HTTP_BAD_REQUEST

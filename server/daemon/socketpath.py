@@ -34,10 +34,13 @@ from bashrpc.protocol import messages
 
 SOCKET_NAME = "daemon.sock"
 LOCK_SUFFIX = ".lock"
+LOG_SUFFIX = ".log"
 # Group and others: no access to the directory or the socket.
 PRIVATE_DIR_MODE = 0o700
 SOCKET_UMASK = 0o177
 _PEERCRED_FORMAT = "3i"
+# A pidfd of the peer, as it was at connect (Linux 6.5); Python names it from 3.13.
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
 
 class SocketPathError(Exception):
@@ -59,6 +62,11 @@ def default_path() -> Path:
 
 def lock_path(path: Path) -> Path:
     return path.with_name(path.name + LOCK_SUFFIX)
+
+
+def log_path(path: Path) -> Path:
+    """Where `attach` sends the stderr of a daemon it starts."""
+    return path.with_name(path.name + LOG_SUFFIX)
 
 
 def private_dir(directory: Path) -> None:
@@ -149,6 +157,41 @@ def peer(sock: socket.socket) -> Peer:
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize(_PEERCRED_FORMAT))
     pid, uid, gid = struct.unpack(_PEERCRED_FORMAT, raw)
     return Peer(pid, uid, gid)
+
+
+def sandboxed(sock: socket.socket, peer: Peer) -> bool:
+    """Whether the peer runs in a pid namespace below ours, as every sandbox does
+    (bwrap's `--unshare-pid`): a sandboxed command of our own uid must not drive
+    the daemon that confined it. The kernel's word, which no command can change:
+    the namespaces the peer's pid is in (`NSpid`). They are read through a pidfd
+    of the peer (`SO_PEERPIDFD`, Linux 6.5), so a pid reused since the connect is
+    never asked; older kernels are asked by the pid. A peer whose pid we cannot
+    see (pid 0) is in no namespace below ours. One we cannot read is refused."""
+    if peer.pid == 0:
+        return False
+    depth = _nspid_depth("/proc/self/status")
+    try:
+        pidfd = sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError:
+        return _nspid_depth(f"/proc/{peer.pid}/status") != depth
+    try:
+        return _nspid_depth(f"/proc/self/fdinfo/{pidfd}") != depth
+    finally:
+        os.close(pidfd)
+
+
+def _nspid_depth(path: str) -> int:
+    """How many pid namespaces the process a /proc file describes is in, seen from
+    ours (0 when it is gone, or not there)."""
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    pids = line.split()[1:]
+                    return 0 if pids[:1] in ([b"0"], [b"-1"]) else len(pids)
+    except OSError:
+        return 0
+    return 0
 
 
 def connect_ours(path: Path) -> socket.socket | None:

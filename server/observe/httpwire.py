@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import msgspec
 
-# A probe's head is a few hundred bytes; past this the peer is not a probe.
+# A probe's head is a few hundred bytes; past this (its blank line included) the
+# peer is not a probe. Nothing past it is read.
 MAX_HEAD_BYTES = 8192
 REASONS = {
     200: "OK",
@@ -35,10 +36,12 @@ class Request(msgspec.Struct, frozen=True):
 
 
 def head_complete(data: bytes) -> bool:
-    """Whether `data` holds a whole request head; HttpError(431) once it cannot."""
-    if b"\r\n\r\n" in data or b"\n\n" in data:
+    """Whether `data` holds a whole request head within MAX_HEAD_BYTES;
+    HttpError(431) once it cannot."""
+    window = data[:MAX_HEAD_BYTES]
+    if b"\r\n\r\n" in window or b"\n\n" in window:
         return True
-    if len(data) > MAX_HEAD_BYTES:
+    if len(data) >= MAX_HEAD_BYTES:
         raise HttpError(431)
     return False
 

@@ -26,6 +26,7 @@ COUNTERS = {
     "commands_started": "Commands started.",
     "output_bytes": "Bytes commands printed.",
     "rc_capture_failures": "Captures of the user's rc that failed or timed out.",
+    "log_lines_dropped": "Log lines dropped because stderr was not read fast enough.",
 }
 
 

@@ -24,6 +24,7 @@ from bashrpc.protocol.methods import (
     Resumes,
     ServerStatsResult,
 )
+from bashrpc.server import log
 
 CommandOutcome = Literal["ok", "failed", "cancelled", "timed_out", "sandbox_denied"]
 KillReason = Literal["timeout", "cancel", "reset"]
@@ -119,6 +120,7 @@ class Stats:
             resumes=Resumes(ok=self.resumes_ok, gap=self.resumes_gap),
             replay_bytes=gauges.replay_bytes,
             rc_capture_failures=self.rc_capture_failures,
+            log_lines_dropped=log.dropped(),
         )
 
 

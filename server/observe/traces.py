@@ -15,7 +15,6 @@ import functools
 import importlib.util
 import inspect
 import os
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -64,7 +63,7 @@ def _tracer(environ: Mapping[str, str]) -> Any:
     name = environ.get("OTEL_SERVICE_NAME", SERVICE_NAME)
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     if kind == "console":
-        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=log.stderr())))
     elif kind == "otlp":
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -23,6 +23,7 @@ import pytest
 if TYPE_CHECKING:
     import msgspec
 
+    from bashrpc.protocol.client import ReplyKey
     from bashrpc.protocol.envelope import RequestId, ServerMessage
     from bashrpc.protocol.methods import BashResult
 
@@ -54,6 +55,8 @@ class Client:
         self.messages: list[ServerMessage] = []
         # Lines that are not JSON-RPC: a server bug, which `close` reports.
         self.garbage: list[bytes] = []
+        # Each request's method by its id, for `reply`'s result type.
+        self._methods: dict[ReplyKey | None, str] = {}
         self._log = open(self._root.root / "server.log", "wb")
         self._server = PipeServer(
             self._root.argv(server_args or []),
@@ -73,10 +76,13 @@ class Client:
                 self.messages.append(message)
 
     def request(self, method: str, params: msgspec.Struct | None = None) -> RequestId:
-        """Send a request without waiting; its id."""
+        """Send a request without waiting; its id (`reply` gives its result)."""
         import msgspec
 
+        from bashrpc.protocol.client import reply_key
+
         ident, line = self.core.request(method, msgspec.UNSET if params is None else params)
+        self._methods[reply_key(ident)] = method
         self._server.send(line)
         return ident
 
@@ -86,8 +92,8 @@ class Client:
         unset = msgspec.UNSET
         self._server.send(self.core.notification(method, unset if params is None else params))
 
-    def reply(self, ident: RequestId, timeout: float = DEFAULT_TIMEOUT) -> ServerMessage:
-        """The reply to `ident`, waited for."""
+    def message(self, ident: RequestId, timeout: float = DEFAULT_TIMEOUT) -> ServerMessage:
+        """The reply to `ident` as it came (result or error), waited for."""
         found: list[ServerMessage] = []
 
         def arrived() -> bool:
@@ -98,20 +104,25 @@ class Client:
             raise AssertionError(f"no reply to request {ident!r} within {timeout:g} s")
         return found[0]
 
-    def call(
-        self, method: str, params: msgspec.Struct | None = None, timeout: float = DEFAULT_TIMEOUT
-    ) -> Any:
-        """A method's result as the Struct the protocol declares for it (None for
-        a method that answers null); an error reply raises `ErrorReply`."""
-        from bashrpc.protocol.client import RESULT_TYPES, ErrorReply, result_of
+    def reply(self, ident: RequestId, timeout: float = DEFAULT_TIMEOUT) -> Any:
+        """The result of request `ident`, waited for, as the Struct the protocol
+        declares for its method (None for a method that answers null); an error
+        reply raises `ErrorReply`."""
+        from bashrpc.protocol.client import RESULT_TYPES, ErrorReply, reply_key, result_of
 
-        reply = self.reply(self.request(method, params), timeout)
-        kind = RESULT_TYPES.get(method)
+        reply = self.message(ident, timeout)
+        kind = RESULT_TYPES.get(self._methods.get(reply_key(ident), ""))
         if kind is None:
             if reply.error is not None:
                 raise ErrorReply(reply.error)
             return None
         return result_of(reply, kind)
+
+    def call(
+        self, method: str, params: msgspec.Struct | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> Any:
+        """`request`, then its `reply`."""
+        return self.reply(self.request(method, params), timeout)
 
     def bash(self, command: str, **fields: Any) -> BashResult:
         """Run a command; `fields` are `BashParams`' (session_id, cwd, timeout, env, pty)."""
@@ -139,19 +150,24 @@ def verify_transcript(
     server_args: list[str] | None = None,
     fixture: str | Path | None = None,
     update: bool | None = None,
+    trust: bool = False,
 ) -> None:
     """Replay a transcript against a fresh server; fail with the difference on a
-    mismatch. `update` (default: `pytest --bashrpc-update`) rewrites its expected side."""
+    mismatch. `update` (default: `pytest --bashrpc-update`) rewrites the expected
+    side of a transcript that differs. `trust` runs header server arguments that
+    could loosen the sandbox, as `bashrpc replay --trust` does."""
     __tracebackhide__ = True
     from bashrpc.protocol.transcript import dumps
-    from bashrpc.server.cli.replay import fixture_of, load
+    from bashrpc.server.cli.replay import check_trust, fixture_of, load
     from bashrpc.server.cli.replayrun import replay
 
     path = Path(path)
     transcript = load(path)
+    if not trust:
+        check_trust(path, transcript, server_args)
     given = None if fixture is None else Path(fixture)
     outcome = replay(transcript, server_args, fixture_of(path, transcript, given))
-    if _settings["update"] if update is None else update:
+    if outcome.differences and (_settings["update"] if update is None else update):
         path.write_bytes(dumps(outcome.actual))
         return
     if outcome.differences:

@@ -28,12 +28,12 @@ from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions.sessions import Session, Ticket
+from bashrpc.server.services import tightening
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.pipeline import Pipeline, finish
 from bashrpc.server.services.streams import Listener, ListenerFactory, streaming
-from bashrpc.server.settings import stricter
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -127,7 +127,7 @@ class CommandService:
                 # How long it ran is counted from here, after its wait for the turn.
                 began_at = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
-                start = execution.workdir(session)
+                start = execution.take_turn(session).path
                 run = await self._now(spec, session, execution, listener)
         finally:
             self._executions.discard(execution)
@@ -149,7 +149,7 @@ class CommandService:
         )
         session = self._runtime.session(spec.session_id, spec.sandbox, self.owner)
         # Another connection of the tenant may have opened it looser: this one's mode holds.
-        self.tighten([session], spec.sandbox)
+        tightening.tighten(self._runtime, [session], spec.sandbox)
         command_env = envmod.without_guards(spec.env)
         if command_env:
             # The command's children exec the session's variables and these.
@@ -161,7 +161,6 @@ class CommandService:
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
         if execution.aborted:
-            execution.finished = True
             return RunResult(exit_code=None, timed_out=False, cwd=session.cwd)
         runtime = self._runtime
         if spec.terminal is None:
@@ -178,22 +177,6 @@ class CommandService:
         """Commands of the session running or waiting now, whoever started them."""
         executions = self._runtime.executions
         return sum(execution.session_id == session_id for execution in executions)
-
-    def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
-        """Put the sessions looser than `mode` under it (`Runtime.tighten`), all or
-        none: one running a command, whoever started it, is refused (-32602) first."""
-        for session in self.tightening(sessions, mode):
-            self._runtime.tighten(session, mode)
-
-    def tightening(self, sessions: list[Session], mode: SandboxMode) -> list[Session]:
-        """The sessions `tighten` would put under `mode`, changing nothing; refused
-        (-32602) when one of them runs a command."""
-        looser = [s for s in sessions if stricter(mode, s.sandbox_mode)]
-        for session in looser:
-            if self.running(session.id):
-                message = messages.SANDBOX_TIGHTEN_BUSY.format(session=session.id, mode=mode)
-                raise errors.InvalidArgument(message)
-        return looser
 
     async def stream(
         self,

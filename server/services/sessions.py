@@ -13,6 +13,7 @@ from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -68,14 +69,14 @@ class SessionService:
         return session.id, session.cwd
 
     def tighten(self, sessions: list[Session], mode: SandboxMode) -> None:
-        self._commands.tighten(sessions, mode)
+        tightening.tighten(self._runtime, sessions, mode)
 
     def tighten_all(self, mode: SandboxMode) -> None:
         self.tighten(self._runtime.sessions.all(), mode)
 
     def check_tighten_all(self, mode: SandboxMode) -> None:
         """Refuse (-32602), changing nothing, what `tighten_all` would refuse."""
-        self._commands.tightening(self._runtime.sessions.all(), mode)
+        tightening.planned(self._runtime, self._runtime.sessions.all(), mode)
 
     async def close(self, session_id: str) -> bool:
         """Abort the session's commands and kill its shell and all it started."""

@@ -32,6 +32,7 @@ from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -109,21 +110,23 @@ class TerminalService:
             what.field_prefix,
         )
         session = runtime.session(what.session_id, what.sandbox, self.owner)
-        self._commands.tighten([session], what.sandbox)
+        tightening.tighten(runtime, [session], what.sandbox)
         extra = envmod.without_guards(what.env)
         if extra:
             reject_unexecable({**session.env, **extra}, extra, what.field_prefix)
         # After any reset of the session, and in it until the job table has it.
         async with session.hold.entering():
-            spec = await self._spec(what, session, extra)
+            spec = await self._spec(what, session, extra, announce)
             try:
-                return await runtime.jobs.start(session.id, self.owner, spec, announce=announce)
+                return await runtime.jobs.start(session.id, self.owner, spec)
             except (FileNotFoundError, PermissionError) as exc:
                 raise errors.InvalidArgument(
                     messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
                 ) from None
 
-    async def _spec(self, what: JobStart, session: Session, extra: dict[str, str]) -> JobSpec:
+    async def _spec(
+        self, what: JobStart, session: Session, extra: dict[str, str], announce: bool
+    ) -> JobSpec:
         """The job in the session's directory, environment and configuration as they are now."""
         cwd = self._workdir(session.cwd, session.home, what.cwd)
         env = {**session.env, **extra}
@@ -136,7 +139,7 @@ class TerminalService:
         else:
             shown = " ".join([what.command, *what.args])
         launch = JobLaunch(what.command, what.args, config, cwd, env)
-        return JobSpec(launch, shown, output_limit=what.output_limit)
+        return JobSpec(launch, shown, output_limit=what.output_limit, announce=announce)
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:
         directory = base if cwd is None else resolve_path(base, cwd, home)
@@ -224,14 +227,9 @@ class TerminalService:
     def unlisten(self, tell: TellExit) -> None:
         self._runtime.jobs.unlisten(self.owner, tell)
 
-    def untold_model(self, session_id: str) -> list[str]:
-        """One line per job of the session that ended since the last tool result said so."""
-        lines = []
-        for job in self._runtime.jobs.of_session(session_id):
-            if job.exited.is_set() and not job.told_model:
-                job.told_model = True
-                lines.append(end_line(job))
-        return lines
+    def jobs(self, session_id: str) -> list[Job]:
+        """The session's jobs, running or ended, not yet released."""
+        return self._runtime.jobs.of_session(session_id)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:

@@ -118,7 +118,7 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     result = await _call(ctx, params)
     # The model hears of its jobs' ends in the next result, whichever tool it is.
-    ends = ctx.services.terminals.untold_model(toolplan.TOOL_SESSION_ID)
+    ends = jobtools.untold_ends(ctx.services.terminals, toolplan.TOOL_SESSION_ID)
     return jobtools.with_job_ends(result, ends)
 
 

@@ -4,16 +4,47 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import ParamSpec, TypeVar
+from typing import Literal, ParamSpec, TypeVar, get_args
 
 import anyio
 import anyio.lowlevel
 
 from bashrpc.protocol.envelope import RequestId
 from bashrpc.server import errors
+from bashrpc.server.transitions import step
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+# A request's life, one pure table (moved by `Flights` and its `InFlight`):
+#
+#     admitted --start--> running --release--> finished
+#        |                   |
+#      cancel              cancel
+#        v                   v
+#     marked --start--> cancelled --release--> finished
+#
+# A cancel before the start only marks the request; after the release it finds
+# nothing (`cancel` says False). A request refused by its method's admission
+# check is released unstarted.
+State = Literal["admitted", "marked", "running", "cancelled", "finished"]
+Event = Literal["start", "cancel", "release"]
+STATES: tuple[State, ...] = get_args(State)
+
+TRANSITIONS: dict[tuple[State, Event], State] = {
+    ("admitted", "start"): "running",
+    ("admitted", "cancel"): "marked",
+    ("admitted", "release"): "finished",
+    ("marked", "start"): "cancelled",
+    ("marked", "cancel"): "marked",
+    ("marked", "release"): "finished",
+    ("running", "cancel"): "cancelled",
+    ("running", "release"): "finished",
+    ("cancelled", "cancel"): "cancelled",
+    ("cancelled", "release"): "finished",
+    ("finished", "cancel"): "finished",
+}
 
 
 @dataclass(eq=False)
@@ -25,14 +56,28 @@ class InFlight:
     # It runs a command, which a cancel aborts (once attached) rather than its task.
     runs_command: bool = False
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    cancelled: bool = False
+    state: State = "admitted"
     # Cancelled by MCP's `notifications/cancelled`: it gets no response at all.
     silent: bool = False
-    started: bool = False
-    finished: bool = False
     _abort: Callable[[], bool] | None = None
     # Run when the request ends, however it ends (see `keep`).
     releases: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state in ("marked", "cancelled")
+
+    @property
+    def started(self) -> bool:
+        return self.state in ("running", "cancelled")
+
+    @property
+    def finished(self) -> bool:
+        return self.state == "finished"
+
+    def move(self, event: Event) -> State:
+        self.state = step(TRANSITIONS, self.state, event)
+        return self.state
 
     def attach(self, abort: Callable[[], bool]) -> None:
         """A command now runs for this request; a cancel that came first aborts it."""
@@ -45,7 +90,7 @@ class InFlight:
         a cancel cancels its task, and one that came first does so now, or at
         its start."""
         self.runs_command = False
-        if self.cancelled and self.started:
+        if self.state == "cancelled":
             self.scope.cancel()
 
     async def run(self, handler: Callable[P, Awaitable[T]], *args: P.args, **kw: P.kwargs) -> T:
@@ -65,7 +110,7 @@ class InFlight:
         """`silent`: the client wants no response to the request (MCP's cancel)."""
         if self.finished:
             return False
-        self.cancelled = True
+        self.move("cancel")
         self.silent = self.silent or silent
         if self._abort is not None:
             return self._abort()
@@ -77,12 +122,12 @@ class InFlight:
 class Flights:
     """The requests a connection has in flight, by id: the whole life of one.
 
-    A request's states and the moves between them, all made here or by the
-    `InFlight` it is given:
+    A request's states are the table above, moved here or by the `InFlight`
+    it is given:
 
     - admitted: `admit`, on the reader; refused (ServerBusy) at the limit, so
       the reader never waits and an abort can always be read;
-    - started: `start`, as its task enters the flight's cancel scope;
+    - running: `start`, as its task enters the flight's cancel scope;
     - finished: `release`, however it ended; what it held is released.
 
     `cancel` may come in any state before finished: before the start it only
@@ -113,13 +158,12 @@ class Flights:
         """The scope its task runs in, entered at once: from now on a cancel
         cancels the task (before, it only marks the flight; a marked request
         that runs no command is cancelled here)."""
-        flight.started = True
-        if flight.cancelled and not flight.runs_command:
+        if flight.move("start") == "cancelled" and not flight.runs_command:
             flight.scope.cancel()
         return flight.scope
 
     def release(self, flight: InFlight) -> None:
-        flight.finished = True
+        flight.move("release")
         for release in flight.releases:
             release()
         same = self._by_id.get(flight.id, [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -170,15 +171,21 @@ LOCAL_BASE = "localhost/bookworm-python"
 
 
 def _check_image_with_stub(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, wheels: Path | None = None, given: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], str]:
+    """deploy/check's image part with the stub podman, run from a copy of
+    deploy/ (its project is tmp_path/project): it never touches the checkout's."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stub = bin_dir / "podman"
     stub.write_text(STUB_PODMAN.format(python=sys.executable))
     stub.chmod(0o755)
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
+    project = tmp_path / "project"
+    if not (project / "deploy").exists():
+        shutil.copytree(DEPLOY, project / "deploy", ignore=shutil.ignore_patterns("wheels"))
+    if wheels is None:
+        wheels = tmp_path / "wheels"
+        wheels.mkdir()
     log = tmp_path / "podman.log"
     env = {
         **os.environ,
@@ -186,10 +193,47 @@ def _check_image_with_stub(
         "STUB_PODMAN_MODE": mode,
         "STUB_PODMAN_LOG": str(log),
     }
-    argv = [sys.executable, str(DEPLOY / "check"), "--only", "image"]
-    argv += ["--base", LOCAL_BASE, "--wheels", str(wheels)]
+    argv = [sys.executable, str(project / "deploy" / "check"), "--only", "image"]
+    argv += ["--base", LOCAL_BASE, *(["--wheels", str(wheels)] if given else [])]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     return done, log.read_text() if log.exists() else ""
+
+
+def _project_with_wheels(tmp_path: Path) -> Path:
+    """A copy of deploy/ whose deploy/wheels holds a wheel, as the README has one build it."""
+    wheels = tmp_path / "project" / "deploy" / "wheels"
+    shutil.copytree(DEPLOY, wheels.parent, ignore=shutil.ignore_patterns("wheels"))
+    wheels.mkdir()
+    (wheels / "bashrpc-0-py3-none-any.whl").write_bytes(b"a wheel the user built")
+    return wheels
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_the_check_keeps_the_wheels_folder_the_readme_has_you_build(
+    tmp_path: Path, given: bool
+) -> None:
+    wheels = _project_with_wheels(tmp_path)
+    done, _ = _check_image_with_stub(tmp_path, "good", wheels=wheels, given=given)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith("verified: image"), done.stdout
+    assert [p.name for p in wheels.iterdir()] == ["bashrpc-0-py3-none-any.whl"]
+
+
+def test_wheels_from_elsewhere_leave_a_built_wheels_folder_alone(tmp_path: Path) -> None:
+    wheels = _project_with_wheels(tmp_path)
+    done, _ = _check_image_with_stub(tmp_path, "good")
+    assert done.returncode == 1
+    assert f"deploy/wheels already holds wheels: pass --wheels {wheels}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert [p.name for p in wheels.iterdir()] == ["bashrpc-0-py3-none-any.whl"]
+    assert not (tmp_path / "podman.log").exists()
+
+
+def test_wheels_copied_in_are_taken_away_after_the_build(tmp_path: Path) -> None:
+    done, _ = _check_image_with_stub(tmp_path, "good")
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "project" / "deploy" / "wheels").exists()
 
 
 def test_the_image_check_waits_for_the_probe_and_builds_on_a_local_base(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Examples a reader copies, run as written: the host test that
-docs/testing-your-host.md shows, and the README's first exchange over stdio."""
+docs/testing-your-host.md shows, the tutorial's host, and the README's first
+exchange over stdio."""
 
 from __future__ import annotations
 
@@ -13,9 +14,14 @@ from typing import Any
 
 import pytest
 
+from tests.docpages import blocks
+
 pytestmark = pytest.mark.slow
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing-your-host.md"
+TUTORIAL = PAGE.parent / "tutorial.md"
+# The tutorial's one file runs in well under 10 s; this bounds a hang only.
+TUTORIAL_TIMEOUT_SECONDS = 120
 
 
 # The section of the testing page whose Python block is the host test; the
@@ -23,15 +29,11 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing-your-host.md"
 HOST_TEST_SECTION = "## Driving it from Python"
 
 
-def python_blocks(text: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
-
-
 def test_the_host_test_on_the_testing_page_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     section = PAGE.read_text().split(HOST_TEST_SECTION + "\n", 1)[1].split("\n## ", 1)[0]
-    (example,) = python_blocks(section)
+    (example,) = blocks(section, "python")
     # The example starts `bashrpc` from PATH, as a host's test would.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     scope: dict[str, Any] = {}
@@ -39,6 +41,35 @@ def test_the_host_test_on_the_testing_page_passes(
     tests = [value for name, value in scope.items() if name.startswith("test_")]
     assert len(tests) == 1
     tests[0](tmp_path)
+
+
+def suite_environment(tmp_path: Path) -> dict[str, str]:
+    """A reader's environment, with `bashrpc` on PATH and nothing of the user's:
+    no ~/.bashrc replayed, artifacts and temporary files under tmp_path."""
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
+    env["TMPDIR"] = str(tmp_path)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return env
+
+
+def test_the_tutorial_host_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """The page's Python blocks, put in one file in order as it says, run by
+    Python against the real `bashrpc`, print the page's `What it prints`."""
+    text = TUTORIAL.read_text()
+    host = tmp_path / "host.py"
+    host.write_text("\n".join(blocks(text, "python")))
+    shown = text.split("## What it prints\n", 1)[1]
+    (expected,) = blocks(shown, "text")
+    done = subprocess.run(
+        [sys.executable, str(host)],
+        cwd=tmp_path,
+        env=suite_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TUTORIAL_TIMEOUT_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
 
 
 # Where a first exchange over stdio is shown: the document, and its section.
@@ -57,10 +88,12 @@ def test_a_first_stdio_exchange_is_what_bashrpc_answers(
     part = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
     (command,) = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
     (shown,) = re.findall(r"^```json\n(.*?)\n```", part, flags=re.M | re.S)
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     done = subprocess.run(
-        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        env=suite_environment(tmp_path),
+        capture_output=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     printed = [json.loads(line) for line in done.stdout.decode().splitlines()]

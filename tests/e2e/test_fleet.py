@@ -9,6 +9,7 @@ import json
 import re
 import secrets
 import signal
+import socket
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -242,3 +243,59 @@ def test_server_stats_gives_the_same_figures_as_metrics(spawn_daemon: SpawnDaemo
     assert stats.commands_finished.ok == 1 and stats.commands_finished.failed == 1
     assert stats.output_bytes == len("hello\n") == metric(text, "bashrpc_output_bytes_total")
     client.close()
+
+
+def idle_connections(probes: Http, count: int) -> list[socket.socket]:
+    """Connections that send nothing, as a slow or hostile peer holds them."""
+    return [socket.create_connection((probes.host, probes.port)) for _ in range(count)]
+
+
+def still_open(sock: socket.socket) -> bool:
+    """Neither answered nor closed by the server (nothing to read yet)."""
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        pass  # reset: closed
+    return False
+
+
+def test_idle_connections_never_keep_a_probe_waiting(spawn_daemon: SpawnDaemon) -> None:
+    """40 peers that send nothing (more than the places for answers) hold no place:
+    /livez is answered while they are all still waiting for their heads."""
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0"))
+    idle = idle_connections(probes, 40)
+    try:
+        status, body = probes.get("/livez")
+        assert (status, json.loads(body)) == (200, {"live": True})
+        assert all(still_open(sock) for sock in idle)  # not waited out: overtaken
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_flood_of_idle_connections_is_bounded_and_probes_still_answer(
+    spawn_daemon: SpawnDaemon,
+) -> None:
+    """Past the bound on heads being read, each new connection closes the one that
+    has waited longest, so a flood costs a bounded set and a probe gets through."""
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0"))
+    flood = idle_connections(probes, 600)
+    try:
+        assert probes.get("/livez")[0] == 200
+        assert probes.get("/readyz")[0] == 200
+        # The oldest were closed at once, long before their heads' deadline.
+        assert wait_until(lambda: not still_open(flood[0]), timeout=2.0)
+        assert sum(still_open(sock) for sock in flood) < 600 - 100
+    finally:
+        for sock in flood:
+            sock.close()
+
+
+def test_a_head_over_8_kib_is_431(spawn_daemon: SpawnDaemon) -> None:
+    probes = http_of(spawn_daemon("--http", "127.0.0.1:0"))
+    status, _ = probes.get("/livez", headers={"X-Pad": "a" * 9000})
+    assert status == 431
+    status, _ = probes.get("/livez", headers={"X-Pad": "a" * 7000})
+    assert status == 200

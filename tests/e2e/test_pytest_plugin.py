@@ -15,13 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from bashrpc.protocol.methods import BashChunk
+from bashrpc.protocol.client import ErrorReply
+from bashrpc.protocol.methods import (
+    ArtifactReadParams,
+    BashChunk,
+    BashParams,
+    BashResult,
+    SessionListResult,
+)
 from bashrpc.testing import Client
+from tests.docpages import blocks
+from tests.e2e.test_docs_examples import PAGE
 from tests.e2e.test_transcript_cli import STATEFUL, edited
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PIP_SECONDS = 900
 PYTEST_SECONDS = 600
+PLUGIN_SECTION = "### For Python hosts: the pytest plugin"
 
 HOST_TESTS = """
 from pathlib import Path
@@ -103,15 +113,26 @@ def test_the_plugin_works_in_a_fresh_venv_with_only_bashrpc_and_pytest(tmp_path:
         check_host_project(python, tmp_path)
 
 
+def page_example() -> str:
+    """The testing page's example of the plugin, as a reader copies it."""
+    section = PAGE.read_text().split(PLUGIN_SECTION + "\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = blocks(section, "python")
+    return example
+
+
 def check_host_project(python: Path, tmp_path: Path) -> None:
-    """A host's project of tests, run by the venv's pytest with the plugin."""
+    """A host's project of tests, run by the venv's pytest with the plugin: its
+    own, and the testing page's example verbatim beside the transcript it names."""
     project = tmp_path / "host-project"
     project.mkdir()
     (project / "test_host.py").write_text(textwrap.dedent(HOST_TESTS))
+    (project / "test_page_example.py").write_text(page_example())
+    (project / "tests" / "golden").mkdir(parents=True)
+    shutil.copyfile(STATEFUL, project / "tests" / "golden" / "edit-and-build.jsonl")
     shutil.copyfile(STATEFUL, project / "golden.jsonl")
     edited(STATEFUL, project / "broken.jsonl", {"exitCode": 7})
     done = run_pytest(python, project)
-    assert "1 failed, 2 passed" in done.stdout, done.stdout + done.stderr
+    assert "1 failed, 4 passed" in done.stdout, done.stdout + done.stderr
     assert "TranscriptMismatch" in done.stdout
     assert "request 2 (bash): result.exitCode: expected 7, got 0" in done.stdout
     where = subprocess.run(
@@ -148,3 +169,16 @@ def test_the_fixture_in_this_project(bashrpc: Client) -> None:
     chunks = bashrpc.notifications("bash/chunk", BashChunk)
     assert "".join(c.text for c in chunks) == f"yes\n{bashrpc.workspace}\n"
     assert bashrpc.call("shutdown") is None
+
+
+@pytest.mark.slow
+def test_reply_gives_the_result_as_the_protocols_struct(bashrpc: Client) -> None:
+    """As the testing page says of `request` / `reply` / `call`."""
+    ran = bashrpc.request("bash", BashParams(command="echo hi"))
+    listed = bashrpc.request("session/list")
+    result = bashrpc.reply(ran)
+    assert isinstance(result, BashResult) and result.output == "hi\n"
+    assert isinstance(bashrpc.reply(listed), SessionListResult)
+    wrong = bashrpc.request("artifact/read", ArtifactReadParams(id=999))
+    with pytest.raises(ErrorReply):
+        bashrpc.reply(wrong)

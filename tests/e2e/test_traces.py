@@ -12,7 +12,7 @@ import msgspec
 
 from bashrpc.protocol.mcp import BashToolArguments, RequestMeta
 from bashrpc.protocol.mcpclient import bash_tool_call, initialize_params
-from bashrpc.protocol.methods import BashParams, BashResult, CallMeta
+from bashrpc.protocol.methods import BashParams, BashResult, CallMeta, ServerStatsResult
 from tests.rpc import ServerProcess
 
 CONSOLE = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "bashrpc-test"}
@@ -73,3 +73,17 @@ def test_without_otel_settings_no_span_is_made(tmp_path: Path) -> None:
     server.bash("true", meta=CallMeta(traceparent=traceparent()[0]))
     assert server.close() == 0
     assert spans(server.stderr()) == []
+
+
+def test_an_unread_stderr_never_stops_the_server(tmp_path: Path) -> None:
+    """Spans and debug logs to a stderr pipe nobody reads: its buffer fills after a
+    few dozen requests, and the server goes on answering (what it could not write
+    is dropped and counted, never waited for)."""
+    server = ServerProcess("--log-level", "DEBUG", tmp=tmp_path, env=CONSOLE, unread_stderr=True)
+    for n in range(500):
+        assert server.result("ping", timeout=30.0) is not None, n
+    result = server.bash("echo still here", wait=30.0)
+    assert result.output == "still here\n"
+    stats = server.typed(ServerStatsResult, "server/stats")
+    assert stats.log_lines_dropped > 0
+    assert server.close() == 0

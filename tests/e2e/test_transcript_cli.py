@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,18 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import ArtifactReadParams, BashParams
 from bashrpc.protocol.placeholders import Substitution
-from bashrpc.protocol.transcript import Header, Record, Rule, ServerRecord, Transcript, dumps, loads
+from bashrpc.protocol.transcript import (
+    MAX_NESTING,
+    ClientRecord,
+    Header,
+    Record,
+    Rule,
+    ServerRecord,
+    Transcript,
+    dumps,
+    loads,
+)
+from bashrpc.server.cli.fixture import MAX_FIXTURE_BYTES, MAX_FIXTURE_ENTRIES
 from tests.transcripts.host import Host
 
 pytestmark = pytest.mark.slow
@@ -235,3 +248,143 @@ def test_usage_errors_exit_2(tmp_path: Path, argv: list[str], says: str) -> None
     assert done.returncode == 2, done.stdout + done.stderr
     assert says in done.stderr
     assert done.stdout == ""
+
+
+def touching(marker: Path, header: Header) -> Transcript:
+    """A transcript whose one command leaves `marker` behind when it runs."""
+    params = {"command": f"touch {marker}"}
+    command = {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": params}
+    # A reply for replay to wait for (the real one differs from it).
+    reply = ServerRecord(message={"jsonrpc": "2.0", "id": 1, "result": {}})
+    return Transcript(header=header, records=[ClientRecord(waited=True, message=command), reply])
+
+
+@pytest.mark.parametrize(
+    ("server_args", "named"),
+    [
+        (["--sandbox", "off"], "--sandbox off"),
+        (["--sandbox=off"], "--sandbox=off"),
+        (["--config", "/etc/hostname"], "--config"),
+        (["attach", "--sandbox", "off"], "--sandbox off"),
+        (["record", "--out", "elsewhere.jsonl"], "record"),
+    ],
+)
+def test_header_server_args_that_loosen_the_sandbox_need_trust(
+    tmp_path: Path, server_args: list[str], named: str
+) -> None:
+    marker = tmp_path / "ran"
+    path = tmp_path / "loose.jsonl"
+    path.write_bytes(dumps(touching(marker, Header(normalization=1, server_args=server_args))))
+    refused = replay_cli("--wait", "5", path, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert messages.REPLAY_UNTRUSTED_ARGS.format(path=path, arg=named) in refused.stderr
+    assert not marker.exists() and not (tmp_path / "elsewhere.jsonl").exists()
+    if server_args[0] == "--sandbox":
+        trusted = replay_cli("--trust", "--wait", "5", path, cwd=tmp_path)
+        assert trusted.returncode == 1, trusted.stdout + trusted.stderr
+        assert marker.exists()
+
+
+def test_header_server_args_that_tighten_the_sandbox_replay_without_trust(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    header = Header(normalization=1, server_args=["--sandbox", "read-only", "--log-level=INFO"])
+    path = tmp_path / "tight.jsonl"
+    path.write_bytes(dumps(touching(marker, header)))
+    done = replay_cli("--wait", "5", path, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # it ran; its reply differs
+    assert "request 1 (bash)" in done.stdout
+    assert not marker.exists()  # the sandbox kept the host read-only
+
+
+def _with_fixture(path: Path, fixture: str) -> Path:
+    path.write_bytes(dumps(touching(path.parent / "ran", Header(normalization=1, fixture=fixture))))
+    return path
+
+
+# Far below the minute `/proc/self` took to copy.
+FIXTURE_REFUSAL_SECONDS = 30
+
+
+@pytest.mark.parametrize("fixture", ["/proc/self", "../outside", "link", "/"])
+def test_a_header_fixture_outside_the_transcripts_folder_is_refused(
+    tmp_path: Path, fixture: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret").write_text("host file\n")
+    folder = tmp_path / "golden"
+    folder.mkdir()
+    (folder / "link").symlink_to(tmp_path / "outside")
+    path = _with_fixture(folder / "t.jsonl", fixture)
+    argv = [sys.executable, "-m", "bashrpc", "replay", str(path)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=FIXTURE_REFUSAL_SECONDS
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert messages.REPLAY_FIXTURE_OUTSIDE.format(path=fixture) in done.stderr
+    assert not (folder / "ran").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_fixture_holding_what_is_not_a_file_or_folder_is_refused(
+    tmp_path: Path, kind: str
+) -> None:
+    fixture = tmp_path / "repo"
+    (fixture / "src").mkdir(parents=True)
+    (fixture / "src" / "main.c").write_text("int main;\n")
+    odd = fixture / "src" / "odd"
+    if kind == "symlink":
+        odd.symlink_to("/etc/passwd")
+    else:
+        os.mkfifo(odd)
+    path = _with_fixture(tmp_path / "t.jsonl", "repo")
+    argv = [sys.executable, "-m", "bashrpc", "replay", str(path)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=FIXTURE_REFUSAL_SECONDS
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    reason = messages.FIXTURE_NOT_PLAIN.format(entry=os.path.join("src", "odd"))
+    assert messages.REPLAY_BAD_FIXTURE.format(path=fixture, reason=reason) in done.stderr
+
+
+def test_a_fixture_past_its_bound_is_refused(tmp_path: Path) -> None:
+    fixture = tmp_path / "many"
+    fixture.mkdir()
+    for index in range(MAX_FIXTURE_ENTRIES + 1):
+        (fixture / str(index)).touch()
+    path = _with_fixture(tmp_path / "t.jsonl", "many")
+    done = replay_cli(path, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    reason = messages.FIXTURE_TOO_BIG.format(entries=MAX_FIXTURE_ENTRIES, size=MAX_FIXTURE_BYTES)
+    assert messages.REPLAY_BAD_FIXTURE.format(path=fixture, reason=reason) in done.stderr
+
+
+def test_a_transcript_nested_too_deep_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    for depth in (900, 100_000):
+        nested = "[" * depth + "]" * depth
+        message = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + nested + "}}"
+        record = '{"type":"client","waited":true,"message":' + message + "}\n"
+        path.write_text('{"type":"header","normalization":1}\n' + record)
+        done = replay_cli(path, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+        assert f"line 2: nested deeper than {MAX_NESTING} levels" in done.stderr
+
+
+def test_update_leaves_a_matching_transcript_as_it_is(tmp_path: Path) -> None:
+    copy = tmp_path / STATEFUL.name
+    shutil.copyfile(STATEFUL, copy)
+    os.utime(copy, (0, 0))
+    done = replay_cli("--update", copy, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == messages.REPLAY_MATCHED.format(path=copy)
+    assert copy.read_bytes() == STATEFUL.read_bytes()
+    assert copy.stat().st_mtime == 0
+
+
+def test_record_writes_a_file_only_its_owner_reads(tmp_path: Path) -> None:
+    recorded = tmp_path / "private.jsonl"
+    with Host(recorded) as host:
+        host.call("bash", BashParams(command="true", env={"TOKEN": "not for the world"}))
+    assert stat.S_IMODE(recorded.stat().st_mode) == 0o600
+    assert b"not for the world" in recorded.read_bytes()

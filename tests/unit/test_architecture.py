@@ -17,7 +17,13 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # What each part of the runtime may import from this project (prefixes).
-BASE = ("bashrpc.protocol", "bashrpc.server.errors", "bashrpc.server.log", "bashrpc.server.pulse")
+BASE = (
+    "bashrpc.protocol",
+    "bashrpc.server.errors",
+    "bashrpc.server.log",
+    "bashrpc.server.pulse",
+    "bashrpc.server.transitions",
+)
 # The seam imports nothing of any implementation: its types are its own.
 SEAM = (*BASE, "bashrpc.server.runtime.seam")
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -28,9 +34,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     # The pytest plugin: a client on the protocol, a server as the CLI runs one.
     "bashrpc.testing": ("bashrpc.protocol", "bashrpc.server.cli"),
     "bashrpc.server.errors": (),
-    "bashrpc.server.log": (),
+    "bashrpc.server.log": ("bashrpc.protocol.messages", "bashrpc.server.fdio"),
     "bashrpc.server.fdio": (),
     "bashrpc.server.pulse": (),
+    "bashrpc.server.transitions": (),
     "bashrpc.server.genfiles": (),
     "bashrpc.server.schemagen": ("bashrpc.protocol", "bashrpc.server.genfiles"),
     # The reference pages: from the protocol's types and the CLI's parser.

@@ -15,11 +15,11 @@ from bashrpc.server.runtime.shell.commandrun import (
     TRANSITIONS,
     CommandRun,
     Event,
-    InvalidTransition,
     State,
     advance,
 )
 from bashrpc.server.runtime.shell.shellproto import StatusRecord
+from bashrpc.server.transitions import InvalidTransition
 
 
 def walk(*events: Event) -> State:

@@ -37,6 +37,10 @@ GUIDE_TITLES = {
     "architecture.md": "Architecture",
     "background-jobs.md": "Background jobs",
     "fleet.md": "fleet",
+    "tutorial.md": "Tutorial",
+    "troubleshooting.md": "Troubleshooting",
+    "changelog.md": "Changelog",
+    "shell-internals.md": "shell",
 }
 BUILD_TIMEOUT_SECONDS = 300
 

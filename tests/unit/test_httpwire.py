@@ -58,3 +58,19 @@ def test_a_response_says_its_length_and_closes() -> None:
     assert b"Content-Length: 15" in head and b"Connection: close" in head
     assert body == b'{"ready":false}'
     assert httpwire.response(200, b"abc", "text/plain", head_only=True).endswith(b"\r\n\r\n")
+
+
+def head_of(size: int) -> bytes:
+    """A GET head of exactly `size` bytes, its blank line included."""
+    start, end = b"GET /livez HTTP/1.1\r\nX-Pad: ", b"\r\n\r\n"
+    return start + b"a" * (size - len(start) - len(end)) + end
+
+
+def test_a_head_of_the_bound_is_whole_and_one_byte_more_is_431() -> None:
+    """The bound is the head's whole size, blank line included, however the bytes
+    arrived: nothing past it is ever looked at."""
+    assert httpwire.head_complete(head_of(httpwire.MAX_HEAD_BYTES))
+    with pytest.raises(HttpError) as caught:
+        httpwire.head_complete(head_of(httpwire.MAX_HEAD_BYTES + 1))
+    assert caught.value.status == 431
+    assert httpwire.MAX_HEAD_BYTES == 8 * 1024  # what the fleet page says

@@ -1,12 +1,74 @@
-"""A request's states in flight, all moved by `Flights`: admitted, started, finished."""
+"""A request's states in flight, all moved by `Flights`: the table (pure), then
+the flights it moves, cancelled before, during and after their start."""
 
 from __future__ import annotations
+
+import itertools
+from typing import get_args
 
 import anyio
 import pytest
 
 from bashrpc.server import errors
-from bashrpc.server.wire.inflight import Flights
+from bashrpc.server.transitions import InvalidTransition, step
+from bashrpc.server.wire.inflight import STATES, TRANSITIONS, Event, Flights, State
+
+
+def walk(*events: Event) -> State:
+    state: State = "admitted"
+    for event in events:
+        state = step(TRANSITIONS, state, event)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("events", "state"),
+    [
+        (("start", "release"), "finished"),
+        (("cancel", "start", "release"), "finished"),
+        (("cancel",), "marked"),
+        (("cancel", "start"), "cancelled"),
+        (("start", "cancel"), "cancelled"),
+        (("start", "cancel", "cancel"), "cancelled"),
+        # Refused by its method's admission check: released unstarted.
+        (("release",), "finished"),
+        (("release", "cancel"), "finished"),
+    ],
+)
+def test_a_request_s_life_follows_the_table(events: tuple[Event, ...], state: State) -> None:
+    assert walk(*events) == state
+
+
+@pytest.mark.parametrize(("state", "event"), list(itertools.product(STATES, get_args(Event))))
+def test_every_pair_moves_by_the_table_or_is_refused(state: State, event: Event) -> None:
+    if (state, event) in TRANSITIONS:
+        assert step(TRANSITIONS, state, event) == TRANSITIONS[state, event]
+    else:
+        with pytest.raises(InvalidTransition, match=f"{event} in {state}"):
+            step(TRANSITIONS, state, event)
+
+
+def test_a_request_starts_once_and_ends_once() -> None:
+    for state in ("running", "cancelled", "finished"):
+        with pytest.raises(InvalidTransition):
+            step(TRANSITIONS, state, "start")
+    with pytest.raises(InvalidTransition):
+        step(TRANSITIONS, "finished", "release")
+
+
+def test_the_flags_are_read_off_the_state() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        flight = flights.admit(1)
+        assert (flight.state, flight.cancelled, flight.started) == ("admitted", False, False)
+        flights.cancel(1)
+        assert (flight.state, flight.cancelled, flight.started) == ("marked", True, False)
+        with flights.start(flight):
+            assert (flight.state, flight.cancelled, flight.started) == ("cancelled", True, True)
+        flights.release(flight)
+        assert flight.finished and flight.state == "finished"
+
+    anyio.run(main)
 
 
 def test_a_cancel_before_the_start_only_marks_the_flight() -> None:

@@ -14,12 +14,12 @@ import pytest
 from bashrpc.protocol.terminals import JobState
 from bashrpc.server.runtime.jobs.jobstate import (
     TRANSITIONS,
-    BadTransition,
     Event,
     ExitStatus,
     exit_status,
     step,
 )
+from bashrpc.server.transitions import InvalidTransition
 
 
 def test_the_moves_acp_describes() -> None:
@@ -40,13 +40,13 @@ def test_every_pair_moves_by_the_table_or_is_refused(state: JobState, event: Eve
     if (state, event) in TRANSITIONS:
         assert step(state, event) == TRANSITIONS[(state, event)]
     else:
-        with pytest.raises(BadTransition):
+        with pytest.raises(InvalidTransition):
             step(state, event)
 
 
 def test_a_released_job_takes_nothing_more() -> None:
     for event in get_args(Event):
-        with pytest.raises(BadTransition):
+        with pytest.raises(InvalidTransition):
             step("released", event)
 
 

@@ -21,7 +21,8 @@ _log = log.get("cgroups")
 _names = itertools.count(1)
 
 
-def _cgroup2_mount() -> Path | None:
+def cgroup2_mount() -> Path | None:
+    """Where cgroup v2 is mounted, if it is."""
     try:
         with open("/proc/self/mountinfo") as f:
             for line in f:
@@ -36,7 +37,7 @@ def _cgroup2_mount() -> Path | None:
 
 def own_cgroup() -> Path | None:
     """The directory of this process's cgroup v2, if v2 is mounted."""
-    mount = _cgroup2_mount()
+    mount = cgroup2_mount()
     if mount is None:
         return None
     try:
@@ -66,10 +67,13 @@ class Cgroup:
         """Move a running process here, from outside it."""
         return self._write("cgroup.procs", str(pid).encode())
 
-    def procs(self) -> set[int]:
-        """Live processes in this group and below (zombies have left it)."""
+    def procs(self, *, own: bool = True) -> set[int]:
+        """Live processes in this group and below (zombies have left it); `own`
+        False: those below it alone."""
         out: set[int] = set()
         for directory, _dirs, _files in os.walk(self.path):
+            if not own and directory == str(self.path):
+                continue
             try:
                 with open(os.path.join(directory, "cgroup.procs"), "rb") as f:
                     out.update(int(p) for p in f.read().split())

@@ -3,7 +3,10 @@
 Every shell, PTY command and rc capture gets a Tracker. A tracker answers
 "which live processes did this start?" with nothing a command can undo:
 - With a cgroup per shell (where one can be created), membership is the
-  kernel's: setsid, double forks and `env -i` change nothing.
+  kernel's: setsid, double forks and `env -i` change nothing. Root may still
+  move a process out by writing a `cgroup.procs`, so a kill also walks the
+  shell's session and parentage, and takes the server's orphans that no group
+  of its own holds (`CgroupTracker.strays`).
 - Otherwise the shell is made a child subreaper, so while it lives every
   process it started stays below it. When it dies, its orphans are
   re-parented to the server (a subreaper too), and the tracker claims the
@@ -42,6 +45,19 @@ FREEZE_SETTLE_SECONDS = 0.5
 LEADER_DEATH_SECONDS = 1.0
 
 Reporter = Callable[[int, int], None]
+
+
+def stop_rounds(found: Callable[[], set[int]]) -> set[int]:
+    """SIGSTOP what `found` returns, again and again until it finds nothing new
+    (forks in flight), or `MAX_STOP_ROUNDS` went by; who was stopped."""
+    stopped: set[int] = set()
+    for _ in range(MAX_STOP_ROUNDS):
+        fresh = found() - stopped
+        if not fresh:
+            break
+        procs.signal_all(fresh, signal.SIGSTOP)
+        stopped |= fresh
+    return stopped
 
 
 class Tracker(ABC):
@@ -100,14 +116,25 @@ class Tracker(ABC):
             rest = stopped - {leader}
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
-            await polling.until(lambda: not self.members(), grace_seconds if rest else 0)
-            await polling.repeat_while(self.members, self._force)
+            await polling.until(lambda: not self._remaining(), grace_seconds if rest else 0)
+            await polling.repeat_while(self._remaining, self._force)
+
+    def _remaining(self) -> set[int]:
+        """What a kill still has to end: its members, as a kill finds them."""
+        return self.members()
 
 
 class CgroupTracker(Tracker):
-    def __init__(self, tag: str, group: Cgroup) -> None:
+    """Members are the group's; a kill also takes what left it (see `strays`)."""
+
+    def __init__(self, tag: str, group: Cgroup, owner: Containment) -> None:
         super().__init__(tag)
         self.group = group
+        self._owner = owner
+        # The leader's session (its own: every child starts in a new one), if known.
+        self._session: int | None = None
+        # (pid, start time) of every stray seen, the leader first.
+        self._strays: dict[int, int] = {}
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
@@ -117,21 +144,53 @@ class CgroupTracker(Tracker):
     def place(self, pid: int) -> bool:
         return self.group.add(pid)
 
+    def adopt(self, pid: int) -> None:
+        info = procs.read_stat(pid)
+        if info is not None:
+            self._strays[pid] = info.start
+            if info.sid == pid:
+                self._session = pid
+
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
 
+    def strays(self, scan: Scan | None = None) -> set[int]:
+        """Processes of this tracker outside its group: root may move a process to
+        any group. The second net, for kills: the leader's session, everything
+        below the leader, the group and what was seen before, and the server's
+        orphans that are in no group of its own (`Containment.escaped`)."""
+        scan = Scan() if scan is None else scan
+        group = self.group.procs()
+        seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
+        found = scan.descendants(group | seen)
+        if self._session is not None:
+            found |= scan.session(self._session)
+        found |= self._owner.escaped(scan)
+        found -= group
+        for pid in found:
+            info = scan.info(pid)
+            if info is not None:
+                self._strays.setdefault(pid, info.start)
+        return found
+
+    def _remaining(self) -> set[int]:
+        return self.group.procs() | self.strays()
+
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
+        stopped = stop_rounds(self.strays)
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
-        return self.group.procs()
+        return self.group.procs() | procs.alive(stopped)
 
     def _resume(self, pids: set[int]) -> None:
         self.group.freeze(False)
+        procs.signal_all(pids - self.group.procs(), signal.SIGCONT)
 
     def _force(self, members: set[int]) -> None:
         self.group.kill()
+        procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
         self.group.remove()
@@ -195,13 +254,7 @@ class AncestryTracker(Tracker):
     async def _stop_all(self, leader: int | None) -> set[int]:
         if leader is not None:
             procs.signal_all([leader], signal.SIGSTOP)
-        stopped: set[int] = set()
-        for _ in range(MAX_STOP_ROUNDS):
-            fresh = self.members() - stopped
-            if not fresh:
-                break
-            procs.signal_all(fresh, signal.SIGSTOP)
-            stopped |= fresh
+        stopped = stop_rounds(self.members)
         return procs.alive(stopped | self.members())
 
     def _resume(self, pids: set[int]) -> None:
@@ -219,6 +272,8 @@ class Containment:
 
     def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
         self.root = root
+        # The server's outermost group (a daemon's, around its tenants' roots).
+        self.home: Cgroup | None = root
         self._report = report
         self._ancestry: set[AncestryTracker] = set()
         # Children of the server that no tracker may claim (the watchdog).
@@ -233,7 +288,7 @@ class Containment:
         if self.root is not None:
             group = self.root.child(name)
             if group is not None:
-                return CgroupTracker(tag, group)
+                return CgroupTracker(tag, group, self)
         tracker = AncestryTracker(tag, self)
         self._ancestry.add(tracker)
         return tracker
@@ -254,6 +309,21 @@ class Containment:
         these are asked for their tag (reading every shell's environment on every
         question made each kill cost O(shells))."""
         return scan.children(os.getpid()) - self.accounted()
+
+    def escaped(self, scan: Scan) -> set[int]:
+        """Orphans that left every group of the server's: its children (it is a
+        subreaper) in a session not its own, which no tracker answers for and no
+        group below its outermost one holds. No command's process stays a member
+        that way but by writing a `cgroup.procs` (as root), so any kill takes them."""
+        if self.home is None:
+            return set()
+        own_session = os.getsid(0)
+        orphans = set()
+        for pid in self.unclaimed(scan):
+            info = scan.info(pid)
+            if info is not None and not info.zombie and info.sid != own_session:
+                orphans.add(pid)
+        return orphans - self.home.procs(own=False) if orphans else orphans
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)

@@ -175,6 +175,15 @@ class Scan:
         found.discard(os.getpid())
         return {p for p in found if self.live(p)}
 
+    def session(self, sid: int) -> set[int]:
+        """Live processes of the session `sid`: a whole /proc pass, so only kills ask."""
+        found: set[int] = set()
+        for pid in all_pids():
+            info = self.info(pid)
+            if info is not None and info.sid == sid and not info.zombie:
+                found.add(pid)
+        return found
+
     def tag(self, pid: int) -> str | None:
         if pid not in self._tags:
             self._tags[pid] = owner_tag(pid)

@@ -47,6 +47,9 @@ class JobSpec(msgspec.Struct, frozen=True):
     command: str
     # ACP's outputByteLimit: what `terminal/output` returns at most.
     output_limit: int | None = None
+    # Whether its end is told to its owner with `terminal/exited` (the model's jobs
+    # are told of otherwise, in a tool result).
+    announce: bool = True
 
     @property
     def cwd(self) -> str:
@@ -73,12 +76,6 @@ class Job:
         self.artifact = artifact
         self.exit: ExitStatus | None = None
         self.exited = anyio.Event()
-        # Whether its end is told with `terminal/exited` (the model's jobs: in a tool result).
-        self.announce = True
-        # Whether a tool result has told the model of its end yet.
-        self.told_model = False
-        # The model's own cursor, for the tool that reads new output.
-        self.model_cursor = 0
         self._sanitizer = Sanitizer()
         self._changed = Pulse()
         self._process: ProcessHandle | None = None

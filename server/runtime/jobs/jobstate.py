@@ -18,6 +18,7 @@ from typing import Literal
 import msgspec
 
 from bashrpc.protocol.terminals import JobState
+from bashrpc.server import transitions
 
 Event = Literal["kill", "exit", "release"]
 
@@ -33,21 +34,10 @@ TRANSITIONS: dict[tuple[JobState, Event], JobState] = {
 }
 
 
-class BadTransition(Exception):
-    """An event the state does not take: a bug, or a job already released."""
-
-    def __init__(self, state: JobState, event: Event) -> None:
-        super().__init__(f"{event} in state {state}")
-        self.state = state
-        self.event = event
-
-
 def step(state: JobState, event: Event) -> JobState:
-    """The state after `event`; BadTransition when `state` does not take it."""
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise BadTransition(state, event) from None
+    """The state after `event`; InvalidTransition when `state` does not take it
+    (a bug, or a job already released)."""
+    return transitions.step(TRANSITIONS, state, event)
 
 
 class ExitStatus(msgspec.Struct, frozen=True):

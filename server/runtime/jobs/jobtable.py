@@ -78,9 +78,7 @@ class JobTable:
         if mine >= self.limits.per_session:
             raise errors.TooManyJobs(mine, self.limits.per_session, session_id)
 
-    async def start(
-        self, session_id: str, owner: str | None, spec: JobSpec, *, announce: bool = True
-    ) -> Job:
+    async def start(self, session_id: str, owner: str | None, spec: JobSpec) -> Job:
         if self.closed:
             raise errors.ShuttingDown
         self.check_room(session_id)
@@ -99,7 +97,6 @@ class JobTable:
             if job.artifact is not None:
                 job.artifact.close()
             raise
-        job.announce = announce
         self._forget_old()
         self.jobs[terminal_id] = job
         self._tg.start_soon(self._keep, job)
@@ -118,7 +115,7 @@ class JobTable:
             await job.run(self._grace)
         except Exception:
             _log.exception("job %s failed", job.id)
-        if job.state != "released" and job.announce:
+        if job.state != "released" and job.spec.announce:
             await self._announce(job)
 
     def get(self, session_id: str | None, terminal_id: str) -> Job:

@@ -6,8 +6,6 @@ See `runners.py` for what both runners share.
 
 from __future__ import annotations
 
-import os
-
 import anyio
 import msgspec
 
@@ -16,9 +14,10 @@ from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.seam import drain
-from bashrpc.server.runtime.seam.backend import PtyHandle, PtySpec, PtyStartFailed
-from bashrpc.server.runtime.sessions.pool import ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
+from bashrpc.server.runtime.seam.backend import PtySpec, PtyStartFailed
+from bashrpc.server.runtime.seam.shelltypes import ShellConfig
+from bashrpc.server.runtime.sessions.pool import PtyLease, ShellPool
+from bashrpc.server.runtime.sessions.sessions import Session
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0
@@ -57,33 +56,25 @@ async def on_pty(
 async def _on_pty(
     pool: ShellPool, session: Session, execution: Execution, lane: PtyLane
 ) -> RunResult:
-    async with pool.pty_slot():
-        workdir, fallback = _workdir(pool, session, execution)
-        spec = PtySpec(
+    workdir, fallback = _workdir(pool, session, execution)
+
+    def spec(config: ShellConfig) -> PtySpec:
+        return PtySpec(
             command=execution.command,
-            config=await pool.backend.configure(session.config, session.env),
+            config=config,
             cwd=workdir,
             env=envmod.for_terminal(session.env, execution.env),
             cols=lane.cols,
             rows=lane.rows,
             feed=execution.feed,
         )
-        try:
-            run = await pool.backend.pty(spec)
-        except PtyStartFailed as failed:
-            execution.finished = True
-            return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
-        try:
-            exit_code, timed_out = await _drive(pool, run, execution, lane)
-        finally:
-            execution.finished = True
-            run.close()
-            session.last_used = anyio.current_time()
-        if exit_code and (failure := await pool.start_failure(run.start_log)) is not None:
-            raise failure
-        return RunResult(
-            exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback
-        )
+
+    try:
+        async with pool.pty_leased(session, spec) as lease:
+            exit_code, timed_out = await _drive(pool, lease, execution, lane)
+    except PtyStartFailed as failed:
+        return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
+    return RunResult(exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback)
 
 
 def _workdir(
@@ -91,39 +82,32 @@ def _workdir(
 ) -> tuple[str, tuple[str, str] | None]:
     """Where the program starts, and (directory, workspace) when the session's
     directory could not be entered: a request's absolute cwd is taken as it is."""
-    if execution.cwd is not None and os.path.isabs(expand_home(execution.cwd, session.home)):
-        return execution.workdir(session), None
+    workdir = execution.settled()
+    if workdir.absolute:
+        return workdir.path, None
     base, fallback = session.start_dir(pool.backend)
-    if execution.cwd is None:
-        return base, fallback
-    return resolve_path(base, execution.cwd, session.home), fallback
+    return workdir.from_base(base), fallback
 
 
 async def _drive(
-    pool: ShellPool, run: PtyHandle, execution: Execution, lane: PtyLane
+    pool: ShellPool, lease: PtyLease, execution: Execution, lane: PtyLane
 ) -> tuple[int | None, bool]:
-    pid = run.pid
-    assert pid is not None
-    pool.child_pids.add(pid)
+    run = lease.program
     lane.open(run)
     exit_code: int | None = None
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run.pump)
-            if run.start_log is not None:
-                tg.start_soon(run.start_log.collect)
-            with execution.arm():
-                exit_code = await run.wait()
-                await drain.until_quiet(run.eof, lambda: run.last_data)
-            execution.finished = True
-            lane.close()
-            await run.kill(pool.grace_seconds)
-            with anyio.move_on_after(drain.POST_KILL_SECONDS):
-                await run.eof.wait()
-            tg.cancel_scope.cancel()
-        if exit_code is None:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
-                await run.wait()
-    finally:
-        pool.child_pids.discard(pid)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run.pump)
+        if run.start_log is not None:
+            tg.start_soon(run.start_log.collect)
+        with execution.arm():
+            exit_code = await lease.wait()
+            await drain.until_quiet(run.eof, lambda: run.last_data)
+        lane.close()
+        await run.kill(pool.grace_seconds)
+        with anyio.move_on_after(drain.POST_KILL_SECONDS):
+            await run.eof.wait()
+        tg.cancel_scope.cancel()
+    if exit_code is None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
+            await run.wait()
     return exit_code, execution.timed_out

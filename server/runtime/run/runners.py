@@ -11,16 +11,48 @@ the caller's business.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import anyio
 import msgspec
 
-from bashrpc.server.runtime.seam.backend import Backpressure, ShellHandle
-from bashrpc.server.runtime.seam.shelltypes import Completion, ShellDied
+from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.pool import ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session, expand_home, resolve_path
+from bashrpc.server.runtime.sessions.sessions import Session, expand_home
+
+
+class Workdir(msgspec.Struct, frozen=True):
+    """Where a command starts, resolved once, when its turn comes (`of`)."""
+
+    # The request's directory, `~` expanded as the session's shell would: data for
+    # the shell's `cd` (a relative one from where the shell stands); None: the
+    # session's directory.
+    given: str | None
+    # Where the command starts, seen from the session's directory at its turn.
+    path: str
+
+    @classmethod
+    def of(cls, cwd: str | None, session_cwd: str, home: str | None) -> Workdir:
+        """The one rule: `~` is the session's HOME, and a relative directory is
+        taken from where the session stands."""
+        given = None if cwd is None else expand_home(cwd, home)
+        return cls(given, _join(session_cwd, given))
+
+    @property
+    def absolute(self) -> bool:
+        """The request named an absolute directory: where a shell started does not matter."""
+        return self.given is not None and os.path.isabs(self.given)
+
+    def from_base(self, base: str) -> str:
+        """Where it starts for a program that starts in `base` rather than in the
+        session's directory (a new one, which could not enter that)."""
+        return _join(base, self.given)
+
+
+def _join(base: str, given: str | None) -> str:
+    return base if given is None else os.path.normpath(os.path.join(base, given))
 
 
 class Execution:
@@ -43,8 +75,10 @@ class Execution:
         self.request_id = request_id
         self.session_id = session_id
         self.command = command
-        # Relative to the session's directory; None: that directory.
+        # As the request gave it: relative to the session's directory; None: that directory.
         self.cwd = cwd
+        # Resolved when the command's turn comes (`take_turn`).
+        self.workdir: Workdir | None = None
         self.env = env
         self.timeout = timeout
         self.feed = feed
@@ -54,6 +88,7 @@ class Execution:
         # Its wait for the session's turn, which an abort ends: it then never runs.
         self.waiting = anyio.CancelScope()
         self.aborted = False
+        # Its run is over (set by `arm` alone): an abort now changes nothing.
         self.finished = False
 
     def abort(self) -> bool:
@@ -64,17 +99,28 @@ class Execution:
         self.scope.cancel()
         return True
 
-    def arm(self) -> anyio.CancelScope:
-        """The scope a runner runs in: cancelled by an abort, or at the deadline."""
+    @contextlib.contextmanager
+    def arm(self) -> Iterator[anyio.CancelScope]:
+        """The scope a runner runs the command in, cancelled by an abort or at the
+        deadline; when it ends, the execution is finished, before whatever the
+        runner then cleans up (so a late abort cannot turn a timeout into an abort)."""
         if self.timeout is not None:
             self.scope.deadline = anyio.current_time() + self.timeout
-        return self.scope
+        try:
+            with self.scope:
+                yield self.scope
+        finally:
+            self.finished = True
 
-    def workdir(self, session: Session) -> str:
-        """The directory the command starts in, `~` expanded as the session's shell would."""
-        if self.cwd is None:
-            return session.cwd
-        return resolve_path(session.cwd, self.cwd, session.home)
+    def take_turn(self, session: Session) -> Workdir:
+        """The command's turn came: where it starts is settled now, as the session stands."""
+        self.workdir = Workdir.of(self.cwd, session.cwd, session.home)
+        return self.workdir
+
+    def settled(self) -> Workdir:
+        """Where it starts, as `take_turn` settled it."""
+        assert self.workdir is not None, "a command runs only in its turn"
+        return self.workdir
 
     @property
     def timed_out(self) -> bool:
@@ -109,45 +155,21 @@ async def on_pipes(
 ) -> RunResult:
     """On the session's shell (its caller holds the session's turn), or on a
     one-shot shell of its own when the execution asks for one."""
-    command, cwd, env, feed = execution.command, execution.cwd, execution.env, execution.feed
-    if cwd is not None:
-        # Data for `cd`, never shell text: `~` is expanded here, as on a PTY.
-        cwd = expand_home(cwd, session.home)
+    workdir = execution.settled()
     one_shot = execution.one_shot
-    shell: ShellHandle | None = None
-    completion: Completion | None = None
-    fallback: tuple[str, str] | None = None
-    try:
+    async with pool.leased(session, one_shot=one_shot) as lease:
         with execution.arm():
-            for attempt in range(2):
-                lease = await pool.lease(session, one_shot=one_shot)
-                shell, fallback = lease.shell, lease.fallback or fallback
-                try:
-                    completion = await shell.run(
-                        command, cwd=cwd, env=env, on_output=feed, backpressure=backpressure
-                    )
-                    break
-                except ShellDied:
-                    # Killed between commands: a fresh shell takes the command.
-                    failure = await pool.start_failure(shell.start_log)
-                    await pool.discard(session, shell)
-                    if failure is not None:
-                        raise failure from None
-                    if attempt:
-                        raise
-        execution.finished = True
-        with anyio.CancelScope(shield=True):
-            if shell is not None and (completion is None or completion.shell_died or one_shot):
-                died = completion is not None and completion.shell_died
-                failure = await pool.start_failure(shell.start_log) if died else None
-                await pool.discard(session, shell)
-                if failure is not None:
-                    raise failure
-    finally:
-        execution.finished = True
-        session.last_used = anyio.current_time()
-    if completion is not None and completion.cwd is not None and not one_shot:
-        session.cwd = completion.cwd
+            await lease.run(
+                lambda shell: shell.run(
+                    execution.command,
+                    # Data for `cd`, never shell text.
+                    cwd=workdir.given,
+                    env=execution.env,
+                    on_output=execution.feed,
+                    backpressure=backpressure,
+                )
+            )
+    completion = lease.completion
     return RunResult(
         exit_code=None if completion is None else completion.exit_code,
         timed_out=execution.timed_out,
@@ -155,5 +177,5 @@ async def on_pipes(
         # A one-shot shell never held the session's state.
         shell_restarted=session.shell_lost and not one_shot,
         # A command that names its own directory does not care where the shell started.
-        cwd_fallback=None if cwd is not None and os.path.isabs(cwd) else fallback,
+        cwd_fallback=None if workdir.absolute else lease.fallback,
     )

@@ -34,6 +34,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+import msgspec
+
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.runtime.sandbox import gitguard
 from bashrpc.server.runtime.sandbox.gitguard import Bind
@@ -117,6 +119,8 @@ def argv(
         args += _confined_args(policy, filter_fd, git)
     else:
         args += ["--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    bound = [*policy.writable_roots, *policy.shown, *(pin.path for pin in git), cwd]
+    args += _hidden_args(_hidden, bound)
     if runtime_dir is not None:
         # Other sessions' command text, env values and FIFOs: never in view.
         args += ["--tmpfs", runtime_dir]
@@ -129,6 +133,42 @@ def argv(
     for source, path in overlays:
         args += ["--ro-bind", source, path]
     return [*args, "--chdir", cwd, "--", *command]
+
+
+class Hidden(msgspec.Struct, frozen=True):
+    """The server's own files that no sandbox it starts may see, in any mode: a
+    daemon's socket directory (its socket, lock and log) and its token files.
+    A command that reached the socket could drive the daemon that confined it."""
+
+    directories: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+_hidden = Hidden()
+
+
+def hide_in_every_sandbox(hidden: Hidden) -> None:
+    """What every sandbox this process starts from now on hides (set once, at the
+    start of a daemon: the paths are its own, for its whole life)."""
+    global _hidden
+    _hidden = hidden
+
+
+def _hidden_args(hidden: Hidden, bound: Sequence[str]) -> list[str]:
+    """An empty tmpfs over each hidden directory, but one that holds what the
+    sandbox binds (a root, the cwd): then /dev/null over each hidden file in it.
+    What is gone from the host by now is left out (bwrap cannot make a mount
+    point on a read-only /)."""
+    args: list[str] = []
+    covered: list[str] = []
+    for directory in hidden.directories:
+        if os.path.isdir(directory) and not any(_within(p, directory) for p in bound):
+            args += ["--tmpfs", directory]
+            covered.append(directory)
+    for path in hidden.files:
+        if os.path.lexists(path) and not any(_within(path, d) for d in covered):
+            args += ["--ro-bind", os.devnull, path]
+    return args
 
 
 def _confined_args(policy: Policy, filter_fd: int | None, git: Sequence[Bind]) -> list[str]:

@@ -8,16 +8,20 @@ hard limit of twice `max_shells`; beyond it, with no idle shell to close,
 the request is refused (TooManyShells). A one-shot PTY command holds a
 terminal and a shell, so it counts toward the same limits.
 
-Its shells come from the runtime's backend (see `seam/backend.py`), and a runner
-gets one for a command through `lease`, which gives it back with `discard`
-when it must not be used again.
+Its shells come from the runtime's backend (see `seam/backend.py`). A runner
+holds one for a command's whole life in `async with leased(...)` (a shell)
+or `async with pty_leased(...)` (a program on a terminal): the lease starts
+what is missing, runs the command once more on a fresh shell when the old one
+was found dead, closes what must not be used again, and tells a sandbox that
+never started from a command that failed. Nothing else touches the pool's
+shells or its children.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -27,8 +31,14 @@ import msgspec
 from bashrpc.protocol import messages
 from bashrpc.server import log
 from bashrpc.server.errors import SandboxUnavailable, TooManyShells
-from bashrpc.server.runtime.seam.backend import Backend, LaunchLog, ShellHandle
-from bashrpc.server.runtime.seam.shelltypes import ShellConfig, ShellDied
+from bashrpc.server.runtime.seam.backend import (
+    Backend,
+    LaunchLog,
+    PtyHandle,
+    PtySpec,
+    ShellHandle,
+)
+from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
 from bashrpc.server.settings import (
     DEFAULT_IDLE_SECONDS,
@@ -49,12 +59,56 @@ def _shell_died(exc: BaseException) -> bool:
     return isinstance(exc, ShellDied)
 
 
-class Lease(msgspec.Struct, frozen=True):
-    """A shell for one command, and (directory, workspace) when it is a new
-    shell that could not start in the session's directory."""
+class ShellLease:
+    """A session's shell for one command, inside `ShellPool.leased`: `run` takes
+    it (started when there is none) and, when it was found dead between
+    commands, runs the command once more on a fresh one."""
 
-    shell: ShellHandle
-    fallback: tuple[str, str] | None
+    def __init__(self, pool: ShellPool, session: Session, one_shot: bool) -> None:
+        self._pool = pool
+        self._session = session
+        self._one_shot = one_shot
+        self.shell: ShellHandle | None = None
+        self.completion: Completion | None = None
+        # (directory, workspace) when a new shell could not start in the session's directory.
+        self.fallback: tuple[str, str] | None = None
+
+    async def run(self, command: Callable[[ShellHandle], Awaitable[Completion]]) -> Completion:
+        """`command` on the shell (`ShellHandle.run`), once more on a fresh shell
+        when the one taken had been killed between commands."""
+        try:
+            return await self._once(command)
+        except ShellDied:
+            return await self._once(command)
+
+    async def _once(self, command: Callable[[ShellHandle], Awaitable[Completion]]) -> Completion:
+        shell = self.shell = await self._pool._lease(self, self._session, self._one_shot)
+        try:
+            self.completion = await command(shell)
+        except ShellDied:
+            await self._pool._give_back(self._session, shell, died=True)
+            raise
+        return self.completion
+
+    @property
+    def spent(self) -> bool:
+        """Its shell must not run another command: the command was killed, the
+        shell died under it, or it was a one-shot."""
+        done = self.completion
+        return self.shell is not None and (done is None or done.shell_died or self._one_shot)
+
+
+class PtyLease:
+    """A program on a terminal for one command, inside `ShellPool.pty_leased`."""
+
+    def __init__(self, program: PtyHandle) -> None:
+        self.program = program
+        # What `wait` saw before any kill: a failure may be a sandbox that never started.
+        self.exit_code: int | None = None
+
+    async def wait(self) -> int:
+        self.exit_code = await self.program.wait()
+        return self.exit_code
 
 
 class PoolLimits(msgspec.Struct, frozen=True):
@@ -82,7 +136,7 @@ class ShellPool:
         self.backend = backend
         # The kill grace in use; shutdown shortens it.
         self.grace_seconds = limits.grace_seconds
-        # PTY programs, whose exit status their runner collects.
+        # PTY programs, whose exit status their lease collects.
         self.child_pids: set[int] = set()
         self._dir = runtime_dir
         self._sessions = sessions
@@ -110,29 +164,78 @@ class ShellPool:
         finally:
             self.pty_runs -= 1
 
-    async def lease(self, session: Session, *, one_shot: bool) -> Lease:
+    @contextlib.asynccontextmanager
+    async def leased(self, session: Session, *, one_shot: bool) -> AsyncIterator[ShellLease]:
+        """A shell for one command of `session` (its caller holds the session's
+        turn), or for `one_shot` one of its own, for the block's life; after it,
+        a spent shell is closed and the session takes the directory the command
+        ended in. A sandbox that never started is raised as SandboxUnavailable."""
+        lease = ShellLease(self, session, one_shot)
+        try:
+            yield lease
+            if lease.spent:
+                assert lease.shell is not None
+                died = lease.completion is not None and lease.completion.shell_died
+                with anyio.CancelScope(shield=True):
+                    await self._give_back(session, lease.shell, died=died)
+        finally:
+            session.last_used = anyio.current_time()
+        done = lease.completion
+        if done is not None and done.cwd is not None and not one_shot:
+            session.cwd = done.cwd
+
+    async def _lease(self, lease: ShellLease, session: Session, one_shot: bool) -> ShellHandle:
         """The shell a command of `session` runs on: the session's own (started
         anew when there is none or it died), or for `one_shot` a shell of its own."""
         if not one_shot and session.shell is not None and not session.shell.dead:
-            return Lease(session.shell, None)
+            return session.shell
         if not one_shot and session.shell is not None:
             # Died between commands.
             dead = session.drop_shell()
             assert dead is not None
             await self.close(dead, 0)
         cwd, fallback = session.start_dir(self.backend)
+        lease.fallback = fallback or lease.fallback
         shell = await self.start(session.config, session.env, cwd)
         if not one_shot:
             session.shell = shell
             session.cwd = cwd
-        return Lease(shell, fallback)
+        return shell
 
-    async def discard(self, session: Session, shell: ShellHandle) -> None:
-        """Close a leased shell that must not run another command (it died, its
-        command was killed, or it was a one-shot)."""
+    async def _give_back(self, session: Session, shell: ShellHandle, *, died: bool) -> None:
+        """Close a leased shell that must not run another command; when it died
+        because its sandbox never started, raise bwrap's words."""
+        failure = await self.start_failure(shell.start_log) if died else None
         await self.close(shell, self.grace_seconds)
         if session.shell is shell:
             session.drop_shell()
+        if failure is not None:
+            raise failure from None
+
+    @contextlib.asynccontextmanager
+    async def pty_leased(
+        self, session: Session, spec: Callable[[ShellConfig], PtySpec]
+    ) -> AsyncIterator[PtyLease]:
+        """A program on a terminal for one command of `session`, made from
+        `spec` of the session's configuration (PtyStartFailed when it cannot
+        start), under the same limits as shells; closed after the block, and a
+        failure that was a sandbox that never started raised as SandboxUnavailable."""
+        async with self.pty_slot():
+            config = await self.backend.configure(session.config, session.env)
+            lease = PtyLease(await self.backend.pty(spec(config)))
+            program = lease.program
+            pid = program.pid
+            assert pid is not None
+            self.child_pids.add(pid)
+            try:
+                yield lease
+            finally:
+                self.child_pids.discard(pid)
+                program.close()
+                session.last_used = anyio.current_time()
+            failed = lease.exit_code
+            if failed and (failure := await self.start_failure(program.start_log)) is not None:
+                raise failure
 
     async def start(self, config: ShellConfig, env: dict[str, str], cwd: str) -> ShellHandle:
         await self._make_room()

@@ -35,6 +35,7 @@ from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.channels import Fifos, OutputPipe
 from bashrpc.server.runtime.shell.shellproto import StatusRecord, command_fields
+from bashrpc.server.transitions import step
 
 # Plain strings, checked by the type checker: a transition is a dict lookup, no
 # more (an enum member's access alone costs more than the lookup, on 3.11).
@@ -57,15 +58,10 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 }
 
 
-class InvalidTransition(RuntimeError):
-    """An event the table does not allow in that state: a bug in the caller."""
-
-
 def advance(state: State, event: Event) -> State:
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise InvalidTransition(f"{event} in {state}") from None
+    """The state after `event`; InvalidTransition (a bug in the caller) when the
+    table does not allow it."""
+    return step(TRANSITIONS, state, event)
 
 
 class CommandRun:

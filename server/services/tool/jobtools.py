@@ -27,6 +27,7 @@ from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.jobs import Job
 from bashrpc.server.services.commands import CommandSpec
 from bashrpc.server.services.terminals import JobStart, TerminalService, end_line
+from bashrpc.server.services.tool import jobview
 from bashrpc.server.services.tool.toolargs import decoded
 from bashrpc.server.services.tool.toolfinish import tool_error
 from bashrpc.server.settings import Settings
@@ -85,7 +86,7 @@ async def call(
     if not job.exited.is_set():
         status = messages.JOB_RUNNING.format(terminal_id=job.id)
     else:
-        job.told_model = True
+        jobview.of(job).told_end = True
         status = end_line(job)
     if params.name == BASH_KILL_TOOL:
         await terminals.release(job)
@@ -95,8 +96,9 @@ async def call(
 
 def _new_output(job: Job, max_bytes: int) -> str:
     """What came since the model last read, its tail within `max_bytes`, gaps said."""
-    piece = job.ring.after(job.model_cursor)
-    job.model_cursor = piece.end
+    view = jobview.of(job)
+    piece = job.ring.after(view.cursor)
+    view.cursor = piece.end
     data = piece.data
     missed = 0 if piece.missed_from is None else piece.start - piece.missed_from
     cut = char_start(data, max(0, len(data) - max_bytes))
@@ -109,6 +111,18 @@ def _new_output(job: Job, max_bytes: int) -> str:
         notice = messages.JOB_OUTPUT_MISSED.format(count=missed, artifact=job.artifact_id)
         text = notice + text
     return text or messages.JOB_NO_NEW_OUTPUT + "\n"
+
+
+def untold_ends(terminals: TerminalService, session_id: str) -> list[str]:
+    """One line per job of the session that ended since a tool result last said so;
+    each is said once."""
+    lines = []
+    for job in terminals.jobs(session_id):
+        view = jobview.of(job)
+        if job.exited.is_set() and not view.told_end:
+            view.told_end = True
+            lines.append(end_line(job))
+    return lines
 
 
 def with_job_ends(result: CallToolResult, lines: list[str]) -> CallToolResult:

@@ -1,0 +1,92 @@
+"""No way back to the daemon from a sandbox it started: with the network on (no
+socket filter), as root and as uid 65534, a command finds neither the daemon's
+socket, its directory nor its token file, and a connection it makes anyway (to
+the socket linked into its workspace) is refused, though its uid is the daemon's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemon import AttachProcess, DaemonProcess
+from tests.githost import AS_NOBODY, USERS, Host
+from tests.rpc import wait_until
+from tests.sandboxing import skip_without_sandbox
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "a-token-no-sandbox-may-read-0123456789"
+# Sends a request, then says what came back: "closed" when the daemon hung up.
+PROBE = """\
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+try:
+    s.connect(sys.argv[1])
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n')
+    data = s.recv(100)
+    print("reply:", repr(data) if data else "closed")
+except (BrokenPipeError, ConnectionResetError):
+    print("reply: closed")
+except OSError as exc:
+    print("reply:", type(exc).__name__)
+"""
+
+
+@pytest.fixture(params=USERS)
+def host(request: pytest.FixtureRequest) -> Iterator[Host]:
+    """A user's directory outside /tmp (which a sandbox has its own of), so the host's
+    read-only / would show the daemon's files there."""
+    skip_without_sandbox()
+    user = str(request.param)
+    if user == "nobody" and os.geteuid() != 0:
+        pytest.skip("running a daemon as uid 65534 needs root")
+    base = Path(tempfile.mkdtemp(prefix="bashrpc-daemon-sandbox-", dir="/var/tmp"))
+    base.chmod(0o755)
+    try:
+        yield Host(user, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "full"])
+def test_a_sandboxed_command_cannot_reach_the_daemon(host: Host, mode: str) -> None:
+    workspace = host.base / "ws"
+    host.write(workspace / "probe.py", PROBE)
+    host.write(host.base / "secret" / "token", TOKEN + "\n", mode=0o600)
+    host.write(host.base / "settings.toml", f'[sandbox]\nmode = "{mode}"\nnetwork = true\n')
+    launcher = AS_NOBODY if host.user == "nobody" else ()
+    daemon = DaemonProcess(
+        *("--config", str(host.base / "settings.toml"), "--workspace", str(workspace)),
+        *("--http", "127.0.0.1:0", "--token-file", str(host.base / "secret" / "token")),
+        tmp=host.base,
+        launcher=launcher,
+    )
+    client = None
+    try:
+        daemon.wait_listening()
+        # Another way to the socket than its own path: a second name in the workspace.
+        os.link(daemon.socket_path, workspace / "back.sock")
+        client = AttachProcess(tmp=host.base, socket_path=daemon.socket_path, launcher=launcher)
+        sock = daemon.socket_path
+        seen = client.bash(
+            f"ls -A {sock.parent}; test -e {sock} && echo socket-seen; "
+            f"cat {host.base}/secret/token; python3 probe.py back.sock",
+            timeout=60,
+        ).output
+        assert "daemon.sock" not in seen and "socket-seen" not in seen, seen
+        assert TOKEN not in seen, seen
+        assert "reply: closed" in seen, seen
+        assert wait_until(lambda: "refused a connection from pid" in daemon.stderr())
+        assert "inside a sandbox" in daemon.stderr()
+        # The host's own connection is served as before.
+        assert client.bash("echo alive").output == "alive\n"
+    finally:
+        if client is not None:
+            client.kill()
+        daemon.kill()
