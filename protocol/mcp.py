@@ -174,6 +174,14 @@ class HostOptions(Strict, omit_defaults=True):
             "--detach-grace. A convenience between one user's clients, not a trust boundary."
         ),
     ] = None
+    workspace: Annotated[
+        str | None,
+        described(
+            "The workspace (an absolute path) the host expects the server to serve:"
+            " -32602, naming the server's, when it serves another. `bashrpc attach"
+            " --workspace` sends it to a daemon already running."
+        ),
+    ] = None
 
 
 class Implementation(Open):

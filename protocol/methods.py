@@ -331,14 +331,20 @@ class ArtifactReadParams(Params):
     ] = ARTIFACT_READ_DEFAULT_LIMIT
 
 
-class ArtifactReadResult(Result):
+class ArtifactReadResult(Result, omit_defaults=True):
     id: Annotated[int, described("The artifact's id.")]
-    text: Annotated[str, described("The bytes read, as text.")]
+    text: Annotated[
+        str, described("The bytes read, as text; bytes that are not UTF-8 show as U+FFFD.")
+    ]
     offset: Annotated[int, described("Where the text starts, in bytes.")]
     next_offset: Annotated[
         int | None, described("Where the next read starts; null at the end of the artifact.")
     ]
     total_bytes: Annotated[int, described("The artifact's size in bytes.")]
+    text_base64: Annotated[
+        str | None,
+        described("The exact bytes read in base64; present only when they are not valid UTF-8."),
+    ] = None
 
 
 # -- PTY control --------------------------------------------------------------
@@ -415,7 +421,19 @@ class BashChunk(Result, omit_defaults=True):
     ]
     session_id: Annotated[str, described(_SESSION_ID)]
     seq: Annotated[int, described("The chunk's number for its request, from 0.")]
-    text: Annotated[str, described("Sanitized output, in order.")]
+    text: Annotated[
+        str,
+        described(
+            "Sanitized output, in order; bytes that are not UTF-8 show as U+FFFD"
+            " (`textBase64` has them exact)."
+        ),
+    ]
+    text_base64: Annotated[
+        str | None,
+        described(
+            "The exact bytes of `text` in base64; present only when they are not valid UTF-8."
+        ),
+    ] = None
     # The client took nothing for a while; a notice in `text` says so too.
     skipped: Annotated[
         int, described("Bytes of output skipped just before this text; the artifact has them.")

@@ -210,4 +210,9 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 def dumps(transcript: Transcript) -> bytes:
     """The file: one JSON object per line, the header first."""
     lines = [transcript.header, *transcript.records]
-    return b"".join(_encoder.encode(line) + b"\n" for line in lines)
+    return b"".join(map(dump_line, lines))
+
+
+def dump_line(line: Line) -> bytes:
+    """One line of the file, its newline included."""
+    return _encoder.encode(line) + b"\n"

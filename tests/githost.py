@@ -9,8 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,10 +37,37 @@ IDENTITY = {
 }
 
 
-def _as_nobody() -> None:
+def as_nobody() -> None:
     os.setgroups([])
     os.setgid(NOBODY)
     os.setuid(NOBODY)
+
+
+def runs_as_nobody(argv: list[str]) -> bool:
+    try:
+        done = subprocess.run(argv, preexec_fn=as_nobody, capture_output=True, cwd="/")
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+def nobody_interpreter() -> tuple[str, ...]:
+    """How uid 65534 runs this suite's Python with its packages: the interpreter
+    itself where that user may run it, else the system's of the same version
+    (a pyenv build under a private /root is not) with the packages' directory."""
+    if runs_as_nobody([sys.executable, "-c", "import bashrpc"]):
+        return (sys.executable,)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = shutil.which(version, path="/usr/local/bin:/usr/bin")
+    site = sysconfig.get_paths()["purelib"]
+    # `-m bashrpc ARGS` follows: run that module with ARGS, once its packages are there.
+    boot = (
+        f"import runpy, site, sys; site.addsitedir({site!r}); sys.argv[1:3] = []; "
+        "runpy.run_module('bashrpc', run_name='__main__', alter_sys=True)"
+    )
+    if system is None or not runs_as_nobody([system, "-c", boot, "-m", "bashrpc", "--version"]):
+        pytest.skip(f"no {version} that uid 65534 may run with this suite's packages")
+    return (system, "-c", boot)
 
 
 class Host:
@@ -79,7 +109,7 @@ class Host:
             text=True,
             timeout=GIT_SECONDS,
             check=False,
-            preexec_fn=_as_nobody if self.user == "nobody" else None,
+            preexec_fn=as_nobody if self.user == "nobody" else None,
         )
 
     def git(self, repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -108,7 +138,9 @@ class Host:
             for made in (path, *path.relative_to(self.base).parents):
                 os.lchown(self.base / made, NOBODY, NOBODY)
 
-    def serve(self, workspace: Path, mode: str, settings: str = "") -> ServerProcess:
+    def serve(
+        self, workspace: Path, mode: str, settings: str = "", env: dict[str, str] | None = None
+    ) -> ServerProcess:
         config = self.base / f"settings-{len(self.servers)}.toml"
         config.write_text(f'[sandbox]\nmode = "{mode}"\n{settings}')
         server = ServerProcess(
@@ -117,7 +149,7 @@ class Host:
             "--workspace",
             str(workspace),
             tmp=self.base,
-            env={"GIT_CONFIG_NOSYSTEM": "1"},
+            env={"GIT_CONFIG_NOSYSTEM": "1", **(env or {})},
             cwd=workspace,
             launcher=AS_NOBODY if self.user == "nobody" else (),
         )
@@ -156,14 +188,13 @@ class Host:
             server.kill()
 
 
-@pytest.fixture(params=USERS)
-def host(request: pytest.FixtureRequest) -> Iterator[Host]:
-    """The host as root, and as nobody (uid 65534), each with a directory of its
-    own under /tmp (pytest's own is root's alone)."""
-    user = request.param
+@contextmanager
+def host_as(user: str, parent: str | None = None) -> Iterator[Host]:
+    """A host of `user` (root, or nobody), its directory made under `parent`
+    (the temporary directory by default), removed at the end."""
     if user == "nobody" and os.geteuid() != 0:
         pytest.skip("only root can run the host as uid 65534")
-    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-"))
+    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-", dir=parent))
     base.chmod(0o755)
     made = Host(user, base)
     try:
@@ -171,3 +202,11 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
     finally:
         made.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=USERS)
+def host(request: pytest.FixtureRequest) -> Iterator[Host]:
+    """The host as root, and as nobody (uid 65534), each with a directory of its
+    own under /tmp (pytest's own is root's alone)."""
+    with host_as(request.param) as made:
+        yield made

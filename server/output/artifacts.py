@@ -288,7 +288,9 @@ class ArtifactStore:
             f.seek(start)
             # A few bytes past the limit show where the last character ends.
             window = f.read(limit + utf8.MAX_CONTINUATION_BYTES)
-        begin = utf8.char_start(window, 0)
+        # Past the start, a read cut into a character skips to the next; at the
+        # start nothing precedes, so a byte there is the output's own.
+        begin = utf8.char_start(window, 0) if start else 0
         end = min(limit, len(window))
         if start + end < total:
             while end > begin and utf8.is_continuation(window[end]):

@@ -56,7 +56,7 @@ class ChunkLog:
 
     def add(self, seq: int, text: str, skipped: int) -> None:
         """Chunks come in seq order, each once."""
-        chunk = Chunk(seq, text, skipped, len(text.encode()))
+        chunk = Chunk(seq, text, skipped, len(text.encode("utf-8", "surrogateescape")))
         self._chunks.append(chunk)
         before = self._bytes
         self._bytes += chunk.size

@@ -74,7 +74,9 @@ class Runtime:
         snapshot_timeout = settings.bash.snapshot_timeout if settings.bash.snapshot else None
         setup = BackendSetup(runtime_dir, snapshot_timeout)
         self.backend: Backend = (
-            LocalBackend(setup, containment) if options.backend is None else options.backend(setup)
+            LocalBackend(setup, containment, shells)
+            if options.backend is None
+            else options.backend(setup)
         )
         self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, self.backend)
         self.artifacts = ArtifactStore(
@@ -182,7 +184,10 @@ class Runtime:
     async def prepare_snapshot(self) -> None:
         """Capture the user's rc from startup, for the shells of sessions with no
         environment of their own, so the first command rarely waits on ~/.bashrc."""
-        config = ShellConfig(shell=self.options.shell, prefix=None, snapshot=None, env=())
+        policy = self.sandbox_policy(self.settings.sandbox.mode, self.workspace)
+        config = ShellConfig(
+            shell=self.options.shell, prefix=None, snapshot=None, env=(), sandbox=policy
+        )
         await self.backend.configure(config, self._shell_env({}))
 
     def session(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bashrpc.protocol import paths
+from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.outcome import Outcome
@@ -40,6 +41,22 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
     )
 
 
+def bash_chunk(
+    request_id: RequestId | None, session_id: str, seq: int, text: str, skipped: int
+) -> BashChunk:
+    """A chunk of the stream's text, whose bytes that are not UTF-8 (lone
+    surrogates) go exact in `textBase64` and as U+FFFD in `text`."""
+    shown, exact = paths.to_wire(text)
+    return BashChunk(
+        request_id=request_id,
+        session_id=session_id,
+        seq=seq,
+        text=shown,
+        text_base64=exact,
+        skipped=skipped,
+    )
+
+
 def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None) -> ListenerFactory:
     """Chunks (or a PTY's bytes) to the connection, and logged in `record` for
     a resume elsewhere."""
@@ -48,10 +65,7 @@ def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None)
     async def emit_chunk(seq: int, text: str, skipped: int) -> None:
         if record is not None:
             record.add(seq, text, skipped)
-        chunk = BashChunk(
-            request_id=request_id, session_id=session_id, seq=seq, text=text, skipped=skipped
-        )
-        await notify("bash/chunk", chunk)
+        await notify("bash/chunk", bash_chunk(request_id, session_id, seq, text, skipped))
 
     send_raw = raw_emitter(notify, request_id)
 

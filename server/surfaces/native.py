@@ -16,7 +16,6 @@ from bashrpc.protocol.methods import (
     ArtifactReadParams,
     ArtifactReadResult,
     BashAttachParams,
-    BashChunk,
     BashParams,
     BashResult,
     Cursor,
@@ -126,13 +125,7 @@ async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
                 "pty/output", PtyOutput(request_id=record.request_id, seq=seq, data=text)
             )
             return
-        chunk = BashChunk(
-            request_id=record.request_id,
-            session_id=record.session_id,
-            seq=seq,
-            text=text,
-            skipped=skipped,
-        )
+        chunk = bashcall.bash_chunk(record.request_id, record.session_id, seq, text, skipped)
         await ctx.notify("bash/chunk", chunk)
 
     return await resumables.follow(
@@ -233,12 +226,14 @@ def server_stats(ctx: Ctx, params: ServerStatsParams) -> ServerStatsResult:
 @methods.method("artifact/read")
 def artifact_read(ctx: Ctx, params: ArtifactReadParams) -> ArtifactReadResult:
     chunk = ctx.services.artifacts.read(params.id, params.offset, params.limit)
+    text, exact = paths.bytes_to_wire(chunk.data)
     return ArtifactReadResult(
         id=params.id,
-        text=chunk.data.decode("utf-8", "replace"),
+        text=text,
         offset=chunk.offset,
         next_offset=chunk.next_offset,
         total_bytes=chunk.total_bytes,
+        text_base64=exact,
     )
 
 

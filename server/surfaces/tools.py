@@ -11,7 +11,7 @@ import os
 
 import msgspec
 
-from bashrpc.protocol import __version__
+from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
@@ -32,6 +32,7 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
+from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.resumable import Resumable, Resumables
@@ -58,8 +59,15 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Each refusal comes before anything changes. A looser sandbox than the
-    # connection has:
+    # Each refusal comes before anything changes. Another workspace than this one:
+    if host.workspace is not None and host.workspace != ctx.services.workspace:
+        mode = connection.settings.sandbox.mode
+        served = ctx.services.workspace
+        detail = messages.WORKSPACE_NOT_SERVED.format(
+            served=served, mode=mode, requested=host.workspace
+        )
+        raise InvalidArgument(detail)
+    # A looser sandbox than the connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
     # A sandbox that would tighten a busy session, here or (under the daemon)
     # among those of the client it names:

@@ -56,6 +56,12 @@ def _cancelled(exc: errors.RequestCancelled) -> ErrorObject:
     return ErrorObject(ErrorCode.REQUEST_CANCELLED, messages.REQUEST_CANCELLED, data)
 
 
+def _over_budget(exc: errors.OverBudget) -> str:
+    if exc.size > exc.budget:
+        return messages.REQUEST_OVER_WHOLE_BUDGET.format(size=exc.size, budget=exc.budget)
+    return messages.REQUEST_OVER_BUDGET.format(size=exc.size, held=exc.held, budget=exc.budget)
+
+
 _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
     errors.TooManyShells: lambda exc: ErrorObject(
         ErrorCode.TOO_MANY_SHELLS, messages.TOO_MANY_SHELLS, TooManyShellsData(exc.live)
@@ -79,6 +85,7 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         messages.TOO_MANY_JOBS,
         TooManyJobsData(exc.live, exc.limit, exc.session_id),
     ),
+    errors.OverBudget: lambda exc: ErrorObject(ErrorCode.SERVER_BUSY, _over_budget(exc)),
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
     errors.RequestCancelled: _cancelled,

@@ -48,7 +48,7 @@ def escapes(marker: str) -> str:
     empty environment (no parent, no session, no tag, no group)."""
     # Quoted apart, so that no shell's command line carries the marker whole.
     head, _, tail = marker.rpartition("-")
-    leave = f'echo $$ > {root_procs()} && exec -a {head}"-{tail}" sleep 300'
+    leave = f'echo $$ > {root_procs()}; exec -a {head}"-{tail}" sleep 300'
 
     return f"bash -c '{leave}' & ( setsid env -i bash -c '{leave}' & ); echo spawned"
 
@@ -57,16 +57,32 @@ ESCAPED = 2
 
 
 def started(marker: str) -> bool:
-    """Both escapees run, out of every cgroup of the server's."""
+    """Both escapees run: in the root cgroup, or, where the shell's cgroup namespace
+    is a boundary the kernel enforces (`nsdelegate`), refused and still in their group."""
     found = marked_processes(marker)
-    return len(found) == ESCAPED and all(_in_root_cgroup(pid) for pid in found)
+    escaped = not delegates()
+    return len(found) == ESCAPED and all(cgroup(pid) == "/" for pid in found) == escaped
 
 
-def _in_root_cgroup(pid: int) -> bool:
+def cgroup(pid: int) -> str | None:
+    """A process's cgroup v2, as this process sees it."""
     try:
-        return "0::/\n" in Path(f"/proc/{pid}/cgroup").read_text()
+        text = Path(f"/proc/{pid}/cgroup").read_text()
     except OSError:
-        return False
+        return None
+    return next((line[3:] for line in text.splitlines() if line.startswith("0::")), None)
+
+
+def delegates() -> bool:
+    """Whether cgroup v2 is mounted with `nsdelegate`: then no process may move
+    itself to a group outside its cgroup namespace."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            _, _, right = line.partition(" - ")
+            fields = right.split()
+            if fields[:1] == ["cgroup2"]:
+                return "nsdelegate" in fields[-1].split(",")
+    return False
 
 
 def by_abort(server: ServerProcess, marker: str) -> None:
@@ -117,6 +133,11 @@ KILLS: dict[str, Callable[[ServerProcess, str], None]] = {
 }
 
 
+# A stdio server, and a daemon (its tenants' groups nested in its own) behind a bridge.
+BOTH = pytest.mark.parametrize("transport", ["stdio", "attach"], indirect=True)
+
+
+@BOTH
 @pytest.mark.parametrize("kill", sorted(KILLS))
 def test_a_process_that_left_the_cgroup_dies_with_its_command(
     spawn_process: SpawnProcess, kill: str
@@ -127,3 +148,37 @@ def test_a_process_that_left_the_cgroup_dies_with_its_command(
     KILLS[kill](server, marker)
     assert wait_until(lambda: marked_processes(marker) == [], GONE_SECONDS), kill
     assert server.bash("echo alive").output == "alive\n"
+
+
+def test_a_shell_has_a_cgroup_namespace_of_its_own(spawn_process: SpawnProcess) -> None:
+    root_procs()
+    server = spawn_process()
+    seen = server.bash("readlink /proc/self/ns/cgroup; cat /proc/self/cgroup").output
+    namespace, _, groups = seen.partition("\n")
+    assert namespace != os.readlink(f"/proc/{server.server_pid}/ns/cgroup"), seen
+    # Its own group is the root of what it sees.
+    assert "0::/\n" in groups, seen
+
+
+@BOTH
+def test_a_process_that_moved_into_the_group_around_the_shells_dies_with_its_session(
+    spawn_process: SpawnProcess,
+) -> None:
+    """Not the root group but the one around the shells' (the server's, or a daemon
+    tenant's): in the server's tree, yet in no shell's group."""
+    mount = root_procs().parent
+    if delegates():
+        pytest.skip("the kernel refuses the move here (nsdelegate): the case above holds")
+    server = spawn_process()
+    shell = int(server.bash("echo $$", session_id=SESSION).output)
+    own = cgroup(shell)
+    assert own is not None
+    around = (mount / own.lstrip("/")).parent
+    marker = f"bashrpc-escape-{uuid.uuid4().hex}"
+    head, _, tail = marker.rpartition("-")
+    leave = f'echo $$ > {around}/cgroup.procs; exec -a {head}"-{tail}" sleep 300'
+    server.bash(f"( setsid env -i bash -c '{leave}' & )", session_id=SESSION)
+    moved = f"/{around.relative_to(mount)}"
+    assert wait_until(lambda: [cgroup(p) for p in marked_processes(marker)] == [moved])
+    server.result("session/close", SessionCloseParams(session_id=SESSION))
+    assert wait_until(lambda: marked_processes(marker) == [], GONE_SECONDS)

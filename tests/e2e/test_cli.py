@@ -184,3 +184,76 @@ def test_artifact_reads_a_daemon_clients_own_with_its_client_id(tmp_path: Path) 
     assert shown.returncode == 0 and shown.stdout.startswith(b"alice-own\n1\n")
     for other in ([], ["--client-id", "bob"], ["--scope", "alice"]):
         assert subprocess.run([*show, *other], capture_output=True, env=env).returncode == 1
+
+
+# Not UTF-8: a lone continuation byte first (an artifact's first byte too), then
+# bytes that never start a character, and a character cut short.
+NOT_UTF8 = b"\x80start\n" + b"".join(b"line %d \xff\xfe \xe2\x82 end\n" % i for i in range(6000))
+
+
+def test_exec_and_its_artifact_keep_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    env = environment(tmp_path)
+    data = tmp_path / "data.bin"
+    data.write_bytes(NOT_UTF8)
+    done = subprocess.run(
+        [*SERVER, "exec", "--workspace", str(tmp_path), f"cat {data}"],
+        capture_output=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == NOT_UTF8
+    assert b"artifact://1" in done.stderr  # long enough to be kept whole
+    printed = subprocess.run(
+        [*SERVER, "artifact", "1", "--workspace", str(tmp_path)],
+        capture_output=True,
+        env=env,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == NOT_UTF8
+
+
+def test_exec_keeps_a_short_output_that_is_not_utf8(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*SERVER, "exec", r"printf 'a\377b\n'"],
+        capture_output=True,
+        env=environment(tmp_path),
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"a\xffb\n"
+
+
+def test_exec_refuses_piped_stdin_it_would_drop(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*SERVER, "exec", "cat"],
+        capture_output=True,
+        env=environment(tmp_path),
+        input=b"hello\n",
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert messages.EXEC_STDIN_REFUSED.format(kind="a pipe").encode() in done.stderr
+    assert done.stdout == b""
+
+
+@pytest.mark.parametrize("empty", ["/dev/null", "empty-file"])
+def test_exec_runs_with_stdin_that_holds_nothing(tmp_path: Path, empty: str) -> None:
+    source = Path(empty) if empty.startswith("/") else tmp_path / empty
+    source.touch()
+    with source.open("rb") as stdin:
+        done = subprocess.run(
+            [*SERVER, "exec", "cat; echo ran"],
+            capture_output=True,
+            env=environment(tmp_path),
+            stdin=stdin,
+            cwd=tmp_path,
+            timeout=EXIT_BOUND_SECONDS,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"ran\n"

@@ -135,3 +135,32 @@ def test_readme_links_lead_to_files() -> None:
     local = [t for t in targets if not re.match(r"[a-z]+://", t)]
     assert local, "the README links to the guide"
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+def _minutes(text: str, pattern: str) -> float:
+    (found,) = re.findall(pattern, text)
+    return float(found)
+
+
+def test_the_readme_gives_the_suites_time_the_development_page_measured() -> None:
+    measured = _minutes(
+        (DOCS / "development.md").read_text(), r"suite takes about (\d+(?:\.\d+)?) min"
+    )
+    said = _minutes((ROOT / "README.md").read_text(), r"takes\s+about (\d+) minutes? on a quiet")
+    assert said == round(measured)
+
+
+def test_the_pages_name_the_workspace_flag_by_its_name() -> None:
+    """`--cwd` is the flag's first name, still accepted; a page says it only as that."""
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    for page in pages:
+        for match in re.finditer(r"`--cwd`(.{0,20})", page.read_text(), flags=re.S):
+            assert match.group(1).startswith(", its first"), f"{page.name}: {match.group(0)!r}"
+
+
+def test_the_tour_says_which_bashrpc_it_runs() -> None:
+    """The tour runs `bashrpc`; the first line installed it in .venv, not on PATH."""
+    readme = (ROOT / "README.md").read_text()
+    tour = readme.split("## A one-minute tour\n", 1)[1].split("\n## ", 1)[0]
+    intro = tour.split("\n### ", 1)[0]
+    assert ".venv/bin/bashrpc" in intro

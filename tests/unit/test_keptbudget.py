@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import anyio
 import msgspec
+import pytest
 
 from bashrpc.protocol import messages
+from bashrpc.server import errors
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.services.resumable import Resumable, Resumables
 from tests.unit.test_resumable import RESULT, Owner
@@ -112,3 +114,33 @@ def test_a_tenant_keeps_at_most_its_count_of_records_the_oldest_finished_going_f
     bob.start(2, "bash", "default", Owner())
     assert list(bob.records) == [1]
     assert count.kept == 2
+
+
+def test_requests_in_flight_count_and_cut_records_give_way_to_them() -> None:
+    budget = KeptBudget(BUDGET)
+    resumables = Resumables(budget)
+    gone = Owner()
+    _filled(resumables, 1, gone, 6)
+    resumables.cut(gone)
+    budget.hold(6000)
+    # 6,000 bytes kept and 6,000 waiting: the cut record's oldest chunks went.
+    assert budget.used <= BUDGET and budget.requests == 6000
+    kept = budget.used - 6000
+    budget.drop(6000)
+    assert budget.requests == 0 and budget.used == kept
+
+
+def test_a_request_that_would_take_requests_past_the_budget_is_refused_unchanged() -> None:
+    budget = KeptBudget(BUDGET)
+    budget.hold(BUDGET - 100)
+    with pytest.raises(errors.OverBudget) as refused:
+        budget.hold(101)
+    assert (refused.value.size, refused.value.held, refused.value.budget) == (
+        101,
+        BUDGET - 100,
+        BUDGET,
+    )
+    assert budget.requests == budget.used == BUDGET - 100
+    budget.hold(100)  # exactly to the budget fits
+    budget.drop(BUDGET)
+    assert budget.requests == budget.used == 0

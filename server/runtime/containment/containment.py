@@ -24,14 +24,17 @@ alive after the grace period gets SIGKILL.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 
-from bashrpc.server.runtime.containment import polling, procs
+from bashrpc.server.runtime.containment import cgroups, polling, procs
 from bashrpc.server.runtime.containment.cgroups import Cgroup, CgroupRoot
 from bashrpc.server.runtime.containment.procs import Scan
 
@@ -40,6 +43,10 @@ from bashrpc.server.runtime.containment.procs import Scan
 MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
+# Kills that start together (a shutdown) share the pass over /proc that finds a
+# shell's session and the server's escaped orphans; a fork since is found by its
+# parent, which that pass saw and the kill stopped.
+SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
 LEADER_DEATH_SECONDS = 1.0
@@ -73,6 +80,9 @@ class Tracker(ABC):
 
     # Whether `place` works: a subreaper has to ask for it itself.
     can_place = False
+    # Whether the child must run `prepare_child` even so: what it makes there (a
+    # cgroup namespace) no one can make for it from outside.
+    needs_setup = False
 
     def place(self, pid: int) -> bool:
         """Put a process that already runs in the tracker, from outside it."""
@@ -117,10 +127,11 @@ class Tracker(ABC):
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
             await polling.until(lambda: not self._remaining(), grace_seconds if rest else 0)
-            await polling.repeat_while(self._remaining, self._force)
+            await polling.repeat_while(lambda: self._remaining(thorough=True), self._force)
 
-    def _remaining(self) -> set[int]:
-        """What a kill still has to end: its members, as a kill finds them."""
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        """What a kill still has to end: its members, as a kill finds them; looked
+        for `thorough`ly before it gives up on them, cheaply while it waits."""
         return self.members()
 
 
@@ -131,6 +142,7 @@ class CgroupTracker(Tracker):
         super().__init__(tag)
         self.group = group
         self._owner = owner
+        self.needs_setup = owner.cgroup_namespaces
         # The leader's session (its own: every child starts in a new one), if known.
         self._session: int | None = None
         # (pid, start time) of every stray seen, the leader first.
@@ -138,6 +150,10 @@ class CgroupTracker(Tracker):
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
+        if self.needs_setup:
+            # Its group is the root of what it sees of cgroups; where cgroup v2 is
+            # mounted with nsdelegate, no write to a cgroup.procs takes it out.
+            procs.unshare(procs.CLONE_NEWCGROUP)
 
     can_place = True
 
@@ -154,31 +170,42 @@ class CgroupTracker(Tracker):
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
 
-    def strays(self, scan: Scan | None = None) -> set[int]:
+    def strays(self, *, thorough: bool = False) -> set[int]:
         """Processes of this tracker outside its group: root may move a process to
-        any group. The second net, for kills: the leader's session, everything
-        below the leader, the group and what was seen before, and the server's
-        orphans that are in no group of its own (`Containment.escaped`)."""
-        scan = Scan() if scan is None else scan
+        any group. The second net, for kills: everything below the group and what
+        was seen before (the leader first); `thorough`ly, also the leader's session
+        (a pass over all of /proc) and the server's orphans that are in no
+        tracker's group (`Containment.outside`), which kills ask while stopping
+        and at the end, not on every poll."""
+        scan = Scan()
         group = self.group.procs()
-        seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
-        found = scan.descendants(group | seen)
-        if self._session is not None:
-            found |= scan.session(self._session)
-        found |= self._owner.escaped(scan)
-        found -= group
+        seen = self._seen(scan)
+        if thorough:
+            seen |= self._owner.outside(self._session)
+        found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
             if info is not None:
                 self._strays.setdefault(pid, info.start)
         return found
 
-    def _remaining(self) -> set[int]:
-        return self.group.procs() | self.strays()
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        """While the kill waits, its group and the strays it stopped: a walk of
+        their trees on every poll of every kill cost seconds when fifty shells
+        were killed together. The look before it gives up walks them."""
+        if thorough:
+            return self.group.procs() | self.strays(thorough=True)
+        return self.group.procs() | self._seen(Scan())
+
+    def _seen(self, scan: Scan) -> set[int]:
+        """The strays seen before that still live (the same processes: pid and start)."""
+        return {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
 
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
-        stopped = stop_rounds(self.strays)
+        # Thorough once: what the later rounds look for is below what it found.
+        looks = itertools.chain([True], itertools.repeat(False))
+        stopped = stop_rounds(lambda: self.strays(thorough=next(looks)))
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
@@ -193,6 +220,7 @@ class CgroupTracker(Tracker):
         procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
+        self._owner.groups.discard(self.group)
         self.group.remove()
 
 
@@ -272,8 +300,13 @@ class Containment:
 
     def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
         self.root = root
-        # The server's outermost group (a daemon's, around its tenants' roots).
-        self.home: Cgroup | None = root
+        # Every live tracker's group, the daemon's tenants' included (shared).
+        self.groups: set[Cgroup] = set()
+        self._mount = None if root is None else cgroups.cgroup2_mount()
+        # One pass over /proc for the thorough looks of kills that start together.
+        self._shared: tuple[float, Scan] | None = None
+        # Each tracker's child in a cgroup namespace of its own, where one can be made.
+        self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
         self._ancestry: set[AncestryTracker] = set()
         # Children of the server that no tracker may claim (the watchdog).
@@ -288,6 +321,7 @@ class Containment:
         if self.root is not None:
             group = self.root.child(name)
             if group is not None:
+                self.groups.add(group)
                 return CgroupTracker(tag, group, self)
         tracker = AncestryTracker(tag, self)
         self._ancestry.add(tracker)
@@ -310,12 +344,24 @@ class Containment:
         question made each kill cost O(shells))."""
         return scan.children(os.getpid()) - self.accounted()
 
+    def outside(self, session: int | None) -> set[int]:
+        """The processes of `session` (when given) and the orphans that escaped
+        (see `escaped`), from one pass over /proc shared by the kills that look
+        within `SHARED_SCAN_SECONDS` of each other: fifty shells killed together
+        (a shutdown, a reset of them all) make one pass, not fifty."""
+        now = time.monotonic()
+        if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
+            self._shared = (now, Scan())
+        scan = self._shared[1]
+        found = self.escaped(scan)
+        return found if session is None else found | scan.session(session)
+
     def escaped(self, scan: Scan) -> set[int]:
         """Orphans that left every group of the server's: its children (it is a
         subreaper) in a session not its own, which no tracker answers for and no
-        group below its outermost one holds. No command's process stays a member
-        that way but by writing a `cgroup.procs` (as root), so any kill takes them."""
-        if self.home is None:
+        tracker's group holds. No command's process stays a member that way but by
+        writing a `cgroup.procs` (as root), so any kill takes them."""
+        if self.root is None:
             return set()
         own_session = os.getsid(0)
         orphans = set()
@@ -323,7 +369,10 @@ class Containment:
             info = scan.info(pid)
             if info is not None and not info.zombie and info.sid != own_session:
                 orphans.add(pid)
-        return orphans - self.home.procs(own=False) if orphans else orphans
+        if not orphans or self._mount is None:
+            return orphans
+        groups = {group.path for group in self.groups}
+        return {pid for pid in orphans if not _inside(cgroups.group_of(pid, self._mount), groups)}
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
@@ -336,3 +385,8 @@ class Containment:
             root = self.root
             await polling.repeat_while(lambda: root.populated, lambda _: root.kill())
             root.remove()
+
+
+def _inside(group: Path | None, groups: set[Path]) -> bool:
+    """Whether `group` is one of `groups` or below one."""
+    return group is not None and (group in groups or any(p in groups for p in group.parents))

@@ -17,6 +17,9 @@ from bashrpc.server import log
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWCGROUP = 0x02000000
+# The bit of CAP_SYS_ADMIN in a capability mask: what unshare(CLONE_NEWCGROUP) needs.
+CAP_SYS_ADMIN_BIT = 21
 # Every process started through the server inherits this variable. It is only
 # a hint (a command can clear its environment): ownership never rests on it.
 OWNER_ENV = "BASHRPC_OWNER"
@@ -40,15 +43,36 @@ class ProcInfo(msgspec.Struct, frozen=True):
         return self.state in ("Z", "X")
 
 
-def prctl(option: int, arg: int) -> bool:
-    """Call prctl(2); also safe in a child between fork and exec."""
+def _c() -> ctypes.CDLL | None:
+    """The C library, loaded once (in the server, before any fork needs it)."""
     global _libc
     try:
         if _libc is None:
             _libc = ctypes.CDLL(None, use_errno=True)
-        return bool(_libc.prctl(option, arg, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+    except OSError:
+        return None
+    return _libc
+
+
+def prctl(option: int, arg: int) -> bool:
+    """Call prctl(2); also safe in a child between fork and exec."""
+    libc = _c()
+    return libc is not None and bool(libc.prctl(option, arg, 0, 0, 0) == 0)
+
+
+def unshare(flags: int) -> bool:
+    """Call unshare(2); also safe in a child between fork and exec."""
+    libc = _c()
+    return libc is not None and bool(libc.unshare(flags) == 0)
+
+
+def may_administer() -> bool:
+    """Whether this process has CAP_SYS_ADMIN (in its user namespace)."""
+    raw = _read_proc("self/status") or b""
+    for line in raw.splitlines():
+        if line.startswith(b"CapEff:"):
+            return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN_BIT & 1)
+    return False
 
 
 def become_subreaper() -> bool:

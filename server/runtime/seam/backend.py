@@ -69,6 +69,8 @@ class ShellHandle(Protocol):
 
     name: str
     dead: bool
+    # What its sandbox's start did that the first result on it says (the git guard's).
+    start_notices: tuple[str, ...]
 
     @property
     def start_log(self) -> LaunchLog | None:

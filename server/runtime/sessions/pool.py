@@ -72,6 +72,8 @@ class ShellLease:
         self.completion: Completion | None = None
         # (directory, workspace) when a new shell could not start in the session's directory.
         self.fallback: tuple[str, str] | None = None
+        # A new shell's start notices (`ShellHandle.start_notices`); none for one in use.
+        self.notices: tuple[str, ...] = ()
 
     async def run(self, command: Callable[[ShellHandle], Awaitable[Completion]]) -> Completion:
         """`command` on the shell (`ShellHandle.run`), once more on a fresh shell
@@ -197,6 +199,7 @@ class ShellPool:
         cwd, fallback = session.start_dir(self.backend)
         lease.fallback = fallback or lease.fallback
         shell = await self.start(session.config, session.env, cwd)
+        lease.notices = shell.start_notices or lease.notices
         if not one_shot:
             session.shell = shell
             session.cwd = cwd
