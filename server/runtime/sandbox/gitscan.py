@@ -222,9 +222,7 @@ class _Scan:
             return True
         if not is_git_dir(common):
             return False
-        return not beneath.within_any(git_dir, self.roots) or beneath.within_any(
-            common, self.roots
-        )
+        return not beneath.within_any(git_dir, self.roots) or beneath.within_any(common, self.roots)
 
     def _describe(
         self, path: str, *, own: bool, link: str | None = None, parent: str | None = None
