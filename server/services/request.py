@@ -15,7 +15,6 @@ finish (the record ends with what a resume returns).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.abc
@@ -66,15 +65,13 @@ class Services(Protocol):
     def resumables(self) -> Resumables | None: ...
 
 
-@dataclass(frozen=True)
-class Answer(Generic[R]):
+class Answer(msgspec.Struct, Generic[R], frozen=True):
     """Answered without running anything (an intercepted tool call)."""
 
     result: R
 
 
-@dataclass(frozen=True)
-class Background(Generic[R]):
+class Background(msgspec.Struct, Generic[R], frozen=True):
     """A background job: no command of the session, so a cancel cancels the
     request; it sends no notification, and a resume gets its reply."""
 
@@ -85,8 +82,7 @@ class Background(Generic[R]):
     kept: Callable[[R], BashResult]
 
 
-@dataclass(frozen=True)
-class Command(Generic[R]):
+class Command(msgspec.Struct, Generic[R], frozen=True):
     """A command, and how its surface shapes it."""
 
     spec: CommandSpec
