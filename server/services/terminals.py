@@ -38,6 +38,16 @@ from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_u
 
 # How a job's end reaches its owner's connection.
 TellExit = Callable[[Job], Awaitable[None]]
+# A program's name or path and nothing else: no space, quote, expansion, glob,
+# operator or redirection, and no `=` or `~`, which a shell would read.
+PROGRAM_NAME = re.compile(r"[A-Za-z0-9_./+,:@%-]+")
+
+
+def runs_in_shell(command: str, args: list[str] | None) -> bool:
+    """Whether `command` is shell text: without `args`, or with `[]` unless it is a
+    bare program name (ACP's SDKs send `[]` for "no arguments": the TypeScript one
+    turns `null` into it)."""
+    return args is None or (not args and PROGRAM_NAME.fullmatch(command) is None)
 
 
 def wire_status(status: ExitStatus | None) -> TerminalExitStatus | None:
@@ -79,7 +89,7 @@ class JobStart:
     ) -> None:
         self.session_id = session_id
         self.command = command
-        self.args = args
+        self.args = None if runs_in_shell(command, args) else args
         self.env = env or {}
         self.cwd = cwd
         self.output_limit = output_limit
