@@ -14,6 +14,8 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.protocol.terminals import (
@@ -160,15 +162,22 @@ class TerminalService:
         return directory
 
     async def ready(self, job: Job, readiness: Readiness) -> ReadyOutcome:
-        """Wait until the job is ready as asked, it exits, or the time is up."""
-        if readiness.log is not None:
-            # Refused here if it is not a pattern at all; searched off the loop.
-            compile_pattern(readiness.log)
+        """Wait until the job is ready as asked, it exits, or the time is up. A
+        wait cut short (its request cancelled) releases the job: its id was
+        never told, so nobody else could (nor after any other failure)."""
         began = time.monotonic()
         backend = self._runtime.pool.backend
-        state, matched = await wait_ready(
-            job, readiness.log, readiness.port, readiness.timeout, backend
-        )
+        try:
+            if readiness.log is not None:
+                # Refused here if it is not a pattern at all; searched off the loop.
+                compile_pattern(readiness.log)
+            state, matched = await wait_ready(
+                job, readiness.log, readiness.port, readiness.timeout, backend
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.release(job)
+            raise
         return ReadyOutcome(
             state=state, seconds=round(time.monotonic() - began, 3), matched=matched
         )

@@ -20,7 +20,7 @@ from bashrpc.protocol.terminals import (
 )
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import error_of, ok_result
+from tests.rpc import error_of, ok_result, wait_until
 
 # Generous: only to catch a hang.
 BOUND_SECONDS = 60.0
@@ -114,4 +114,29 @@ def test_cancel_request_ends_a_waiting_wait_for_exit_and_not_the_job(
     listed = server.typed(TerminalListResult, "terminal/list", TerminalListParams())
     assert [t.state for t in listed.terminals] == ["running"]
     acp_call(server, "release", "terminal/release", ids(terminal))
+    assert not [c for c in server.owned_commands() if "sleep 300" in c]
+
+
+def test_a_create_cancelled_while_it_waits_for_readiness_leaves_no_job(
+    server: InProcessServer,
+) -> None:
+    """Nobody learns the id of a job whose create was cancelled: it is released."""
+    params = (
+        f'{{"sessionId":"{SESSION}","command":"echo up; exec sleep 300",'
+        f'"ready":{{"log":"never printed","timeout":{BOUND_SECONDS}}}}}'
+    )
+    server.send_raw(acp_line("make", "terminal/create", params))
+    assert wait_until(
+        lambda: bool(
+            server.typed(TerminalListResult, "terminal/list", TerminalListParams()).terminals
+        ),
+        BOUND_SECONDS,
+    )
+    server.send_raw(
+        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"make"}}\n'
+    )
+    cancelled = error_of(server.response("make", BOUND_SECONDS))
+    assert cancelled.code == ErrorCode.REQUEST_CANCELLED
+    listed = server.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert listed.terminals == []
     assert not [c for c in server.owned_commands() if "sleep 300" in c]
