@@ -163,7 +163,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     use_uvloop = settings.uvloop and importlib.util.find_spec("uvloop") is not None
     backend = {"use_uvloop": use_uvloop}
     if args.command_name == "daemon":
-        from bashrpc.server.daemon.daemon import run_daemon
+        from bashrpc.server.daemon.server import run_daemon
 
         also = daemon.claim_listener(args, settings.max_line_bytes)
         if isinstance(also, int):

@@ -55,7 +55,7 @@ LATE_IMPORTS = {
         "bashrpc.server.serve",
     ): "exec and --help never pay for the server's imports",
     ("bashrpc.server.cli.main", "bashrpc.server.runtime.runtime"): "the same",
-    ("bashrpc.server.cli.main", "bashrpc.server.daemon.daemon"): "the same",
+    ("bashrpc.server.cli.main", "bashrpc.server.daemon.server"): "the same",
     (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.attach",
