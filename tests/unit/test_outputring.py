@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bashrpc.server.output.outputring import OutputRing
+from bashrpc.server.output.ring import OutputRing
 
 
 def test_offsets_count_every_byte_and_reads_after_a_cursor_are_new_only() -> None:

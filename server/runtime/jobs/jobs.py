@@ -29,7 +29,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.terminals import JobState
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactWriter
-from bashrpc.server.output.outputring import OutputRing
+from bashrpc.server.output.ring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.jobstate import Event, ExitStatus, exit_status, step
