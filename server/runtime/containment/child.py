@@ -29,7 +29,7 @@ from typing import IO, Any
 import anyio
 
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.containment.containment import Tracker
+from bashrpc.server.runtime.containment.trackers import Tracker
 
 # Waiting for exit where pidfds are missing (kernels before 5.3).
 EXIT_POLL_SECONDS = 0.02

@@ -15,8 +15,8 @@ import anyio.abc
 import msgspec
 
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.containment.trackers import Containment
 from bashrpc.server.runtime.local.jobprocess import LocalJobProcess
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.pty.pty import PtyRun

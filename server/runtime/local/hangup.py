@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from bashrpc.server.runtime.containment import polling, procs
-from bashrpc.server.runtime.containment.containment import Tracker
+from bashrpc.server.runtime.containment.trackers import Tracker
 
 # How long a capture may make no progress at all before its tree is killed.
 HANGUP_STALL_SECONDS = 2.0

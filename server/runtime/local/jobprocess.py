@@ -17,7 +17,7 @@ import anyio
 
 from bashrpc.server import fdio
 from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.containment import Containment, Tracker
+from bashrpc.server.runtime.containment.trackers import Containment, Tracker
 from bashrpc.server.runtime.local import listeners
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.backend import JobLaunch

@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from bashrpc.server import fdio, log
 from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.containment import Tracker
+from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.pty.screen import TerminalScreen
 from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.backend import Snapshot

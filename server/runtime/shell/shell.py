@@ -30,8 +30,8 @@ import anyio.lowlevel
 
 from bashrpc.server import log
 from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.containment import Tracker
 from bashrpc.server.runtime.containment.procs import Scan
+from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.sandbox import bwrap, startlog
 from bashrpc.server.runtime.sandbox.sealed import Sealed
 from bashrpc.server.runtime.seam.backend import Backpressure
