@@ -19,7 +19,7 @@ from bashrpc.server.runtime.containment.procs import Scan
 from bashrpc.server.runtime.containment.trackers import Containment
 from bashrpc.server.runtime.local.jobprocess import LocalJobProcess
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
-from bashrpc.server.runtime.pty.pty import PtyRun
+from bashrpc.server.runtime.pty.process import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.sandbox import sandbox as sandboxes
 from bashrpc.server.runtime.sandbox.sealed import Sealed
