@@ -25,7 +25,7 @@ from bashrpc.server.connection import Connection
 from bashrpc.server.output.artifactroot import workspace_key
 from bashrpc.server.runtime.containment.cgroups import CgroupRoot
 from bashrpc.server.runtime.containment.trackers import Containment
-from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import dispatcher
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import Settings

@@ -154,7 +154,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # Here, not at the top: `exec` and `--help` never pay for the server's imports.
     import anyio
 
-    from bashrpc.server.runtime.runtime import Options
+    from bashrpc.server.runtime.instance import Options
     from bashrpc.server.serve import serve
 
     options = Options(

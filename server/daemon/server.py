@@ -40,7 +40,7 @@ from bashrpc.server.daemon.idle import IdleClock
 from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenant_key
 from bashrpc.server.observe.stats import STATS, Gauges
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.runtime import Options
+from bashrpc.server.runtime.instance import Options
 from bashrpc.server.runtime.sandbox import bwrap, sandbox
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
 from bashrpc.server.services.api import Services, runtime_gauges

@@ -21,12 +21,12 @@ from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, S
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.sink import OutputSink
+from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run import ptyrunner, runners
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
-from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions.sessions import Session, Ticket
 from bashrpc.server.services import tightening
 from bashrpc.server.services.denials import denial_notice, denied_path

@@ -10,7 +10,7 @@ from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import RequestId, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
 from bashrpc.server.services import tightening

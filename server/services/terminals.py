@@ -27,11 +27,11 @@ from bashrpc.protocol.terminals import (
     TerminalOutputResult,
 )
 from bashrpc.server import errors
+from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.jobs.jobs import Job, JobSpec
 from bashrpc.server.runtime.jobs.jobstate import ExitStatus
 from bashrpc.server.runtime.jobs.readiness import wait_ready
 from bashrpc.server.runtime.run import env as envmod
-from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
 from bashrpc.server.services import tightening

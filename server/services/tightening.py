@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
-from bashrpc.server.runtime.runtime import Runtime
+from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.sessions.sessions import Session
 from bashrpc.server.settings import stricter
 

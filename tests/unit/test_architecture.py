@@ -54,7 +54,7 @@ LATE_IMPORTS = {
         "bashrpc.server.cli.main",
         "bashrpc.server.serve",
     ): "exec and --help never pay for the server's imports",
-    ("bashrpc.server.cli.main", "bashrpc.server.runtime.runtime"): "the same",
+    ("bashrpc.server.cli.main", "bashrpc.server.runtime.instance"): "the same",
     ("bashrpc.server.cli.main", "bashrpc.server.daemon.server"): "the same",
     (
         "bashrpc.server.cli.daemon",

@@ -30,7 +30,7 @@ from bashrpc.protocol.methods import (
 )
 from bashrpc.server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
 from bashrpc.server.runtime.containment.trackers import Containment
-from bashrpc.server.runtime.runtime import Options, Runtime
+from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import dispatcher
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import Settings
