@@ -41,7 +41,7 @@ from bashrpc.server.daemon.tenants import Tenant, Tenants, TenantServices, tenan
 from bashrpc.server.observe.stats import STATS, Gauges
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.instance import Options
-from bashrpc.server.runtime.sandbox import bwrap, sandbox
+from bashrpc.server.runtime.sandbox import bwrap, mounts
 from bashrpc.server.serve import STOP_SIGNALS, Guard, dispatcher, guarded
 from bashrpc.server.services.api import Services, runtime_gauges
 from bashrpc.server.wire import liveness
@@ -306,7 +306,7 @@ async def run_daemon(
     """Serve the socket bound at `path` until stopped (a signal, or idleness).
     `secrets`: the token files, hidden (with the socket's directory) in every
     sandbox the daemon starts."""
-    sandbox.hide_in_every_sandbox(hidden(path, secrets))
+    mounts.hide_in_every_sandbox(hidden(path, secrets))
     try:
         async with guarded(options) as guard:
             listener = await anyio.abc.SocketListener.from_socket(sock)
@@ -319,10 +319,10 @@ async def run_daemon(
     return 0
 
 
-def hidden(path: Path, secrets: Sequence[Path]) -> sandbox.Hidden:
+def hidden(path: Path, secrets: Sequence[Path]) -> mounts.Hidden:
     """The daemon's files no sandbox may see: its socket's directory and, should a
     sandbox bind that directory (a workspace holding it), each file in it the
     daemon makes; and the token files, where their bytes are (a link resolved)."""
     own = (path, socketpath.lock_path(path), socketpath.log_path(path))
     files = (*own, *(Path(os.path.realpath(secret)) for secret in secrets))
-    return sandbox.Hidden((str(path.parent),), tuple(str(f) for f in files))
+    return mounts.Hidden((str(path.parent),), tuple(str(f) for f in files))

@@ -24,7 +24,7 @@ from bashrpc.server.runtime.jobs.jobtable import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
-from bashrpc.server.runtime.sandbox import sandbox
+from bashrpc.server.runtime.sandbox import mounts
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
@@ -130,7 +130,7 @@ class Runtime:
 
     def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> Policy | None:
         configured = self.settings.sandbox
-        return sandbox.policy(
+        return mounts.policy(
             mode,
             network=configured.network,
             workspace=self.workspace,

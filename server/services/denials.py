@@ -15,7 +15,7 @@ import os
 import re
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox.sandbox import allows_write
+from bashrpc.server.runtime.sandbox.mounts import allows_write
 from bashrpc.server.runtime.seam.policy import Policy
 
 _REASONS = "read-only file system|EROFS"

@@ -4,7 +4,7 @@ runtime directory hidden but for the shell's own part of it."""
 from __future__ import annotations
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.sandbox import sandbox
+from bashrpc.server.runtime.sandbox import mounts
 from bashrpc.server.runtime.seam.policy import Policy
 
 WORKSPACE = "/work/app"
@@ -13,7 +13,7 @@ RUNTIME = "/var/tmp/bashrpc-x"
 
 def argv(mode: SandboxMode, network: bool = False, filter_fd: int | None = None) -> list[str]:
     policy = Policy(mode, network, (WORKSPACE,), ())
-    return sandbox.argv(
+    return mounts.argv(
         policy,
         ["bash"],
         cwd=WORKSPACE,

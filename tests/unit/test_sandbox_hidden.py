@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.sandbox import sandbox
+from bashrpc.server.runtime.sandbox import mounts
 from bashrpc.server.runtime.seam.policy import Policy
 
 
 @pytest.fixture(autouse=True)
 def _restored() -> Iterator[None]:
     yield
-    sandbox.hide_in_every_sandbox(sandbox.Hidden())
+    mounts.hide_in_every_sandbox(mounts.Hidden())
 
 
 def argv(mode: SandboxMode, workspace: Path) -> list[str]:
     policy = Policy(mode, True, (str(workspace),), ())
-    return sandbox.argv(policy, ["bash"], cwd=str(workspace), bwrap="bwrap")
+    return mounts.argv(policy, ["bash"], cwd=str(workspace), bwrap="bwrap")
 
 
 def pairs(args: list[str], flag: str) -> list[tuple[str, str]]:
@@ -43,7 +43,7 @@ def test_the_socket_directory_is_an_empty_tmpfs_and_a_token_is_null(
     sockets, sock, secret = daemon_files(tmp_path)
     gone = tmp_path / "gone"
     files = (str(sock), str(secret), str(gone))
-    sandbox.hide_in_every_sandbox(sandbox.Hidden((str(sockets),), files))
+    mounts.hide_in_every_sandbox(mounts.Hidden((str(sockets),), files))
     args = argv(mode, tmp_path / "ws")
     tmpfs = [args[i + 1] for i, arg in enumerate(args) if arg == "--tmpfs"]
     assert str(sockets) in tmpfs
@@ -57,7 +57,7 @@ def test_a_directory_that_holds_the_workspace_hides_its_files_alone(tmp_path: Pa
     sockets, sock, secret = daemon_files(tmp_path)
     workspace = sockets / "ws"
     workspace.mkdir()
-    sandbox.hide_in_every_sandbox(sandbox.Hidden((str(sockets),), (str(sock), str(secret))))
+    mounts.hide_in_every_sandbox(mounts.Hidden((str(sockets),), (str(sock), str(secret))))
     args = argv("workspace-write", workspace)
     assert str(sockets) not in args
     assert ("/dev/null", str(sock)) in pairs(args, "--ro-bind")

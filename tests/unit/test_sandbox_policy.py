@@ -3,8 +3,8 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server.errors import InvalidArgument
-from bashrpc.server.runtime.sandbox import sandbox
-from bashrpc.server.runtime.sandbox.sandbox import policy
+from bashrpc.server.runtime.sandbox import mounts
+from bashrpc.server.runtime.sandbox.mounts import policy
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.settings import tightened
@@ -35,7 +35,7 @@ def test_off_has_no_policy() -> None:
 
 
 def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
-    argv = sandbox.argv(
+    argv = mounts.argv(
         make("workspace-write", roots=["/usr/share", "/no/such/root"], protected=["secrets"]),
         ["bash"],
         cwd=WORKSPACE,
@@ -55,20 +55,18 @@ def test_workspace_write_binds_roots_then_protects_inside_them() -> None:
 
 
 def test_read_only_shows_the_roots_read_only_and_full_binds_everything() -> None:
-    argv = sandbox.argv(make("read-only"), ["bash"], cwd=WORKSPACE, bwrap="bwrap")
+    argv = mounts.argv(make("read-only"), ["bash"], cwd=WORKSPACE, bwrap="bwrap")
     assert pairs(argv, "--bind") == [] and WORKSPACE in pairs(argv, "--ro-bind-try")
-    full = sandbox.argv(make("full"), ["bash"], cwd="/", bwrap="bwrap", new_session=False)
+    full = mounts.argv(make("full"), ["bash"], cwd="/", bwrap="bwrap", new_session=False)
     assert pairs(full, "--bind") == ["/"] and "--unshare-net" not in full
     assert "--new-session" not in full and "--unshare-pid" in full
-    networked = sandbox.argv(
-        make("workspace-write", network=True), ["bash"], cwd="/", bwrap="bwrap"
-    )
+    networked = mounts.argv(make("workspace-write", network=True), ["bash"], cwd="/", bwrap="bwrap")
     assert "--unshare-net" not in networked
 
 
 @pytest.mark.parametrize("mode", ["full", "workspace-write", "read-only"])
 def test_every_mode_hides_the_runtime_directory_and_seals_the_shell(mode: SandboxMode) -> None:
-    argv = sandbox.argv(
+    argv = mounts.argv(
         make(mode),
         ["/usr/bin/bash"],
         cwd="/",
@@ -103,7 +101,7 @@ def test_every_mode_hides_the_runtime_directory_and_seals_the_shell(mode: Sandbo
     ],
 )
 def test_allows_write(mode: str, path: str, allowed: bool) -> None:
-    assert sandbox.allows_write(make(mode), path) is allowed
+    assert mounts.allows_write(make(mode), path) is allowed
 
 
 def test_with_git_commits_only_what_decides_what_git_runs_is_refused() -> None:
@@ -116,9 +114,9 @@ def test_with_git_commits_only_what_decides_what_git_runs_is_refused() -> None:
         git_commits=True,
     )
     assert committing is not None
-    assert sandbox.allows_write(committing, "/work/app/.git/HEAD")
-    assert not sandbox.allows_write(committing, "/work/app/.git/hooks/pre-commit")
-    assert not sandbox.allows_write(committing, "/work/app/.git/commondir")
+    assert mounts.allows_write(committing, "/work/app/.git/HEAD")
+    assert not mounts.allows_write(committing, "/work/app/.git/hooks/pre-commit")
+    assert not mounts.allows_write(committing, "/work/app/.git/commondir")
 
 
 def test_a_request_only_tightens() -> None:
@@ -196,14 +194,14 @@ def test_a_root_under_tmp_is_judged_as_a_root() -> None:
         protected_paths=(),
     )
     assert made is not None
-    assert sandbox.allows_write(made, "/tmp/ws/src/a.py") and sandbox.allows_write(
+    assert mounts.allows_write(made, "/tmp/ws/src/a.py") and mounts.allows_write(
         made, "/tmp/elsewhere"
     )
-    assert not sandbox.allows_write(made, "/tmp/ws/.git/hooks/pre-commit")
+    assert not mounts.allows_write(made, "/tmp/ws/.git/hooks/pre-commit")
     read_only = policy(
         "read-only", network=False, workspace="/tmp/ws", writable_roots=(), protected_paths=()
     )
     assert read_only is not None
-    assert not sandbox.allows_write(read_only, "/tmp/ws/a") and sandbox.allows_write(
+    assert not mounts.allows_write(read_only, "/tmp/ws/a") and mounts.allows_write(
         read_only, "/tmp/scratch"
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bashrpc.server.runtime.sandbox import sandbox
-from bashrpc.server.runtime.sandbox.sandbox import policy, showable
+from bashrpc.server.runtime.sandbox import mounts
+from bashrpc.server.runtime.sandbox.mounts import policy, showable
 from bashrpc.server.runtime.seam.policy import Policy
 
 WORKSPACE = "/work/app"
@@ -35,7 +35,7 @@ def binds(argv: list[str]) -> list[str]:
 @pytest.mark.parametrize("cwd", ["/", "/tmp", "/tmp/x", "/proc", "/dev", "/etc"])
 def test_the_directory_a_shell_starts_in_is_never_bound(cwd: str) -> None:
     for mode in ("workspace-write", "read-only"):
-        argv = sandbox.argv(make(mode), ["bash"], cwd=cwd, bwrap="bwrap")
+        argv = mounts.argv(make(mode), ["bash"], cwd=cwd, bwrap="bwrap")
         assert binds(argv) == ["/", WORKSPACE] and argv[-4:] == ["--chdir", cwd, "--", "bash"]
 
 
@@ -43,12 +43,12 @@ def test_a_directory_the_host_opened_is_shown_before_the_roots() -> None:
     made = make("workspace-write", opened_in="/work")
     assert made.shown == ("/work",)
     # First, so the writable workspace below it is not covered read-only.
-    assert binds(sandbox.argv(made, ["bash"], cwd="/work", bwrap="bwrap")) == [
+    assert binds(mounts.argv(made, ["bash"], cwd="/work", bwrap="bwrap")) == [
         "/",
         "/work",
         WORKSPACE,
     ]
-    assert not sandbox.allows_write(made, "/work/notes") and sandbox.allows_write(
+    assert not mounts.allows_write(made, "/work/notes") and mounts.allows_write(
         made, f"{WORKSPACE}/a"
     )
     assert make("workspace-write", opened_in=f"{WORKSPACE}/src").shown == ()
@@ -90,10 +90,10 @@ def test_what_may_be_shown(directory: str, shown: bool) -> None:
     ],
 )
 def test_what_a_new_sandbox_keeps(path: str, kept: bool) -> None:
-    assert sandbox.keeps(make("workspace-write", opened_in="/tmp/opened"), path) is kept
+    assert mounts.keeps(make("workspace-write", opened_in="/tmp/opened"), path) is kept
 
 
 def test_full_mode_keeps_all_but_its_own_proc() -> None:
     full = make("full")
-    assert sandbox.keeps(full, "/tmp/mine") and sandbox.keeps(full, "/proc")
-    assert not sandbox.keeps(full, "/proc/4242")
+    assert mounts.keeps(full, "/tmp/mine") and mounts.keeps(full, "/proc")
+    assert not mounts.keeps(full, "/proc/4242")

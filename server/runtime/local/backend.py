@@ -21,7 +21,7 @@ from bashrpc.server.runtime.local.jobprocess import LocalJobProcess
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.pty.process import PtyRun
 from bashrpc.server.runtime.sandbox import bwrap
-from bashrpc.server.runtime.sandbox import sandbox as sandboxes
+from bashrpc.server.runtime.sandbox import mounts as sandboxes
 from bashrpc.server.runtime.sandbox.sealed import Sealed
 from bashrpc.server.runtime.sandbox.startlog import StartLog
 from bashrpc.server.runtime.seam.backend import (

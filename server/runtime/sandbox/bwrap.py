@@ -1,7 +1,7 @@
 """Starting bwrap: whether a sandbox can be made here (the probe, once), and a
 command's launch under a policy, with the seccomp filter it reads from a pipe.
 
-The policy itself, and the command line it makes, are pure (`sandbox.py`);
+The policy itself, and the command line it makes, are pure (`mounts.py`);
 this is the part that runs processes and opens descriptors.
 """
 
@@ -19,7 +19,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
-from bashrpc.server.runtime.sandbox import gitscan, sandbox, seccomp
+from bashrpc.server.runtime.sandbox import gitscan, mounts, seccomp
 from bashrpc.server.runtime.seam.policy import Policy
 
 _log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ async def wrap(
     for notice in guard.notices:
         _log.warning("%s", notice)
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
-    wrapped = sandbox.argv(
+    wrapped = mounts.argv(
         policy,
         argv,
         cwd=cwd,
@@ -130,7 +130,7 @@ def probe() -> tuple[str | None, str | None]:
         return None, messages.SANDBOX_NO_SOCKET_FILTER.format(machine=machine)
     filter_fd = socket_filter_fd()
     policy = Policy("read-only", False, (), ())
-    argv = sandbox.argv(policy, ["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
+    argv = mounts.argv(policy, ["true"], cwd="/", bwrap=path, filter_fd=filter_fd)
     try:
         done = subprocess.run(
             argv,

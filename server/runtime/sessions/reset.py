@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 
 import msgspec
 
-from bashrpc.server.runtime.sandbox.sandbox import PRIVATE_TMP
+from bashrpc.server.runtime.sandbox.mounts import PRIVATE_TMP
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.sessions.pool import ShellPool
 from bashrpc.server.runtime.sessions.sessions import Session
