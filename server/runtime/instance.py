@@ -29,7 +29,7 @@ from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, Backend
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.sessions.session import Session, SessionRegistry
 from bashrpc.server.settings import Settings
 
 HOUSEKEEPING_INTERVAL_SECONDS = 1.0

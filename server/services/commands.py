@@ -27,7 +27,7 @@ from bashrpc.server.runtime.run import ptyrunner, runners
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
-from bashrpc.server.runtime.sessions.sessions import Session, Ticket
+from bashrpc.server.runtime.sessions.session import Session, Ticket
 from bashrpc.server.services import tightening
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable

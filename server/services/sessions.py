@@ -12,7 +12,7 @@ from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.sessions import reset
-from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.runtime.sessions.session import Session, resolve_path
 from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable

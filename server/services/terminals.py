@@ -33,7 +33,7 @@ from bashrpc.server.runtime.jobs.jobstate import ExitStatus
 from bashrpc.server.runtime.jobs.readiness import wait_ready
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.seam.backend import JobLaunch
-from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
+from bashrpc.server.runtime.sessions.session import Session, resolve_path
 from bashrpc.server.services import tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable

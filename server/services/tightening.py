@@ -17,7 +17,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.runtime.instance import Runtime
-from bashrpc.server.runtime.sessions.sessions import Session
+from bashrpc.server.runtime.sessions.session import Session
 from bashrpc.server.settings import stricter
 
 

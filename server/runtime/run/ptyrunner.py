@@ -17,7 +17,7 @@ from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import PtySpec, PtyStartFailed
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PtyLease, ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session
+from bashrpc.server.runtime.sessions.session import Session
 
 # How long a killed PTY program's exit status is awaited before giving up.
 PTY_EXIT_WAIT_SECONDS = 1.0

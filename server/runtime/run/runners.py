@@ -20,7 +20,7 @@ import msgspec
 
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.pool import ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session, expand_home
+from bashrpc.server.runtime.sessions.session import Session, expand_home
 
 
 class Workdir(msgspec.Struct, frozen=True):

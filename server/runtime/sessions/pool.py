@@ -39,7 +39,7 @@ from bashrpc.server.runtime.seam.backend import (
     ShellHandle,
 )
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
-from bashrpc.server.runtime.sessions.sessions import Session, SessionRegistry
+from bashrpc.server.runtime.sessions.session import Session, SessionRegistry
 from bashrpc.server.settings import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_KILL_GRACE_SECONDS,

@@ -19,7 +19,7 @@ import msgspec
 from bashrpc.server.runtime.sandbox.mounts import PRIVATE_TMP
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.sessions.pool import ShellPool
-from bashrpc.server.runtime.sessions.sessions import Session
+from bashrpc.server.runtime.sessions.session import Session
 
 
 class Cleaned(msgspec.Struct, frozen=True):

@@ -30,7 +30,7 @@ from bashrpc.protocol.mcp import (
 from bashrpc.protocol.schema import inline_schema
 from bashrpc.server import log
 from bashrpc.server.runtime.seam.backend import DirKind
-from bashrpc.server.runtime.sessions.sessions import resolve_path
+from bashrpc.server.runtime.sessions.session import resolve_path
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.fieldchecks import reject_nul
 from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
