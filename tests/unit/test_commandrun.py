@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from bashrpc.server.runtime.shell.channels import Fifos
-from bashrpc.server.runtime.shell.commandrun import (
+from bashrpc.server.runtime.shell.command import (
     STATES,
     TRANSITIONS,
     CommandRun,
@@ -18,7 +18,7 @@ from bashrpc.server.runtime.shell.commandrun import (
     State,
     advance,
 )
-from bashrpc.server.runtime.shell.shellproto import OUTPUT_OPENED, StatusRecord
+from bashrpc.server.runtime.shell.protocol import OUTPUT_OPENED, StatusRecord
 from bashrpc.server.transitions import InvalidTransition
 
 

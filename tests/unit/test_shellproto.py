@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from bashrpc.server.runtime.shell.shellproto import (
+from bashrpc.server.runtime.shell.protocol import (
     ERR_WRAPPER,
     MAX_RECORD_BYTES,
     BadRecord,

@@ -35,8 +35,8 @@ from bashrpc.server.runtime.seam.backend import (
 )
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
-from bashrpc.server.runtime.shell.shell import Shell
-from bashrpc.server.runtime.shell.shellproto import HAND_OVER_START_LOG, one_shot
+from bashrpc.server.runtime.shell.process import Shell
+from bashrpc.server.runtime.shell.protocol import HAND_OVER_START_LOG, one_shot
 
 _pty_names = itertools.count(1)
 # In a sandbox, bwrap's stderr is a pipe (its StartLog); the command's goes back to the PTY.

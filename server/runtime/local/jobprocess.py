@@ -21,7 +21,7 @@ from bashrpc.server.runtime.containment.trackers import Containment, Tracker
 from bashrpc.server.runtime.local import listeners
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.backend import JobLaunch
-from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, one_shot
+from bashrpc.server.runtime.shell.protocol import SNAPSHOT_ENV, one_shot
 
 READ_CHUNK_BYTES = 64 * 1024
 

@@ -27,7 +27,7 @@ from bashrpc.server import fdio
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
-from bashrpc.server.runtime.shell.shellproto import (
+from bashrpc.server.runtime.shell.protocol import (
     OUTPUT_OPENED,
     TOKEN_BYTES,
     BadRecord,

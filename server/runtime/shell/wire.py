@@ -13,7 +13,7 @@ import anyio
 from bashrpc.server import fdio
 from bashrpc.server.runtime.seam.shelltypes import ShellDied
 from bashrpc.server.runtime.shell.channels import StatusChannel
-from bashrpc.server.runtime.shell.shellproto import BadRecord, StatusRecord, bootstrap, driver_line
+from bashrpc.server.runtime.shell.protocol import BadRecord, StatusRecord, bootstrap, driver_line
 
 
 class ShellWire:

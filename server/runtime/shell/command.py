@@ -34,7 +34,7 @@ import anyio
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.channels import Fifos, OutputPipe
-from bashrpc.server.runtime.shell.shellproto import StatusRecord, command_fields
+from bashrpc.server.runtime.shell.protocol import StatusRecord, command_fields
 from bashrpc.server.transitions import step
 
 # Plain strings, checked by the type checker: a transition is a dict lookup, no

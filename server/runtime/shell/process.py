@@ -37,9 +37,9 @@ from bashrpc.server.runtime.sandbox.sealed import Sealed
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.seam.shelltypes import Completion, ShellConfig, ShellDied
 from bashrpc.server.runtime.shell.channels import Fifos
-from bashrpc.server.runtime.shell.commandrun import CommandRun
-from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, BadRecord, StatusRecord
-from bashrpc.server.runtime.shell.shellwire import ShellWire
+from bashrpc.server.runtime.shell.command import CommandRun
+from bashrpc.server.runtime.shell.protocol import SNAPSHOT_ENV, BadRecord, StatusRecord
+from bashrpc.server.runtime.shell.wire import ShellWire
 
 SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
 PRIVATE_DIR_MODE = 0o700
