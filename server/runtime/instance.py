@@ -20,7 +20,7 @@ from bashrpc.server import log
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.trackers import Containment
-from bashrpc.server.runtime.jobs.jobtable import JobLimits, JobTable
+from bashrpc.server.runtime.jobs.table import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution

@@ -11,7 +11,7 @@ from bashrpc.server import errors
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime.instance import Runtime
-from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService

@@ -18,7 +18,7 @@ from bashrpc.protocol.methods import BashParams, BashResult
 from bashrpc.server import errors
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.output.utf8 import char_start
-from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services.terminals import JobStart, TerminalService
 from bashrpc.server.settings import Settings
 

@@ -28,9 +28,9 @@ from bashrpc.protocol.terminals import (
 )
 from bashrpc.server import errors
 from bashrpc.server.runtime.instance import Runtime
-from bashrpc.server.runtime.jobs.jobs import Job, JobSpec
-from bashrpc.server.runtime.jobs.jobstate import ExitStatus
+from bashrpc.server.runtime.jobs.job import Job, JobSpec
 from bashrpc.server.runtime.jobs.readiness import wait_ready
+from bashrpc.server.runtime.jobs.state import ExitStatus
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.session import Session, resolve_path

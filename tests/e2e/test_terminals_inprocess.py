@@ -27,7 +27,7 @@ from bashrpc.protocol.terminals import (
     TerminalParams,
     TerminalWaitResult,
 )
-from bashrpc.server.runtime.jobs.jobtable import MAX_EXITED_KEPT
+from bashrpc.server.runtime.jobs.table import MAX_EXITED_KEPT
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import error_of, ok_result, request_line, wait_until

@@ -12,7 +12,7 @@ from typing import get_args
 import pytest
 
 from bashrpc.protocol.terminals import JobState
-from bashrpc.server.runtime.jobs.jobstate import (
+from bashrpc.server.runtime.jobs.state import (
     TRANSITIONS,
     Event,
     ExitStatus,

@@ -20,7 +20,7 @@ import msgspec
 
 from bashrpc.protocol.terminals import ReadyState
 from bashrpc.server.runtime.jobs import logsearch
-from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.seam.backend import Backend, JobLaunch, ProcessHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 

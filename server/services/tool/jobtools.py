@@ -24,7 +24,7 @@ from bashrpc.protocol.mcp import (
 from bashrpc.protocol.schema import inline_schema
 from bashrpc.server import errors
 from bashrpc.server.output.utf8 import char_start
-from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services.commands import CommandSpec
 from bashrpc.server.services.terminals import JobStart, TerminalService, end_line
 from bashrpc.server.services.tool import jobview

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 
-from bashrpc.server.runtime.jobs.jobs import Job
+from bashrpc.server.runtime.jobs.job import Job
 
 
 class JobView:

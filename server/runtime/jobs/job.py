@@ -32,7 +32,7 @@ from bashrpc.server.output.artifacts import ArtifactWriter
 from bashrpc.server.output.ring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
-from bashrpc.server.runtime.jobs.jobstate import Event, ExitStatus, exit_status, step
+from bashrpc.server.runtime.jobs.state import Event, ExitStatus, exit_status, step
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backend, JobLaunch, ProcessHandle
 

@@ -19,7 +19,7 @@ import msgspec
 
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.jobs.jobs import Job, JobSpec
+from bashrpc.server.runtime.jobs.job import Job, JobSpec
 from bashrpc.server.runtime.seam.backend import Backend
 from bashrpc.server.settings import (
     DEFAULT_JOB_RING_BYTES,
