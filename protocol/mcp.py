@@ -3,7 +3,7 @@
 MCP clients send fields this server does not use (and newer revisions add
 more), so these params accept unknown fields, unlike the native methods.
 Tool arguments are the exception: the model's call is checked strictly, with
-only the leniencies of `bashrpc.server.services.tool.toolargs` (numeric strings, nulls).
+only the leniencies of `bashrpc.server.services.tool.args` (numeric strings, nulls).
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ class BashToolArguments(Strict):
 
     # Optional arguments are UNSET when absent, not None, so the schema declares each
     # as its plain type, left out of `required`: an `anyOf` with null confuses generic
-    # clients' forms. They are decoded leniently (`bashrpc.server.services.tool.toolargs`):
+    # clients' forms. They are decoded leniently (`bashrpc.server.services.tool.args`):
     # numeric strings count as numbers, and null as absent.
     command: Annotated[str, msgspec.Meta(description=_COMMAND_HELP)]
     # Absent: the configured default (tool.defaultTimeout), which tools/list advertises.

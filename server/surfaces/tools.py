@@ -32,7 +32,9 @@ from bashrpc.server.connection import RequestContext
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.tool import jobtools, toolargs, toolcall, toolplan
+from bashrpc.server.services.tool import args, jobtools
+from bashrpc.server.services.tool import call as toolcall
+from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
@@ -132,7 +134,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         _runs_no_command(ctx)
         session = toolplan.TOOL_SESSION_ID
         return await jobtools.call(services.terminals, params, session, connection.settings)
-    sent = toolargs.arguments(params)
+    sent = args.arguments(params)
     plan = toolplan.plan(
         sent.arguments,
         timeout_null="timeout" in sent.nulls,
@@ -152,7 +154,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         services.artifacts,
         services.terminals,
     )
-    background = bool(toolargs.given(sent.arguments.run_in_background))
+    background = bool(args.given(sent.arguments.run_in_background))
     return await request.serve(ctx, services, toolcall.planned(plan, background, context))
 
 

@@ -21,7 +21,7 @@ from bashrpc.protocol.methods import (
     BashResult,
     RequestInfo,
 )
-from bashrpc.server.services.tool.toolplan import TOOL_SESSION_ID
+from bashrpc.server.services.tool.plan import TOOL_SESSION_ID
 from tests.daemon import (
     AttachProcess,
     DaemonProcess,

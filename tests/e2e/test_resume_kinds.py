@@ -11,7 +11,7 @@ from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashAttachParams, BashParams, BashResult, PtySize
-from bashrpc.server.services.tool.toolplan import TOOL_SESSION_ID
+from bashrpc.server.services.tool.plan import TOOL_SESSION_ID
 from tests.daemon import DaemonProcess, SocketClient, introduce
 from tests.e2e.test_resume import drain, requests_of
 from tests.rpc import wait_until

@@ -2,7 +2,7 @@ import msgspec
 import pytest
 
 from bashrpc.protocol.mcp import HostOptions, UiSize
-from bashrpc.server.services.tool.toolplan import wants_pty
+from bashrpc.server.services.tool.plan import wants_pty
 from bashrpc.server.settings import BashSettings, Settings
 
 ON = msgspec.structs.replace(Settings(), bash=BashSettings(virtual_terminal="on"))

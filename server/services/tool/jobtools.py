@@ -28,8 +28,8 @@ from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services.commands import CommandSpec
 from bashrpc.server.services.terminals import JobStart, TerminalService, end_line
 from bashrpc.server.services.tool import jobview
-from bashrpc.server.services.tool.toolargs import decoded
-from bashrpc.server.services.tool.toolfinish import tool_error
+from bashrpc.server.services.tool.args import decoded
+from bashrpc.server.services.tool.finish import tool_error
 from bashrpc.server.settings import Settings
 
 TOOLS = (BASH_OUTPUT_TOOL, BASH_KILL_TOOL)

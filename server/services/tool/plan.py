@@ -33,11 +33,11 @@ from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.runtime.sessions.session import resolve_path
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.fieldchecks import reject_nul
+from bashrpc.server.services.tool.args import given
+from bashrpc.server.services.tool.finish import tool_error
 from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, Rule, compile_rules, intercept
 from bashrpc.server.services.tool.normalize import normalize
 from bashrpc.server.services.tool.shaping import DEFAULT_MAX_LINES, Shaping
-from bashrpc.server.services.tool.toolargs import given
-from bashrpc.server.services.tool.toolfinish import tool_error
 from bashrpc.server.settings import Settings
 
 # Tool calls carry no session: they share this one, whose shell configuration

@@ -21,8 +21,10 @@ from bashrpc.server.services.request import Answer, Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
 from bashrpc.server.services.streams import ListenerFactory, Notify
 from bashrpc.server.services.terminals import TerminalService
-from bashrpc.server.services.tool import jobtools, toolfinish, toolupdates
-from bashrpc.server.services.tool.toolplan import Plan
+from bashrpc.server.services.tool import finish as toolfinish
+from bashrpc.server.services.tool import jobtools
+from bashrpc.server.services.tool import updates as toolupdates
+from bashrpc.server.services.tool.plan import Plan
 from bashrpc.server.settings import Settings
 
 # What a tool call's record keeps for a resume: its MCP progress.
