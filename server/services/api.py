@@ -15,10 +15,10 @@ from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService
+from bashrpc.server.services.jobs import TerminalService, wire_status
 from bashrpc.server.services.resumable import Resumables
 from bashrpc.server.services.sessions import SessionService
 from bashrpc.server.services.streams import Notify
-from bashrpc.server.services.terminals import TerminalService, wire_status
 from bashrpc.server.settings import Settings
 
 

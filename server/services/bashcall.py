@@ -17,11 +17,11 @@ from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services import bashjobs
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
+from bashrpc.server.services.jobs import TerminalService
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.request import Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
 from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
-from bashrpc.server.services.terminals import TerminalService
 from bashrpc.server.settings import Settings
 
 

@@ -19,7 +19,7 @@ from bashrpc.server import errors
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.job import Job
-from bashrpc.server.services.terminals import JobStart, TerminalService
+from bashrpc.server.services.jobs import JobStart, TerminalService
 from bashrpc.server.settings import Settings
 
 

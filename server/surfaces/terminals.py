@@ -24,7 +24,7 @@ from bashrpc.protocol.terminals import (
 from bashrpc.server import errors
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.terminals import JobStart, compile_pattern
+from bashrpc.server.services.jobs import JobStart, compile_pattern
 from bashrpc.server.wire.registry import Registry
 
 methods = Registry()

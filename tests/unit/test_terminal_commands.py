@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bashrpc.server.services.terminals import JobStart, runs_in_shell
+from bashrpc.server.services.jobs import JobStart, runs_in_shell
 
 SHELL_TEXT: list[tuple[str, list[str] | None]] = [
     ("echo one two", None),

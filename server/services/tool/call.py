@@ -16,11 +16,11 @@ from bashrpc.protocol.methods import BashResult
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.services import bashcall
+from bashrpc.server.services.jobs import TerminalService
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.request import Answer, Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
 from bashrpc.server.services.streams import ListenerFactory, Notify
-from bashrpc.server.services.terminals import TerminalService
 from bashrpc.server.services.tool import finish as toolfinish
 from bashrpc.server.services.tool import jobtools
 from bashrpc.server.services.tool import updates as toolupdates

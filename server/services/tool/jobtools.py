@@ -26,7 +26,7 @@ from bashrpc.server import errors
 from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.terminals import JobStart, TerminalService, end_line
+from bashrpc.server.services.jobs import JobStart, TerminalService, end_line
 from bashrpc.server.services.tool import jobview
 from bashrpc.server.services.tool.args import decoded
 from bashrpc.server.services.tool.finish import tool_error
