@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox.gitguard import (
+from bashrpc.server.runtime.sandbox.git.guard import (
     Bind,
     GitDir,
     Kept,

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox import beneath, gitguard, gitindex, gitscan
-from bashrpc.server.runtime.sandbox.gitguard import Survey
+from bashrpc.server.runtime.sandbox import beneath
+from bashrpc.server.runtime.sandbox.git import guard
+from bashrpc.server.runtime.sandbox.git import index as gitindex
+from bashrpc.server.runtime.sandbox.git import scan as gitscan
+from bashrpc.server.runtime.sandbox.git.guard import Survey
 from tests.githost import Host
 
 NO_HOST_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": "/"}
@@ -148,11 +151,11 @@ def test_a_git_that_is_a_symlink_in_a_root_keeps_the_root_read_only(tmp_path: Pa
     root = host.base / "root"
     root.mkdir()
     (root / ".git").symlink_to(repo / ".git")
-    made = gitguard.plan(scan([root]), [str(root)])
+    made = guard.plan(scan([root]), [str(root)])
     what = messages.GIT_GUARD_NAMED.format(
         path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_LINK
     )
-    assert made.refused is None and made.binds == (gitguard.Bind(str(root), writable=False),)
+    assert made.refused is None and made.binds == (guard.Bind(str(root), writable=False),)
     assert made.notices == (messages.GIT_GUARD_SEALED.format(root=root, what=what),)
 
 
@@ -196,7 +199,7 @@ def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path
     (found,) = scan([repo], commits=True).git_dirs
     assert found.path == str(repo / ".git") and found.sealed
     made = gitscan.prepare([str(repo)], commits=True)
-    assert made.binds == (gitguard.Bind(str(repo / ".git"), writable=False),)
+    assert made.binds == (guard.Bind(str(repo / ".git"), writable=False),)
     # Nothing to walk to (a link in the root), said with what it names as written.
     (repo / "away").symlink_to(other / ".git")
     (repo / ".git" / "commondir").write_text("../away\n")

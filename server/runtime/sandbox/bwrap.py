@@ -19,7 +19,8 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
-from bashrpc.server.runtime.sandbox import gitscan, mounts, seccomp
+from bashrpc.server.runtime.sandbox import mounts, seccomp
+from bashrpc.server.runtime.sandbox.git import scan as gitscan
 from bashrpc.server.runtime.seam.policy import Policy
 
 _log = logging.getLogger(__name__)

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 import msgspec
 
 from bashrpc.protocol.methods import SandboxMode
-from bashrpc.server.runtime.sandbox import gitguard
-from bashrpc.server.runtime.sandbox.gitguard import Bind
+from bashrpc.server.runtime.sandbox.git import guard as gitguard
+from bashrpc.server.runtime.sandbox.git.guard import Bind
 from bashrpc.server.runtime.seam.policy import Policy
 
 # A tmpfs of each confined shell's own, over the host's.

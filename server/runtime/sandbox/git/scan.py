@@ -25,10 +25,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox import beneath, gitconfig, gitguard, gitindex
+from bashrpc.server.runtime.sandbox import beneath
 from bashrpc.server.runtime.sandbox.beneath import Hostile
-from bashrpc.server.runtime.sandbox.gitguard import GitDir, Kept, Plan, Survey
-from bashrpc.server.runtime.sandbox.gitlayout import (
+from bashrpc.server.runtime.sandbox.git import config as gitconfig
+from bashrpc.server.runtime.sandbox.git import guard as gitguard
+from bashrpc.server.runtime.sandbox.git import index as gitindex
+from bashrpc.server.runtime.sandbox.git.guard import GitDir, Kept, Plan, Survey
+from bashrpc.server.runtime.sandbox.git.layout import (
     DOT_GIT,
     GITDIR_PREFIX,
     checkout_link,

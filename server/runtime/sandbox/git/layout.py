@@ -9,8 +9,9 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 
-from bashrpc.server.runtime.sandbox import beneath, gitconfig
+from bashrpc.server.runtime.sandbox import beneath
 from bashrpc.server.runtime.sandbox.beneath import Hostile
+from bashrpc.server.runtime.sandbox.git import config as gitconfig
 
 DOT_GIT = ".git"
 GITDIR_PREFIX = "gitdir:"
