@@ -17,7 +17,7 @@ from mkdocs.config import load_config
 from bashrpc.protocol import mcp, methods, terminals
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.server.cli.main import build_parser
-from bashrpc.server.docsgen import stale
+from bashrpc.server.gen.docs import stale
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -46,7 +46,7 @@ BUILD_TIMEOUT_SECONDS = 300
 
 
 def test_reference_is_fresh() -> None:
-    assert stale(DOCS / "reference") == [], "run: python -m bashrpc.server.docsgen"
+    assert stale(DOCS / "reference") == [], "run: python -m bashrpc.server.gen.docs"
 
 
 def test_protocol_reference_has_every_message_and_code() -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bashrpc.server.schemagen import stale
+from bashrpc.server.gen.schemas import stale
 
 ROOT = Path(__file__).resolve().parents[2]
 README_MAX_LINES = 200
 
 
 def test_schemas_are_fresh() -> None:
-    assert stale(ROOT / "schemas") == [], "run: python -m bashrpc.server.schemagen"
+    assert stale(ROOT / "schemas") == [], "run: python -m bashrpc.server.gen.schemas"
 
 
 def readme_setup_commands() -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """Write (or check) schemas/ from protocol/.
 
-`python -m bashrpc.server.schemagen [--check] [DIR]`
+`python -m bashrpc.server.gen.schemas [--check] [DIR]`
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from bashrpc.protocol.schema import generate, transcript_documents
-from bashrpc.server import genfiles
+from bashrpc.server.gen import files as genfiles
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "schemas"
 PATTERN = "*.json"
@@ -26,4 +26,4 @@ def stale(directory: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(genfiles.main("python -m bashrpc.server.schemagen", DEFAULT_DIR, documents, PATTERN))
+    sys.exit(genfiles.main("python -m bashrpc.server.gen.schemas", DEFAULT_DIR, documents, PATTERN))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from bashrpc.server.cli.main import build_parser
-from bashrpc.server.mdtable import anchor, cell, table
+from bashrpc.server.gen.mdtable import anchor, cell, table
 
 _INTRO = """\
 Every command and option of `bashrpc`, generated from its argparse parser

@@ -1,0 +1,1 @@
+"""Build-time generators: the schemas, the reference pages, and the files they write."""
