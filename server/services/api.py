@@ -15,7 +15,7 @@ from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.seam.backend import DirKind
 from bashrpc.server.services.commands import CommandService
-from bashrpc.server.services.jobs import TerminalService, wire_status
+from bashrpc.server.services.jobs import JobService, wire_status
 from bashrpc.server.services.resumable import Resumables
 from bashrpc.server.services.sessions import SessionService
 from bashrpc.server.services.streams import Notify
@@ -28,7 +28,7 @@ class Services:
         self._runtime = runtime
         self.commands = CommandService(runtime, owner)
         self.sessions = SessionService(runtime, self.commands)
-        self.terminals = TerminalService(runtime, self.commands)
+        self.jobs = JobService(runtime, self.commands)
         self.artifacts: ArtifactStore = runtime.artifacts
         self.settings: Settings = runtime.settings
         self.workspace = runtime.workspace
@@ -50,12 +50,12 @@ class Services:
 
         self.detached()
         self._tell = tell
-        self.terminals.listen(tell)
+        self.jobs.listen(tell)
 
     def detached(self) -> None:
         """The connection is gone, or serves other services now (idempotent)."""
         if self._tell is not None:
-            self.terminals.unlisten(self._tell)
+            self.jobs.unlisten(self._tell)
             self._tell = None
 
     def pty(self, request_id: Any) -> PtyLane:

@@ -17,7 +17,7 @@ from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services import bashjobs
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
-from bashrpc.server.services.jobs import TerminalService
+from bashrpc.server.services.jobs import JobService
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.request import Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
@@ -81,7 +81,7 @@ def bash_chunk(
 
 
 def planned(
-    params: BashParams, *, request_id: Any, settings: Settings, terminals: TerminalService
+    params: BashParams, *, request_id: Any, settings: Settings, terminals: JobService
 ) -> Planned[BashResult]:
     """A `bash` request: a command, or with `background` a job."""
     if bashjobs.wanted(params):

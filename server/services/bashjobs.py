@@ -1,7 +1,7 @@
 """`bash` with `background` or `backgroundAfter`: the command as a background job.
 
 The job runs in a shell of its own with the session's directory and
-environment (`terminals.TerminalService.start`), so what it changes in its
+environment (`terminals.JobService.start`), so what it changes in its
 shell (a `cd`, a variable) stays there. With `background` the answer comes
 at once, with the job's terminal id; with `backgroundAfter` it comes when
 the command ends, as any `bash` result (the job then released), or once the
@@ -19,7 +19,7 @@ from bashrpc.server import errors
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.job import Job
-from bashrpc.server.services.jobs import JobStart, TerminalService
+from bashrpc.server.services.jobs import JobService, JobStart
 from bashrpc.server.settings import Settings
 
 
@@ -35,7 +35,7 @@ def check(params: BashParams) -> None:
         raise errors.InvalidArgument(messages.BACKGROUND_WITH.format(field="timeout"))
 
 
-async def run(terminals: TerminalService, params: BashParams, settings: Settings) -> BashResult:
+async def run(terminals: JobService, params: BashParams, settings: Settings) -> BashResult:
     check(params)
     what = JobStart(
         params.session_id,

@@ -99,7 +99,7 @@ class JobStart:
         self.field_prefix = field_prefix
 
 
-class TerminalService:
+class JobService:
     def __init__(self, runtime: Runtime, commands: CommandService) -> None:
         self._runtime = runtime
         self._commands = commands

@@ -70,7 +70,7 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 
 @methods.method("bash", admit=_admit_bash)
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
-    settings, terminals = ctx.connection.settings, ctx.services.terminals
+    settings, terminals = ctx.connection.settings, ctx.services.jobs
     planned = bashcall.planned(params, request_id=ctx.id, settings=settings, terminals=terminals)
     return await request.serve(ctx, ctx.services, planned)
 

@@ -41,7 +41,7 @@ def _admit_create(ctx: Ctx, params: TerminalCreateParams) -> None:
 
 @methods.method("terminal/create", admit=_admit_create)
 async def terminal_create(ctx: Ctx, params: TerminalCreateParams) -> TerminalCreateResult:
-    terminals = ctx.services.terminals
+    terminals = ctx.services.jobs
     what = JobStart(
         params.session_id,
         params.command,
@@ -58,41 +58,41 @@ async def terminal_create(ctx: Ctx, params: TerminalCreateParams) -> TerminalCre
 
 @methods.method("terminal/output")
 def terminal_output(ctx: Ctx, params: TerminalOutputParams) -> TerminalOutputResult:
-    terminals = ctx.services.terminals
+    terminals = ctx.services.jobs
     job = terminals.job(params.session_id, params.terminal_id)
     return terminals.output(job, params.after_offset)
 
 
 @methods.method("terminal/wait_for_exit")
 async def terminal_wait_for_exit(ctx: Ctx, params: TerminalParams) -> TerminalWaitResult:
-    terminals = ctx.services.terminals
+    terminals = ctx.services.jobs
     status = await terminals.wait(terminals.job(params.session_id, params.terminal_id))
     return TerminalWaitResult(exit_code=status.code, signal=status.signal)
 
 
 @methods.method("terminal/kill")
 async def terminal_kill(ctx: Ctx, params: TerminalParams) -> TerminalEmptyResult:
-    terminals = ctx.services.terminals
+    terminals = ctx.services.jobs
     await terminals.kill(terminals.job(params.session_id, params.terminal_id))
     return TerminalEmptyResult()
 
 
 @methods.method("terminal/release")
 async def terminal_release(ctx: Ctx, params: TerminalParams) -> TerminalEmptyResult:
-    terminals = ctx.services.terminals
+    terminals = ctx.services.jobs
     await terminals.release(terminals.job(params.session_id, params.terminal_id))
     return TerminalEmptyResult()
 
 
 @methods.method("terminal/write")
 async def terminal_write(ctx: Ctx, params: TerminalWriteParams) -> TerminalWriteResult:
-    job = ctx.services.terminals.job(params.session_id, params.terminal_id)
+    job = ctx.services.jobs.job(params.session_id, params.terminal_id)
     return TerminalWriteResult(bytes_written=await job.write(params.data.encode()))
 
 
 @methods.method("terminal/close_stdin")
 def terminal_close_stdin(ctx: Ctx, params: TerminalParams) -> TerminalEmptyResult:
-    ctx.services.terminals.job(params.session_id, params.terminal_id).close_stdin()
+    ctx.services.jobs.job(params.session_id, params.terminal_id).close_stdin()
     return TerminalEmptyResult()
 
 
@@ -104,4 +104,4 @@ def cancel_request(ctx: Ctx, params: CancelAcpRequestParams) -> None:
 
 @methods.method("terminal/list")
 def terminal_list(ctx: Ctx, params: TerminalListParams) -> TerminalListResult:
-    return TerminalListResult(terminals=ctx.services.terminals.info(params.session_id))
+    return TerminalListResult(terminals=ctx.services.jobs.info(params.session_id))

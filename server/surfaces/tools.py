@@ -124,7 +124,7 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     result = await _call(ctx, params)
     # The model hears of its jobs' ends in the next result, whichever tool it is.
-    ends = jobtools.untold_ends(ctx.services.terminals, toolplan.TOOL_SESSION_ID)
+    ends = jobtools.untold_ends(ctx.services.jobs, toolplan.TOOL_SESSION_ID)
     return jobtools.with_job_ends(result, ends)
 
 
@@ -133,7 +133,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     if params.name in jobtools.TOOLS:
         _runs_no_command(ctx)
         session = toolplan.TOOL_SESSION_ID
-        return await jobtools.call(services.terminals, params, session, connection.settings)
+        return await jobtools.call(services.jobs, params, session, connection.settings)
     sent = args.arguments(params)
     plan = toolplan.plan(
         sent.arguments,
@@ -152,7 +152,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         None if params.meta is None else params.meta.progress,
         connection.settings,
         services.artifacts,
-        services.terminals,
+        services.jobs,
     )
     background = bool(args.given(sent.arguments.run_in_background))
     return await request.serve(ctx, services, toolcall.planned(plan, background, context))

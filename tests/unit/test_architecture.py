@@ -270,6 +270,41 @@ def test_modules_and_functions_stay_small() -> None:
     assert too_big == []
 
 
+def repeats_its_folder(stem: str, folder: str) -> bool:
+    """Whether a module's name says its folder's name again: the same name, or the
+    folder's name (or its singular) with more after it (`jobs/jobstate.py`). A
+    folder's singular alone names its main thing (`jobs/job.py`); a folder's name
+    under four letters is taken only whole (`cli/client.py`, `run/runners.py`)."""
+    if stem == folder:
+        return True
+    if len(folder) < 4:
+        return False
+    singular = folder.removesuffix("s")
+    return any(stem.startswith(name) and stem != name for name in {folder, singular})
+
+
+def test_no_module_name_repeats_its_folders() -> None:
+    """A reader finds a behaviour from the file list: `shell/protocol.py`, not
+    `shell/shellproto.py`."""
+    repeated = [
+        str(path.relative_to(ROOT))
+        for top in ("server", "protocol", "bench")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if path.stem != "__init__" and repeats_its_folder(path.stem, path.parent.name)
+    ]
+    assert repeated == []
+
+
+def test_the_folder_rule_tells_a_repeat_from_a_name() -> None:
+    assert repeats_its_folder("shellproto", "shell")
+    assert repeats_its_folder("jobstate", "jobs")
+    assert repeats_its_folder("sandbox", "sandbox")
+    assert repeats_its_folder("pty", "pty")
+    assert not repeats_its_folder("job", "jobs")
+    assert not repeats_its_folder("client", "cli")
+    assert not repeats_its_folder("protocol", "shell")
+
+
 def test_nothing_imports_the_folders_by_their_own_names() -> None:
     """`server` and `protocol` exist only in the checkout; installed, they are `bashrpc.*`."""
     wrong = []

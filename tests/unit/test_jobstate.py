@@ -1,4 +1,4 @@
-"""A job's states and moves (`jobstate`): the whole table, and exit statuses."""
+"""A job's states and moves (`jobs/state.py`): the whole table, and exit statuses."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ The jobs of a runtime live in its task group, like its shells: under the
 daemon they outlive a cut connection for as long as the tenant does, and
 the runtime's wind-down (shutdown, `exit`, SIGTERM, a grace run out) kills
 them all. Limits per session and per runtime come from the `jobs` settings.
-How a job's state moves is `jobstate`'s table.
+How a job's state moves is `state`'s table.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ The records of one command, in the order it makes them:
   its limits and where its fields sit in the request.
 - `Execution` (`runners.py`): what a runner runs, where its bytes go, and the
   scope an abort or the deadline cancels; findable by request and session.
-- `CommandRun` (`shell/commandrun.py`): its run on a persistent shell, which
-  reports a `StatusRecord` (`shell/shellproto.py`) on the status FIFO.
+- `CommandRun` (`shell/command.py`): its run on a persistent shell, which
+  reports a `StatusRecord` (`shell/protocol.py`) on the status FIFO.
 - `Completion` (`seam/shelltypes.py`): how it ended on the shell, as any
   backend reports it.
 - `RunResult` (`runners.py`): how the run ended for the request: timed out,

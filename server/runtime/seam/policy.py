@@ -2,7 +2,7 @@
 
 What the policy means on a filesystem (bwrap's command line, which paths a
 command may write, what a new sandbox shows) is the sandbox's own
-(`sandbox/sandbox.py`); here is only what a host asked for, resolved.
+(`sandbox/mounts.py`); here is only what a host asked for, resolved.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A shell's channels besides its stdin: the status FIFO and the output FIFOs.
 
-The status FIFO carries one record per command (see `shellproto.py`). Each
+The status FIFO carries one record per command (see `protocol.py`). Each
 command writes into a FIFO of its own, made for it under a random name and
 unlinked as soon as the shell has it open (its first byte says so), so
 nothing left running can open it by a path, let alone a later command's.

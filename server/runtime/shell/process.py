@@ -6,7 +6,7 @@ How a command's end is found without reading its output:
 - The command runs with ``eval`` in the shell itself (state persists), with
   stdin from /dev/null and stdout+stderr sent to a per-command FIFO.
 - When ``eval`` returns, the shell writes a status record (its exit status,
-  directory and more; see `shellproto.py`) to a status FIFO, which the
+  directory and more; see `protocol.py`) to a status FIFO, which the
   command has no descriptor of, with a token the command cannot read. That
   record, not the output, marks the end; anything else in the FIFO kills
   the shell (its session's next command starts a new one).

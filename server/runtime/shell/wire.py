@@ -1,6 +1,6 @@
 """What the server hands a persistent shell and what comes back: the control
 pipe (the shell's stdin) for driver lines, the fields file for a command's
-text and values, and the status FIFO for its records (see `shellproto.py`)."""
+text and values, and the status FIFO for its records (see `protocol.py`)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from bashrpc.protocol.methods import BashResult
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.services import bashcall
-from bashrpc.server.services.jobs import TerminalService
+from bashrpc.server.services.jobs import JobService
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.request import Answer, Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
@@ -39,7 +39,7 @@ class Context(msgspec.Struct, frozen=True):
     progress_token: str | int | None
     settings: Settings
     artifacts: ArtifactStore
-    terminals: TerminalService
+    jobs: JobService
 
 
 def planned(plan: Plan, background: bool, context: Context) -> Planned[CallToolResult]:
@@ -48,7 +48,7 @@ def planned(plan: Plan, background: bool, context: Context) -> Planned[CallToolR
         return Answer(plan.early)
     spec = plan.spec
     if background:
-        start = functools.partial(jobtools.start, context.terminals, spec)
+        start = functools.partial(jobtools.start, context.jobs, spec)
         return Background("tools/call", spec.session_id, start, kept=_kept)
 
     def listener(notify: Notify) -> ListenerFactory:

@@ -26,7 +26,7 @@ from bashrpc.server import errors
 from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.jobs import JobStart, TerminalService, end_line
+from bashrpc.server.services.jobs import JobService, JobStart, end_line
 from bashrpc.server.services.tool import jobview
 from bashrpc.server.services.tool.args import decoded
 from bashrpc.server.services.tool.finish import tool_error
@@ -53,7 +53,7 @@ def _text_result(text: str, exit_code: int | None = None) -> CallToolResult:
     )
 
 
-async def start(terminals: TerminalService, spec: CommandSpec) -> CallToolResult:
+async def start(terminals: JobService, spec: CommandSpec) -> CallToolResult:
     """`run_in_background`: the planned command as a job of the tool session; past
     the job limit, a tool error the model reads (a JSON-RPC error would reach the
     client, not the model)."""
@@ -72,7 +72,7 @@ async def start(terminals: TerminalService, spec: CommandSpec) -> CallToolResult
 
 
 async def call(
-    terminals: TerminalService, params: ToolsCallParams, session_id: str, settings: Settings
+    terminals: JobService, params: ToolsCallParams, session_id: str, settings: Settings
 ) -> CallToolResult:
     """`bash_output` or `bash_kill`; an unknown job is a tool error the model reads."""
     args = decoded(params, JobToolArguments)
@@ -113,7 +113,7 @@ def _new_output(job: Job, max_bytes: int) -> str:
     return text or messages.JOB_NO_NEW_OUTPUT + "\n"
 
 
-def untold_ends(terminals: TerminalService, session_id: str) -> list[str]:
+def untold_ends(terminals: JobService, session_id: str) -> list[str]:
     """One line per job of the session that ended since a tool result last said so;
     each is said once."""
     lines = []
