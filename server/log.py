@@ -42,7 +42,8 @@ class StderrQueue:
         self._ready = threading.Condition()
         self._writer: threading.Thread | None = None
         self.dropped = 0
-        self._told = 0
+        # How many of those the notes written so far told of.
+        self.told = 0
 
     def put(self, data: bytes) -> None:
         """Queue `data`, or drop and count it: never blocks."""
@@ -73,10 +74,12 @@ class StderrQueue:
             with self._ready:
                 self._lines.popleft()
                 self._bytes -= len(data)
-                lost, self._told = self.dropped - self._told, self.dropped
+                lost = self.dropped - self.told
                 self._ready.notify_all()
             if lost:
                 self._out(f"bashrpc: WARNING {messages.LOG_LINES_DROPPED.format(count=lost)}\n")
+                with self._ready:
+                    self.told += lost
 
     def _out(self, data: bytes | str) -> None:
         raw = data.encode(errors="replace") if isinstance(data, str) else data
