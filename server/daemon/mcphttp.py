@@ -323,8 +323,23 @@ async def _send(stream: anyio.abc.SocketStream, answer: Answer, keep_alive: bool
         return keep_alive
     headers = [*answer.headers, ("Content-Type", SSE)]
     await stream.send(response_head(answer.status, headers, None, keep_alive=False))
-    await _pump(stream, answer.stream, answer.after, answer.idle)
+    async with anyio.create_task_group() as group:
+        group.start_soon(_until_gone, stream, group.cancel_scope)
+        await _pump(stream, answer.stream, answer.after, answer.idle)
+        group.cancel_scope.cancel()
     return False
+
+
+async def _until_gone(io: anyio.abc.SocketStream, scope: anyio.CancelScope) -> None:
+    """Ends the stream's response once its client closes the connection: a
+    client gone is noticed at once, not at the next event (nothing more is
+    read from a connection that holds a stream)."""
+    try:
+        while await io.receive():
+            pass
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    scope.cancel()
 
 
 async def _pump(io: anyio.abc.SocketStream, stream: Stream, after: int, idle: float | None) -> None:
