@@ -142,6 +142,7 @@ class Endpoint:
         if isinstance(session, Answer):
             return session
         session.last_used = anyio.current_time()
+        session.withdrawn(parsed)
         if not any(message.is_request for message in parsed):
             await session.deliver(raws)
             if session.id is None:

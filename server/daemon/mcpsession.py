@@ -34,6 +34,7 @@ KEPT_STREAMS = 16
 # Messages POSTed that the connection has not read yet, before a POST waits.
 INBOX_MESSAGES = 64
 PROGRESS = "notifications/progress"
+CANCELLED = "notifications/cancelled"
 
 Id = int | str | None
 NO_PARAMS = msgspec.Raw(b"null")
@@ -49,6 +50,10 @@ class RequestParams(msgspec.Struct):
 
 class ProgressParams(msgspec.Struct):
     progressToken: int | str | None = None
+
+
+class CancelledParams(msgspec.Struct):
+    requestId: int | str | None = None
 
 
 class Message(msgspec.Struct):
@@ -194,6 +199,22 @@ class Session:
         for old in ended[: max(0, len(ended) - KEPT_STREAMS)]:
             del self.streams[old.number]
 
+    def withdrawn(self, messages: list[Message]) -> None:
+        """Requests the client cancels get no answer: their streams stop waiting."""
+        for message in messages:
+            if message.method != CANCELLED:
+                continue
+            try:
+                params = msgspec.json.decode(message.params, type=CancelledParams)
+            except msgspec.DecodeError:
+                continue
+            key = id_key(params.requestId)
+            stream = self._by_request.pop(key, None)
+            if stream is not None:
+                stream.pending.discard(key)
+                if not stream.pending:
+                    self._close(stream)
+
     async def deliver(self, raws: list[bytes]) -> None:
         """The POSTed messages, in order, into the connection's input."""
         try:
@@ -212,8 +233,10 @@ class Session:
             self.dropped += 1
             return
         stream.put(line)
+        if message.method is not None or message.id is UNSET:
+            return  # not an answer: the stream waits on
         key = id_key(message.id)
-        if message.method is None and key in stream.pending:
+        if key in stream.pending:
             stream.pending.discard(key)
             self._by_request.pop(key, None)
             if not stream.pending:
