@@ -9,6 +9,7 @@ import http.client
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -261,3 +262,86 @@ def test_a_non_loopback_listener_without_a_token_does_not_start(tmp_path: Path) 
     assert (
         messages.MCP_HTTP_NO_TOKEN.format(url="http://0.0.0.0:0/mcp", host="0.0.0.0") in run.stderr
     )
+
+
+def initialized_session(url: str) -> str:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    connection.request("POST", parts.path, json.dumps(INITIALIZE), headers)
+    answer = connection.getresponse()
+    answer.read()
+    session = answer.getheader("Mcp-Session-Id")
+    assert answer.status == 200 and session
+    return session
+
+
+def sse_events(answer: http.client.HTTPResponse) -> Iterator[tuple[str | None, bytes]]:
+    """Each event's id and data, as they come."""
+    event_id, data = None, b""
+    while line := answer.fp.readline():
+        if line.startswith(b"id: "):
+            event_id = line[4:].strip().decode()
+        elif line.startswith(b"data: "):
+            data = line[6:].strip()
+        elif line == b"\n" and data:
+            yield event_id, data
+            event_id, data = None, b""
+
+
+def test_a_stream_lost_mid_call_resumes_from_its_last_event_id(start_daemon: StartDaemon) -> None:
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    parts = urlsplit(listener.url)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "bash",
+            "arguments": {"command": "echo one; sleep 1; echo two"},
+            "_meta": {"progressToken": "t"},
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+    }
+    first = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    first.request("POST", parts.path, json.dumps(call), headers)
+    answer = first.getresponse()
+    assert answer.getheader("Content-Type") == "text/event-stream"
+    last_id, data = next(sse_events(answer))
+    assert last_id is not None and b"notifications/progress" in data
+    first.close()  # lost before the answer
+    again = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    resume = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": last_id}
+    again.request("GET", parts.path, headers=resume)
+    resumed = again.getresponse()
+    assert resumed.status == 200
+    events = list(sse_events(resumed))
+    assert last_id not in [event_id for event_id, _ in events]
+    final = json.loads(events[-1][1])
+    assert final["id"] == 2 and final["result"]["content"][0]["text"] == "one\ntwo\n"
+
+
+def test_a_sandboxed_process_of_the_own_uid_is_not_let_in_without_a_token(
+    start_daemon: StartDaemon,
+) -> None:
+    bwrap, curl = shutil.which("bwrap"), shutil.which("curl")
+    if bwrap is None or curl is None:
+        pytest.skip("needs bwrap and curl")
+    listener = start_daemon()
+    port = urlsplit(listener.url).port
+    argv = [curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", listener.url]
+    argv += ["-H", "Content-Type: application/json", "-H", "Accept: application/json"]
+    argv += ["-H", f"Host: 127.0.0.1:{port}", "--data", json.dumps(INITIALIZE)]
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert plain.stdout == "200"
+    # The shape of every sandbox here: a pid namespace of its own, the network shared.
+    sandbox = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--"]
+    confined = subprocess.run(
+        [*sandbox, *argv], capture_output=True, text=True, timeout=HANG_SECONDS
+    )
+    assert confined.stdout == "403", confined.stderr
