@@ -468,6 +468,8 @@ MCP_HTTP_TOO_MANY_STREAMS = "this session has {limit} streams open already"
 MCP_HTTP_TOO_MANY_SESSIONS = "{limit} sessions are open already"
 MCP_HTTP_STREAM_OPEN = "this session's GET stream is open already"
 MCP_HTTP_SESSION_IDLE = "ended an idle Streamable HTTP session"
+MCP_HTTP_CHUNKED = "a chunked body is not taken: send Content-Length"
+MCP_HTTP_TOO_BIG = "the body is over --max-line-bytes"
 
 # -- the daemon's HTTP probes (--http) and the fleet's figures -------------------
 HTTP_BAD_ADDRESS = "--http {address!r}: expected HOST:PORT, HOST an IP address or localhost"

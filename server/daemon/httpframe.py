@@ -60,6 +60,14 @@ class RequestReader:
     def feed(self, data: bytes) -> None:
         self._data += data
 
+    def next_head(self) -> HttpRequest | None:
+        """The next request's head (its body empty) once whole, the body perhaps
+        still to come: what the gate reads before a byte of body is kept."""
+        if not httpwire.head_complete(self._data):
+            return None
+        head = httpwire.parse(self._data)
+        return HttpRequest(head.method, head.path, head.headers, b"")
+
     def next_request(self) -> HttpRequest | None:
         """The next whole request, or None until more bytes come; HttpError when
         the bytes can't be one (the connection is answered and closed)."""

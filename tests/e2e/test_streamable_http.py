@@ -36,6 +36,7 @@ HANG_SECONDS = 60
 LOOPBACK = "http://127.0.0.1:0/mcp"
 TOKEN = "t0ken-for-the-http-listener"
 NOBODY = 65534
+SMALL_LINE_LIMIT = 64 * 1024
 DAEMON = (sys.executable, "-m", "bashrpc", "daemon")
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -345,3 +346,13 @@ def test_a_sandboxed_process_of_the_own_uid_is_not_let_in_without_a_token(
         [*sandbox, *argv], capture_output=True, text=True, timeout=HANG_SECONDS
     )
     assert confined.stdout == "403", confined.stderr
+
+
+def test_a_body_over_the_bound_is_refused_and_the_listener_serves_on(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--max-line-bytes", str(SMALL_LINE_LIMIT))
+    huge = {**INITIALIZE, "padding": "x" * SMALL_LINE_LIMIT}
+    status, body = post(listener.url, huge)
+    assert status == 413 and messages.MCP_HTTP_TOO_BIG.encode() in body
+    assert post(listener.url, INITIALIZE)[0] == 200

@@ -88,3 +88,17 @@ def test_responses_say_their_length_or_run_to_the_close() -> None:
 def test_an_sse_event_is_one_data_line() -> None:
     assert sse_event("3-1", b'{"a":\n1}') == b'id: 3-1\ndata: {"a": 1}\n\n'
     assert sse_event(None, b"{}", retry_ms=500) == b"retry: 500\ndata: {}\n\n"
+
+
+def test_the_head_is_read_before_its_body_has_come() -> None:
+    reader = RequestReader(1 << 20)
+    head_end = POST.index(b"\r\n\r\n") + 4
+    reader.feed(POST[: head_end - 1])
+    assert reader.next_head() is None
+    reader.feed(POST[head_end - 1 : head_end + 3])
+    head = reader.next_head()
+    assert head is not None and head.method == "POST" and head.body == b""
+    assert reader.next_request() is None  # the body is still on its way
+    reader.feed(POST[head_end + 3 :])
+    request = reader.next_request()
+    assert request is not None and request.body == BODY
