@@ -25,7 +25,7 @@ from tests.daemon import DaemonProcess
 from tests.e2e.test_mcp_sdk import McpErrors, cancel_a_running_call, text
 from tests.node import node_script
 from tests.rpc import wait_until
-from tests.websocket import listening_url, write_token
+from tests.websocket import WebSocketClient, listening_url, write_token
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -356,3 +356,15 @@ def test_a_body_over_the_bound_is_refused_and_the_listener_serves_on(
     status, body = post(listener.url, huge)
     assert status == 413 and messages.MCP_HTTP_TOO_BIG.encode() in body
     assert post(listener.url, INITIALIZE)[0] == 200
+
+
+def test_one_daemon_serves_websocket_and_streamable_http_side_by_side(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--listen", "ws://127.0.0.1:0", "--insecure-loopback")
+    assert post(listener.url, INITIALIZE)[0] == 200
+    client = WebSocketClient(listening_url(listener.daemon, "ws"))
+    try:
+        assert client.result("ping") is not None
+    finally:
+        client.close()
