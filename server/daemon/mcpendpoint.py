@@ -121,6 +121,7 @@ class Endpoint:
         if sse:
             return Answer(200, headers=headers, stream=stream)
         await stream.finished()
+        stream.delivered = True
         return Answer(200, _json_body(request.body, stream), [*headers, ("Content-Type", JSON)])
 
     def _post_session(self, request: HttpRequest, parsed: list[Message]) -> Session | Answer:

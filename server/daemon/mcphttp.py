@@ -200,6 +200,7 @@ async def _pump(io: anyio.abc.SocketStream, stream: Stream, after: int, idle: fl
             with anyio.move_on_after(idle if idle is not None else float("inf")):
                 events = await stream.wait_after(after)
             if not events:
+                stream.delivered = stream.closed
                 return
             await io.send(b"".join(sse_event(stream.event_id(seq), data) for seq, data in events))
             after = events[-1][0]

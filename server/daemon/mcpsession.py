@@ -91,6 +91,8 @@ class Stream:
         self.pending = pending
         self.sse = sse
         self.closed = False
+        # Every event written out to the end: nothing left for a client to resume.
+        self.delivered = False
         self.consumers = 0
         self._events: collections.deque[tuple[int, bytes]] = collections.deque()
         self._bytes = 0
@@ -195,6 +197,8 @@ class Session:
 
     def _keep(self, stream: Stream) -> None:
         self.streams[stream.number] = stream
+        for done in [s for s in self.streams.values() if s.delivered and s.consumers == 0]:
+            del self.streams[done.number]
         ended = [s for s in self.streams.values() if s.closed and s.consumers == 0]
         for old in ended[: max(0, len(ended) - KEPT_STREAMS)]:
             del self.streams[old.number]

@@ -108,3 +108,14 @@ def test_a_stream_keeps_a_bounded_tail() -> None:
     kept = stream.snapshot()
     assert sum(len(data) for _seq, data in kept) <= STREAM_KEEP_BYTES
     assert kept[-1][0] == 10
+
+
+def test_streams_written_out_whole_are_not_kept() -> None:
+    session = Session(registered=True)
+    first = session.open_stream([message(CALL)], sse=True)
+    session.route(ANSWER)
+    first.delivered = True
+    lost = session.open_stream([message(CALL.replace('"id":7', '"id":8'))], sse=True)
+    session.route(ANSWER.replace(b'"id":7', b'"id":8'))
+    session.open_stream([], sse=True)
+    assert first.number not in session.streams and lost.number in session.streams
