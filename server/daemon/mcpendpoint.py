@@ -31,6 +31,8 @@ STANDALONE_IDLE_SECONDS = 300.0
 SESSION_IDLE_SECONDS = 1800.0
 SWEEP_SECONDS = 5.0
 SESSION_HEADER = "Mcp-Session-Id"
+# The first revision whose clients take an event with no data (a priming event).
+PRIMING_REVISION = "2025-11-25"
 
 _log = log.get("http.mcp")
 
@@ -46,6 +48,15 @@ class Answer(msgspec.Struct, frozen=True):
     stream: Stream | None = None
     after: int = 0
     idle: float | None = None
+    # Open the stream with an event that has an id and no data (SEP-1699), so a
+    # client cut before the first real event can still resume it.
+    prime: bool = False
+
+
+def primes(request: HttpRequest) -> bool:
+    """Whether the client's revision (its header; dates order as text) takes a
+    priming event."""
+    return (request.header("mcp-protocol-version") or "") >= PRIMING_REVISION
 
 
 def refusal(status: int, text: str) -> Answer:
@@ -119,7 +130,7 @@ class Endpoint:
         await session.deliver(raws)
         headers = [] if session.id is None else [(SESSION_HEADER, session.id)]
         if sse:
-            return Answer(200, headers=headers, stream=stream)
+            return Answer(200, headers=headers, stream=stream, prime=primes(request))
         await stream.finished()
         stream.delivered = True
         return Answer(200, _json_body(request.body, stream), [*headers, ("Content-Type", JSON)])

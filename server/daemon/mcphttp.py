@@ -172,7 +172,7 @@ async def _send(stream: anyio.abc.SocketStream, answer: Answer, keep_alive: bool
     await stream.send(response_head(answer.status, headers, None, keep_alive=False))
     async with anyio.create_task_group() as group:
         group.start_soon(_until_gone, stream, group.cancel_scope)
-        await _pump(stream, answer.stream, answer.after, answer.idle)
+        await _pump(stream, answer.stream, answer)
         group.cancel_scope.cancel()
     return False
 
@@ -189,15 +189,18 @@ async def _until_gone(io: anyio.abc.SocketStream, scope: anyio.CancelScope) -> N
     scope.cancel()
 
 
-async def _pump(io: anyio.abc.SocketStream, stream: Stream, after: int, idle: float | None) -> None:
-    """The stream's events after `after`, as they come, until it ends (or, with
-    `idle`, until that long passes with none)."""
+async def _pump(io: anyio.abc.SocketStream, stream: Stream, answer: Answer) -> None:
+    """The stream's events after `answer.after`, as they come, until it ends (or,
+    with `answer.idle`, until that long passes with none)."""
+    after = answer.after
     stream.consumers += 1
     try:
-        await io.send(b"retry: " + str(RETRY_MS).encode() + b"\n\n")
+        retry = f"retry: {RETRY_MS}\n".encode()
+        primer = f"id: {stream.event_id(after)}\ndata: \n".encode() if answer.prime else b""
+        await io.send(primer + retry + b"\n")
         while True:
             events: list[tuple[int, bytes]] = []
-            with anyio.move_on_after(idle if idle is not None else float("inf")):
+            with anyio.move_on_after(answer.idle if answer.idle is not None else float("inf")):
                 events = await stream.wait_after(after)
             if not events:
                 stream.delivered = stream.closed

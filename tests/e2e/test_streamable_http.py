@@ -368,3 +368,25 @@ def test_one_daemon_serves_websocket_and_streamable_http_side_by_side(
         assert client.result("ping") is not None
     finally:
         client.close()
+
+
+@pytest.mark.parametrize(("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False)])
+def test_a_client_of_2025_11_25_gets_a_priming_event_first(
+    start_daemon: StartDaemon, revision: str, primed: bool
+) -> None:
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": revision,
+    }
+    ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    connection.request("POST", parts.path, json.dumps(ping), headers)
+    answer = connection.getresponse()
+    first_event = b"".join(iter(lambda: answer.fp.readline(), b"\n"))
+    assert (b"data: \n" in first_event and b"id: " in first_event) is primed
+    assert b"retry: " in first_event
