@@ -10,8 +10,11 @@ sandbox made it: a sandboxed command of our uid is not our uid's client.
 
 from __future__ import annotations
 
+import collections
 import ipaddress
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -23,6 +26,7 @@ UID_COLUMN = 7
 INODE_COLUMN = 9
 # The process scan stops here: a machine with more is asked no further.
 MAX_PROCESSES = 65536
+REMEMBERED_HOLDERS = 8
 
 Address = tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]
 
@@ -81,26 +85,48 @@ def owner(peer: Address, ours: Address) -> SocketOwner | None:
     return None
 
 
-def holder_pid(inode: int) -> int | None:
-    """A process whose fd table holds the socket (blocking: run off the loop)."""
-    target = f"socket:[{inode}]"
-    for count, entry in enumerate(os.scandir("/proc")):
-        if count >= MAX_PROCESSES:
-            return None
-        if not entry.name.isdigit():
-            continue
-        try:
-            fds = os.scandir(f"/proc/{entry.name}/fd")
-        except OSError:
-            continue
-        with fds:
-            for fd in fds:
-                try:
-                    if os.readlink(fd.path) == target:
-                        return int(entry.name)
-                except OSError:
-                    continue
-    return None
+class Holders:
+    """Which process holds a socket: the processes found last are asked first (a
+    client reconnects, over and over), then every process in /proc."""
+
+    def __init__(self, remembered: int = REMEMBERED_HOLDERS) -> None:
+        self._recent: collections.deque[str] = collections.deque(maxlen=remembered)
+
+    def pid(self, inode: int) -> int | None:
+        """(blocking: run off the loop)"""
+        target = f"socket:[{inode}]"
+        recent = list(self._recent)
+        for count, name in enumerate(itertools.chain(recent, _pids())):
+            if count >= MAX_PROCESSES:
+                return None
+            if _holds(name, target):
+                if name in self._recent:
+                    self._recent.remove(name)
+                self._recent.append(name)
+                return int(name)
+        return None
+
+
+def _pids() -> Iterator[str]:
+    return (entry.name for entry in os.scandir("/proc") if entry.name.isdigit())
+
+
+def _holds(pid: str, target: str) -> bool:
+    try:
+        fds = os.scandir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    with fds:
+        for fd in fds:
+            try:
+                if os.readlink(fd.path) == target:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+HOLDERS = Holders()
 
 
 def own_unsandboxed(peer: Address, ours: Address) -> bool:
@@ -108,7 +134,7 @@ def own_unsandboxed(peer: Address, ours: Address) -> bool:
     found = owner(peer, ours)
     if found is None or found.uid != os.getuid():
         return False
-    pid = holder_pid(found.inode)
+    pid = HOLDERS.pid(found.inode)
     if pid is None:
         return False
     depth = socketpath.namespace_depth("/proc/self/status")

@@ -4,6 +4,7 @@ table's encoding, and a real connection of this process."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 
 from bashrpc.server.daemon import tcppeer
@@ -45,3 +46,12 @@ def test_a_connection_of_this_process_is_its_own_uids() -> None:
             assert tcppeer.own_unsandboxed(ours, peer)  # the accepted end is ours too
             missing = tcppeer.address("127.0.0.1", 1)
             assert not tcppeer.own_unsandboxed(missing, ours)
+
+
+def test_the_holder_of_a_socket_is_found_and_asked_first_next_time() -> None:
+    holders = tcppeer.Holders()
+    with socket.socket() as sock:
+        inode = os.fstat(sock.fileno()).st_ino
+        assert holders.pid(inode) == os.getpid()
+        assert holders.pid(inode) == os.getpid()
+    assert holders.pid(inode) is None
