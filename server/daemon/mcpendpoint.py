@@ -71,6 +71,8 @@ class Endpoint:
         self._serve_one = serve_one
         self._group = sessions_group
         self.sessions: dict[str, Session] = {}
+        self._running = 0
+        self._none_running = anyio.Event()
 
     async def answer(self, request: HttpRequest) -> Answer:
         if request.path != self._path:
@@ -150,6 +152,7 @@ class Endpoint:
     async def _run(self, session: Session) -> None:
         """The session's connection, until its input ends or the daemon stops it
         (shielded: a listener that stops taking requests lets it wind down)."""
+        self._running += 1
         try:
             with anyio.CancelScope(shield=True):
                 await self._serve_one(session.transport())
@@ -157,6 +160,15 @@ class Endpoint:
             session.ended_connection()
             if session.id is not None:
                 self.sessions.pop(session.id, None)
+            self._running -= 1
+            if not self._running:
+                self._none_running.set()
+                self._none_running = anyio.Event()
+
+    async def all_ended(self) -> None:
+        """Once no session's connection runs."""
+        while self._running:
+            await self._none_running.wait()
 
     def _get(self, request: HttpRequest, session: Session) -> Answer:
         if not request.accepts(SSE):

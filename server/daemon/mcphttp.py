@@ -35,6 +35,8 @@ from bashrpc.server.daemon.wsconfig import ListenAddress
 from bashrpc.server.observe.httpwire import HttpError
 
 MAX_CONNECTIONS = 256
+# How long a stopping listener waits for the daemon to end its sessions.
+CLOSE_BOUND_SECONDS = 30.0
 # A keep-alive connection that sends no request this long is closed.
 REQUEST_WAIT_SECONDS = 60.0
 # How long a refused connection's unread bytes are read and dropped before the close.
@@ -67,22 +69,31 @@ def bind(address: ListenAddress) -> socket.socket:
 
 
 async def listen(listener: McpHttpListener, serve_one: Serve) -> None:
-    """Serve the listener's socket until cancelled; sessions under way wind down
-    on their own (the daemon stops their connections)."""
+    """Serve the listener's socket until cancelled; then take no new connection,
+    and let those open go on (bounded) until the daemon has stopped every
+    session, so a draining daemon's answers still reach their clients."""
     port = listener.sock.getsockname()[1]
     gate = Gate(listener.address, port, listener.token)
     served = OpenConnections(MAX_CONNECTIONS)
     sock_listener = await anyio.abc.SocketListener.from_socket(listener.sock)
     async with anyio.create_task_group() as sessions:
         endpoint = Endpoint(listener.path, serve_one, sessions)
-        async with sock_listener, anyio.create_task_group() as connections:
-            connections.start_soon(endpoint.sweep)
-            log.announce(messages.DAEMON_LISTENING.format(path=listener.url(port)))
-            while True:
-                stream = await sock_listener.accept()
-                scope = anyio.CancelScope()
-                served.add(scope)
-                connections.start_soon(_connection, stream, scope, served, gate, endpoint, listener)
+        async with anyio.create_task_group() as connections:
+            try:
+                async with sock_listener:
+                    connections.start_soon(endpoint.sweep)
+                    log.announce(messages.DAEMON_LISTENING.format(path=listener.url(port)))
+                    while True:
+                        stream = await sock_listener.accept()
+                        scope = anyio.CancelScope()
+                        served.add(scope)
+                        connections.start_soon(
+                            _connection, stream, scope, served, gate, endpoint, listener
+                        )
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_SECONDS):
+                    await endpoint.all_ended()
+                served.cancel_all()
 
 
 def _address(stream: anyio.abc.SocketStream, local: bool) -> tuple[str, int]:
@@ -112,7 +123,8 @@ async def _connection(
     """One TCP connection, until it ends; a request refused, or bytes that can't
     be one, are answered with their status before the close."""
     try:
-        with scope:
+        # Shielded from the listener's end (see `listen`); its own scope drops it.
+        with anyio.CancelScope(shield=True), scope:
             async with stream:
                 try:
                     answer = await _requests(stream, gate, endpoint, listener)

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -290,17 +291,18 @@ def sse_events(answer: http.client.HTTPResponse) -> Iterator[tuple[str | None, b
             event_id, data = None, b""
 
 
-def test_a_stream_lost_mid_call_resumes_from_its_last_event_id(start_daemon: StartDaemon) -> None:
-    listener = start_daemon()
-    session = initialized_session(listener.url)
-    parts = urlsplit(listener.url)
+def streamed_call(
+    url: str, session: str, call_id: int, command: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """A `bash` call POSTed with a progress token, answered as an SSE stream."""
+    parts = urlsplit(url)
     call = {
         "jsonrpc": "2.0",
-        "id": 2,
+        "id": call_id,
         "method": "tools/call",
         "params": {
             "name": "bash",
-            "arguments": {"command": "echo one; sleep 1; echo two"},
+            "arguments": {"command": command},
             "_meta": {"progressToken": "t"},
         },
     }
@@ -309,10 +311,18 @@ def test_a_stream_lost_mid_call_resumes_from_its_last_event_id(start_daemon: Sta
         "Accept": "application/json, text/event-stream",
         "Mcp-Session-Id": session,
     }
-    first = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
-    first.request("POST", parts.path, json.dumps(call), headers)
-    answer = first.getresponse()
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    connection.request("POST", parts.path, json.dumps(call), headers)
+    answer = connection.getresponse()
     assert answer.getheader("Content-Type") == "text/event-stream"
+    return connection, answer
+
+
+def test_a_stream_lost_mid_call_resumes_from_its_last_event_id(start_daemon: StartDaemon) -> None:
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    parts = urlsplit(listener.url)
+    first, answer = streamed_call(listener.url, session, 2, "echo one; sleep 1; echo two")
     last_id, data = next(sse_events(answer))
     assert last_id is not None and b"notifications/progress" in data
     first.close()  # lost before the answer
@@ -390,3 +400,17 @@ def test_a_client_of_2025_11_25_gets_a_priming_event_first(
     first_event = b"".join(iter(lambda: answer.fp.readline(), b"\n"))
     assert (b"data: \n" in first_event and b"id: " in first_event) is primed
     assert b"retry: " in first_event
+
+
+def test_a_draining_daemon_still_answers_a_running_call_on_its_stream(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--drain-seconds", "20")
+    session = initialized_session(listener.url)
+    _, answer = streamed_call(listener.url, session, 3, "echo begun; sleep 2; echo done")
+    events = sse_events(answer)
+    assert b"notifications/progress" in next(events)[1]  # the command runs
+    listener.daemon.proc.send_signal(signal.SIGTERM)
+    final = json.loads(list(events)[-1][1])
+    assert final["id"] == 3 and final["result"]["content"][0]["text"] == "begun\ndone\n"
+    assert listener.daemon.proc.wait(HANG_SECONDS) == 0
