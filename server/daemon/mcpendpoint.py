@@ -23,6 +23,7 @@ from bashrpc.server.daemon.mcpgate import error_body
 from bashrpc.server.daemon.mcpsession import Message, Session, Stream, parse_event_id
 from bashrpc.server.wire.transport import Transport
 
+# Sessions, and stateless exchanges under way, each a connection of the daemon.
 MAX_SESSIONS = 64
 MAX_STREAMS_PER_SESSION = 32
 # The server's own stream ends after this long with nothing to send; the client reopens it.
@@ -140,19 +141,18 @@ class Endpoint:
     def _post_session(self, request: HttpRequest, parsed: list[Message]) -> Session | Answer:
         if request.header("mcp-session-id") is not None:
             return self._session(request)
-        initialize = any(message.method == "initialize" for message in parsed)
-        if initialize and len(self.sessions) >= MAX_SESSIONS:
+        if self._running >= MAX_SESSIONS:
             return refusal(503, messages.MCP_HTTP_TOO_MANY_SESSIONS.format(limit=MAX_SESSIONS))
-        session = Session(registered=initialize)
+        session = Session(registered=any(message.method == "initialize" for message in parsed))
         if session.id is not None:
             self.sessions[session.id] = session
+        self._running += 1
         self._group.start_soon(self._run, session)
         return session
 
     async def _run(self, session: Session) -> None:
         """The session's connection, until its input ends or the daemon stops it
         (shielded: a listener that stops taking requests lets it wind down)."""
-        self._running += 1
         try:
             with anyio.CancelScope(shield=True):
                 await self._serve_one(session.transport())

@@ -414,3 +414,17 @@ def test_a_draining_daemon_still_answers_a_running_call_on_its_stream(
     final = json.loads(list(events)[-1][1])
     assert final["id"] == 3 and final["result"]["content"][0]["text"] == "begun\ndone\n"
     assert listener.daemon.proc.wait(HANG_SECONDS) == 0
+
+
+def test_a_request_without_a_session_is_answered_on_a_connection_of_its_own(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon()
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    connection.request("POST", parts.path, json.dumps([ping]), headers)
+    answer = connection.getresponse()
+    assert answer.status == 200 and answer.getheader("Mcp-Session-Id") is None
+    assert json.loads(answer.read()) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
