@@ -229,7 +229,6 @@ class Tenants:
         root = None if guard.cgroup_root is None else guard.cgroup_root.nested(name)
         containment = Containment(root, None if root else guard.watchdog.report)
         containment.spare = guard.containment.spare
-        containment.groups = guard.containment.groups
         return containment
 
     async def keep(self, tenant: Tenant) -> None:

@@ -224,11 +224,9 @@ class Runtime:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
             await self.backend.wind_down()
-            self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
+            self.pool.shorten_grace(SHUTDOWN_GRACE_SECONDS)
             await self.jobs.wind_down()
-            async with anyio.create_task_group() as tg:
-                for shell in list(self.pool.live):
-                    tg.start_soon(self.pool.close, shell, self.pool.grace_seconds)
+            await self.pool.close_all()
             for session in self.sessions.all():
                 session.shell = None
             await self.containment.kill_everything()

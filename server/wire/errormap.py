@@ -45,7 +45,7 @@ def _undecodable(exc: msgspec.DecodeError, params: bytes | None) -> ErrorObject:
 
 def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
     return ErrorObject(
-        ErrorCode.ARTIFACT_NOT_FOUND,
+        ErrorCode.RESOURCE_NOT_FOUND,
         messages.artifact_not_found(exc.artifact_id, exc.available),
         ArtifactNotFoundData(available=messages.newest_ids(exc.available), uri=exc.uri),
     )
@@ -76,7 +76,7 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         NoSuchPtyData(exc.request_id),
     ),
     errors.NoSuchTerminal: lambda exc: ErrorObject(
-        ErrorCode.NO_SUCH_TERMINAL,
+        ErrorCode.RESOURCE_NOT_FOUND,
         messages.NO_SUCH_TERMINAL.format(terminal_id=exc.terminal_id),
         NoSuchTerminalData(exc.terminal_id),
     ),

@@ -2,19 +2,21 @@
 
 As root with the sandbox off, a command may write its pid into the root
 cgroup's `cgroup.procs`: `cgroup.kill` of its shell's group misses it then. The
-kills also walk the process tree (the shell's session and parentage, and
-orphans that left both and every group of the server's), so it dies anyway.
+kills also take the shell's session, its parentage and its cgroup namespace (which
+no move changes), so it dies anyway; and they take nothing of another's.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.methods import BashParams, SessionCloseParams, SessionResetParams
 from bashrpc.protocol.terminals import (
     TerminalCreateParams,
@@ -23,7 +25,7 @@ from bashrpc.protocol.terminals import (
     TerminalParams,
 )
 from bashrpc.server.runtime.containment import cgroups
-from tests.conftest import SpawnProcess
+from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, marked_processes, wait_until
 
 pytestmark = pytest.mark.slow
@@ -182,3 +184,36 @@ def test_a_process_that_moved_into_the_group_around_the_shells_dies_with_its_ses
     assert wait_until(lambda: [cgroup(p) for p in marked_processes(marker)] == [moved])
     server.result("session/close", SessionCloseParams(session_id=SESSION))
     assert wait_until(lambda: marked_processes(marker) == [], GONE_SECONDS)
+
+
+def test_a_kill_takes_no_process_of_another_server_or_of_the_host(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
+    """Two servers in one process (whose cgroup may be the root one, where an
+    escaped process would sit too): what one kills is its own commands' only, not
+    the other's shell, nor a process of the host's in a session of its own."""
+    root_procs()
+    a, b = spawn(), spawn()
+    shell = a.bash("echo $$", session_id=SESSION).output
+    go = tmp_path / "go"
+    waiting = a.request(
+        "bash",
+        BashParams(command=f"until [ -e {go} ]; do sleep 0.05; done; echo finished"),
+    )
+    host = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        running = tmp_path / "running"
+        ident = b.request("bash", BashParams(command=f"touch {running}; sleep 300"))
+        assert wait_until(running.exists, STARTED_SECONDS)
+        assert b.abort(request_id=ident)
+        assert b.bash_result(ident).cancelled
+        assert b.bash("echo $$", session_id=SESSION).output
+        b.result("session/reset", SessionResetParams(session_id=SESSION))
+        assert host.poll() is None
+        go.touch()
+        assert a.bash_result(waiting).output == "finished\n"
+        after = a.bash("echo $$", session_id=SESSION).output
+        assert messages.SHELL_RESTARTED not in after and after == shell
+    finally:
+        host.kill()
+        host.wait()

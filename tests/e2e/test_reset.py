@@ -145,7 +145,7 @@ def test_reset_ends_the_sessions_background_jobs(server: InProcessServer) -> Non
             TerminalOutputParams(session_id="default", terminal_id=created.terminal_id),
         )
     )
-    assert error.code == ErrorCode.NO_SUCH_TERMINAL
+    assert error.code == ErrorCode.RESOURCE_NOT_FOUND
     assert server.typed(ServerStatsResult, "server/stats", ServerStatsParams()).jobs == 0
 
 

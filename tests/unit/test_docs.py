@@ -59,6 +59,7 @@ def test_protocol_reference_has_every_message_and_code() -> None:
         mcp.NOTIFICATIONS_FROM_CLIENT,
         mcp.NOTIFICATIONS_FROM_SERVER,
         terminals.METHODS,
+        terminals.NOTIFICATIONS_FROM_CLIENT,
         terminals.NOTIFICATIONS_FROM_SERVER,
     ]
     missing = [name for table in tables for name in table if f"### `{name}` " not in page]

@@ -5,8 +5,8 @@ Every shell, PTY command and rc capture gets a Tracker. A tracker answers
 - With a cgroup per shell (where one can be created), membership is the
   kernel's: setsid, double forks and `env -i` change nothing. Root may still
   move a process out by writing a `cgroup.procs`, so a kill also walks the
-  shell's session and parentage, and takes the server's orphans that no group
-  of its own holds (`CgroupTracker.strays`).
+  shell's session and parentage, and takes what is in its child's cgroup
+  namespace but not in its group (`CgroupTracker.strays`).
 - Otherwise the shell is made a child subreaper, so while it lives every
   process it started stays below it. When it dies, its orphans are
   re-parented to the server (a subreaper too), and the tracker claims the
@@ -30,11 +30,10 @@ import signal
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 
-from bashrpc.server.runtime.containment import cgroups, polling, procs
+from bashrpc.server.runtime.containment import polling, procs
 from bashrpc.server.runtime.containment.cgroups import Cgroup, CgroupRoot
 from bashrpc.server.runtime.containment.procs import Scan
 
@@ -44,8 +43,8 @@ MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
 # Kills that start together (a shutdown) share the pass over /proc that finds a
-# shell's session and the server's escaped orphans; a fork since is found by its
-# parent, which that pass saw and the kill stopped.
+# shell's session and what left its group; a fork since is found by its parent,
+# which that pass saw and the kill stopped.
 SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
@@ -147,6 +146,9 @@ class CgroupTracker(Tracker):
         self._session: int | None = None
         # (pid, start time) of every stray seen, the leader first.
         self._strays: dict[int, int] = {}
+        # The leader's cgroup namespace (its number), held open (see `adopt`).
+        self._namespace: int | None = None
+        self._namespace_fd: int | None = None
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
@@ -161,11 +163,18 @@ class CgroupTracker(Tracker):
         return self.group.add(pid)
 
     def adopt(self, pid: int) -> None:
+        """Record the leader, its session and its cgroup namespace: a mark of its
+        own that every process it starts keeps, whatever group it moves to."""
         info = procs.read_stat(pid)
-        if info is not None:
-            self._strays[pid] = info.start
-            if info.sid == pid:
-                self._session = pid
+        if info is None:
+            return
+        self._strays[pid] = info.start
+        if info.sid == pid:
+            self._session = pid
+        if self.needs_setup and self._namespace_fd is None:
+            self._namespace_fd = procs.hold_cgroup_namespace(pid, info.start)
+            if self._namespace_fd is not None:
+                self._namespace = os.fstat(self._namespace_fd).st_ino
 
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
@@ -174,14 +183,22 @@ class CgroupTracker(Tracker):
         """Processes of this tracker outside its group: root may move a process to
         any group. The second net, for kills: everything below the group and what
         was seen before (the leader first); `thorough`ly, also the leader's session
-        (a pass over all of /proc) and the server's orphans that are in no
-        tracker's group (`Containment.outside`), which kills ask while stopping
-        and at the end, not on every poll."""
+        and its cgroup namespace (`Containment.outside`), which kills ask while
+        stopping and at the end, not on every poll.
+
+        Leaving the group, the session, the parentage and the environment keeps
+        the cgroup namespace, so an escaped process is this tracker's alone: no
+        other shell's, tenant's or server's kill takes it, nor anything that is not
+        a command's. Where no namespace can be made (without CAP_SYS_ADMIN), only
+        a group's owner may move a process out, and then only to another group
+        it owns: within a delegated subtree (a non-root server under systemd),
+        such a process is found by its session and parentage only. A process
+        that makes a cgroup namespace of its own before it leaves is found so too."""
         scan = Scan()
         group = self.group.procs()
         seen = self._seen(scan)
         if thorough:
-            seen |= self._owner.outside(self._session)
+            seen |= self._owner.outside(self._session, self._namespace)
         found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
@@ -220,7 +237,10 @@ class CgroupTracker(Tracker):
         procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
-        self._owner.groups.discard(self.group)
+        # Once closed, the namespace's number may come to name another's.
+        if self._namespace_fd is not None:
+            os.close(self._namespace_fd)
+        self._namespace_fd = self._namespace = None
         self.group.remove()
 
 
@@ -300,9 +320,6 @@ class Containment:
 
     def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
         self.root = root
-        # Every live tracker's group, the daemon's tenants' included (shared).
-        self.groups: set[Cgroup] = set()
-        self._mount = None if root is None else cgroups.cgroup2_mount()
         # One pass over /proc for the thorough looks of kills that start together.
         self._shared: tuple[float, Scan] | None = None
         # Each tracker's child in a cgroup namespace of its own, where one can be made.
@@ -321,7 +338,6 @@ class Containment:
         if self.root is not None:
             group = self.root.child(name)
             if group is not None:
-                self.groups.add(group)
                 return CgroupTracker(tag, group, self)
         tracker = AncestryTracker(tag, self)
         self._ancestry.add(tracker)
@@ -344,35 +360,17 @@ class Containment:
         question made each kill cost O(shells))."""
         return scan.children(os.getpid()) - self.accounted()
 
-    def outside(self, session: int | None) -> set[int]:
-        """The processes of `session` (when given) and the orphans that escaped
-        (see `escaped`), from one pass over /proc shared by the kills that look
-        within `SHARED_SCAN_SECONDS` of each other: fifty shells killed together
-        (a shutdown, a reset of them all) make one pass, not fifty."""
+    def outside(self, session: int | None, namespace: int | None) -> set[int]:
+        """The processes of `session` and of the cgroup namespace `namespace` (each
+        when given), from one pass over /proc shared by the kills that look within
+        `SHARED_SCAN_SECONDS` of each other: fifty shells killed together (a
+        shutdown, a reset of them all) make one pass, not fifty."""
         now = time.monotonic()
         if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
             self._shared = (now, Scan())
         scan = self._shared[1]
-        found = self.escaped(scan)
-        return found if session is None else found | scan.session(session)
-
-    def escaped(self, scan: Scan) -> set[int]:
-        """Orphans that left every group of the server's: its children (it is a
-        subreaper) in a session not its own, which no tracker answers for and no
-        tracker's group holds. No command's process stays a member that way but by
-        writing a `cgroup.procs` (as root), so any kill takes them."""
-        if self.root is None:
-            return set()
-        own_session = os.getsid(0)
-        orphans = set()
-        for pid in self.unclaimed(scan):
-            info = scan.info(pid)
-            if info is not None and not info.zombie and info.sid != own_session:
-                orphans.add(pid)
-        if not orphans or self._mount is None:
-            return orphans
-        groups = {group.path for group in self.groups}
-        return {pid for pid in orphans if not _inside(cgroups.group_of(pid, self._mount), groups)}
+        found = set() if session is None else scan.session(session)
+        return found if namespace is None else found | scan.in_cgroup_namespace(namespace)
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
@@ -385,8 +383,3 @@ class Containment:
             root = self.root
             await polling.repeat_while(lambda: root.populated, lambda _: root.kill())
             root.remove()
-
-
-def _inside(group: Path | None, groups: set[Path]) -> bool:
-    """Whether `group` is one of `groups` or below one."""
-    return group is not None and (group in groups or any(p in groups for p in group.parents))

@@ -75,6 +75,32 @@ def may_administer() -> bool:
     return False
 
 
+def cgroup_namespace(pid: int | str) -> int | None:
+    """The number (inode) that names a process's cgroup namespace, or None once it
+    is gone. A namespace's number may name another once it is freed: see
+    `hold_cgroup_namespace`."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/cgroup").st_ino
+    except OSError:
+        return None
+
+
+def hold_cgroup_namespace(pid: int, start: int) -> int | None:
+    """An open handle on the cgroup namespace of the process (pid, `start`), where it
+    has one of its own (not this process's). While the handle is open the namespace
+    lives, so its number names no other; None when the process is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/ns/cgroup", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = read_stat(pid)
+    # Read after the open: the handle is that process's, not a recycled pid's.
+    if info is None or info.start != start or os.fstat(fd).st_ino == cgroup_namespace("self"):
+        os.close(fd)
+        return None
+    return fd
+
+
 def become_subreaper() -> bool:
     """Orphans below us are re-parented to us instead of to init."""
     return prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -157,6 +183,7 @@ class Scan:
         self._children: dict[int, set[int]] = {}
         self._tags: dict[int, str | None] = {}
         self._indexed = False
+        self._namespaces: dict[int, set[int]] | None = None
 
     def info(self, pid: int) -> ProcInfo | None:
         if pid not in self._stats:
@@ -207,6 +234,17 @@ class Scan:
             if info is not None and info.sid == sid and not info.zombie:
                 found.add(pid)
         return found
+
+    def in_cgroup_namespace(self, namespace: int) -> set[int]:
+        """Live processes of the cgroup namespace `namespace` (its number): one pass
+        over /proc, made once for every namespace asked about."""
+        if self._namespaces is None:
+            self._namespaces = {}
+            for pid in all_pids():
+                found = cgroup_namespace(pid)
+                if found is not None:
+                    self._namespaces.setdefault(found, set()).add(pid)
+        return {pid for pid in self._namespaces.get(namespace, ()) if self.live(pid)}
 
     def tag(self, pid: int) -> str | None:
         if pid not in self._tags:

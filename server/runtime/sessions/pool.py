@@ -280,6 +280,16 @@ class ShellPool:
         _log.error(message)
         return SandboxUnavailable(message, detail=said)
 
+    def shorten_grace(self, seconds: float) -> None:
+        """Shutdown: a kill from now on waits at most `seconds` for its shell to go."""
+        self.grace_seconds = min(self.grace_seconds, seconds)
+
+    async def close_all(self) -> None:
+        """Every shell closed at once (the runtime's wind-down)."""
+        async with anyio.create_task_group() as tg:
+            for shell in list(self.live):
+                tg.start_soon(self.close, shell, self.grace_seconds)
+
     def retire(self, shell: ShellHandle) -> None:
         """Close a shell its session let go of, in the pool's task group: the caller,
         which cannot wait, has already made sure no command runs on it."""
