@@ -52,6 +52,10 @@ class Answer(msgspec.Struct, frozen=True):
     # Open the stream with an event that has an id and no data (SEP-1699), so a
     # client cut before the first real event can still resume it.
     prime: bool = False
+    # A resumed stream that ends without having given this GET an answer stays
+    # open until this is set (or `idle` passes): an SSE client reconnects at
+    # once a GET that ends without an answer, again and again.
+    hold: anyio.Event | None = None
 
 
 def primes(request: HttpRequest) -> bool:
@@ -178,7 +182,12 @@ class Endpoint:
         resumed = None if last is None else parse_event_id(last)
         if resumed is not None and resumed[0] in session.streams:
             return Answer(
-                200, headers=headers, stream=session.streams[resumed[0]], after=resumed[1]
+                200,
+                headers=headers,
+                stream=session.streams[resumed[0]],
+                after=resumed[1],
+                idle=STANDALONE_IDLE_SECONDS,
+                hold=session.gone,
             )
         standalone = session.standalone
         if standalone is not None and not standalone.closed and standalone.consumers:

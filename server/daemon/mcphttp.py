@@ -204,7 +204,7 @@ async def _until_gone(io: anyio.abc.SocketStream, scope: anyio.CancelScope) -> N
 async def _pump(io: anyio.abc.SocketStream, stream: Stream, answer: Answer) -> None:
     """The stream's events after `answer.after`, as they come, until it ends (or,
     with `answer.idle`, until that long passes with none)."""
-    after = answer.after
+    after, answered = answer.after, False
     stream.consumers += 1
     try:
         retry = f"retry: {RETRY_MS}\n".encode()
@@ -212,15 +212,23 @@ async def _pump(io: anyio.abc.SocketStream, stream: Stream, answer: Answer) -> N
         await io.send(primer + retry + b"\n")
         while True:
             events: list[tuple[int, bytes]] = []
-            with anyio.move_on_after(answer.idle if answer.idle is not None else float("inf")):
+            with anyio.move_on_after(_seconds(answer.idle)):
                 events = await stream.wait_after(after)
             if not events:
                 stream.delivered = stream.closed
+                if answer.hold is not None and stream.closed and not answered:
+                    with anyio.move_on_after(_seconds(answer.idle)):
+                        await answer.hold.wait()
                 return
             await io.send(b"".join(sse_event(stream.event_id(seq), data) for seq, data in events))
             after = events[-1][0]
+            answered = answered or any(seq in stream.answers for seq, _ in events)
     finally:
         stream.consumers -= 1
+
+
+def _seconds(idle: float | None) -> float:
+    return float("inf") if idle is None else idle
 
 
 async def _send_quietly(stream: anyio.abc.SocketStream, answer: Answer) -> None:

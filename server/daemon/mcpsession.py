@@ -94,6 +94,7 @@ class Stream:
         # Every event written out to the end: nothing left for a client to resume.
         self.delivered = False
         self.consumers = 0
+        self.answers: set[int] = set()
         self._events: collections.deque[tuple[int, bytes]] = collections.deque()
         self._bytes = 0
         self._next = 1
@@ -102,7 +103,11 @@ class Stream:
     def event_id(self, seq: int) -> str:
         return f"{self.number}-{seq}"
 
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes, answer: bool = False) -> None:
+        """One more event; `answer`: it answers a request (a resuming reader that
+        gets one has what it came for)."""
+        if answer:
+            self.answers.add(self._next)
         self._events.append((self._next, data))
         self._next += 1
         self._bytes += len(data)
@@ -165,6 +170,8 @@ class Session:
         self.id = secrets.token_urlsafe(24) if registered else None
         self.last_used = 0.0
         self.ended = False
+        # Set once the connection is gone: what a held stream waits for.
+        self.gone = anyio.Event()
         self._inbox_send, self._inbox = anyio.create_memory_object_stream[bytes](INBOX_MESSAGES)
         self.streams: dict[int, Stream] = {}
         self.standalone: Stream | None = None
@@ -236,9 +243,10 @@ class Session:
         if stream is None:
             self.dropped += 1
             return
-        stream.put(line)
-        if message.method is not None or message.id is UNSET:
-            return  # not an answer: the stream waits on
+        is_answer = message.method is None and message.id is not UNSET
+        stream.put(line, is_answer)
+        if not is_answer:
+            return  # the stream waits on
         key = id_key(message.id)
         if key in stream.pending:
             stream.pending.discard(key)
@@ -275,6 +283,7 @@ class Session:
     def ended_connection(self) -> None:
         """The connection is gone: every stream ends."""
         self.ended = True
+        self.gone.set()
         self._inbox_send.close()
         self._inbox.close()
         for stream in self.streams.values():

@@ -428,3 +428,30 @@ def test_a_request_without_a_session_is_answered_on_a_connection_of_its_own(
     answer = connection.getresponse()
     assert answer.status == 200 and answer.getheader("Mcp-Session-Id") is None
     assert json.loads(answer.read()) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
+
+
+def test_resuming_a_stream_that_ended_holds_the_get_open_until_the_session_ends(
+    start_daemon: StartDaemon,
+) -> None:
+    """A client resumes a stream it lost whose requests are answered or cancelled:
+    it gets what came after its last event, and the GET stays open (an SSE client
+    reconnects a GET that ends, and would ask again and again)."""
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    first, answer = streamed_call(listener.url, session, 4, "echo one; sleep 60")
+    last_id, _ = next(sse_events(answer))
+    assert last_id is not None
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}
+    assert post(listener.url, cancel, {"Mcp-Session-Id": session})[0] == 202
+    first.close()
+    parts = urlsplit(listener.url)
+    again = http.client.HTTPConnection(parts.netloc, timeout=3)
+    resume = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": last_id}
+    again.request("GET", parts.path, headers=resume)
+    resumed = again.getresponse()
+    assert resumed.status == 200
+    with pytest.raises(TimeoutError):
+        list(sse_events(resumed))  # held open, nothing more to say
+    ender = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    ender.request("DELETE", parts.path, headers={"Mcp-Session-Id": session})
+    assert ender.getresponse().status == 200
