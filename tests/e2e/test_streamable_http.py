@@ -455,3 +455,26 @@ def test_resuming_a_stream_that_ended_holds_the_get_open_until_the_session_ends(
     ender = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
     ender.request("DELETE", parts.path, headers={"Mcp-Session-Id": session})
     assert ender.getresponse().status == 200
+
+
+def test_a_session_holds_a_bounded_number_of_open_streams(start_daemon: StartDaemon) -> None:
+    from bashrpc.server.daemon.mcpendpoint import MAX_STREAMS_PER_SESSION
+
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    held = [
+        streamed_call(listener.url, session, 100 + n, "sleep 60")
+        for n in range(MAX_STREAMS_PER_SESSION)
+    ]
+    try:
+        status, body = post(
+            listener.url, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Mcp-Session-Id": session}
+        )
+        assert status == 429, body
+        assert str(MAX_STREAMS_PER_SESSION).encode() in body
+    finally:
+        for connection, _ in held:
+            connection.close()
+        ender = http.client.HTTPConnection(urlsplit(listener.url).netloc, timeout=HANG_SECONDS)
+        ender.request("DELETE", urlsplit(listener.url).path, headers={"Mcp-Session-Id": session})
+        assert ender.getresponse().status == 200
