@@ -197,7 +197,7 @@ class Endpoint:
         return Answer(200, headers=headers, stream=standalone, idle=STANDALONE_IDLE_SECONDS)
 
     async def sweep(self) -> None:
-        """Ends sessions idle past their bound, and stateless ones once answered."""
+        """Ends sessions idle past their bound (stateless ones end once answered)."""
         while True:
             await anyio.sleep(SWEEP_SECONDS)
             now = anyio.current_time()

@@ -48,8 +48,6 @@ HTTP_ERRORS = {
     431: messages.HTTP_TOO_BIG,
 }
 
-_log = log.get("http.mcp")
-
 
 class McpHttpListener(msgspec.Struct, frozen=True):
     address: ListenAddress
