@@ -444,6 +444,32 @@ WS_TOO_MANY_WRONG = "too many wrong tokens from this address; try again later"
 WS_REFUSALS_LEFT_OUT = " ({count} refusals before this one not logged)"
 WS_FROM_BROWSER = "an Origin header ({origin}): no browser is let in"
 WS_TOO_BIG = "closed the websocket from {peer}: a message over {limit} bytes (--max-line-bytes)"
+WS_BAD_LISTEN_SCHEME = (
+    "--listen {url!r}: expected ws://HOST:PORT or http://HOST:PORT/PATH,"
+    " HOST an IP address or localhost"
+)
+
+# The daemon's Streamable HTTP listener (`--listen http://...`).
+MCP_HTTP_NO_TOKEN = "--listen {url}: {host} is not a loopback address, so --token-file is needed"
+MCP_HTTP_REFUSED = "refused an HTTP request from {peer}: {reason}"
+MCP_HTTP_BAD_HOST = "Host {host!r} is not this loopback listener (DNS rebinding?)"
+MCP_HTTP_BAD_ORIGIN = "Origin {origin!r} is not this loopback listener (DNS rebinding?)"
+MCP_HTTP_NOT_OWN = (
+    "only the daemon's own user may connect without a token; start it with --token-file"
+)
+MCP_HTTP_NOT_FOUND = "no such path; MCP is served on {path}"
+MCP_HTTP_METHOD = "only POST, GET and DELETE"
+MCP_HTTP_NO_SESSION = "needs an Mcp-Session-Id header (from the initialize response)"
+MCP_HTTP_UNKNOWN_SESSION = "no such session (it ended, or never was): initialize again"
+MCP_HTTP_CONTENT_TYPE = "the body must be Content-Type: application/json"
+MCP_HTTP_ACCEPT = "Accept must name application/json or text/event-stream"
+MCP_HTTP_NOT_JSON_RPC = "the body is not a JSON-RPC message or a batch of them"
+MCP_HTTP_TOO_MANY_STREAMS = "this session has {limit} streams open already"
+MCP_HTTP_TOO_MANY_SESSIONS = "{limit} sessions (or stateless exchanges) are open already"
+MCP_HTTP_STREAM_OPEN = "this session's GET stream is open already"
+MCP_HTTP_SESSION_IDLE = "ended an idle Streamable HTTP session"
+MCP_HTTP_CHUNKED = "a chunked body is not taken: send Content-Length"
+MCP_HTTP_TOO_BIG = "the body is over --max-line-bytes"
 
 # -- the daemon's HTTP probes (--http) and the fleet's figures -------------------
 HTTP_BAD_ADDRESS = "--http {address!r}: expected HOST:PORT, HOST an IP address or localhost"

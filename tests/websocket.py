@@ -14,16 +14,16 @@ from websockets.sync.client import ClientConnection, connect
 from tests.daemon import DaemonProcess
 from tests.rpc import RpcClient, wait_until
 
-_LISTENING = re.compile(r"daemon listening on (ws://\S+)")
+_LISTENING = re.compile(r"daemon listening on ((?:ws|http)://\S+)")
 STOP_SECONDS = 10.0
 
 
-def listening_url(daemon: DaemonProcess) -> str:
-    """The URL the daemon's listener logged once bound (its real port)."""
+def listening_url(daemon: DaemonProcess, scheme: str = "ws") -> str:
+    """The URL the daemon's `scheme` listener logged once bound (its real port)."""
     found: list[str] = []
 
     def logged() -> bool:
-        found[:] = _LISTENING.findall(daemon.stderr())
+        found[:] = [url for url in _LISTENING.findall(daemon.stderr()) if url.startswith(scheme)]
         return bool(found)
 
     assert wait_until(logged, timeout=30), daemon.stderr()

@@ -112,10 +112,12 @@ def claim_http(args: argparse.Namespace, configured: str | None) -> Any:
 def _listen_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--listen",
+        action="append",
         default=None,
-        metavar="ws://HOST:PORT",
-        help="also serve WebSocket connections here, one message per text frame "
-        "(needs pip install 'bashrpc[ws]'; TLS belongs to a router or sidecar)",
+        metavar="URL",
+        help="also serve here (repeatable): ws://HOST:PORT for WebSocket connections, one "
+        "message per text frame (needs pip install 'bashrpc[ws]'), or "
+        "http://HOST:PORT/PATH for MCP's Streamable HTTP; TLS belongs to a router or sidecar",
     )
     gate = parser.add_mutually_exclusive_group()
     gate.add_argument(
@@ -134,16 +136,27 @@ def _listen_options(parser: argparse.ArgumentParser) -> None:
 
 
 def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
-    """The WebSocket listener to run beside the socket (None without --listen),
-    bound already; or an exit status when it can't run as asked."""
-    if args.listen is None:
-        return None
+    """The listeners to run beside the socket (None without --listen), bound
+    already; or an exit status when one can't run as asked."""
+    from bashrpc.server.daemon.server import together
+
+    listens = []
+    for url in args.listen or ():
+        claim = _claim_http if url.startswith(wsconfig.HTTP_SCHEME + ":") else _claim_ws
+        listen = claim(args, url, max_message_bytes)
+        if isinstance(listen, int):
+            return listen
+        listens.append(listen)
+    return together(listens) if listens else None
+
+
+def _claim_ws(args: argparse.Namespace, url: str, max_message_bytes: int) -> Any:
     if importlib.util.find_spec("websockets") is None:
         return _refused(messages.WS_NEEDS_LIBRARY, EXIT_USAGE)
     from bashrpc.server.daemon import websocket
 
     try:
-        address = wsconfig.parse_listen(args.listen)
+        address = wsconfig.parse_listen(url)
         token = None if args.token_file is None else wsconfig.read_token(args.token_file)
         wsconfig.check_start(address, token, args.insecure_loopback)
     except wsconfig.ListenError as exc:
@@ -155,6 +168,30 @@ def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:
         return _refused(reason, EXIT_FAILURE)
     listener = websocket.WebSocketListener(address, sock, token, max_message_bytes)
     return functools.partial(websocket.listen, listener)
+
+
+def _claim_http(args: argparse.Namespace, url: str, max_message_bytes: int) -> Any:
+    """Streamable HTTP: on loopback the daemon's own uid needs no token; any
+    other address needs --token-file."""
+    from bashrpc.server.daemon import mcphttp
+
+    try:
+        address, path = wsconfig.parse_http_listen(url)
+        token = None if args.token_file is None else wsconfig.read_token(args.token_file)
+        if token is None and not address.loopback:
+            raise wsconfig.ListenError(
+                messages.MCP_HTTP_NO_TOKEN.format(url=url, host=address.host)
+            )
+    except wsconfig.ListenError as exc:
+        return _refused(exc, EXIT_USAGE)
+    try:
+        sock = mcphttp.bind(address)
+    except OSError as exc:
+        return _refused(
+            messages.DAEMON_CANNOT_BIND.format(path=url, reason=exc.strerror), EXIT_FAILURE
+        )
+    listener = mcphttp.McpHttpListener(address, path, sock, token, max_message_bytes)
+    return functools.partial(mcphttp.listen, listener)
 
 
 def _refused(reason: object, status: int) -> int:

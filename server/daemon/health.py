@@ -157,6 +157,11 @@ class OpenConnections:
     def remove(self, scope: anyio.CancelScope) -> None:
         self._scopes.pop(scope, None)
 
+    def cancel_all(self) -> None:
+        for scope in list(self._scopes):
+            self.remove(scope)
+            scope.cancel()
+
 
 async def _one(
     stream: anyio.abc.SocketStream,

@@ -51,9 +51,26 @@ HOUSEKEEPING_INTERVAL_SECONDS = 1.0
 
 _log = log.get("daemon")
 
-# Another listener (the WebSocket one): it serves each connection it accepts
+# Other listeners (WebSocket, Streamable HTTP): each serves each connection it accepts
 # through the callable it is given, until cancelled.
 Listen = Callable[[Callable[[Transport], Awaitable[None]]], Awaitable[None]]
+
+
+def together(listens: Sequence[Listen]) -> Listen:
+    """Several listeners as one: each runs until all are cancelled."""
+    if len(listens) == 1:
+        return listens[0]
+
+    async def listen(serve: Callable[[Transport], Awaitable[None]]) -> None:
+        async with anyio.create_task_group() as group:
+            for one in listens:
+                group.start_soon(_run_listen, one, serve)
+
+    return listen
+
+
+async def _run_listen(listen: Listen, serve: Callable[[Transport], Awaitable[None]]) -> None:
+    await listen(serve)
 
 
 class View:

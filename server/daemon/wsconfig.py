@@ -20,6 +20,7 @@ import msgspec
 from bashrpc.protocol import messages
 
 SCHEME = "ws"
+HTTP_SCHEME = "http"
 # `localhost` means IPv4 loopback: no name lookup decides where a shell is served.
 LOCALHOST = "127.0.0.1"
 # A bearer token shorter than this is guessable; `openssl rand -hex 32` gives 64.
@@ -49,18 +50,31 @@ class ListenAddress(msgspec.Struct, frozen=True):
 
 def parse_listen(url: str) -> ListenAddress:
     """`ws://HOST:PORT`, HOST an IP address (IPv6 in brackets) or `localhost`."""
-    bad = ListenError(messages.WS_BAD_LISTEN.format(url=url))
+    address, path = _split_listen(url, SCHEME, messages.WS_BAD_LISTEN)
+    if path not in ("", "/"):
+        raise ListenError(messages.WS_BAD_LISTEN.format(url=url))
+    return address
+
+
+def parse_http_listen(url: str) -> tuple[ListenAddress, str]:
+    """`http://HOST:PORT/PATH` (PATH `/` when none): the address and the path."""
+    address, path = _split_listen(url, HTTP_SCHEME, messages.WS_BAD_LISTEN_SCHEME)
+    return address, path or "/"
+
+
+def _split_listen(url: str, scheme: str, text: str) -> tuple[ListenAddress, str]:
+    bad = ListenError(text.format(url=url))
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
         raise bad from None
     host = parts.hostname
-    if parts.scheme != SCHEME or host is None or port is None:
+    if parts.scheme != scheme or host is None or port is None:
         raise bad
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+    if parts.query or parts.fragment or parts.username:
         raise bad
-    return ListenAddress(ip_host(host, bad), port)
+    return ListenAddress(ip_host(host, bad), port), parts.path
 
 
 def ip_host(host: str, bad: ListenError) -> str:

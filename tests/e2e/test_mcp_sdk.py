@@ -166,27 +166,29 @@ def test_sdk_cancelled_call_is_killed_silently_and_the_next_call_says_so(
     gets no response; its command is killed, and the next call says the cancelled one
     took the shell's state with it."""
 
-    async def body(session: ClientSession) -> None:
-        started = anyio.Event()
+    run_sdk(tmp_path, cancel_a_running_call)
 
-        # Named as the SDK's progress callback protocol names them.
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            started.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(
-                lambda: session.call_tool(
-                    "bash", {"command": "echo started; sleep 60"}, progress_callback=progress
-                )
+async def cancel_a_running_call(session: ClientSession) -> None:
+    """Give up on a running call; the next call and a ping are answered."""
+    started = anyio.Event()
+
+    # Named as the SDK's progress callback protocol names them.
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: session.call_tool(
+                "bash", {"command": "echo started; sleep 60"}, progress_callback=progress
             )
-            await started.wait()
-            tg.cancel_scope.cancel()
-        # It waits its turn behind the cancelled call, whose shell is killed.
-        again = await session.call_tool("bash", {"command": "echo still healthy"})
-        assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
-        assert await session.send_ping() is not None
-
-    run_sdk(tmp_path, body)
+        )
+        await started.wait()
+        tg.cancel_scope.cancel()
+    # It waits its turn behind the cancelled call, whose shell is killed.
+    again = await session.call_tool("bash", {"command": "echo still healthy"})
+    assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
+    assert await session.send_ping() is not None
 
 
 def server_of(tmp_path: Path) -> list[int]:

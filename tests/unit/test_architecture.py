@@ -61,6 +61,8 @@ LATE_IMPORTS = {
         "bashrpc.server.daemon.attach",
     ): "the bridge never pays for the server's",
     ("bashrpc.server.cli.daemon", "bashrpc.server.daemon.health"): "the same",
+    ("bashrpc.server.cli.daemon", "bashrpc.server.daemon.server"): "the same",
+    ("bashrpc.server.cli.daemon", "bashrpc.server.daemon.mcphttp"): "the same",
     (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.websocket",

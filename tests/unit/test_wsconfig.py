@@ -12,6 +12,7 @@ from bashrpc.server.daemon.wsconfig import (
     ListenError,
     bearer_refusal,
     check_start,
+    parse_http_listen,
     parse_listen,
     read_token,
 )
@@ -47,6 +48,32 @@ def test_listen_addresses(url: str, host: str, port: int) -> None:
 def test_bad_listen_addresses(url: str) -> None:
     with pytest.raises(ListenError, match="expected ws://HOST:PORT"):
         parse_listen(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "path"),
+    [
+        ("http://127.0.0.1:8765/mcp", "127.0.0.1", 8765, "/mcp"),
+        ("http://localhost:0", "127.0.0.1", 0, "/"),
+        ("http://[::1]:9/a/b", "::1", 9, "/a/b"),
+    ],
+)
+def test_http_listen_addresses(url: str, host: str, port: int, path: str) -> None:
+    assert parse_http_listen(url) == (ListenAddress(host, port), path)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1:1/mcp",
+        "http://example.com:80/mcp",
+        "http://127.0.0.1/mcp",
+        "http://127.0.0.1:1/mcp?x=1",
+    ],
+)
+def test_bad_http_listen_addresses(url: str) -> None:
+    with pytest.raises(ListenError, match="or http://HOST:PORT/PATH"):
+        parse_http_listen(url)
 
 
 def test_no_token_only_on_loopback_and_only_when_asked() -> None:

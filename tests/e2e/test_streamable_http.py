@@ -1,0 +1,486 @@
+"""The daemon's Streamable HTTP listener, against the official SDKs' clients
+(Python and TypeScript) and raw HTTP: a session's list, calls, progress,
+cancellation and resources; who may connect; what the listener refuses.
+"""
+
+from __future__ import annotations
+
+# The forked client of another uid cannot import what it needs once it is that
+# user (the interpreter's library may be unreadable to it): loaded here first.
+import encodings.idna  # noqa: F401
+import http.client
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+from bashrpc.protocol import messages
+from tests.daemon import DaemonProcess
+from tests.e2e.test_mcp_sdk import McpErrors, cancel_a_running_call, text
+from tests.node import node_script
+from tests.rpc import wait_until
+from tests.websocket import WebSocketClient, listening_url, write_token
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+pytestmark = pytest.mark.slow
+
+HANG_SECONDS = 60
+LOOPBACK = "http://127.0.0.1:0/mcp"
+TOKEN = "t0ken-for-the-http-listener"
+NOBODY = 65534
+SMALL_LINE_LIMIT = 64 * 1024
+DAEMON = (sys.executable, "-m", "bashrpc", "daemon")
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+TS_CLIENT = Path(__file__).parent / "clients" / "ts_http_session.mjs"
+
+
+class HttpDaemon:
+    def __init__(self, daemon: DaemonProcess) -> None:
+        self.daemon = daemon
+        self.url = listening_url(daemon, "http")
+
+
+StartDaemon = Callable[..., HttpDaemon]
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path) -> Iterator[StartDaemon]:
+    started: list[DaemonProcess] = []
+
+    def start(*args: str) -> HttpDaemon:
+        daemon = DaemonProcess("--listen", LOOPBACK, *args, tmp=tmp_path)
+        started.append(daemon)
+        return HttpDaemon(daemon)
+
+    try:
+        yield start
+    finally:
+        for daemon in started:
+            daemon.kill()
+
+
+def post(url: str, body: object, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """One POST as a plain HTTP client sends it; the status and the body."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    connection.request("POST", parts.path, json.dumps(body), {**sent, **(headers or {})})
+    answer = connection.getresponse()
+    return answer.status, answer.read()
+
+
+def post_as(uid: int, url: str, headers: dict[str, str]) -> int:
+    """The status a POST of `initialize` gets from a process of `uid` (forked, so
+    no interpreter needs to be readable by that user)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            status, _ = post(url, INITIALIZE, headers)
+            os.write(write, str(status).encode())
+        except BaseException as exc:  # what the parent is told instead of a status
+            os.write(write, repr(exc).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        status_text = answer.read()
+    os.waitpid(pid, 0)
+    assert status_text.isdigit(), status_text
+    return int(status_text)
+
+
+SdkBody = Callable[["ClientSession"], Awaitable[None]]
+
+
+def run_http_sdk(url: str, body: SdkBody) -> None:
+    """`body` in an initialized Python SDK session over Streamable HTTP; the SDK
+    must report no error."""
+    pytest.importorskip("mcp")
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    errors: list[object] = []
+    logged = McpErrors()
+    mcp_log = logging.getLogger("mcp")
+    mcp_log.addHandler(logged)
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, Exception):
+            errors.append(message)
+
+    async def main() -> None:
+        with anyio.fail_after(HANG_SECONDS):
+            async with (
+                streamable_http_client(url) as streams,
+                ClientSession(*streams, message_handler=on_message) as session,
+            ):
+                await session.initialize()
+                await body(session)
+
+    try:
+        anyio.run(main)
+    finally:
+        mcp_log.removeHandler(logged)
+    assert errors == [] and logged.records == []
+
+
+def test_python_sdk_lists_calls_follows_progress_cancels_and_reads(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon()
+
+    async def body(session: ClientSession) -> None:
+        tools = await session.list_tools()
+        assert [t.name for t in tools.tools][:1] == ["bash"]
+        ok = await session.call_tool("bash", {"command": "echo over http"})
+        assert not ok.is_error and text(ok) == "over http\n"
+        progressed: list[float] = []
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            progressed.append(progress)
+
+        slow = "for i in 1 2 3; do echo $i; sleep 0.3; done"
+        counted = await session.call_tool("bash", {"command": slow}, progress_callback=progress)
+        assert text(counted) == "1\n2\n3\n" and progressed
+        await cancel_a_running_call(session)
+        big = await session.call_tool("bash", {"command": "seq 1 100000"})
+        assert big.structured_content is not None
+        uri = f"artifact://{big.structured_content['truncation']['artifactId']}"
+        listed = await session.list_resources()
+        assert uri in {str(r.uri) for r in listed.resources}
+        read = await session.read_resource(uri)
+        assert read.contents[0].text == "".join(f"{i}\n" for i in range(1, 100001))  # type: ignore[union-attr]
+
+    run_http_sdk(listener.url, body)
+
+
+def test_typescript_sdk_lists_calls_follows_progress_cancels_and_reads(
+    start_daemon: StartDaemon,
+) -> None:
+    script = node_script(TS_CLIENT)
+    listener = start_daemon()
+    run = subprocess.run(
+        ["node", str(script), listener.url],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        cwd=script.parent,
+    )
+    report = json.loads(run.stdout)
+    assert report["raised"] is None and report["errors"] == [], report
+    assert report["first"] == "first\n"
+    assert report["progressed"] > 0 and report["counted"] == "1\n2\n3\n"
+    assert "AbortError" in report["cancelled"] or "test" in report["cancelled"], report
+    assert report["next"] == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
+    assert report["listed"] and report["read"] == "".join(f"{i}\n" for i in range(1, 100001))
+
+
+def test_a_session_ends_with_delete_and_is_then_unknown(start_daemon: StartDaemon) -> None:
+    listener = start_daemon()
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    connection.request(
+        "POST",
+        parts.path,
+        json.dumps(INITIALIZE),
+        {"Content-Type": "application/json", "Accept": "application/json"},
+    )
+    answer = connection.getresponse()
+    assert (
+        answer.status == 200
+        and json.loads(answer.read())["result"]["serverInfo"]["name"] == "bashrpc"
+    )
+    session = answer.getheader("Mcp-Session-Id")
+    assert session
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    headers = {"Mcp-Session-Id": session, "Accept": "application/json"}
+    assert post(listener.url, ping, headers) == (200, b'{"jsonrpc":"2.0","id":2,"result":{}}')
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert post(listener.url, notification, headers) == (202, b"")
+    connection.request("DELETE", parts.path, headers={"Mcp-Session-Id": session})
+    deleted = connection.getresponse()
+    deleted.read()
+    assert deleted.status == 200
+    assert wait_until(lambda: post(listener.url, ping, headers)[0] == 404)
+
+
+def test_the_own_uid_needs_no_token_and_another_uid_needs_the_right_one(
+    start_daemon: StartDaemon, tmp_path: Path
+) -> None:
+    if os.getuid() != 0:
+        pytest.skip("a client of another uid needs root to start it")
+    listener = start_daemon("--token-file", str(write_token(tmp_path, TOKEN)))
+    assert post(listener.url, INITIALIZE)[0] == 200
+    assert post_as(NOBODY, listener.url, {}) == 401
+    assert post_as(NOBODY, listener.url, {"Authorization": f"Bearer {TOKEN}x"}) == 401
+    assert post_as(NOBODY, listener.url, {"Authorization": f"Bearer {TOKEN}"}) == 200
+    assert wait_until(lambda: messages.WS_WRONG_TOKEN in listener.daemon.stderr())
+    assert TOKEN not in listener.daemon.stderr()
+
+
+def test_without_a_token_only_the_own_uid_is_let_in(start_daemon: StartDaemon) -> None:
+    if os.getuid() != 0:
+        pytest.skip("a client of another uid needs root to start it")
+    listener = start_daemon()
+    assert post_as(NOBODY, listener.url, {"Authorization": f"Bearer {TOKEN}"}) == 403
+    assert post(listener.url, INITIALIZE)[0] == 200
+
+
+def test_a_rebinding_host_or_a_foreign_origin_is_refused(start_daemon: StartDaemon) -> None:
+    listener = start_daemon()
+    port = urlsplit(listener.url).port
+    assert post(listener.url, INITIALIZE, {"Host": "evil.example"})[0] == 403
+    assert post(listener.url, INITIALIZE, {"Origin": "http://evil.example"})[0] == 403
+    assert post(listener.url, INITIALIZE, {"Origin": f"http://localhost:{port}"})[0] == 200
+
+
+def test_a_non_loopback_listener_without_a_token_does_not_start(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [*DAEMON, "--socket", str(tmp_path / "d" / "s"), "--listen", "http://0.0.0.0:0/mcp"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
+    assert run.returncode == 2
+    assert (
+        messages.MCP_HTTP_NO_TOKEN.format(url="http://0.0.0.0:0/mcp", host="0.0.0.0") in run.stderr
+    )
+
+
+def initialized_session(url: str) -> str:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    connection.request("POST", parts.path, json.dumps(INITIALIZE), headers)
+    answer = connection.getresponse()
+    answer.read()
+    session = answer.getheader("Mcp-Session-Id")
+    assert answer.status == 200 and session
+    return session
+
+
+def sse_events(answer: http.client.HTTPResponse) -> Iterator[tuple[str | None, bytes]]:
+    """Each event's id and data, as they come."""
+    event_id, data = None, b""
+    while line := answer.fp.readline():
+        if line.startswith(b"id: "):
+            event_id = line[4:].strip().decode()
+        elif line.startswith(b"data: "):
+            data = line[6:].strip()
+        elif line == b"\n" and data:
+            yield event_id, data
+            event_id, data = None, b""
+
+
+def streamed_call(
+    url: str, session: str, call_id: int, command: str
+) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """A `bash` call POSTed with a progress token, answered as an SSE stream."""
+    parts = urlsplit(url)
+    call = {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "method": "tools/call",
+        "params": {
+            "name": "bash",
+            "arguments": {"command": command},
+            "_meta": {"progressToken": "t"},
+        },
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+    }
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    connection.request("POST", parts.path, json.dumps(call), headers)
+    answer = connection.getresponse()
+    assert answer.getheader("Content-Type") == "text/event-stream"
+    return connection, answer
+
+
+def test_a_stream_lost_mid_call_resumes_from_its_last_event_id(start_daemon: StartDaemon) -> None:
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    parts = urlsplit(listener.url)
+    first, answer = streamed_call(listener.url, session, 2, "echo one; sleep 1; echo two")
+    last_id, data = next(sse_events(answer))
+    assert last_id is not None and b"notifications/progress" in data
+    first.close()  # lost before the answer
+    again = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    resume = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": last_id}
+    again.request("GET", parts.path, headers=resume)
+    resumed = again.getresponse()
+    assert resumed.status == 200
+    events = list(sse_events(resumed))
+    assert last_id not in [event_id for event_id, _ in events]
+    final = json.loads(events[-1][1])
+    assert final["id"] == 2 and final["result"]["content"][0]["text"] == "one\ntwo\n"
+
+
+def test_a_sandboxed_process_of_the_own_uid_is_not_let_in_without_a_token(
+    start_daemon: StartDaemon,
+) -> None:
+    bwrap, curl = shutil.which("bwrap"), shutil.which("curl")
+    if bwrap is None or curl is None:
+        pytest.skip("needs bwrap and curl")
+    listener = start_daemon()
+    port = urlsplit(listener.url).port
+    argv = [curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", listener.url]
+    argv += ["-H", "Content-Type: application/json", "-H", "Accept: application/json"]
+    argv += ["-H", f"Host: 127.0.0.1:{port}", "--data", json.dumps(INITIALIZE)]
+    plain = subprocess.run(argv, capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert plain.stdout == "200"
+    # The shape of every sandbox here: a pid namespace of its own, the network shared.
+    sandbox = [bwrap, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--"]
+    confined = subprocess.run(
+        [*sandbox, *argv], capture_output=True, text=True, timeout=HANG_SECONDS
+    )
+    assert confined.stdout == "403", confined.stderr
+
+
+def test_a_body_over_the_bound_is_refused_and_the_listener_serves_on(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--max-line-bytes", str(SMALL_LINE_LIMIT))
+    huge = {**INITIALIZE, "padding": "x" * SMALL_LINE_LIMIT}
+    status, body = post(listener.url, huge)
+    assert status == 413 and messages.MCP_HTTP_TOO_BIG.encode() in body
+    assert post(listener.url, INITIALIZE)[0] == 200
+
+
+def test_one_daemon_serves_websocket_and_streamable_http_side_by_side(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--listen", "ws://127.0.0.1:0", "--insecure-loopback")
+    assert post(listener.url, INITIALIZE)[0] == 200
+    client = WebSocketClient(listening_url(listener.daemon, "ws"))
+    try:
+        assert client.result("ping") is not None
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False)])
+def test_a_client_of_2025_11_25_gets_a_priming_event_first(
+    start_daemon: StartDaemon, revision: str, primed: bool
+) -> None:
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": revision,
+    }
+    ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    connection.request("POST", parts.path, json.dumps(ping), headers)
+    answer = connection.getresponse()
+    first_event = b"".join(iter(lambda: answer.fp.readline(), b"\n"))
+    assert (b"data: \n" in first_event and b"id: " in first_event) is primed
+    assert b"retry: " in first_event
+
+
+def test_a_draining_daemon_still_answers_a_running_call_on_its_stream(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon("--drain-seconds", "20")
+    session = initialized_session(listener.url)
+    _, answer = streamed_call(listener.url, session, 3, "echo begun; sleep 2; echo done")
+    events = sse_events(answer)
+    assert b"notifications/progress" in next(events)[1]  # the command runs
+    listener.daemon.proc.send_signal(signal.SIGTERM)
+    final = json.loads(list(events)[-1][1])
+    assert final["id"] == 3 and final["result"]["content"][0]["text"] == "begun\ndone\n"
+    assert listener.daemon.proc.wait(HANG_SECONDS) == 0
+
+
+def test_a_request_without_a_session_is_answered_on_a_connection_of_its_own(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon()
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    connection.request("POST", parts.path, json.dumps([ping]), headers)
+    answer = connection.getresponse()
+    assert answer.status == 200 and answer.getheader("Mcp-Session-Id") is None
+    assert json.loads(answer.read()) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
+
+
+def test_resuming_a_stream_that_ended_holds_the_get_open_until_the_session_ends(
+    start_daemon: StartDaemon,
+) -> None:
+    """A client resumes a stream it lost whose requests are answered or cancelled:
+    it gets what came after its last event, and the GET stays open (an SSE client
+    reconnects a GET that ends, and would ask again and again)."""
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    first, answer = streamed_call(listener.url, session, 4, "echo one; sleep 60")
+    last_id, _ = next(sse_events(answer))
+    assert last_id is not None
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}
+    assert post(listener.url, cancel, {"Mcp-Session-Id": session})[0] == 202
+    first.close()
+    parts = urlsplit(listener.url)
+    again = http.client.HTTPConnection(parts.netloc, timeout=3)
+    resume = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": last_id}
+    again.request("GET", parts.path, headers=resume)
+    resumed = again.getresponse()
+    assert resumed.status == 200
+    with pytest.raises(TimeoutError):
+        list(sse_events(resumed))  # held open, nothing more to say
+    ender = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    ender.request("DELETE", parts.path, headers={"Mcp-Session-Id": session})
+    assert ender.getresponse().status == 200
+
+
+def test_a_session_holds_a_bounded_number_of_open_streams(start_daemon: StartDaemon) -> None:
+    from bashrpc.server.daemon.mcpendpoint import MAX_STREAMS_PER_SESSION
+
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    held = [
+        streamed_call(listener.url, session, 100 + n, "sleep 60")
+        for n in range(MAX_STREAMS_PER_SESSION)
+    ]
+    try:
+        status, body = post(
+            listener.url, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Mcp-Session-Id": session}
+        )
+        assert status == 429, body
+        assert str(MAX_STREAMS_PER_SESSION).encode() in body
+    finally:
+        for connection, _ in held:
+            connection.close()
+        ender = http.client.HTTPConnection(urlsplit(listener.url).netloc, timeout=HANG_SECONDS)
+        ender.request("DELETE", urlsplit(listener.url).path, headers={"Mcp-Session-Id": session})
+        assert ender.getresponse().status == 200
