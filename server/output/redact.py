@@ -1,0 +1,219 @@
+"""Secrets out of a byte stream, split-safe (sans-I/O).
+
+A `SecretTable` is compiled once from named values and token formats; a
+`Redactor` per stream replaces each secret with `[REDACTED:NAME]` and counts
+them by name. Output arrives in arbitrary reads, so the stream holds back
+what may be the start of a secret at its edge: for values, the longest
+suffix that begins one of their forms (at most the longest form less a
+byte); for a token format, a match that may still grow, or an anchor whose
+line is not over yet, within the format's bound. Everything held is let go
+at `finish`. Found secrets that overlap, or one inside another, become one
+redaction, named for the one that starts first (the longer at a tie).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bashrpc.protocol import messages
+from bashrpc.server.output.matcher import Matcher, matcher
+from bashrpc.server.output.secretforms import DEFAULT_FORMATS, TokenFormat, forms
+
+Span = tuple[int, int, str]
+# The longest look-behind of a token format.
+_BEHIND = 8
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    token: TokenFormat
+    length: int
+
+
+class SecretTable:
+    """Named values and token formats, compiled for every stream to share."""
+
+    def __init__(
+        self,
+        values: Mapping[str, bytes] | Iterable[tuple[str, bytes]] = (),
+        formats: Sequence[TokenFormat] = DEFAULT_FORMATS,
+    ) -> None:
+        named = list(values.items()) if isinstance(values, Mapping) else list(values)
+        literal_names: dict[bytes, str] = {}
+        for name, value in named:
+            for form in forms(value):
+                literal_names.setdefault(form, name)
+        self._names = list(literal_names.values())
+        anchored = [token for token in formats if token.anchors]
+        self._anywhere = tuple(token for token in formats if not token.anchors)
+        literals = list(literal_names)
+        self._anchors: list[_Anchor] = []
+        for token in anchored:
+            for anchor in token.anchors:
+                literals.append(anchor)
+                self._anchors.append(_Anchor(token, len(anchor)))
+        self._values = len(literal_names)
+        self._matcher: Matcher | None = matcher(literals) if literals else None
+        longest = max((len(literal) for literal in literals), default=0)
+        self._prefixes = frozenset(
+            literal[:cut] for literal in literals for cut in range(1, len(literal))
+        )
+        self._alphabet = bytes(sorted({byte for literal in literals for byte in literal}))
+        self._longest_prefix = max(longest - 1, 0)
+        self.max_hold = max(
+            [self._longest_prefix, *(token.max_len for token in formats)], default=0
+        )
+        self.empty = not literals and not self._anywhere
+        self.secrets = len(named)
+
+    def spans(self, data: bytes, final: bool) -> tuple[list[Span], int]:
+        """Secrets found in `data` and where the part that may still change begins
+        (`len(data)` when nothing is held)."""
+        spans: list[Span] = []
+        hold = len(data) if final else len(data) - self._held_suffix(data)
+        if self._matcher is not None:
+            for start, end, ident in self._matcher.scan(data):
+                if ident < self._values:
+                    spans.append((start, end, self._names[ident]))
+                    continue
+                anchor = self._anchors[ident - self._values]
+                hold = self._token(data, start, anchor.token, final, spans, hold)
+        for token in self._anywhere:
+            for found in token.regex.finditer(data):
+                hold = self._add_match(data, found, token, final, spans, hold)
+        return spans, hold
+
+    def _held_suffix(self, data: bytes) -> int:
+        """The longest suffix that begins a value's form or an anchor."""
+        edge = data[-self._longest_prefix :] if self._longest_prefix else b""
+        run = len(edge) - len(edge.rstrip(self._alphabet))
+        prefixes = self._prefixes
+        for size in range(run, 0, -1):
+            if edge[-size:] in prefixes:
+                return size
+        return 0
+
+    def _token(
+        self, data: bytes, start: int, token: TokenFormat, final: bool, spans: list[Span], hold: int
+    ) -> int:
+        found = token.regex.match(data, start)
+        if found is not None:
+            return self._add_match(data, found, token, final, spans, hold)
+        if final or len(data) - start >= token.max_len:
+            return hold
+        if token.one_line and data.find(b"\n", start) >= 0:
+            return hold
+        return min(hold, start)
+
+    @staticmethod
+    def _add_match(
+        data: bytes,
+        found: re.Match[bytes],
+        token: TokenFormat,
+        final: bool,
+        spans: list[Span],
+        hold: int,
+    ) -> int:
+        groups = [
+            (found.start(group), found.end(group), group)
+            for group, value in found.groupdict().items()
+            if value is not None
+        ]
+        spans.extend(groups or [(found.start(), found.end(), token.name)])
+        # A match may grow with the next read while it reaches the edge, or while its
+        # line goes on (a key's secret may follow on the same line).
+        start = found.start()
+        if final or len(data) - start >= token.max_len:
+            return hold
+        if found.end() == len(data) or (token.one_line and data.find(b"\n", start) < 0):
+            return min(hold, start)
+        return hold
+
+
+class Redactor:
+    """One stream's redaction: bytes in, bytes out, the same for every split."""
+
+    def __init__(self, table: SecretTable) -> None:
+        self._table = table
+        self._carry = b""
+        # The last bytes let go, for the formats' look-behind (`_START`).
+        self._behind = b""
+        self.counts: Counter[str] = Counter()
+
+    @property
+    def held(self) -> int:
+        return len(self._carry)
+
+    def feed(self, data: bytes) -> bytes:
+        if self._table.empty:
+            return data
+        return self._run(self._behind + self._carry + data, final=False)
+
+    def finish(self) -> bytes:
+        data, self._carry = self._behind + self._carry, b""
+        return self._run(data, final=True) if data else b""
+
+    def _run(self, data: bytes, final: bool) -> bytes:
+        # The bytes before `behind` went out already: they are there only for the
+        # formats' look-behind.
+        behind = len(self._behind)
+        spans, hold = self._table.spans(data, final)
+        # Nothing is held longer than the longest secret can be.
+        cap = len(data) - self._table.max_hold
+        hold = max(hold, cap, behind)
+        kept: list[Span] = []
+        for start, end, name in _merge(spans):
+            if end <= behind:
+                continue
+            if end <= hold:
+                kept.append((max(start, behind), end, name))
+                continue
+            if start < hold:
+                # A secret reaching into the held part waits with it (it may join a
+                # longer one), unless waiting would pass the bound: then it goes now.
+                if start >= max(cap, behind) and not final:
+                    hold = start
+                else:
+                    kept.append((max(start, behind), end, name))
+            break
+        edge = max(hold, kept[-1][1]) if kept else hold
+        self._carry = data[edge:]
+        self._behind = data[max(0, edge - _BEHIND) : edge]
+        if not kept:
+            return data[behind:edge]
+        out: list[bytes] = []
+        at = behind
+        for start, end, name in kept:
+            out.append(data[at:start])
+            out.append(messages.REDACTED.format(name=name).encode())
+            self.counts[name] += 1
+            at = end
+        out.append(data[at:edge])
+        return b"".join(out)
+
+
+def _merge(spans: list[Span]) -> list[Span]:
+    """Overlapping spans as one, named for the first (the longest at a tie)."""
+    if not spans:
+        return spans
+    spans.sort(key=lambda span: (span[0], -span[1]))
+    merged: list[Span] = [spans[0]]
+    for start, end, name in spans[1:]:
+        last_start, last_end, last_name = merged[-1]
+        if start < last_end:
+            if end > last_end:
+                merged[-1] = (last_start, end, last_name)
+        else:
+            merged.append((start, end, name))
+    return merged
+
+
+def redact_text(table: SecretTable, text: str) -> tuple[str, Counter[str]]:
+    """A whole text at once (a screen, a log line)."""
+    redactor = Redactor(table)
+    data = text.encode("utf-8", "surrogateescape")
+    out = redactor.feed(data) + redactor.finish()
+    return out.decode("utf-8", "replace"), redactor.counts
