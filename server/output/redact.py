@@ -142,6 +142,8 @@ class Redactor:
         # The last bytes let go, for the formats' look-behind (`_START`).
         self._behind = b""
         self.counts: Counter[str] = Counter()
+        # Line feeds inside what was redacted (a private key's lines), for line counts.
+        self.lines_removed = 0
 
     @property
     def held(self) -> int:
@@ -192,6 +194,7 @@ class Redactor:
             self.counts[name] += 1
             at = end
         out.append(data[at:edge])
+        self.lines_removed += sum(data.count(b"\n", start, end) for start, end, _ in kept)
         return b"".join(out)
 
 
@@ -217,3 +220,42 @@ def redact_text(table: SecretTable, text: str) -> tuple[str, Counter[str]]:
     data = text.encode("utf-8", "surrogateescape")
     out = redactor.feed(data) + redactor.finish()
     return out.decode("utf-8", "replace"), redactor.counts
+
+
+def redact_rows(table: SecretTable, lines: Sequence[str], cols: int) -> list[str]:
+    """A terminal's screen rows, a secret caught where it wraps from a full row
+    to the next: its marker stands where it begins, its rest is cut from the rows."""
+    starts: list[int] = []
+    joined = ""
+    for index, line in enumerate(lines):
+        if index and len(lines[index - 1]) < cols:
+            joined += "\n"
+        starts.append(len(joined))
+        joined += line
+    data = joined.encode("utf-8", "surrogateescape")
+    spans = _merge(table.spans(data, final=True)[0])
+    if not spans:
+        return list(lines)
+    # Byte offsets back to characters.
+    char_at = [0] * (len(data) + 1)
+    offset = 0
+    for index, char in enumerate(joined):
+        width = len(char.encode("utf-8", "surrogateescape"))
+        for byte in range(offset, offset + width):
+            char_at[byte] = index
+        offset += width
+    char_at[len(data)] = len(joined)
+    chars = [(char_at[start], char_at[end], name) for start, end, name in spans]
+    out: list[str] = []
+    for line, start in zip(lines, starts, strict=True):
+        end = start + len(line)
+        row, at = "", start
+        for first, last, name in chars:
+            if last <= at or first >= end:
+                continue
+            row += joined[at:first] if first > at else ""
+            if first >= start:
+                row += messages.REDACTED.format(name=name)
+            at = min(last, end)
+        out.append(row + joined[at:end])
+    return out

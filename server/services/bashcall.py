@@ -11,6 +11,7 @@ from typing import Any
 from bashrpc.protocol import paths
 from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
+from bashrpc.server.services import secrets
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.resumable import Resumable
@@ -27,6 +28,7 @@ def pty_terminal(params: BashParams) -> Terminal | None:
 
 
 def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandSpec:
+    secrets.check_opt_out(settings, params.redact)
     return CommandSpec(
         command=params.command,
         session_id=params.session_id,
@@ -38,6 +40,8 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
         terminal=pty_terminal(params),
         sandbox=settings.sandbox.mode,
         one_shot=params.one_shot,
+        secret_env=tuple(params.secret_env or ()),
+        redact=params.redact,
     )
 
 
@@ -105,4 +109,5 @@ def finish(outcome: Outcome) -> BashResult:
         shell_restarted=outcome.shell_restarted,
         queued_seconds=round(outcome.queued_seconds, 3) if outcome.queued_seconds else None,
         one_shot=outcome.one_shot,
+        redactions=s.redactions or None,
     )
