@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
@@ -174,7 +175,7 @@ def test_bash_on_a_pty_its_bytes_and_screen(secret_server: InProcessServer, tmp_
     assert_nothing_leaked(secret_server)
 
 
-def _enter(ident: object) -> PtyInputParams:
+def _enter(ident: RequestId) -> PtyInputParams:
     return PtyInputParams(request_id=ident, keys=["enter"])
 
 
