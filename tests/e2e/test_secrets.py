@@ -278,3 +278,12 @@ def test_settings_turn_patterns_off_and_add_the_host_s(spawn: SpawnInProcess) ->
     server = spawn('[secrets]\npatterns = false\nextraPatterns = ["INTERNAL-[0-9]{6}"]\nenv = []\n')
     result = server.bash(f"echo {GH} INTERNAL-123456")
     assert result.output == f"{GH} [REDACTED:pattern_1]\n"
+
+
+def test_the_recorded_transcript_holds_no_secret() -> None:
+    """`bashrpc record` wrote this golden transcript (tests/transcripts/record.py):
+    the host's values are gone from its requests as from the server's output."""
+    golden = (Path(__file__).parents[1] / "transcripts" / "secrets_are_redacted.jsonl").read_bytes()
+    for raw in (b"hunter2-hunter2", b"plain-secret-1", b"tok-0123456789"):
+        assert raw not in golden
+    assert b'"redactions":{"DEPLOY_KEY":1}' in golden

@@ -162,6 +162,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.cli",
         "bashrpc.server.output.artifacts",
         "bashrpc.server.output.artifactroot",
+        "bashrpc.server.output.redact",
+        "bashrpc.server.output.secretbook",
         "bashrpc.server.runtime.run.env",
         "bashrpc.server.serve",
         "bashrpc.server.runtime.runtime",
