@@ -29,7 +29,9 @@ DEFAULT_ENV_GLOBS = ("*_TOKEN", "*_KEY", "*_SECRET", "*PASSWORD*", "*_CREDENTIAL
 # Tables kept compiled: one per distinct set of secrets (a session's, mostly).
 _KEPT_TABLES = 64
 
-Named = tuple[tuple[str, bytes], ...]
+Named = tuple[int, tuple[tuple[str, bytes], ...]]
+# Variable names whose glob decision is remembered.
+_KEPT_NAMES = 4096
 
 
 class SecretBook:
@@ -45,7 +47,10 @@ class SecretBook:
             *(DEFAULT_FORMATS if patterns else ()),
             *(host_format(index, pattern) for index, pattern in enumerate(host_patterns)),
         )
+        self._names: dict[str, bool] = {}
         self._server = self.from_env(server_env or {})
+        # Bumped by every `add`: a table compiled before is for other secrets.
+        self._generation = 0
         self._registered: dict[str, bytes] = {}
         self._sessions: dict[str, dict[str, bytes]] = {}
         self._tables: OrderedDict[Named, SecretTable] = OrderedDict()
@@ -53,18 +58,29 @@ class SecretBook:
     def from_env(self, env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, bytes]:
         """The secrets of an environment: variables the globs name (values too short
         to redact are left alone), and those `marked` (refused when too short)."""
-        found = {
-            name: value.encode("utf-8", "surrogateescape")
-            for name, value in env.items()
-            if self._globs.fullmatch(name) and len(value.encode()) >= MIN_SECRET_BYTES
-        }
+        found: dict[str, bytes] = {}
+        names = self._names
+        for name, value in env.items():
+            if names.get(name, False) or (name not in names and self._secret_name(name)):
+                raw = value.encode("utf-8", "surrogateescape")
+                if len(raw) >= MIN_SECRET_BYTES:
+                    found[name] = raw
         for name in marked:
             if name not in env:
                 raise ValueError(messages.SECRET_ENV_MISSING.format(name=name))
-            value = env[name].encode("utf-8", "surrogateescape")
-            check_secret(name, value)
-            found[name] = value
+            raw = env[name].encode("utf-8", "surrogateescape")
+            check_secret(name, raw)
+            found[name] = raw
         return found
+
+    def _secret_name(self, name: str) -> bool:
+        """Whether the globs name `name`: remembered, since every command asks."""
+        known = self._names.get(name)
+        if known is None:
+            known = self._globs.fullmatch(name) is not None
+            if len(self._names) < _KEPT_NAMES:
+                self._names[name] = known
+        return known
 
     @staticmethod
     def check(name: str, value: bytes) -> None:
@@ -77,21 +93,24 @@ class SecretBook:
         check_secret(name, value)
         book = self._registered if session_id is None else self._sessions.setdefault(session_id, {})
         book[name] = value
+        self._generation += 1
 
     def forget_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
 
     def table(self, session_id: str | None = None, *envs: Mapping[str, bytes]) -> SecretTable:
         """The compiled table for the runtime's secrets, the session's and `envs`'."""
-        named: dict[str, bytes] = {**self._server, **self._registered}
+        extra: dict[str, bytes] = {}
         if session_id is not None:
-            named.update(self._sessions.get(session_id, {}))
+            extra.update(self._sessions.get(session_id, {}))
         for env in envs:
-            named.update(env)
-        key = tuple(sorted(named.items()))
+            extra.update(env)
+        # The runtime's own secrets change only with `add`: its generation stands for them.
+        key = (self._generation, tuple(sorted(extra.items())))
         table = self._tables.get(key)
         if table is None:
-            table = SecretTable(key, self._formats)
+            named = {**self._server, **self._registered, **extra}
+            table = SecretTable(sorted(named.items()), self._formats)
             self._tables[key] = table
             if len(self._tables) > _KEPT_TABLES:
                 self._tables.popitem(last=False)
