@@ -5,6 +5,8 @@ output, stderr) holds any of their raw values or encodings."""
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,9 @@ from bashrpc.protocol.terminals import (
 from bashrpc.server.output.secretforms import forms
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, initialize, text_of
+from tests.e2e.test_traces import CONSOLE
 from tests.inprocess import InProcessServer
+from tests.rpc import RpcClient, ServerProcess, server_environment
 
 SERVER_SECRET = "srv-Secret-Of-The-Server-42"
 TOKEN = "tok-9f8e7d6c5b4a3210ZYXW"
@@ -130,7 +134,7 @@ def secret_server(spawn: SpawnInProcess, tmp_path: Path) -> InProcessServer:
     return server
 
 
-def run_script(server: InProcessServer, tmp: Path, **fields: object) -> BashResult:
+def run_script(server: RpcClient, tmp: Path, **fields: object) -> BashResult:
     params = BashParams(
         command=f"bash {tmp / 'script.sh'}",
         env={"PLAIN_VALUE": MARKED},
@@ -287,3 +291,40 @@ def test_the_recorded_transcript_holds_no_secret() -> None:
     for raw in (b"hunter2-hunter2", b"plain-secret-1", b"tok-0123456789"):
         assert raw not in golden
     assert b'"redactions":{"DEPLOY_KEY":1}' in golden
+
+
+@pytest.mark.slow
+def test_the_real_process_its_stderr_traces_and_exec(tmp_path: Path) -> None:
+    """The server as a process, with spans and debug logs on stderr: nothing it
+    writes anywhere holds a secret; nor does `bashrpc exec`'s output."""
+    (tmp_path / "script.sh").write_text(SCRIPT)
+    env = {**CONSOLE, "BACKUP_PASSWORD": SERVER_SECRET, "DEPLOY_TOKEN": TOKEN}
+    server = ServerProcess("--log-level", "DEBUG", tmp=tmp_path, env=env)
+    server.typed(
+        SecretsAddResult,
+        "secrets/add",
+        SecretsAddParams(secrets=[SecretValue(name="REGISTERED", value=REGISTERED)]),
+    )
+    result = run_script(server, tmp_path)
+    assert result.redactions and result.redactions["DEPLOY_TOKEN"] >= 9
+    assert server.bash(FLOOD).truncated
+    assert server.close() == 0
+    assert "rpc.method" in server.stderr()  # the spans were written
+    everything = b"\n".join(
+        [*server.raw_lines, server.stderr().encode()]
+        + [p.read_bytes() for p in server.artifacts_root.rglob("*") if p.is_file()]
+    )
+    assert [needle for needle in needles() if needle in everything] == []
+    shown = subprocess.run(
+        [sys.executable, "-m", "bashrpc", "exec", f"bash {tmp_path / 'script.sh'}"],
+        capture_output=True,
+        env=server_environment(tmp_path, env),
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+    assert b"plain [REDACTED:DEPLOY_TOKEN]" in shown.stdout
+    # exec's own server has no registered value: the script prints that one as it is.
+    unregistered = forms(REGISTERED.encode())
+    leaked = [n for n in needles() if n in shown.stdout + shown.stderr and n not in unregistered]
+    assert leaked == []
