@@ -69,9 +69,10 @@ class SecretTable:
         self.empty = not literals and not self._anywhere
         self.secrets = len(named)
 
-    def spans(self, data: bytes, final: bool) -> tuple[list[Span], int]:
+    def spans(self, data: bytes, final: bool, behind: bytes = b"") -> tuple[list[Span], int]:
         """Secrets found in `data` and where the part that may still change begins
-        (`len(data)` when nothing is held)."""
+        (`len(data)` when nothing is held); `behind`: the bytes before `data`, for
+        the formats' look-behind."""
         spans: list[Span] = []
         hold = len(data) if final else len(data) - self._held_suffix(data)
         if self._matcher is not None:
@@ -79,8 +80,11 @@ class SecretTable:
                 if ident < self._values:
                     spans.append((start, end, self._names[ident]))
                     continue
-                anchor = self._anchors[ident - self._values]
-                hold = self._token(data, start, anchor.token, final, spans, hold)
+                token = self._anchors[ident - self._values].token
+                if start < _BEHIND and behind:
+                    hold = self._token_behind(data, behind, start, token, final, spans, hold)
+                else:
+                    hold = self._token(data, start, token, final, spans, hold)
         for token in self._anywhere:
             for found in token.regex.finditer(data):
                 hold = self._add_match(data, found, token, final, spans, hold)
@@ -107,6 +111,24 @@ class SecretTable:
         if token.one_line and data.find(b"\n", start) >= 0:
             return hold
         return min(hold, start)
+
+    def _token_behind(
+        self,
+        data: bytes,
+        behind: bytes,
+        start: int,
+        token: TokenFormat,
+        final: bool,
+        spans: list[Span],
+        hold: int,
+    ) -> int:
+        """A token at the start of `data`, tried with the bytes before it (a copy,
+        made only for an anchor this close to the start)."""
+        shift = len(behind)
+        found: list[Span] = []
+        held = self._token(behind + data, start + shift, token, final, found, hold + shift)
+        spans.extend((max(s - shift, 0), e - shift, name) for s, e, name in found if e > shift)
+        return max(held - shift, 0)
 
     @staticmethod
     def _add_match(
@@ -152,42 +174,41 @@ class Redactor:
     def feed(self, data: bytes) -> bytes:
         if self._table.empty:
             return data
-        return self._run(self._behind + self._carry + data, final=False)
+        return self._run(self._carry + data if self._carry else data, final=False)
 
     def finish(self) -> bytes:
-        data, self._carry = self._behind + self._carry, b""
+        data, self._carry = self._carry, b""
         return self._run(data, final=True) if data else b""
 
     def _run(self, data: bytes, final: bool) -> bytes:
-        # The bytes before `behind` went out already: they are there only for the
-        # formats' look-behind.
-        behind = len(self._behind)
-        spans, hold = self._table.spans(data, final)
+        spans, hold = self._table.spans(data, final, self._behind)
         # Nothing is held longer than the longest secret can be.
         cap = len(data) - self._table.max_hold
-        hold = max(hold, cap, behind)
+        hold = max(hold, cap, 0)
         kept: list[Span] = []
         for start, end, name in _merge(spans):
-            if end <= behind:
-                continue
             if end <= hold:
-                kept.append((max(start, behind), end, name))
+                kept.append((start, end, name))
                 continue
             if start < hold:
                 # A secret reaching into the held part waits with it (it may join a
                 # longer one), unless waiting would pass the bound: then it goes now.
-                if start >= max(cap, behind) and not final:
+                if start >= cap and not final:
                     hold = start
                 else:
-                    kept.append((max(start, behind), end, name))
+                    kept.append((start, end, name))
             break
         edge = max(hold, kept[-1][1]) if kept else hold
-        self._carry = data[edge:]
-        self._behind = data[max(0, edge - _BEHIND) : edge]
+        self._carry = data[edge:] if edge < len(data) else b""
+        self._behind = (
+            data[edge - _BEHIND : edge]
+            if edge >= _BEHIND
+            else (self._behind + data[:edge])[-_BEHIND:]
+        )
         if not kept:
-            return data[behind:edge]
+            return data if edge == len(data) else data[:edge]
         out: list[bytes] = []
-        at = behind
+        at = 0
         for start, end, name in kept:
             out.append(data[at:start])
             out.append(messages.REDACTED.format(name=name).encode())
