@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from bashrpc.protocol import messages
 from bashrpc.server.output.matcher import Matcher, matcher
@@ -31,6 +32,13 @@ _BEHIND = 8
 class _Anchor:
     token: TokenFormat
     length: int
+
+
+class TableSource(Protocol):
+    """Where a stream finds its table: a fixed one, or one that follows the values
+    registered while the stream runs (`SecretBook.live`)."""
+
+    def current(self) -> SecretTable: ...
 
 
 class SecretTable:
@@ -68,6 +76,9 @@ class SecretTable:
         )
         self.empty = not literals and not self._anywhere
         self.secrets = len(named)
+
+    def current(self) -> SecretTable:
+        return self
 
     def spans(self, data: bytes, final: bool, behind: bytes = b"") -> tuple[list[Span], int]:
         """Secrets found in `data` and where the part that may still change begins
@@ -158,8 +169,9 @@ class SecretTable:
 class Redactor:
     """One stream's redaction: bytes in, bytes out, the same for every split."""
 
-    def __init__(self, table: SecretTable) -> None:
-        self._table = table
+    def __init__(self, table: TableSource) -> None:
+        self._source = table
+        self._table = table.current()
         self._carry = b""
         # The last bytes let go, for the formats' look-behind (`_START`).
         self._behind = b""
@@ -172,7 +184,9 @@ class Redactor:
         return len(self._carry)
 
     def feed(self, data: bytes) -> bytes:
-        if self._table.empty:
+        # A value registered meanwhile counts from this read on.
+        self._table = self._source.current()
+        if self._table.empty and not self._carry:
             return data
         return self._run(self._carry + data if self._carry else data, final=False)
 

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
 from bashrpc.protocol import messages
-from bashrpc.server.output.redact import SecretTable
+from bashrpc.server.output.redact import SecretTable, TableSource
 from bashrpc.server.output.secretforms import (
     DEFAULT_FORMATS,
     MIN_SECRET_BYTES,
@@ -95,6 +95,15 @@ class SecretBook:
         book[name] = value
         self._generation += 1
 
+    @property
+    def generation(self) -> int:
+        """Bumped by every `add`."""
+        return self._generation
+
+    def live(self, session_id: str | None, *envs: Mapping[str, bytes]) -> TableSource:
+        """The table for a stream of the session, following later `add`s."""
+        return LiveTable(self, session_id, envs)
+
     def forget_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
 
@@ -117,3 +126,23 @@ class SecretBook:
         else:
             self._tables.move_to_end(key)
         return table
+
+
+class LiveTable:
+    """A stream's table that follows the book: a value registered while the stream
+    runs (`SecretBook.add`) is redacted from its next read on."""
+
+    def __init__(
+        self, book: SecretBook, session_id: str | None, envs: tuple[Mapping[str, bytes], ...]
+    ) -> None:
+        self._book = book
+        self._session_id = session_id
+        self._envs = envs
+        self._generation = book.generation
+        self._table = book.table(session_id, *envs)
+
+    def current(self) -> SecretTable:
+        if self._generation != self._book.generation:
+            self._generation = self._book.generation
+            self._table = self._book.table(self._session_id, *self._envs)
+        return self._table

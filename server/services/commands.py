@@ -20,7 +20,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.output.redact import SecretTable
+from bashrpc.server.output.redact import TableSource
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run import ptyrunner, runners
@@ -172,7 +172,7 @@ class CommandService:
         session: Session,
         execution: Execution,
         listener: Listener,
-        table: SecretTable | None,
+        table: TableSource | None,
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
         if execution.aborted:

@@ -11,7 +11,7 @@ import anyio
 from bashrpc.protocol import messages
 from bashrpc.server.output.chunks import CHUNK_INTERVAL_SECONDS
 from bashrpc.server.output.crfold import CarriageReturnFolder
-from bashrpc.server.output.redact import Redactor, SecretTable
+from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.run.runners import RunResult
@@ -28,7 +28,7 @@ class Pipeline:
         sink: OutputSink,
         listener: Listener,
         terminal: bool,
-        secrets: SecretTable | None = None,
+        secrets: TableSource | None = None,
     ) -> None:
         self.sink = sink
         self._listener = listener

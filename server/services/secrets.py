@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from bashrpc.protocol import messages
 from bashrpc.server import errors
-from bashrpc.server.output.redact import Redactor, SecretTable, redact_rows
+from bashrpc.server.output.redact import Redactor, TableSource, redact_rows
 from bashrpc.server.runtime.run.ptylane import ScreenFilter
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions.sessions import Session
@@ -21,23 +21,24 @@ from bashrpc.server.settings import Settings
 
 def table_for(
     runtime: Runtime, session: Session, env: Mapping[str, str], secret_env: Sequence[str]
-) -> SecretTable:
-    """The runtime's secrets, the session's and those of the command's own `env`."""
+) -> TableSource:
+    """The runtime's secrets, the session's and those of the command's own `env`; it
+    follows values registered while the command runs (`SecretBook.add`)."""
     book = runtime.secrets
     try:
         own = book.from_env(env, secret_env)
     except ValueError as error:
         raise errors.InvalidArgument(str(error)) from None
-    return book.table(session.id, book.from_env(session.env), own)
+    return book.live(session.id, book.from_env(session.env), own)
 
 
-def redactor(table: SecretTable | None) -> Redactor | None:
+def redactor(table: TableSource | None) -> Redactor | None:
     return None if table is None else Redactor(table)
 
 
-def screen(table: SecretTable) -> ScreenFilter:
+def screen(table: TableSource) -> ScreenFilter:
     def rows(lines: list[str], cols: int) -> list[str]:
-        return redact_rows(table, lines, cols)
+        return redact_rows(table.current(), lines, cols)
 
     return rows
 

@@ -5,6 +5,7 @@ output, stderr) holds any of their raw values or encodings."""
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -328,3 +329,23 @@ def test_the_real_process_its_stderr_traces_and_exec(tmp_path: Path) -> None:
     unregistered = forms(REGISTERED.encode())
     leaked = [n for n in needles() if n in shown.stdout + shown.stderr and n not in unregistered]
     assert leaked == []
+
+
+def test_a_value_registered_while_a_command_runs_counts_from_then(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    """What a host learns is secret mid-command (a password typed at a prompt) is
+    redacted from that command's later output, and its session's later commands."""
+    fifo = tmp_path / "later"
+    os.mkfifo(fifo)
+    ident = server.request("bash", BashParams(command=f"echo started; cat {fifo}"))
+    server.receive_until(lambda: any(c.text == "started\n" for c in server.chunks_for(ident)))
+    added = SecretsAddParams(
+        secrets=[SecretValue(name="TYPED", value="typed-in-later-1")], session_id="default"
+    )
+    assert server.typed(SecretsAddResult, "secrets/add", added).added == 1
+    fifo.write_text("typed-in-later-1\n")
+    result = server.bash_result(ident)
+    assert result.output == "started\n[REDACTED:TYPED]\n"
+    assert result.redactions == {"TYPED": 1}
+    assert server.bash("echo typed-in-later-1", session_id="other").output == "typed-in-later-1\n"

@@ -30,7 +30,7 @@ from bashrpc.protocol.terminals import JobState
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactWriter
 from bashrpc.server.output.outputring import OutputRing
-from bashrpc.server.output.redact import Redactor, SecretTable
+from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.jobstate import Event, ExitStatus, exit_status, step
@@ -52,7 +52,7 @@ class JobSpec(msgspec.Struct, frozen=True):
     # are told of otherwise, in a tool result).
     announce: bool = True
     # What its output never shows; None: nothing is redacted.
-    secrets: SecretTable | None = None
+    secrets: TableSource | None = None
 
     @property
     def cwd(self) -> str:
