@@ -90,6 +90,8 @@ class SessionService:
             return False
         self._commands.abort(session_id=session.id)
         await self._runtime.close_session(session)
+        # Its own secrets go with it: a session opened later under its id starts without.
+        self._runtime.secrets.forget_session(session.id)
         return True
 
     async def reset(self, session_id: str | None) -> list[SessionReset]:

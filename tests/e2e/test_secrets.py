@@ -25,6 +25,7 @@ from bashrpc.protocol.methods import (
     SecretsAddParams,
     SecretsAddResult,
     SecretValue,
+    SessionCloseParams,
     SessionOpenParams,
     SessionOpenResult,
 )
@@ -349,3 +350,11 @@ def test_a_value_registered_while_a_command_runs_counts_from_then(
     assert result.output == "started\n[REDACTED:TYPED]\n"
     assert result.redactions == {"TYPED": 1}
     assert server.bash("echo typed-in-later-1", session_id="other").output == "typed-in-later-1\n"
+
+
+def test_a_session_s_secrets_go_with_it(server: InProcessServer) -> None:
+    opened = SessionOpenParams(session_id="s", env={"PLAIN": MARKED}, secret_env=["PLAIN"])
+    server.typed(SessionOpenResult, "session/open", opened)
+    assert server.bash(f"echo '{MARKED}'", session_id="s").output == "[REDACTED:PLAIN]\n"
+    server.call("session/close", SessionCloseParams(session_id="s"))
+    assert server.bash(f"echo '{MARKED}'", session_id="s").output == MARKED + "\n"
