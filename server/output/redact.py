@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bashrpc.protocol import messages
-from bashrpc.server.output.matcher import Matcher, matcher
+from bashrpc.server.output.matcher import Hit, Matcher, matcher
 from bashrpc.server.output.secretforms import DEFAULT_FORMATS, TokenFormat, forms
 
 Span = tuple[int, int, str]
@@ -80,14 +80,27 @@ class SecretTable:
     def current(self) -> SecretTable:
         return self
 
-    def spans(self, data: bytes, final: bool, behind: bytes = b"") -> tuple[list[Span], int]:
+    def quiet(self, data: bytes) -> tuple[list[Hit], int | None]:
+        """The matcher's hits in `data`, and when there is none (and no format that
+        has no anchor) how many bytes at its end may begin a secret: the common
+        read, which needs nothing else."""
+        hits = self._matcher.scan(data) if self._matcher is not None else []
+        if hits or self._anywhere:
+            return hits, None
+        return hits, self._held_suffix(data)
+
+    def spans(
+        self, data: bytes, final: bool, behind: bytes = b"", hits: list[Hit] | None = None
+    ) -> tuple[list[Span], int]:
         """Secrets found in `data` and where the part that may still change begins
         (`len(data)` when nothing is held); `behind`: the bytes before `data`, for
-        the formats' look-behind."""
+        the formats' look-behind; `hits`: the matcher's, when `quiet` found them."""
         spans: list[Span] = []
         hold = len(data) if final else len(data) - self._held_suffix(data)
-        if self._matcher is not None:
-            for start, end, ident in self._matcher.scan(data):
+        if hits is None:
+            hits = self._matcher.scan(data) if self._matcher is not None else []
+        if hits:
+            for start, end, ident in hits:
                 if ident < self._values:
                     spans.append((start, end, self._names[ident]))
                     continue
@@ -185,17 +198,30 @@ class Redactor:
 
     def feed(self, data: bytes) -> bytes:
         # A value registered meanwhile counts from this read on.
-        self._table = self._source.current()
-        if self._table.empty and not self._carry:
+        self._table = table = self._source.current()
+        if self._carry:
+            data = self._carry + data
+        elif table.empty:
             return data
-        return self._run(self._carry + data if self._carry else data, final=False)
+        hits, held = table.quiet(data)
+        if held is None:
+            return self._run(data, False, hits)
+        # Nothing found: all but the end that may begin a secret goes on, uncopied.
+        edge = len(data) - held
+        self._carry = data[edge:] if held else b""
+        self._behind = (
+            data[edge - _BEHIND : edge]
+            if edge >= _BEHIND
+            else (self._behind + data[:edge])[-_BEHIND:]
+        )
+        return data[:edge] if held else data
 
     def finish(self) -> bytes:
         data, self._carry = self._carry, b""
         return self._run(data, final=True) if data else b""
 
-    def _run(self, data: bytes, final: bool) -> bytes:
-        spans, hold = self._table.spans(data, final, self._behind)
+    def _run(self, data: bytes, final: bool, hits: list[Hit] | None = None) -> bytes:
+        spans, hold = self._table.spans(data, final, self._behind, hits)
         # Nothing is held longer than the longest secret can be.
         cap = len(data) - self._table.max_hold
         hold = max(hold, cap, 0)
