@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams, SecretsAddParams, SecretValue
-from bench.client import BenchServer, time_calls
+from bench.client import BenchServer, cpu_seconds, time_calls
 from bench.rows import MB, Row, percentile
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ def _rows() -> dict[str, Row]:
         "kept": ("seq kept, not streamed (tools/call)", "MB/s"),
         "true": ("bash `true` p50", "ms"),
         "first": (f"`{FIRST_CHUNK_COMMAND}` to first bash/chunk", "ms"),
+        # The server's own CPU: steadier than MB/s on a machine shared with other load.
+        "streamed cpu": ("seq streamed: server CPU per MB", "ms/MB"),
+        "kept cpu": ("seq kept: server CPU per MB", "ms/MB"),
     }
     rows = {}
     for key, (metric, unit) in names.items():
@@ -58,6 +61,8 @@ def _rows() -> dict[str, Row]:
     rows["kept ratio"] = Row(
         "redaction", "seq kept: on / off", "×", target="≥ 0.95", check=lambda v: v >= 0.95
     )
+    rows["cpu ratio"] = Row("redaction", "seq streamed: server CPU on / off", "×")
+    rows["kept cpu ratio"] = Row("redaction", "seq kept: server CPU on / off", "×")
     rows["true difference"] = Row("redaction", "bash `true` p50: on - off", "ms")
     rows["first difference"] = Row("redaction", "first chunk: on - off", "ms")
     return rows
@@ -69,12 +74,17 @@ def _measure(bench: Bench, redacting: bool, size: int, rows: dict[str, Row]) -> 
     command = f"seq 1 {s.seq_count}"
     server = _server(bench, redacting)
     try:
-        started = time.perf_counter()
-        server.call("bash", BashParams(command=command))
-        rows[f"streamed {mode}"].values.append(size / (time.perf_counter() - started) / MB)
-        started = time.perf_counter()
-        server.call("tools/call", bash_tool_call(BashToolArguments(command=command)))
-        rows[f"kept {mode}"].values.append(size / (time.perf_counter() - started) / MB)
+        for key, method, params in (
+            ("streamed", "bash", BashParams(command=command)),
+            ("kept", "tools/call", bash_tool_call(BashToolArguments(command=command))),
+        ):
+            cpu = cpu_seconds(server.pid)
+            started = time.perf_counter()
+            server.call(method, params)
+            rows[f"{key} {mode}"].values.append(size / (time.perf_counter() - started) / MB)
+            rows[f"{key} cpu {mode}"].values.append(
+                (cpu_seconds(server.pid) - cpu) * 1e3 / (size / MB)
+            )
         samples = time_calls(server, "bash", BashParams(command="true"), s.latency_calls)
         rows[f"true {mode}"].values.append(percentile(samples, 0.5) * 1e3)
         firsts: list[float] = []
@@ -94,13 +104,16 @@ def _measure(bench: Bench, redacting: bool, size: int, rows: dict[str, Row]) -> 
 def redaction(bench: Bench) -> list[Row]:
     rows = _rows()
     size = _seq_size(bench.sizes.seq_count)
-    for _ in range(bench.sizes.repeat):
+    # Twice the usual repetitions: the ratios are of two noisy figures.
+    for _ in range(2 * bench.sizes.repeat):
         for redacting in (False, True):
             _measure(bench, redacting, size, rows)
         for key in ("streamed", "kept"):
             rows[f"{key} ratio"].values.append(
                 rows[f"{key} on"].values[-1] / rows[f"{key} off"].values[-1]
             )
+        for key, ratio in (("streamed cpu", "cpu ratio"), ("kept cpu", "kept cpu ratio")):
+            rows[ratio].values.append(rows[f"{key} on"].values[-1] / rows[f"{key} off"].values[-1])
         for key in ("true", "first"):
             rows[f"{key} difference"].values.append(
                 rows[f"{key} on"].values[-1] - rows[f"{key} off"].values[-1]

@@ -59,6 +59,7 @@ class HyperscanMatcher:
     def __init__(self, literals: Sequence[bytes]) -> None:
         assert hyperscan is not None
         self._lengths = [len(literal) for literal in literals]
+        self._hits: list[Hit] = []
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(
             expressions=[b"".join(b"\\x%02x" % byte for byte in literal) for literal in literals],
@@ -68,14 +69,14 @@ class HyperscanMatcher:
         )
 
     def scan(self, data: bytes) -> list[Hit]:
-        hits: list[Hit] = []
-        lengths = self._lengths
+        # One callback for every scan (made once: most reads find nothing, and the
+        # scan's own cost is then a few microseconds).
+        self._hits = []
+        self._db.scan(data, match_event_handler=self._on_match)
+        return self._hits
 
-        def on_match(ident: int, _from: int, to: int, _flags: int, _context: object) -> None:
-            hits.append((to - lengths[ident], to, ident))
-
-        self._db.scan(data, match_event_handler=on_match)
-        return hits
+    def _on_match(self, ident: int, _from: int, to: int, _flags: int, _context: object) -> None:
+        self._hits.append((to - self._lengths[ident], to, ident))
 
 
 def matcher(literals: Sequence[bytes]) -> Matcher:

@@ -49,8 +49,9 @@ class SecretBook:
         )
         self._names: dict[str, bool] = {}
         self._server = self.from_env(server_env or {})
-        # Bumped by every `add`: a table compiled before is for other secrets.
-        self._generation = 0
+        # Bumped by every `add`: a table compiled before is for other secrets (a plain
+        # attribute: every read of every stream looks at it).
+        self.generation = 0
         self._registered: dict[str, bytes] = {}
         self._sessions: dict[str, dict[str, bytes]] = {}
         self._tables: OrderedDict[Named, SecretTable] = OrderedDict()
@@ -93,12 +94,7 @@ class SecretBook:
         check_secret(name, value)
         book = self._registered if session_id is None else self._sessions.setdefault(session_id, {})
         book[name] = value
-        self._generation += 1
-
-    @property
-    def generation(self) -> int:
-        """Bumped by every `add`."""
-        return self._generation
+        self.generation += 1
 
     def live(self, session_id: str | None, *envs: Mapping[str, bytes]) -> TableSource:
         """The table for a stream of the session, following later `add`s."""
@@ -115,7 +111,7 @@ class SecretBook:
         for env in envs:
             extra.update(env)
         # The runtime's own secrets change only with `add`: its generation stands for them.
-        key = (self._generation, tuple(sorted(extra.items())))
+        key = (self.generation, tuple(sorted(extra.items())))
         table = self._tables.get(key)
         if table is None:
             named = {**self._server, **self._registered, **extra}
