@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.envelope import RequestId
+from bashrpc.protocol.mcp import ProgressParams
 from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
@@ -40,7 +42,7 @@ from bashrpc.protocol.terminals import (
 )
 from bashrpc.server.output.secretforms import forms
 from tests.conftest import SpawnInProcess
-from tests.e2e.test_tools import call_tool, initialize, text_of
+from tests.e2e.test_tools import call_tool, initialize, text_of, tool_call
 from tests.e2e.test_traces import CONSOLE
 from tests.inprocess import InProcessServer
 from tests.rpc import RpcClient, ServerProcess, server_environment
@@ -358,3 +360,15 @@ def test_a_session_s_secrets_go_with_it(server: InProcessServer) -> None:
     assert server.bash(f"echo '{MARKED}'", session_id="s").output == "[REDACTED:PLAIN]\n"
     server.call("session/close", SessionCloseParams(session_id="s"))
     assert server.bash(f"echo '{MARKED}'", session_id="s").output == MARKED + "\n"
+
+
+def test_the_tool_call_s_progress_messages(secret_server: InProcessServer) -> None:
+    initialize(secret_server)
+    call = tool_call('echo "deploying with $DEPLOY_TOKEN"; sleep 1', progress_token="p")
+    ident = secret_server.request("tools/call", call)
+    progress = secret_server.wait_for(lambda m: m.method == "notifications/progress")
+    secret_server.response(ident)
+    assert progress.params is not None
+    shown = msgspec.json.decode(progress.params, type=ProgressParams).message
+    assert shown == "deploying with [REDACTED:DEPLOY_TOKEN]"
+    assert_nothing_leaked(secret_server)
