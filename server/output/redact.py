@@ -8,7 +8,8 @@ suffix that begins one of their forms (at most the longest form less a
 byte); for a token format, a match that may still grow, or an anchor whose
 line is not over yet, within the format's bound. Everything held is let go
 at `finish`. Found secrets that overlap, or one inside another, become one
-redaction, named for the one that starts first (the longer at a tie).
+redaction, named for the one that starts first (the longer at a tie, then a value's
+name before a format's).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class SecretTable:
         """Secrets found in `data` and where the part that may still change begins
         (`len(data)` when nothing is held); `behind`: the bytes before `data`, for
         the formats' look-behind; `hits`: the matcher's, when `quiet` found them."""
+        values: list[Span] = []
         spans: list[Span] = []
         hold = len(data) if final else len(data) - self._held_suffix(data)
         if hits is None:
@@ -102,7 +104,7 @@ class SecretTable:
         if hits:
             for start, end, ident in hits:
                 if ident < self._values:
-                    spans.append((start, end, self._names[ident]))
+                    values.append((start, end, self._names[ident]))
                     continue
                 token = self._anchors[ident - self._values].token
                 if start < _BEHIND and behind:
@@ -112,7 +114,10 @@ class SecretTable:
         for token in self._anywhere:
             for found in token.regex.finditer(data):
                 hold = self._add_match(data, found, token, final, spans, hold)
-        return spans, hold
+        # Whatever order the matcher found them in, a tie is named alike: for the
+        # value (the host's own name) before a format, then by the format's name.
+        spans.sort(key=lambda span: span[2])
+        return values + spans, hold
 
     def _held_suffix(self, data: bytes) -> int:
         """The longest suffix that begins a value's form or an anchor."""
