@@ -30,6 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
+from bench.redaction import redaction
 from bench.rows import MB, Row, percentile
 from bench.streamfloor import READY
 from bench.workbench import Sizes
@@ -524,6 +525,7 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "interceptor": Bench.interceptor,
     "sandbox": Bench.sandbox,
     "fairness": lambda b: fairness(b) + daemon_connections(b),
+    "redaction": redaction,
 }
 
 

@@ -539,3 +539,19 @@ REPLAY_MATCHED = "ok {path}"
 REPLAY_DIFFERS = "FAILED {path}"
 REPLAY_UPDATED = "updated {path}"
 REPLAY_LOG_TAIL = "  the server's log ended with:"
+
+# Secrets: what output never shows, and the values a host may register.
+REDACTED = "[REDACTED:{name}]"
+SECRET_TOO_SHORT = (
+    "secret {name!r} is {length} bytes long: a secret must be at least {minimum} bytes,"
+    " since a shorter one cannot be redacted without destroying ordinary output"
+)
+SECRET_NAME_INVALID = (
+    "secret name {name!r} is not allowed: use 1 to 64 letters, digits, '_', '-' or '.'"
+)
+SECRET_ENV_MISSING = "secretEnv names {name!r}, which is not in env"
+REDACT_OPT_OUT_REFUSED = (
+    "redact: false is refused: the server's settings keep redaction on"
+    " ([secrets] hostMayOptOut = false)"
+)
+SECRET_PATTERN_INVALID = "[secrets] patterns: {pattern!r} is not a regular expression: {reason}"

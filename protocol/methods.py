@@ -87,6 +87,16 @@ _ROWS = "Terminal rows."
 # -- bash -------------------------------------------------------------------
 
 
+# `secretEnv` wherever an `env` is given.
+SecretEnv = Annotated[
+    list[EnvName] | None,
+    described(
+        "Names of `env` entries whose values are secrets: never shown in output"
+        " (at least 8 bytes each)."
+    ),
+]
+
+
 class PtySize(Params):
     """A terminal size; each side is clamped, and a missing one takes the default."""
 
@@ -133,6 +143,14 @@ class BashParams(Params):
             " with its output so far and its `terminalId`, the job running on."
         ),
     ] = None
+    secret_env: SecretEnv = None
+    redact: Annotated[
+        bool,
+        described(
+            "false: output with its secrets as they are, where the server allows it"
+            " ([secrets] hostMayOptOut)."
+        ),
+    ] = True
 
 
 class BashResult(Result, omit_defaults=True):
@@ -194,6 +212,10 @@ class BashResult(Result, omit_defaults=True):
         str | None,
         described("The background job the command runs on as (`background`, `backgroundAfter`)."),
     ] = None
+    redactions: Annotated[
+        dict[str, int] | None,
+        described("Secrets replaced with `[REDACTED:NAME]` in the output, counted by name."),
+    ] = None
 
 
 class AbortBashParams(Params):
@@ -218,10 +240,30 @@ class SessionOpenParams(Params):
         str | None, described("The shell's starting directory, relative to the workspace.")
     ] = None
     env: Annotated[dict[EnvName, str] | None, described(_ENV + " For the session's shell.")] = None
+    secret_env: SecretEnv = None
     sandbox: Annotated[
         SandboxMode | None,
         described("The session's sandbox mode: only as strict as the connection's, or stricter."),
     ] = None
+
+
+class SecretValue(Params):
+    name: Annotated[
+        str, described("What it is redacted as, `[REDACTED:NAME]`: letters, digits, `_-.`.")
+    ]
+    value: Annotated[str, described("The secret: at least 8 bytes.")]
+
+
+class SecretsAddParams(Params):
+    secrets: Annotated[list[SecretValue], described("Values never shown in output from now on.")]
+    session_id: Annotated[
+        SessionId | None,
+        described(_SESSION_ID + " Only for this session's output; absent: every session's."),
+    ] = None
+
+
+class SecretsAddResult(Result):
+    added: Annotated[int, described("How many values were registered.")]
 
 
 class SessionOpenResult(Result, omit_defaults=True):
@@ -567,6 +609,7 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "pty/screen": (PtyScreenParams, PtyScreen),
     "server/stats": (ServerStatsParams, ServerStatsResult),
     "session/reset": (SessionResetParams, SessionResetResult),
+    "secrets/add": (SecretsAddParams, SecretsAddResult),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from bashrpc.protocol.envelope import RequestId
-from bashrpc.protocol.methods import EnvName, Params, Result, SessionId, described
+from bashrpc.protocol.methods import EnvName, Params, Result, SecretEnv, SessionId, described
 
 # The ACP protocol version whose terminal methods these are.
 ACP_PROTOCOL_VERSION = 1
@@ -72,6 +72,14 @@ class TerminalCreateParams(Params):
     env: Annotated[
         list[EnvVariable] | None, described("Variables over the session's environment.")
     ] = None
+    secret_env: SecretEnv = None
+    redact: Annotated[
+        bool,
+        described(
+            "bashrpc's: false keeps secrets in the output, where the server allows it"
+            " ([secrets] hostMayOptOut)."
+        ),
+    ] = True
     cwd: Annotated[
         str | None, described("Where it runs: absolute, or relative to the session's directory.")
     ] = None

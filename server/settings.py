@@ -24,6 +24,8 @@ from bashrpc.protocol.methods import EnvName, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.keptbudget import DEFAULT_KEPT_BYTES, DEFAULT_MAX_KEPT_REQUESTS
+from bashrpc.server.output.secretbook import DEFAULT_ENV_GLOBS
+from bashrpc.server.output.secretforms import host_format
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
@@ -152,6 +154,23 @@ class DaemonSettings(_Section, frozen=True):
     max_clients: Annotated[int, msgspec.Meta(ge=1, le=MAX_CLIENTS_LIMIT)] = DEFAULT_MAX_CLIENTS
 
 
+class SecretSettings(_Section, frozen=True):
+    """What command output never shows (see the Secrets page)."""
+
+    # Names of variables whose values are secrets, as globs.
+    env: tuple[str, ...] = DEFAULT_ENV_GLOBS
+    # The built-in token formats (private keys, cloud and API keys, JWTs, ...).
+    patterns: bool = True
+    # The host's own regular expressions, each redacted as `pattern_N`.
+    extra_patterns: tuple[str, ...] = ()
+    # Whether `bash` and `terminal/create` may ask `redact: false`.
+    host_may_opt_out: bool = False
+
+    def __post_init__(self) -> None:
+        for index, pattern in enumerate(self.extra_patterns):
+            host_format(index, pattern)
+
+
 class ToolSettings(_Section, frozen=True):
     default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
 
@@ -173,6 +192,7 @@ class Settings(_Section, frozen=True):
     sandbox: SandboxSettings = SandboxSettings()
     server: ServerSettings = ServerSettings()
     daemon: DaemonSettings = DaemonSettings()
+    secrets: SecretSettings = SecretSettings()
     max_line_bytes: Annotated[int, msgspec.Meta(ge=MIN_LINE_BYTES)] = DEFAULT_MAX_LINE_BYTES
     # Run on uvloop when it is installed; false runs on asyncio's own loop.
     uvloop: bool = True

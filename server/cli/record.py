@@ -36,6 +36,7 @@ from bashrpc.protocol.transcript import (
     dump_line,
     line_record,
 )
+from bashrpc.server.cli.recordsecrets import TranscriptSecrets
 from bashrpc.server.cli.runroot import portable_args, recorded_paths
 
 EXIT_USAGE = 2
@@ -91,10 +92,12 @@ class Recorder:
         # The first write that failed (a full disk): the rest is not written.
         self.failed: OSError | None = None
         self._finished = False
+        self._secrets = TranscriptSecrets()
 
     def client(self, line: bytes) -> None:
         with self._lock:
             record = line_record(line, client=True, waited=not self._unanswered)
+            self._secrets.learn(record.message)
             for key in _request_keys(record):
                 self._unanswered[key] = self._unanswered.get(key, 0) + 1
             self._put(self._hider.add(record, len(line)))
@@ -122,7 +125,7 @@ class Recorder:
             return
         try:
             for record in records:
-                self._write(dump_line(record))
+                self._write(self._secrets.redact(dump_line(record)))
         except OSError as exc:
             self.failed = exc
 

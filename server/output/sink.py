@@ -23,6 +23,7 @@ import msgspec
 
 from bashrpc.server.output import utf8
 from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.output.redact import Redactor
 from bashrpc.server.output.sanitize import Sanitizer
 
 DEFAULT_MAX_BYTES = 51200
@@ -51,6 +52,8 @@ class SinkSummary(msgspec.Struct, frozen=True):
     total_lines: int
     output_bytes: int
     output_lines: int
+    # Secrets replaced in the output, by name.
+    redactions: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 def count_lines(data: bytes | str) -> int:
@@ -67,10 +70,14 @@ class OutputSink:
         self,
         max_bytes: int = DEFAULT_MAX_BYTES,
         open_spill: Callable[[], Spill | None] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._max = max_bytes
         self._open_spill = open_spill
         self._sanitizer = Sanitizer()
+        # After the sanitizer, so a secret an escape sequence cuts in two is whole
+        # again; before everything else, so nothing the sink gives or keeps has one.
+        self._redactor = redactor
         self._folder = CarriageReturnFolder()
         self._tail: bytes | bytearray = bytearray()
         self._spill: Spill | None = None
@@ -86,6 +93,8 @@ class OutputSink:
         """Take raw output; return it sanitized (UTF-8) for streaming, its CRs as the
         command printed them (what is kept folds them instead)."""
         clean = self._sanitizer.feed(data)
+        if self._redactor is not None:
+            clean = self._redactor.feed(clean)
         if clean:
             kept = self._folder.feed(clean)
             if kept:
@@ -94,6 +103,8 @@ class OutputSink:
 
     def finish(self) -> bytes:
         clean = self._sanitizer.finish()
+        if self._redactor is not None:
+            clean = self._redactor.feed(clean) + self._redactor.finish()
         kept = self._folder.feed(clean) + self._folder.finish()
         if kept:
             self._append(kept)
@@ -137,7 +148,10 @@ class OutputSink:
         if self.total_bytes:
             # Folding keeps every LF (a redraw starts over only the line it is in),
             # so the kept text has as many as the sanitizer passed on.
-            total_lines = self._sanitizer.newlines + (0 if self._ends_with_newline else 1)
+            newlines = self._sanitizer.newlines
+            if self._redactor is not None:
+                newlines -= self._redactor.lines_removed
+            total_lines = newlines + (0 if self._ends_with_newline else 1)
         text = kept.decode("utf-8", "replace")
         truncated = self.truncated
         if not text.isascii():
@@ -154,4 +168,5 @@ class OutputSink:
             total_lines=total_lines,
             output_bytes=len(kept),
             output_lines=count_lines(kept),
+            redactions={} if self._redactor is None else dict(self._redactor.counts),
         )

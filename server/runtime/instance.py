@@ -18,6 +18,7 @@ import msgspec
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.server import log
 from bashrpc.server.output.artifacts import ArtifactStore
+from bashrpc.server.output.secretbook import SecretBook
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.trackers import Containment
 from bashrpc.server.runtime.jobs.table import JobLimits, JobTable
@@ -89,6 +90,11 @@ class Runtime:
         # Commands running in these sessions, whoever started them: under the
         # daemon one runtime serves every connection of its tenant.
         self.executions: set[Execution] = set()
+        # What no output shows: the server's secret variables, values hosts register.
+        secrets = settings.secrets
+        self.secrets = SecretBook(
+            secrets.env, secrets.patterns, secrets.extra_patterns, server_env=os.environ
+        )
         self.jobs = JobTable(
             shells,
             JobLimits(

@@ -14,6 +14,7 @@ from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.seam.backend import DirKind
+from bashrpc.server.services import secrets
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.jobs import JobService, wire_status
 from bashrpc.server.services.resumable import Resumables
@@ -69,6 +70,10 @@ class Services:
             if lane is None:
                 raise
             return lane
+
+    def add_secrets(self, named: list[tuple[str, str]], session_id: str | None) -> int:
+        """`secrets/add`: values no later output shows (of one session, when named)."""
+        return secrets.add(self._runtime, named, session_id)
 
     def home(self, session_id: str, sandbox_mode: SandboxMode) -> str | None:
         """The HOME a session's commands see, for `~` in paths (creating the session

@@ -15,7 +15,7 @@ import msgspec
 from bashrpc.protocol import paths
 from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
-from bashrpc.server.services import bashjobs
+from bashrpc.server.services import bashjobs, secrets
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.jobs import JobService
 from bashrpc.server.services.outcome import Outcome
@@ -50,6 +50,7 @@ def pty_terminal(params: BashParams) -> Terminal | None:
 
 
 def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandSpec:
+    secrets.check_opt_out(settings, params.redact)
     return CommandSpec(
         command=params.command,
         session_id=params.session_id,
@@ -61,6 +62,8 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
         terminal=pty_terminal(params),
         sandbox=settings.sandbox.mode,
         one_shot=params.one_shot,
+        secret_env=tuple(params.secret_env or ()),
+        redact=params.redact,
     )
 
 
@@ -137,4 +140,5 @@ def finish(outcome: Outcome) -> BashResult:
         shell_restarted=outcome.shell_restarted,
         queued_seconds=round(outcome.queued_seconds, 3) if outcome.queued_seconds else None,
         one_shot=outcome.one_shot,
+        redactions=s.redactions or None,
     )

@@ -43,6 +43,8 @@ async def run(terminals: JobService, params: BashParams, settings: Settings) -> 
         env=params.env,
         cwd=params.cwd,
         sandbox=settings.sandbox.mode,
+        secret_env=params.secret_env,
+        redact=params.redact,
     )
     job = await terminals.start(what)
     if params.background_after is None:

@@ -20,6 +20,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
+from bashrpc.server.output.redact import TableSource
 from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.run import env as envmod
@@ -28,7 +29,7 @@ from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.sessions.session import Session, Ticket
-from bashrpc.server.services import tightening
+from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
@@ -75,6 +76,10 @@ class CommandSpec(msgspec.Struct, frozen=True):
     result_when_cancelled: bool = True
     # At once on a one-shot shell, without the session's state, rather than in its turn.
     one_shot: bool = False
+    # Names of `env` entries whose values are secrets (`secretEnv`).
+    secret_env: tuple[str, ...] = ()
+    # False: the output keeps its secrets (checked against the settings by the surface).
+    redact: bool = True
 
 
 class CommandService:
@@ -96,10 +101,14 @@ class CommandService:
         """The command, in its session's turn (`began` is told when it has it)."""
         runtime = self._runtime
         session, command_env = self._session_for(spec)
+        table = None
+        if spec.redact:
+            table = secrets.table_for(runtime, session, spec.env, spec.secret_env)
         pipeline = Pipeline(
-            OutputSink(spec.max_bytes, runtime.artifacts.create),
+            OutputSink(spec.max_bytes, runtime.artifacts.create, secrets.redactor(table)),
             listener,
             spec.terminal is not None,
+            table,
         )
         execution = Execution(
             spec.request_id,
@@ -128,7 +137,8 @@ class CommandService:
                 began_at = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
                 start = execution.take_turn(session).path
-                run = await self._now(spec, session, execution, listener)
+                async with pipeline.releasing():
+                    run = await self._now(spec, session, execution, listener, table)
         finally:
             self._executions.discard(execution)
             runtime.executions.discard(execution)
@@ -157,7 +167,12 @@ class CommandService:
         return session, command_env
 
     async def _now(
-        self, spec: CommandSpec, session: Session, execution: Execution, listener: Listener
+        self,
+        spec: CommandSpec,
+        session: Session,
+        execution: Execution,
+        listener: Listener,
+        table: TableSource | None,
     ) -> RunResult:
         """The command, now that it may run; nothing when it was aborted waiting."""
         if execution.aborted:
@@ -166,6 +181,8 @@ class CommandService:
         if spec.terminal is None:
             return await runners.on_pipes(runtime.pool, session, execution, listener.backpressure)
         lane = self._claim(spec.request_id, spec.terminal)
+        if table is not None:
+            lane.screen_filter = secrets.screen(table)
         return await ptyrunner.on_pty(runtime.pool, session, execution, lane)
 
     def running(self, session_id: str) -> bool:

@@ -34,7 +34,7 @@ from bashrpc.server.runtime.jobs.state import ExitStatus
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.sessions.session import Session, resolve_path
-from bashrpc.server.services import tightening
+from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -88,6 +88,8 @@ class JobStart:
         output_limit: int | None = None,
         sandbox: SandboxMode = "off",
         field_prefix: str = "",
+        secret_env: list[str] | None = None,
+        redact: bool = True,
     ) -> None:
         self.session_id = session_id
         self.command = command
@@ -95,6 +97,8 @@ class JobStart:
         self.env = env or {}
         self.cwd = cwd
         self.output_limit = output_limit
+        self.secret_env = tuple(secret_env or ())
+        self.redact = redact
         self.sandbox = sandbox
         self.field_prefix = field_prefix
 
@@ -151,7 +155,12 @@ class JobService:
         else:
             shown = " ".join([what.command, *what.args])
         launch = JobLaunch(what.command, what.args, config, cwd, env)
-        return JobSpec(launch, shown, output_limit=what.output_limit, announce=announce)
+        table = None
+        if what.redact:
+            table = secrets.table_for(self._runtime, session, extra, what.secret_env)
+        return JobSpec(
+            launch, shown, output_limit=what.output_limit, announce=announce, secrets=table
+        )
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:
         directory = base if cwd is None else resolve_path(base, cwd, home)

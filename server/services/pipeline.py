@@ -3,9 +3,17 @@ listener, and the one finishing step of both runners."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
 from bashrpc.protocol import messages
+from bashrpc.server.output.chunks import CHUNK_INTERVAL_SECONDS
 from bashrpc.server.output.crfold import CarriageReturnFolder
+from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.sink import OutputSink
+from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.run.runners import RunResult
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.streams import Listener
@@ -15,14 +23,30 @@ class Pipeline:
     """Bytes from a runner to the sink and the listener; on a PTY, raw bytes
     are passed on as they are and carriage returns are folded first."""
 
-    def __init__(self, sink: OutputSink, listener: Listener, terminal: bool) -> None:
+    def __init__(
+        self,
+        sink: OutputSink,
+        listener: Listener,
+        terminal: bool,
+        secrets: TableSource | None = None,
+    ) -> None:
         self.sink = sink
         self._listener = listener
         self._folder = CarriageReturnFolder() if terminal else None
+        # A terminal's raw bytes are redacted on their own (the sink redacts the text).
+        self._raw = Redactor(secrets) if terminal and secrets is not None else None
+        self._raw_feeds = 0
+        self._raw_holds = Pulse()
 
     def feed(self, data: bytes) -> None:
         if self._folder is not None:
-            self._listener.on_raw(data)
+            if self._raw is None:
+                self._raw_out(data)
+            else:
+                self._raw_feeds += 1
+                self._raw_out(self._raw.feed(data))
+                if self._raw.held:
+                    self._raw_holds.fire()
             data = self._folder.feed(data)
         self._text(self.sink.feed(data))
 
@@ -30,12 +54,43 @@ class Pipeline:
         """A message of the server's own, as text only (never as terminal bytes)."""
         self._text(self.sink.feed(data))
 
+    @asynccontextmanager
+    async def releasing(self) -> AsyncIterator[None]:
+        """While the command runs, a terminal's held bytes are let go in time."""
+        if self._raw is None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._release_raw, CHUNK_INTERVAL_SECONDS)
+            yield
+            group.cancel_scope.cancel()
+
+    async def _release_raw(self, interval: float) -> None:
+        """A terminal's held bytes go after `interval` without a read: an interactive
+        program's prompt is never held back from its host (until cancelled)."""
+        raw = self._raw
+        if raw is None:
+            return
+        while True:
+            if not raw.held:
+                await self._raw_holds.wait()
+            seen = self._raw_feeds
+            await anyio.sleep(interval)
+            if self._raw_feeds == seen and raw.held:
+                self._raw_out(raw.finish())
+
+    def _raw_out(self, raw: bytes) -> None:
+        if raw:
+            self._listener.on_raw(raw)
+
     def _text(self, clean: bytes) -> None:
         if clean:
             self._listener.on_text(clean)
 
     def finish(self) -> None:
         if self._folder is not None:
+            if self._raw is not None:
+                self._raw_out(self._raw.finish())
             self._text(self.sink.feed(self._folder.finish()))
         self._text(self.sink.finish())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 import msgspec
 
@@ -13,7 +14,7 @@ from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.session import Session, resolve_path
-from bashrpc.server.services import tightening
+from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 
@@ -49,12 +50,16 @@ class SessionService:
         cwd: str | None,
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
+        secret_env: Sequence[str] = (),
     ) -> tuple[str, str]:
         """(id, cwd) of a new session, or of the existing one of that id, unchanged
-        but for a stricter sandbox (see `tighten`)."""
+        but for a stricter sandbox (see `tighten`); `secret_env` names the values of
+        `env` its output never shows."""
         runtime = self._runtime
         reject_nul({"cwd": cwd, **env_fields(env)})
         session_id = session_id or runtime.sessions.new_id()
+        if secret_env:
+            secrets.add_env(runtime, session_id, env or {}, secret_env)
         session = runtime.sessions.get(session_id)
         if session is None:
             if env:
@@ -85,6 +90,8 @@ class SessionService:
             return False
         self._commands.abort(session_id=session.id)
         await self._runtime.close_session(session)
+        # Its own secrets go with it: a session opened later under its id starts without.
+        self._runtime.secrets.forget_session(session.id)
         return True
 
     async def reset(self, session_id: str | None) -> list[SessionReset]:

@@ -24,6 +24,8 @@ from bashrpc.protocol.methods import (
     PtyScreen,
     PtyScreenParams,
     RequestInfo,
+    SecretsAddParams,
+    SecretsAddResult,
     ServerStatsParams,
     ServerStatsResult,
     SessionCloseParams,
@@ -110,9 +112,17 @@ def abort_bash(ctx: Ctx, params: AbortBashParams) -> AbortBashResult:
 @methods.method("session/open")
 def session_open(ctx: Ctx, params: SessionOpenParams) -> SessionOpenResult:
     mode = tightened(ctx.connection.settings.sandbox.mode, params.sandbox)
-    session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env, mode)
+    session_id, cwd = ctx.services.sessions.open(
+        params.session_id, params.cwd, params.env, mode, params.secret_env or ()
+    )
     text, exact = paths.to_wire(cwd)
     return SessionOpenResult(session_id=session_id, cwd=text, cwd_base64=exact)
+
+
+@methods.method("secrets/add")
+def secrets_add(ctx: Ctx, params: SecretsAddParams) -> SecretsAddResult:
+    named = [(secret.name, secret.value) for secret in params.secrets]
+    return SecretsAddResult(added=ctx.services.add_secrets(named, params.session_id))
 
 
 @methods.method("session/close")
@@ -220,12 +230,13 @@ def pty_resize(ctx: Ctx, params: PtyResizeParams) -> PtyResizeResult:
 
 @methods.method("pty/screen")
 async def pty_screen(ctx: Ctx, params: PtyScreenParams) -> PtyScreen:
-    run = await ctx.services.pty(params.request_id).running()
+    lane = ctx.services.pty(params.request_id)
+    run = await lane.running()
     snap = await run.snapshot()
     return PtyScreen(
         cols=snap.cols,
         rows=snap.rows,
-        lines=snap.lines,
+        lines=lane.screen_filter(snap.lines, snap.cols),
         cursor=Cursor(x=snap.cursor_x, y=snap.cursor_y),
     )
 

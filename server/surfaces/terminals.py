@@ -50,6 +50,8 @@ async def terminal_create(ctx: Ctx, params: TerminalCreateParams) -> TerminalCre
         cwd=params.cwd,
         output_limit=params.output_byte_limit,
         sandbox=ctx.connection.settings.sandbox.mode,
+        secret_env=params.secret_env,
+        redact=params.redact,
     )
     job = await terminals.start(what)
     ready = None if params.ready is None else await terminals.ready(job, params.ready)

@@ -41,6 +41,8 @@ from bashrpc.protocol.methods import (
     PtyResizeParams,
     PtyScreenParams,
     PtySize,
+    SecretsAddParams,
+    SecretValue,
     ServerStatsParams,
     SessionCloseParams,
     SessionOpenParams,
@@ -172,6 +174,18 @@ def session_open_list_close(host: Host) -> None:
     host.call("session/close", SessionCloseParams(session_id="s1"))
     host.call("session/close", SessionCloseParams(session_id="s1"))
     host.call("session/list")
+
+
+@scenario()
+def secrets_are_redacted(host: Host) -> None:
+    """The transcript holds no secret either: the host's values are redacted in
+    its requests as the server redacts them in its output."""
+    added = SecretsAddParams(secrets=[SecretValue(name="DEPLOY_KEY", value="hunter2-hunter2")])
+    host.call("secrets/add", added)
+    host.call("bash", bash("printf 'key: %s\\n' hunter2-hunter2"))
+    env = {"PLAIN": "plain-secret-1", "API_TOKEN": "tok-0123456789"}
+    host.call("bash", bash('echo "$PLAIN"; echo "$API_TOKEN"', env=env, secret_env=["PLAIN"]))
+    host.call("secrets/add", SecretsAddParams(secrets=[SecretValue(name="SHORT", value="1234567")]))
 
 
 @scenario()

@@ -29,6 +29,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.terminals import JobState
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactWriter
+from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.ring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
@@ -50,6 +51,8 @@ class JobSpec(msgspec.Struct, frozen=True):
     # Whether its end is told to its owner with `terminal/exited` (the model's jobs
     # are told of otherwise, in a tool result).
     announce: bool = True
+    # What its output never shows; None: nothing is redacted.
+    secrets: TableSource | None = None
 
     @property
     def cwd(self) -> str:
@@ -77,6 +80,7 @@ class Job:
         self.exit: ExitStatus | None = None
         self.exited = anyio.Event()
         self._sanitizer = Sanitizer()
+        self._redactor = None if spec.secrets is None else Redactor(spec.secrets)
         self._changed = Pulse()
         self._process: ProcessHandle | None = None
         self._last_data = anyio.current_time()
@@ -145,9 +149,13 @@ class Job:
                 if not data:
                     return
                 self._last_data = anyio.current_time()
-                self._take(self._sanitizer.feed(data))
+                self._take(self._clean(self._sanitizer.feed(data)))
         finally:
             self._eof.set()
+
+    def _clean(self, sanitized: bytes) -> bytes:
+        """Sanitized bytes without their secrets (the ring and the artifact see none)."""
+        return sanitized if self._redactor is None else self._redactor.feed(sanitized)
 
     def _take(self, clean: bytes) -> None:
         if clean:
@@ -168,7 +176,9 @@ class Job:
         `run` ends."""
         if self._process is not None:
             self._process.close()
-        self._take(self._sanitizer.finish())
+        self._take(self._clean(self._sanitizer.finish()))
+        if self._redactor is not None:
+            self._take(self._redactor.finish())
         if self.artifact is not None:
             self.artifact.close()
         if self.exit is None:

@@ -28,6 +28,14 @@ from bashrpc.server.runtime.seam.backend import PtyHandle
 Encode = Callable[[bool], bytes]
 
 
+# A screen's rows as they may be shown (secrets redacted), given its width.
+ScreenFilter = Callable[[list[str], int], list[str]]
+
+
+def _as_is(lines: list[str], cols: int) -> list[str]:
+    return lines
+
+
 class PtyLane:
     def __init__(
         self, request_id: Any, cols: int, rows: int, on_close: Callable[[PtyLane], None]
@@ -42,6 +50,8 @@ class PtyLane:
         # Writes accepted and not yet done, oldest first: the first one writes.
         self._writes: deque[object] = deque()
         self._changed = Pulse()
+        # What `pty/screen` shows of the rows: the command's redaction.
+        self.screen_filter: ScreenFilter = _as_is
 
     # -- the command's side -----------------------------------------------
 
