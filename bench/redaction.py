@@ -11,26 +11,23 @@ import secrets
 import subprocess
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams, SecretsAddParams, SecretValue
 from bench.client import BenchServer, cpu_seconds, time_calls
 from bench.rows import MB, Row, percentile
-
-if TYPE_CHECKING:
-    from bench.cases import Bench
+from bench.workbench import Workbench
 
 REGISTERED = 100
 OFF = "[secrets]\nenv = []\npatterns = false\n"
 FIRST_CHUNK_COMMAND = "echo start; sleep 0.2"
 
 
-def _server(bench: Bench, redacting: bool) -> BenchServer:
+def _server(bench: Workbench, redacting: bool) -> BenchServer:
     config = bench.workdir / ("redacting.toml" if redacting else "plain.toml")
     config.write_text("" if redacting else OFF)
-    server = bench.server(None, "--config", str(config))
+    server = BenchServer(bench.artifacts, "--config", str(config))
     if redacting:
         values = [
             SecretValue(name=f"SECRET_{i}", value=secrets.token_urlsafe(24))
@@ -68,7 +65,7 @@ def _rows() -> dict[str, Row]:
     return rows
 
 
-def _measure(bench: Bench, redacting: bool, size: int, rows: dict[str, Row]) -> None:
+def _measure(bench: Workbench, redacting: bool, size: int, rows: dict[str, Row]) -> None:
     s = bench.sizes
     mode = "on" if redacting else "off"
     command = f"seq 1 {s.seq_count}"
@@ -101,7 +98,7 @@ def _measure(bench: Bench, redacting: bool, size: int, rows: dict[str, Row]) -> 
         path.unlink()
 
 
-def redaction(bench: Bench) -> list[Row]:
+def redaction(bench: Workbench) -> list[Row]:
     rows = _rows()
     size = _seq_size(bench.sizes.seq_count)
     # Twice the usual repetitions: the ratios are of two noisy figures.
