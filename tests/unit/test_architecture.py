@@ -57,6 +57,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "bashrpc.server.runtime": (),
     "bashrpc.server.runtime.containment": (*BASE, "bashrpc.server.runtime.containment"),
     "bashrpc.server.runtime.seam": SEAM,
+    # The sandbox's way out: the allowlist's rules, the proxy's parsers (pure), the
+    # proxy a session's sandboxes reach, and the handoff of their listeners.
+    "bashrpc.server.runtime.network": (
+        *BASE,
+        "bashrpc.server.fdio",
+        "bashrpc.server.runtime.seam.egress",
+        "bashrpc.server.runtime.network",
+    ),
     # What a policy means on a filesystem; the policy itself is the seam's.
     "bashrpc.server.runtime.sandbox": (
         *BASE,
