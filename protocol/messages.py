@@ -380,6 +380,7 @@ NETWORK_REFUSED = {
         "{host}:{port} resolves to {rule}, refused unless sandbox.network.allow lists {rule}"
     ),
     "invalid": "{host!r} is not a host name or an IP address",
+    "malformed": "the proxy could not read the request ({rule})",
     "unresolved": "{host}:{port}: the name does not resolve",
     "unreachable": "{host}:{port}: the connection failed",
     "sni": "{host}:{port}: the TLS ClientHello names another host ({rule})",

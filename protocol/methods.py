@@ -441,6 +441,20 @@ class Resumes(Result):
     ]
 
 
+class NetworkConnections(Result):
+    """Connections sandboxed commands made through the allowlist's proxy, by decision."""
+
+    allowed: Annotated[int, described("Let through to an allowed host.")]
+    refused: Annotated[int, described("Refused (not allowed, denied, a bad request).")]
+
+
+class NetworkBytes(Result):
+    """Bytes through the allowlist's proxy, each way."""
+
+    sent: Annotated[int, described("From sandboxed commands to the hosts they reached.")]
+    received: Annotated[int, described("From those hosts back to the commands.")]
+
+
 class DurationHistogram(Result):
     """Command durations, cumulative as Prometheus keeps them."""
 
@@ -480,6 +494,13 @@ class ServerStatsResult(Result):
         int,
         described("Log lines (and console spans) dropped because stderr was not read fast enough."),
     ]
+    network_connections: Annotated[
+        NetworkConnections,
+        described("Connections through the sandbox's network allowlist, by decision."),
+    ] = msgspec.field(default_factory=lambda: NetworkConnections(allowed=0, refused=0))
+    network_bytes: Annotated[
+        NetworkBytes, described("Bytes through the sandbox's network allowlist, each way.")
+    ] = msgspec.field(default_factory=lambda: NetworkBytes(sent=0, received=0))
 
 
 class SessionResetParams(Params):

@@ -25,6 +25,11 @@ from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.keptbudget import DEFAULT_KEPT_BYTES, DEFAULT_MAX_KEPT_REQUESTS
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
+from bashrpc.server.runtime.network.rules import NetworkMode, pattern_error
+from bashrpc.server.runtime.seam.egress import (
+    DEFAULT_IDLE_SECONDS as DEFAULT_NETWORK_IDLE_SECONDS,
+)
+from bashrpc.server.runtime.seam.egress import DEFAULT_MAX_CONNECTIONS, DEFAULT_PORTS, Egress
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0
@@ -101,10 +106,42 @@ class JobSettings(_Section, frozen=True):
     )
 
 
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+
+
+class NetworkSettings(_Section, frozen=True):
+    """`[sandbox.network]`: what a confined command may reach (docs/sandbox.md)."""
+
+    # off: loopback alone; allowlist: `allow` through the server's proxy; host: all.
+    mode: NetworkMode = "off"
+    # Names (exact, or `*.` for subdomains only) and IP literals; deny wins.
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ports: tuple[Port, ...] = DEFAULT_PORTS
+    # Connections one session's commands hold open through the proxy at once.
+    max_connections: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_CONNECTIONS
+    # Seconds a connection may pass no byte either way.
+    idle_seconds: Annotated[float, msgspec.Meta(gt=0, le=86400)] = DEFAULT_NETWORK_IDLE_SECONDS
+
+    def __post_init__(self) -> None:
+        for field, entries in (("allow", self.allow), ("deny", self.deny)):
+            for entry in entries:
+                why = pattern_error(entry)
+                if why is not None:
+                    raise ValueError(
+                        messages.NETWORK_BAD_ENTRY.format(field=field, entry=entry, why=why)
+                    )
+
+    @property
+    def egress(self) -> Egress:
+        return Egress(self.allow, self.deny, self.ports, self.max_connections, self.idle_seconds)
+
+
 class SandboxSettings(_Section, frozen=True):
     mode: SandboxMode = "off"
-    # Sandboxed modes only: false gives the shell a network namespace with loopback alone.
-    network: bool = False
+    # Sandboxed modes only: false (mode off) gives the shell a network namespace with
+    # loopback alone, true (mode host) the host's; a table, an allowlist.
+    network: bool | NetworkSettings = False
     # Writable in `workspace-write`, besides the workspace.
     writable_roots: tuple[str, ...] = ()
     # Read-only inside the writable roots, besides what the host's git reads;
@@ -113,6 +150,13 @@ class SandboxSettings(_Section, frozen=True):
     # workspace-write: git dirs writable but for what decides what git runs, so
     # commits work; this makes files in the repositories (`gitguard.py`).
     git_commits: bool = False
+
+    @property
+    def net(self) -> NetworkSettings:
+        """`network` as a table, whichever way it was written."""
+        if isinstance(self.network, bool):
+            return NetworkSettings(mode="host" if self.network else "off")
+        return self.network
 
 
 OnEof = Literal["finish", "abort"]

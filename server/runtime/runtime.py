@@ -22,10 +22,13 @@ from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.jobs.jobtable import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
+from bashrpc.server.runtime.network.gateways import Gateways
+from bashrpc.server.runtime.network.rules import NetworkMode
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import sandbox
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
+from bashrpc.server.runtime.seam.egress import Egress
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
@@ -96,6 +99,8 @@ class Runtime:
         )
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
+        # The proxies of sessions whose sandbox has a network allowlist.
+        self.gateways = Gateways(shells)
 
     @classmethod
     @asynccontextmanager
@@ -122,17 +127,28 @@ class Runtime:
     def workspace(self) -> str:
         return str(self.options.workspace)
 
-    def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> Policy | None:
+    def sandbox_policy(
+        self,
+        mode: SandboxMode,
+        opened_in: str,
+        network: tuple[NetworkMode, Egress] | None = None,
+    ) -> Policy | None:
+        """A session's policy; `network`: its own (narrower) network, else the
+        server's. An allowlist's gateway is not started here (`new_session`)."""
         configured = self.settings.sandbox
-        return sandbox.policy(
+        net_mode, egress = network or (configured.net.mode, configured.net.egress)
+        policy = sandbox.policy(
             mode,
-            network=configured.network,
+            network=net_mode == "host",
             workspace=self.workspace,
             writable_roots=configured.writable_roots,
             protected_paths=configured.protected_paths,
             git_commits=configured.git_commits,
             opened_in=opened_in,
         )
+        if policy is None or not policy.confined or net_mode != "allowlist":
+            return policy
+        return msgspec.structs.replace(policy, egress=egress)
 
     def new_session(
         self,
@@ -141,6 +157,7 @@ class Runtime:
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
         owner: str | None = None,
+        network: tuple[NetworkMode, Egress] | None = None,
     ) -> Session:
         session_env = envmod.without_guards(env)
         config = ShellConfig(
@@ -148,7 +165,7 @@ class Runtime:
             prefix=self.settings.prefix,
             snapshot=None,
             env=tuple(sorted(session_env.items())),
-            sandbox=self.sandbox_policy(sandbox_mode, cwd),
+            sandbox=self._with_gateway(session_id, self.sandbox_policy(sandbox_mode, cwd, network)),
         )
         full_env = self._shell_env(session_env)
         session = Session(
@@ -156,11 +173,24 @@ class Runtime:
         )
         return self.sessions.add(session)
 
+    def _with_gateway(self, session_id: str, policy: Policy | None) -> Policy | None:
+        """The policy, its allowlist served by the session's own gateway."""
+        if policy is None or policy.egress is None:
+            self.gateways.close(session_id)
+            return policy
+        return msgspec.structs.replace(policy, egress=self.gateways.open(session_id, policy.egress))
+
     def tighten(self, session: Session, mode: SandboxMode) -> None:
         """Put the session under `mode`, stricter than its own: its shell is closed
         with all it started, so the next command's starts confined, and the next
         result says so. The caller makes sure no command of the session runs."""
         policy = self.sandbox_policy(mode, session.opened_in)
+        current = session.config.sandbox
+        if policy is not None and current is not None and current.confined:
+            # The session's network stays as it is: tightening is of the filesystem.
+            policy = msgspec.structs.replace(policy, network=current.network, egress=current.egress)
+        elif policy is not None:
+            policy = self._with_gateway(session.id, policy)
         session.config = msgspec.structs.replace(session.config, sandbox=policy)
         shell = session.drop_shell()
         if shell is not None:
@@ -192,6 +222,7 @@ class Runtime:
         return session
 
     async def close_session(self, session: Session) -> None:
+        self.gateways.close(session.id)
         await self.jobs.close_session(session.id)
         if session.shell is not None:
             await self.pool.close(session.shell, self.pool.grace_seconds)
@@ -214,6 +245,7 @@ class Runtime:
     async def wind_down(self) -> None:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
+            self.gateways.close_all()
             await self.backend.wind_down()
             self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
             await self.jobs.wind_down()

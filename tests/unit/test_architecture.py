@@ -49,7 +49,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.clidocs",
         "bashrpc.server.mdtable",
     ),
-    "bashrpc.server.settings": (*BASE, "bashrpc.server.output"),
+    "bashrpc.server.settings": (
+        *BASE,
+        "bashrpc.server.output",
+        # What `[sandbox.network]` may list, checked as the file is read.
+        "bashrpc.server.runtime.network.rules",
+        "bashrpc.server.runtime.seam.egress",
+    ),
     "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
     "bashrpc.server.observe": (*BASE, "bashrpc.server.observe"),
     # The runtime's folders, each with one job; imports point down this list's
@@ -64,13 +70,17 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "bashrpc.server.fdio",
         "bashrpc.server.runtime.seam.egress",
         "bashrpc.server.runtime.network",
+        "bashrpc.server.observe.stats",
     ),
     # What a policy means on a filesystem; the policy itself is the seam's.
     "bashrpc.server.runtime.sandbox": (
         *BASE,
         "bashrpc.server.fdio",
         "bashrpc.server.runtime.seam.policy",
+        "bashrpc.server.runtime.seam.egress",
         "bashrpc.server.runtime.sandbox",
+        # An allowlist's sandbox hands its listener to the session's proxy.
+        "bashrpc.server.runtime.network",
     ),
     "bashrpc.server.runtime.shell": (
         *BASE,

@@ -31,7 +31,21 @@ WILDCARD = "*."
 MAX_NAME = 253
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\Z")
 
-Reason = Literal["allowed", "denied", "not-allowed", "port", "address", "invalid"]
+Reason = Literal[
+    "allowed",
+    "denied",
+    "not-allowed",
+    "port",
+    "address",
+    "invalid",
+    # Decided by the proxy, past the rules: no address, no connection, a TLS
+    # server name or a Host header that names another host, a malformed request.
+    "unresolved",
+    "unreachable",
+    "sni",
+    "smuggled",
+    "malformed",
+]
 
 
 class Decision(msgspec.Struct, frozen=True):

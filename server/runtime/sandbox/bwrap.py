@@ -18,6 +18,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
+from bashrpc.server.runtime.network import gateway, handoff
 from bashrpc.server.runtime.sandbox import gitscan, sandbox, seccomp
 from bashrpc.server.runtime.seam.policy import Policy
 
@@ -60,6 +61,9 @@ async def wrap(
     if guard.refused is not None:
         raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=guard.refused))
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
+    inside = _egress(policy)
+    if inside is not None:
+        argv = handoff.helper_argv(inside, argv)
     wrapped = sandbox.argv(
         policy,
         argv,
@@ -73,7 +77,20 @@ async def wrap(
         git=guard.binds,
         overlays=overlays,
     )
-    return Launch(wrapped, () if filter_fd is None else (filter_fd,))
+    passed = tuple(fd for fd in (filter_fd, inside) if fd is not None)
+    return Launch(wrapped, passed)
+
+
+def _egress(policy: Policy) -> int | None:
+    """With an allowlist, the sandbox's end of its listener's handoff to the
+    session's proxy (`network/handoff.py`); the proxy gets the other end. A
+    policy whose gateway is gone gets none, and no way out."""
+    found = gateway.find(policy.egress.gateway) if policy.egress is not None else None
+    if found is None:
+        return None
+    ends = handoff.pair()
+    found.attach(ends.outside)
+    return ends.inside
 
 
 def socket_filter_fd() -> int:

@@ -9,6 +9,8 @@ import msgspec
 DEFAULT_PORTS = (80, 443)
 # Connections one session's commands may hold open through the proxy at once.
 DEFAULT_MAX_CONNECTIONS = 64
+# Seconds a connection may pass no byte either way before the proxy closes it.
+DEFAULT_IDLE_SECONDS = 300.0
 
 
 class Egress(msgspec.Struct, frozen=True):
@@ -19,6 +21,7 @@ class Egress(msgspec.Struct, frozen=True):
     deny: tuple[str, ...] = ()
     ports: tuple[int, ...] = DEFAULT_PORTS
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
     # The gateway (the session's proxy) that serves this policy's sandboxes: a
     # key the runtime registers, never a setting.
     gateway: str = ""
