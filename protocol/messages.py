@@ -386,6 +386,9 @@ NETWORK_REFUSED = {
     "sni": "{host}:{port}: the TLS ClientHello names another host ({rule})",
     "smuggled": "{host}:{port}: the request's Host header names another host ({rule})",
 }
+NETWORK_SESSION_EXISTS = (
+    "session {session!r} exists: its network is set when it opens (close it and open it again)"
+)
 NETWORK_HINT = "Ask the user to add it to sandbox.network.allow."
 NETWORK_DENIED = (
     "[The sandbox's network allowlist refused {hosts}."

@@ -20,12 +20,12 @@ from bashrpc.protocol.mcp import (
     InterceptorRule,
     TimeoutSeconds,
 )
-from bashrpc.protocol.methods import EnvName, SandboxMode
+from bashrpc.protocol.methods import EnvName, NetworkMode, NetworkPolicy, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.keptbudget import DEFAULT_KEPT_BYTES, DEFAULT_MAX_KEPT_REQUESTS
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
-from bashrpc.server.runtime.network.rules import NetworkMode, pattern_error
+from bashrpc.server.runtime.network.rules import pattern_error, view
 from bashrpc.server.runtime.seam.egress import (
     DEFAULT_IDLE_SECONDS as DEFAULT_NETWORK_IDLE_SECONDS,
 )
@@ -157,6 +157,12 @@ class SandboxSettings(_Section, frozen=True):
         if isinstance(self.network, bool):
             return NetworkSettings(mode="host" if self.network else "off")
         return self.network
+
+    def network_policy(self) -> NetworkPolicy:
+        """What a session of this sandbox may reach (the host's network, unconfined)."""
+        if self.mode in ("off", "full"):
+            return view("host", None)
+        return view(self.net.mode, self.net.egress)
 
 
 OnEof = Literal["finish", "abort"]

@@ -15,15 +15,25 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import (
+    NetworkConnection,
+    NetworkMode,
+    NetworkPolicy,
+    NetworkRequest,
+    SandboxMode,
+)
 from bashrpc.server import log
+from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.containment import Containment
 from bashrpc.server.runtime.jobs.jobtable import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
+from bashrpc.server.runtime.network import rules
 from bashrpc.server.runtime.network.gateways import Gateways
-from bashrpc.server.runtime.network.rules import NetworkMode
+from bashrpc.server.runtime.network.proxy import record_view
+from bashrpc.server.runtime.network.rules import pattern_error
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import sandbox
@@ -179,6 +189,52 @@ class Runtime:
             self.gateways.close(session_id)
             return policy
         return msgspec.structs.replace(policy, egress=self.gateways.open(session_id, policy.egress))
+
+    def narrow_network(self, asked: NetworkRequest) -> tuple[NetworkMode, Egress]:
+        """A new session's network from what it asked for; InvalidArgument when that
+        would widen the server's."""
+        net = self.settings.sandbox.net
+        lists = None
+        if asked.allow is not None or asked.deny is not None or asked.ports is not None:
+            lists = Egress(
+                allow=tuple(net.allow if asked.allow is None else asked.allow),
+                deny=tuple(asked.deny or ()),
+                ports=tuple(net.ports if asked.ports is None else asked.ports),
+            )
+            bad = [(e, why) for e in (*lists.allow, *lists.deny) if (why := pattern_error(e))]
+            if bad:
+                raise InvalidArgument(
+                    messages.NETWORK_BAD_ENTRY.format(
+                        field="network", entry=bad[0][0], why=bad[0][1]
+                    )
+                )
+        narrowed = rules.narrow(net.mode, net.egress, asked.mode, lists)
+        if isinstance(narrowed, str):
+            raise InvalidArgument(narrowed)
+        return narrowed
+
+    def network_view(
+        self, session: Session
+    ) -> tuple[NetworkPolicy, list[NetworkConnection] | None]:
+        """What the session's commands may reach, and its last connections."""
+        policy = session.config.sandbox
+        if policy is None or not policy.confined or policy.network:
+            return rules.view("host", None), None
+        if policy.egress is None:
+            return rules.view("off", None), None
+        gateway = self.gateways.get(session.id)
+        recent = [] if gateway is None else [record_view(r) for r in gateway.recent]
+        return rules.view("allowlist", policy.egress), recent
+
+    def network_mark(self, session_id: str) -> int:
+        """Where the session's proxy's record stands now (for `refused_hosts`)."""
+        gateway = self.gateways.get(session_id)
+        return 0 if gateway is None else gateway.mark()
+
+    def refused_hosts(self, session_id: str, mark: int) -> list[str]:
+        """The hosts the session's proxy refused since `mark`, each once."""
+        gateway = self.gateways.get(session_id)
+        return [] if gateway is None else gateway.refused_since(mark)
 
     def tighten(self, session: Session, mode: SandboxMode) -> None:
         """Put the session under `mode`, stricter than its own: its shell is closed

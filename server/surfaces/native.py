@@ -161,7 +161,9 @@ def abort_bash(ctx: Ctx, params: AbortBashParams) -> AbortBashResult:
 @methods.method("session/open")
 def session_open(ctx: Ctx, params: SessionOpenParams) -> SessionOpenResult:
     mode = tightened(ctx.connection.settings.sandbox.mode, params.sandbox)
-    session_id, cwd = ctx.services.sessions.open(params.session_id, params.cwd, params.env, mode)
+    session_id, cwd = ctx.services.sessions.open(
+        params.session_id, params.cwd, params.env, mode, params.network
+    )
     text, exact = paths.to_wire(cwd)
     return SessionOpenResult(session_id=session_id, cwd=text, cwd_base64=exact)
 
@@ -187,6 +189,8 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 owner=view.owner,
                 requests=_requests(ctx, view.id),
                 queued=view.queued or None,
+                network=view.network,
+                connections=view.connections,
             )
         )
     return SessionListResult(sessions=infos)

@@ -6,6 +6,7 @@ import ipaddress
 
 import pytest
 
+from bashrpc.protocol.methods import NetworkMode
 from bashrpc.server.runtime.network import rules
 from bashrpc.server.runtime.seam.egress import Egress
 
@@ -161,8 +162,8 @@ SERVER = Egress(allow=("*.example.org", "git.example.com"), deny=("paste.example
     ],
 )
 def test_a_session_narrows_never_widens(
-    mode: rules.NetworkMode,
-    asked_mode: rules.NetworkMode,
+    mode: NetworkMode,
+    asked_mode: NetworkMode,
     asked: Egress | None,
     result: object,
 ) -> None:

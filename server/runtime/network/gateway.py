@@ -47,8 +47,10 @@ class Gateway:
         self.context = proxy.Context(self.egress, resolver, egress.idle_seconds)
         self.limiter = anyio.CapacityLimiter(egress.max_connections)
         self.recent: collections.deque[Record] = collections.deque(maxlen=RECENT)
-        # (sequence number, host) of each refusal, for `refused_since`.
-        self.refusals: collections.deque[tuple[int, str]] = collections.deque(maxlen=REFUSALS_KEPT)
+        # (sequence number, host, port) of each refusal, for `refused_since`.
+        self.refusals: collections.deque[tuple[int, str, int]] = collections.deque(
+            maxlen=REFUSALS_KEPT
+        )
         self.count = 0
         self.open = 0
         self._on_record = on_record
@@ -88,8 +90,13 @@ class Gateway:
         return self.count
 
     def refused_since(self, mark: int) -> list[str]:
-        """The hosts refused after `mark`, each once, in order."""
-        return list(dict.fromkeys(host for seq, host in self.refusals if seq > mark))
+        """The hosts refused after `mark`, each once (`host:port`, the first port
+        it was refused on), in order."""
+        first: dict[str, int] = {}
+        for seq, host, port in self.refusals:
+            if seq > mark:
+                first.setdefault(host, port)
+        return [f"{host}:{port}" for host, port in first.items()]
 
     async def _sandbox(self, outside: socket.socket) -> None:
         listener = await handoff.receive(outside)
@@ -130,7 +137,7 @@ class Gateway:
         self.count += 1
         self.recent.append(record)
         if not record.allowed and record.host:
-            self.refusals.append((self.count, f"{record.host}:{record.port}"))
+            self.refusals.append((self.count, record.host, record.port))
         _log.info(
             "network %s %s:%d %s%s out=%d in=%d %.3fs",
             record.protocol,

@@ -18,8 +18,11 @@ pidfd, so the listener is dropped when the sandbox's command ends.
 from __future__ import annotations
 
 import array
+import functools
 import os
+import pathlib
 import socket
+import stat
 import sys
 
 import anyio
@@ -35,6 +38,8 @@ BACKLOG = 128
 # How long a sandbox may take to hand its listener out.
 HANDOFF_SECONDS = 30.0
 NO_PROXY = "localhost,127.0.0.1,::1"
+# Where a system's own Python is, should the server's be out of the user's reach.
+SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 
 HELPER = """\
 import os, socket, sys
@@ -94,18 +99,31 @@ def pair() -> Pair:
 
 def helper_argv(inside: int, command: list[str]) -> list[str]:
     """`command`, preceded by the helper that hands the listener out."""
-    python = sys.executable
-    return [
-        python,
-        "-I",
-        "-S",
-        "-c",
-        _helper(),
-        str(inside),
-        str(PROXY_PORT),
-        str(BACKLOG),
-        *command,
-    ]
+    helper = [interpreter(), "-I", "-S", "-c", _helper()]
+    return [*helper, str(inside), str(PROXY_PORT), str(BACKLOG), *command]
+
+
+@functools.cache
+def interpreter() -> str:
+    """A Python (3.9 or later: `socket.send_fds`) the sandbox's user can run: the
+    server's own, unless a directory on its way is closed to them (as a
+    root-only pyenv's is to uid 65534), then the system's."""
+    for candidate in (sys.executable, *SYSTEM_PYTHONS):
+        if _reachable(os.path.realpath(candidate)):
+            return candidate
+    return sys.executable
+
+
+def _reachable(path: str) -> bool:
+    uid = os.geteuid()
+    try:
+        steps = [path, *(str(p) for p in pathlib.PurePath(path).parents)]
+        return all(
+            (found := os.stat(step)).st_uid == uid or bool(found.st_mode & stat.S_IXOTH)
+            for step in steps
+        )
+    except OSError:
+        return False
 
 
 class Listener(msgspec.Struct):

@@ -20,6 +20,7 @@ import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.methods import NetworkConnection
 from bashrpc.server.runtime.network import httphead, rules, socks
 from bashrpc.server.runtime.network.resolver import Resolver
 from bashrpc.server.runtime.network.rules import Decision
@@ -45,6 +46,22 @@ class Record(msgspec.Struct, frozen=True):
     seconds: float
     started: float
     rule: str | None = None
+
+
+def record_view(record: Record) -> NetworkConnection:
+    """A connection as `session/list` shows it."""
+    return NetworkConnection(
+        host=record.host,
+        port=record.port,
+        allowed=record.allowed,
+        reason=record.reason,
+        protocol=record.protocol,
+        bytes_sent=record.bytes_out,
+        bytes_received=record.bytes_in,
+        seconds=round(record.seconds, 6),
+        started=record.started,
+        rule=record.rule,
+    )
 
 
 class Context(msgspec.Struct, frozen=True):

@@ -21,10 +21,10 @@ from typing import Literal
 import msgspec
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.methods import NetworkMode, NetworkPolicy
 from bashrpc.server.runtime.seam.egress import Egress
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-NetworkMode = Literal["off", "allowlist", "host"]
 # From the narrowest to the widest.
 MODES: tuple[NetworkMode, ...] = ("off", "allowlist", "host")
 WILDCARD = "*."
@@ -182,4 +182,13 @@ def narrow(
     deny = tuple(dict.fromkeys((*egress.deny, *asked.deny)))
     return asked_mode, msgspec.structs.replace(
         egress, allow=asked.allow, deny=deny, ports=asked.ports
+    )
+
+
+def view(mode: NetworkMode, egress: Egress | None) -> NetworkPolicy:
+    """A policy as `initialize` and `session/list` show it."""
+    if mode != "allowlist" or egress is None:
+        return NetworkPolicy(mode=mode)
+    return NetworkPolicy(
+        mode=mode, allow=list(egress.allow), deny=list(egress.deny), ports=list(egress.ports)
     )
