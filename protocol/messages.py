@@ -389,7 +389,7 @@ NETWORK_REFUSED = {
 NETWORK_SESSION_EXISTS = (
     "session {session!r} exists: its network is set when it opens (close it and open it again)"
 )
-NETWORK_HINT = "Ask the user to add it to sandbox.network.allow."
+NETWORK_HINT = "Ask the user to allow it in sandbox.network."
 NETWORK_DENIED = (
     "[The sandbox's network allowlist refused {hosts}."
     " Ask the user to allow it (sandbox.network.allow), rather than retrying.]"

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from bashrpc.protocol.methods import BashParams, BashResult, SessionListResult
+from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import InitializeResult
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.methods import (
+    BashParams,
+    BashResult,
+    NetworkRequest,
+    SessionListResult,
+    SessionOpenParams,
+)
 from tests.githost import USERS, Host
 from tests.networld import HELLO, PACKAGE, World, network_settings
 from tests.rpc import ServerProcess, ok_result
@@ -44,6 +53,11 @@ class Net:
             "SSL_CERT_FILE": ca,
             "CA": ca,
         }
+
+    def output(self, command: str, session: str = "main") -> str:
+        """The command's output without the allowlist's notice to the model (and
+        the line end put before it)."""
+        return self.run(command, session).output.split("\n[The sandbox's network")[0]
 
     def run(self, command: str, session: str = "main") -> BashResult:
         params = BashParams(command=command, session_id=session, env=self.env, timeout=100)
@@ -132,3 +146,188 @@ def test_npm_pack(net: Net) -> None:
         " >/dev/null && ls /tmp/pack"
     )
     assert (done.exit_code, done.output) == (0, f"{PACKAGE}-1.0.0.tgz\n"), done.output
+
+
+# -- the policy, as the host sees it --------------------------------------------
+
+
+def test_initialize_and_session_list_name_the_policy(net: Net) -> None:
+    started = net.server.typed(InitializeResult, "initialize", initialize_params())
+    assert started.network is not None and started.network.mode == "allowlist"
+    assert "*.cdn.example.org" in (started.network.allow or [])
+    net.run("curl -s -o /dev/null http://plain.example.org/hello.txt")
+    listed = net.server.typed(SessionListResult, "session/list")
+    (main,) = [s for s in listed.sessions if s.session_id == "main"]
+    assert main.network is not None and main.network.mode == "allowlist"
+    assert main.network.deny == ["blocked.cdn.example.org"]
+    last = (main.connections or [])[-1]
+    assert (last.host, last.port, last.allowed, last.protocol) == (
+        "plain.example.org",
+        80,
+        True,
+        "http",
+    )
+    assert last.bytes_received > len(HELLO)
+
+
+# -- each way around it ---------------------------------------------------------
+
+
+def _python(net: Net, script: str) -> str:
+    """What a Python script run in the sandbox prints."""
+    done = net.run(f"{net.python} - <<'EOF'\n{script}\nEOF")
+    return done.output
+
+
+def test_direct_tcp_to_an_address_goes_nowhere(net: Net) -> None:
+    done = net.run(
+        "curl --noproxy '*' -sS -m 5 http://93.184.216.34/ 2>&1; echo curl=$?;"
+        " (exec 3<>/dev/tcp/1.1.1.1/443) 2>&1; echo tcp=$?;"
+        f" (exec 3<>/dev/tcp/127.0.0.1/{net.world.http_port}) 2>&1; echo host=$?"
+    )
+    assert "curl=7" in done.output and "tcp=1" in done.output and "host=1" in done.output
+    assert "Network is unreachable" in done.output
+    # The host's own loopback is another namespace's.
+    assert "Connection refused" in done.output
+
+
+SOCKET_ESCAPES = """
+import errno, socket
+def attempt(name, make, address=None, send=False):
+    try:
+        s = make()
+        if send:
+            s.sendto(b"x", address)
+        elif address:
+            s.settimeout(5)
+            s.connect(address)
+        print(name, "OPEN")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+udp = lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+attempt("udp-dns", udp, ("8.8.8.8", 53), True)
+attempt("udp-quic", udp, ("93.184.216.34", 443), True)
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
+attempt("ipv6", lambda: socket.socket(socket.AF_INET6), ("2606:4700:4700::1111", 443))
+udp6 = lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+attempt("ipv6-udp", udp6, ("2001:4860:4860::8888", 53), True)
+attempt("unix", lambda: socket.socket(socket.AF_UNIX))
+"""
+
+
+def test_udp_raw_packet_ipv6_and_unix_sockets_go_nowhere(net: Net) -> None:
+    seen = dict(line.split() for line in _python(net, SOCKET_ESCAPES).splitlines())
+    assert seen == {
+        "udp-dns": "ENETUNREACH",
+        "udp-quic": "ENETUNREACH",
+        "raw": "EPERM",
+        "packet": "EPERM",
+        "ipv6": "ENETUNREACH",
+        "ipv6-udp": "ENETUNREACH",
+        # The socket filter holds for commands, with the proxy there.
+        "unix": "EPERM",
+    }
+
+
+def test_a_port_not_allowed_is_refused_and_the_model_told(net: Net) -> None:
+    done = net.run(
+        "curl -sS https://files.example.org:8443/hello.txt 2>&1;"
+        " curl -sS https://files.example.org:8443/again 2>&1; true"
+    )
+    assert "403" in done.output
+    assert done.sandbox_denied
+    notice = messages.NETWORK_DENIED.format(hosts="files.example.org:8443")
+    assert done.output.count(notice) == 1
+    assert net.connections()[-1]["reason"] == "port"
+
+
+SNI_MISMATCH = """
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(b"CONNECT files.example.org:443 HTTP/1.1\\r\\nHost: files.example.org:443\\r\\n\\r\\n")
+print(s.recv(100).split(b"\\r\\n")[0].decode())
+context = ssl.create_default_context()
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
+try:
+    context.wrap_socket(s, server_hostname="evil.example.net").do_handshake()
+    print("handshake done")
+except (OSError, ssl.SSLError) as e:
+    print("handshake failed")
+"""
+
+
+def test_a_client_hello_naming_another_host_is_cut(net: Net) -> None:
+    assert _python(net, SNI_MISMATCH) == "HTTP/1.1 200 Connection established\nhandshake failed\n"
+    last = net.connections()[-1]
+    assert (last["host"], last["allowed"], last["reason"]) == ("files.example.org", False, "sni")
+
+
+def test_host_smuggling_is_refused(net: Net) -> None:
+    done = net.run(
+        "exec 3<>/dev/tcp/127.0.0.1/3128;"
+        " printf 'GET http://plain.example.org/echo HTTP/1.1\\r\\n' >&3;"
+        " printf 'Host: evil.example.net\\r\\n\\r\\n' >&3;"
+        " head -c 300 <&3"
+    )
+    assert done.output.startswith("HTTP/1.1 403 Forbidden\n")
+    assert "X-Proxy-Error: smuggled" in done.output
+    assert "host=" not in done.output
+    assert "plain.example.org:80: the request's Host header names another host" in done.output
+    assert not done.sandbox_denied
+
+
+def test_allowed_names_resolving_to_the_hosts_own_addresses_are_refused(net: Net) -> None:
+    done = net.output(
+        "for h in local intranet meta; do"
+        " curl -s -o /dev/null -w '%{http_code} ' http://$h.example.org/hello.txt; done"
+    )
+    assert done == "403 403 403 "
+    refused = net.connections()[-3:]
+    assert [c["reason"] for c in refused] == ["address"] * 3
+
+
+def test_a_wildcards_edges(net: Net) -> None:
+    done = net.output(
+        "for h in a.cdn.example.org cdn.example.org evilcdn.example.org"
+        " a.cdn.example.org.evil.net blocked.cdn.example.org; do"
+        ' curl -s -o /dev/null -w "$h=%{http_code} " http://$h/echo; done'
+    )
+    assert done.split() == [
+        "a.cdn.example.org=200",
+        "cdn.example.org=403",
+        "evilcdn.example.org=403",
+        "a.cdn.example.org.evil.net=403",
+        "blocked.cdn.example.org=403",
+    ]
+
+
+def test_without_the_proxy_variables_there_is_no_network(net: Net) -> None:
+    done = net.run("env -i PATH=$PATH curl -sS -m 10 http://plain.example.org/hello.txt 2>&1")
+    assert done.exit_code == 6 and "Could not resolve host" in done.output
+
+
+def test_garbage_gets_a_400(net: Net) -> None:
+    done = net.run(
+        "exec 3<>/dev/tcp/127.0.0.1/3128; printf '\\x00\\xff nonsense\\r\\n\\r\\n' >&3;"
+        " head -c 12 <&3"
+    )
+    assert done.output == "HTTP/1.1 400"
+
+
+def test_a_second_session_reaches_only_its_own_policy(net: Net) -> None:
+    opened = SessionOpenParams(
+        session_id="narrow", network=NetworkRequest(mode="allowlist", allow=["plain.example.org"])
+    )
+    assert net.server.call("session/open", opened).error is None
+    fetch = "curl -s -o /dev/null -w '%{http_connect} ' https://files.example.org/hello.txt"
+    assert net.output(fetch, session="narrow") == "403 "
+    assert net.output(fetch) == "200 "
+    assert net.output(fetch, session="narrow") == "403 "
+    assert [c["reason"] for c in net.connections("narrow")] == ["not-allowed"] * 2
+    wider = SessionOpenParams(
+        session_id="wider", network=NetworkRequest(mode="allowlist", allow=["evil.example.net"])
+    )
+    refused = net.server.call("session/open", wider)
+    assert refused.error is not None and "evil.example.net" in refused.error.message

@@ -136,7 +136,7 @@ class Gateway:
     def _done(self, record: Record) -> None:
         self.count += 1
         self.recent.append(record)
-        if not record.allowed and record.host:
+        if not record.allowed and record.host and record.reason in proxy.ALLOWABLE:
             self.refusals.append((self.count, record.host, record.port))
         _log.info(
             "network %s %s:%d %s%s out=%d in=%d %.3fs",

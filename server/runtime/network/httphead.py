@@ -46,8 +46,13 @@ class Head(msgspec.Struct, frozen=True):
 MORE = Head("more")
 
 
-def _refused(code: int, reason: Literal["smuggled", "malformed", "too-large"], **kw: str) -> Head:
-    return Head("refused", code=code, reason=reason, **kw)  # type: ignore[arg-type]
+def _refused(
+    code: int,
+    reason: Literal["smuggled", "malformed", "too-large"],
+    other: str = "",
+    where: tuple[str, int] = ("", 0),
+) -> Head:
+    return Head("refused", host=where[0], port=where[1], code=code, reason=reason, other=other)
 
 
 BAD = _refused(400, "malformed")
@@ -91,7 +96,7 @@ def read(data: bytes) -> Head:
         return BAD
     hosts = [v for k, v in headers if k.lower() == b"host"]
     if len(hosts) > 1:
-        return _refused(403, "smuggled", other=b", ".join(hosts).decode(errors="replace"))
+        return _refused(403, "smuggled", b", ".join(hosts).decode(errors="replace"))
     if method == b"CONNECT":
         where = authority(target, None)
         kind: Literal["connect", "forward"] = "connect"
@@ -108,7 +113,7 @@ def read(data: bytes) -> Head:
     if hosts:
         said = authority(hosts[0].decode("ascii", errors="replace"), HTTP_PORT)
         if said is None or not (_same(said, where) or (kind == "connect" and said[0] == where[0])):
-            return _refused(403, "smuggled", other=hosts[0].decode(errors="replace"))
+            return _refused(403, "smuggled", hosts[0].decode(errors="replace"), where)
     if not _body_framed_once(headers):
         return BAD
     upstream = b""

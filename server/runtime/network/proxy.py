@@ -31,6 +31,8 @@ HEAD_SECONDS = 10.0
 CONNECT_SECONDS = 10.0
 RECEIVE_BYTES = 64 * 1024
 Protocol = Literal["http", "connect", "socks"]
+# Refusals a change of the settings would lift: the ones the model is told of.
+ALLOWABLE: tuple[rules.Reason, ...] = ("not-allowed", "denied", "port", "address")
 
 
 class Record(msgspec.Struct, frozen=True):
@@ -83,7 +85,7 @@ def explain(host: str, port: int, decision: Decision) -> str:
     text = messages.NETWORK_REFUSED[decision.reason].format(
         host=host, port=port, rule=decision.rule
     )
-    return f"{text}. {messages.NETWORK_HINT}" if decision.reason != "malformed" else text
+    return f"{text}. {messages.NETWORK_HINT}" if decision.reason in ALLOWABLE else text
 
 
 async def serve(
