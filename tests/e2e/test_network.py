@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -331,3 +332,100 @@ def test_a_second_session_reaches_only_its_own_policy(net: Net) -> None:
     )
     refused = net.server.call("session/open", wider)
     assert refused.error is not None and "evil.example.net" in refused.error.message
+
+
+FLOOD = """
+import socket, time
+held = []
+for _ in range(1000):
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", 3128))
+    except BlockingIOError:
+        pass
+    held.append(s)
+time.sleep(2)
+sent = 0
+for s in held:
+    try:
+        s.send(b"CONNECT plain.example.org:80 HTTP/1.1\\r\\n\\r\\n")
+        sent += 1
+    except OSError:
+        pass
+print("flooding", flush=True)
+time.sleep(8)
+"""
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_thousand_connections_at_once(net: Net) -> None:
+    """One session floods its proxy: memory stays bounded, `ping` is answered
+    meanwhile, and another session's commands still reach their hosts."""
+    before = _rss_kib(net.server.proc.pid)
+    params = BashParams(
+        command=f"{net.python} - <<'EOF'\n{FLOOD}\nEOF",
+        session_id="flood",
+        timeout=100,
+    )
+    flood = net.server.request("bash", params)
+    time.sleep(4)
+    for _ in range(3):
+        began = time.monotonic()
+        assert net.server.call("ping", timeout=COMMAND_SECONDS).error is None
+        assert time.monotonic() - began < 2.0
+    fetch = "curl -sS -m 20 http://plain.example.org/hello.txt"
+    assert net.output(fetch, session="bystander") == HELLO
+    assert _rss_kib(net.server.proc.pid) - before < 64 * 1024
+    done = ok_result(net.server.response(flood, timeout=COMMAND_SECONDS), BashResult)
+    assert done.output == "flooding\n"
+    listed = net.server.typed(SessionListResult, "session/list")
+    (flooded,) = [s for s in listed.sessions if s.session_id == "flood"]
+    # At most the limit at once, and only the last 100 kept.
+    assert 0 < len(flooded.connections or []) <= 100
+
+
+SLOWLORIS = """
+import socket, time
+slow = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(20)]
+for s in slow:
+    s.sendall(b"GET http://plain.example.org/hello.txt HTTP/1.1\\r\\n")
+    s.settimeout(0.05)
+began = time.monotonic()
+closed = {}
+fetched = False
+while len(closed) < len(slow) and time.monotonic() - began < 60:
+    for i, s in enumerate(slow):
+        if i in closed:
+            continue
+        try:
+            s.sendall(b"X")
+            if s.recv(1) == b"":
+                closed[i] = time.monotonic() - began
+        except socket.timeout:
+            pass
+        except OSError:
+            closed[i] = time.monotonic() - began
+    if not fetched and time.monotonic() - began > 2:
+        quick = socket.create_connection(("127.0.0.1", 3128))
+        quick.sendall(b"GET http://plain.example.org/hello.txt HTTP/1.1\\r\\n\\r\\n")
+        print(quick.recv(12).decode(), flush=True)
+        fetched = True
+    time.sleep(0.5)
+print(len(closed), "closed", "by", round(max(closed.values())))
+"""
+
+
+def test_a_slowloris_is_cut_and_others_served(net: Net) -> None:
+    out = _python(net, SLOWLORIS).split("\n")
+    assert out[0].startswith("HTTP/1.") and out[0].endswith(" 200")
+    count, _, _, seconds = out[1].split()
+    assert count == "20"
+    # The head must come whole within the proxy's bound (10 s), however it trickles.
+    assert 9 <= int(seconds) <= 30
