@@ -4,8 +4,10 @@ session's proxy, and each way around it that must not."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import messages
-from bashrpc.protocol.mcp import InitializeResult
+from bashrpc.protocol.mcp import InitializeResult, ToolsListResult
 from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import (
     BashParams,
@@ -24,7 +26,10 @@ from bashrpc.protocol.methods import (
     SessionListResult,
     SessionOpenParams,
 )
+from bashrpc.server.runtime.network import rules
+from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.githost import USERS, Host
+from tests.inprocess import InProcessServer
 from tests.networld import HELLO, PACKAGE, World, network_settings
 from tests.rpc import ServerProcess, ok_result
 from tests.sandboxing import skip_without_sandbox
@@ -429,3 +434,57 @@ def test_a_slowloris_is_cut_and_others_served(net: Net) -> None:
     assert count == "20"
     # The head must come whole within the proxy's bound (10 s), however it trickles.
     assert 9 <= int(seconds) <= 30
+
+
+def test_the_models_tool_names_each_refused_host_once(net: Net) -> None:
+    """The bash tool's text ends in the notice, each refused host once, and its
+    structured result says the sandbox refused; a tool call cannot name a network."""
+    command = (
+        "curl -s -o /dev/null https://evil.example.net/a; curl -s -o /dev/null https://evil.example.net/b;"
+        " curl -s -o /dev/null http://meta.example.org/; curl -s http://plain.example.org/hello.txt"
+    )
+    result = call_tool(net.server, command, wait=COMMAND_SECONDS)
+    text = text_of(result)
+    hosts = "evil.example.net:443, meta.example.org:80"
+    assert text.count(messages.NETWORK_DENIED.format(hosts=hosts)) == 1
+    assert HELLO in text
+    assert structured(result).sandbox_denied
+    tools = net.server.typed(ToolsListResult, "tools/list").tools
+    (bash,) = [t for t in tools if t.name == "bash"]
+    assert "command" in bash.input_schema["properties"]
+    assert not any("network" in name.lower() for name in bash.input_schema["properties"])
+
+
+INDEX_NAMES = ("pypi.org", "files.pythonhosted.org")
+
+
+def test_a_real_index_through_the_allowlist(tmp_path: Path) -> None:
+    """A small real package from the real Python package index, when this machine
+    reaches it (the host's resolver, no mapping)."""
+    skip_without_sandbox()
+    for name in INDEX_NAMES:
+        try:
+            found = {str(info[4][0]) for info in socket.getaddrinfo(name, 443)}
+            socket.create_connection((name, 443), timeout=5).close()
+        except OSError as exc:
+            pytest.skip(f"this machine does not reach {name} ({exc})")
+        local = sorted(a for a in found if rules.special(ipaddress.ip_address(a)))
+        if local:
+            # As a machine behind an intercepting gateway sees it: the proxy refuses those.
+            pytest.skip(f"{name} resolves to {', '.join(local)} here, not a global address")
+    settings_text = (
+        '[sandbox]\nmode = "read-only"\n[sandbox.network]\nmode = "allowlist"\n'
+        f"allow = {list(INDEX_NAMES)!r}\n".replace("'", '"')
+    )
+    server = InProcessServer(tmp=tmp_path, settings=settings_text)
+    try:
+        done = server.bash(
+            "python3 -m pip download --isolated -q --no-cache-dir --no-deps -d /tmp/dl"
+            " --index-url https://pypi.org/simple six==1.16.0"
+            " && ls /tmp/dl; curl -s -o /dev/null -w '%{http_connect}' https://example.com/",
+            timeout=100,
+            wait=COMMAND_SECONDS,
+        )
+    finally:
+        server.stop()
+    assert done.output.startswith("six-1.16.0-py2.py3-none-any.whl\n403"), done.output
