@@ -30,6 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
+from bench.network import network
 from bench.rows import MB, Row, percentile
 from bench.streamfloor import READY
 
@@ -77,6 +78,8 @@ class Sizes:
     many_sessions: int = 128
     daemon_connections: int = 64
     daemon_calls: int = 200
+    network_requests: int = 200
+    network_megabytes: int = 100
 
 
 QUICK = Sizes(
@@ -101,6 +104,8 @@ QUICK = Sizes(
     many_sessions=4,
     daemon_connections=4,
     daemon_calls=5,
+    network_requests=5,
+    network_megabytes=4,
 )
 
 
@@ -573,6 +578,7 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "interceptor": Bench.interceptor,
     "sandbox": Bench.sandbox,
     "fairness": lambda b: fairness(b) + daemon_connections(b),
+    "network": network,
 }
 
 

@@ -488,3 +488,23 @@ def test_a_real_index_through_the_allowlist(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert done.output.startswith("six-1.16.0-py2.py3-none-any.whl\n403"), done.output
+
+
+HANG_UPS = """
+import socket
+for _ in range(50):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"GET http://plain.example.org/hello.txt HTTP/1.1\\r\\n")
+    s.sendall(b"Host: plain.example.org\\r\\n\\r\\n")
+    s.close()
+print("hung up")
+"""
+
+
+def test_clients_that_hang_up_early_leave_the_proxy_serving(net: Net) -> None:
+    """A client gone before the host's answer ends: its tunnel ends alone (it
+    once took the server down, half-closing a socket already closed)."""
+    assert _python(net, HANG_UPS) == "hung up\n"
+    time.sleep(1)
+    assert net.output("curl -sS -m 20 http://plain.example.org/hello.txt") == HELLO
+    assert net.server.call("ping", timeout=COMMAND_SECONDS).error is None

@@ -129,6 +129,9 @@ class Gateway:
         self.open += 1
         try:
             await proxy.serve(stream, self.context, self._done)
+        except Exception:
+            # One connection's bug must not end the session's proxy, or the server.
+            _log.exception("the network proxy failed on a connection")
         finally:
             self.open -= 1
             self.limiter.release_on_behalf_of(token)

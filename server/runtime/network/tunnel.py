@@ -9,6 +9,7 @@ start meanwhile, so a protocol where the server speaks first still works.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import anyio
@@ -63,7 +64,11 @@ class Tunnel:
                 return
         if first:
             self.bytes_out += len(first)
-            await upstream.send(first)
+            try:
+                await upstream.send(first)
+            except _GONE:
+                scope.cancel()
+                return
         await self._copy(self.client, upstream, True, scope)
 
     async def _hello(self, data: bytes, host: str) -> bytes:
@@ -90,8 +95,11 @@ class Tunnel:
                 try:
                     data = await source.receive(RECEIVE_BYTES)
                 except anyio.EndOfStream:
-                    await sink.send_eof()
+                    await _half_close(sink)
                     break
+                except anyio.ClosedResourceError:
+                    # The other direction ended the tunnel.
+                    return
                 self._last = time.monotonic()
                 if outbound:
                     self.bytes_out += len(data)
@@ -112,3 +120,10 @@ class Tunnel:
                 scope.cancel()
                 return
             await anyio.sleep(left)
+
+
+async def _half_close(sink: anyio.abc.SocketStream) -> None:
+    """Pass an end of stream on; a side already gone (uvloop raises RuntimeError
+    for a transport it closed) has nothing to be told."""
+    with contextlib.suppress(*_GONE, RuntimeError):
+        await sink.send_eof()
