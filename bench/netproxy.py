@@ -5,12 +5,12 @@ ORIGIN_PORT: the proxy's own code, without a sandbox around the client."""
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import anyio
-import anyio.abc
 
-from bashrpc.server.runtime.network import proxy, resolver
+from bashrpc.server.runtime.network import proxy, rawsocket, resolver
 from bashrpc.server.runtime.seam.egress import Egress
 
 NAME = "origin.example.org"
@@ -22,15 +22,18 @@ async def main(origin_port: int) -> None:
         {NAME: PRESENTED}, {(PRESENTED, 80): ("127.0.0.1", origin_port)}
     )
     context = proxy.Context(Egress(allow=(NAME,)), mapping, 60.0)
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-    print(listener.extra(anyio.abc.SocketAttribute.local_port), flush=True)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    print(listener.getsockname()[1], flush=True)
+    async with anyio.create_task_group() as group:
+        while True:
+            client = await rawsocket.accept(listener)
+            group.start_soon(proxy.serve, client, context, _refused)
 
-    async def serve(client: anyio.abc.SocketStream) -> None:
-        await proxy.serve(
-            client, context, lambda r: None if r.allowed else print(r, file=sys.stderr)
-        )
 
-    await listener.serve(serve)
+def _refused(record: proxy.Record) -> None:
+    if not record.allowed:
+        print(record, file=sys.stderr)
 
 
 if __name__ == "__main__":

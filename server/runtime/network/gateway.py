@@ -16,13 +16,13 @@ import socket
 from collections.abc import Callable
 
 import anyio
-import anyio.abc
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from bashrpc.server import log
-from bashrpc.server.runtime.network import handoff, proxy
+from bashrpc.server.runtime.network import handoff, proxy, rawsocket
 from bashrpc.server.runtime.network.proxy import Record
+from bashrpc.server.runtime.network.rawsocket import RawSocket
 from bashrpc.server.runtime.network.resolver import Resolver
 from bashrpc.server.runtime.seam.egress import Egress
 
@@ -113,19 +113,18 @@ class Gateway:
             listener.close()
 
     async def _accept(self, sock: socket.socket) -> None:
-        listener = await anyio.abc.SocketListener.from_socket(sock)
         async with anyio.create_task_group() as group:
             while True:
                 token = object()
                 await self.limiter.acquire_on_behalf_of(token)
                 try:
-                    stream = await listener.accept()
+                    stream = await rawsocket.accept(sock)
                 except BaseException:
                     self.limiter.release_on_behalf_of(token)
                     raise
                 group.start_soon(self._serve, stream, token)
 
-    async def _serve(self, stream: anyio.abc.SocketStream, token: object) -> None:
+    async def _serve(self, stream: RawSocket, token: object) -> None:
         self.open += 1
         try:
             await proxy.serve(stream, self.context, self._done)

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Literal
 
 import anyio
-import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import NetworkConnection
-from bashrpc.server.runtime.network import httphead, rules, socks
+from bashrpc.server.runtime.network import httphead, rawsocket, rules, socks
+from bashrpc.server.runtime.network.rawsocket import RawSocket
 from bashrpc.server.runtime.network.resolver import Resolver
 from bashrpc.server.runtime.network.rules import Decision
 from bashrpc.server.runtime.network.tunnel import Tunnel
@@ -88,9 +88,7 @@ def explain(host: str, port: int, decision: Decision) -> str:
     return f"{text}. {messages.NETWORK_HINT}" if decision.reason in ALLOWABLE else text
 
 
-async def serve(
-    client: anyio.abc.SocketStream, context: Context, done: Callable[[Record], None]
-) -> None:
+async def serve(client: RawSocket, context: Context, done: Callable[[Record], None]) -> None:
     """Serve one connection; `done` gets its record however it ends."""
     tunnel = Tunnel(client, context.idle_seconds)
     started, clock = time.time(), time.monotonic()
@@ -130,16 +128,16 @@ async def serve(
         )
 
 
-async def _first_bytes(client: anyio.abc.SocketStream) -> bytes:
+async def _first_bytes(client: RawSocket) -> bytes:
     with anyio.fail_after(HEAD_SECONDS):
         return await client.receive(RECEIVE_BYTES)
 
 
-Request = tuple[str, int, Protocol, anyio.abc.SocketStream, bytes]
+Request = tuple[str, int, Protocol, RawSocket, bytes]
 
 
 async def _read_until(
-    client: anyio.abc.SocketStream, data: bytes, parse: Callable[[bytes], msgspec.Struct]
+    client: RawSocket, data: bytes, parse: Callable[[bytes], msgspec.Struct]
 ) -> tuple[bytes, msgspec.Struct]:
     """More of the client's bytes until `parse` reads more than `more`."""
     with anyio.fail_after(HEAD_SECONDS):
@@ -148,7 +146,7 @@ async def _read_until(
     return data, step
 
 
-async def _http(client: anyio.abc.SocketStream, data: bytes, context: Context) -> Request:
+async def _http(client: RawSocket, data: bytes, context: Context) -> Request:
     data, step = await _read_until(client, data, httphead.read)
     assert isinstance(step, httphead.Head)
     if step.status == "refused":
@@ -170,7 +168,7 @@ async def _http(client: anyio.abc.SocketStream, data: bytes, context: Context) -
     return step.host, step.port, "http", upstream, step.upstream + rest
 
 
-async def _answer_http(client: anyio.abc.SocketStream, code: int, refused: Refused) -> None:
+async def _answer_http(client: RawSocket, code: int, refused: Refused) -> None:
     body = (explain(refused.host, refused.port, refused.decision) + "\n").encode()
     phrase = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}
     head = (
@@ -181,7 +179,7 @@ async def _answer_http(client: anyio.abc.SocketStream, code: int, refused: Refus
     await client.send(head.encode() + body)
 
 
-async def _socks(client: anyio.abc.SocketStream, data: bytes, context: Context) -> Request:
+async def _socks(client: RawSocket, data: bytes, context: Context) -> Request:
     data, hello = await _read_until(client, data, socks.greeting)
     assert isinstance(hello, socks.Step)
     await client.send(socks.greeting_reply(hello))
@@ -206,7 +204,7 @@ async def _socks(client: anyio.abc.SocketStream, data: bytes, context: Context) 
     return step.host, step.port, "socks", upstream, data[step.used :]
 
 
-async def open_upstream(context: Context, host: str, port: int) -> anyio.abc.SocketStream:
+async def open_upstream(context: Context, host: str, port: int) -> RawSocket:
     """A connection to what the client asked for, if the policy allows it."""
     decision = rules.decide_name(context.egress, host, port)
     if not decision.allowed:
@@ -226,7 +224,7 @@ async def open_upstream(context: Context, host: str, port: int) -> anyio.abc.Soc
             continue
         try:
             with anyio.fail_after(CONNECT_SECONDS):
-                return await anyio.connect_tcp(*context.resolver.dial(candidate, port))
+                return await rawsocket.connect(*context.resolver.dial(candidate, port))
         except (OSError, TimeoutError):
             refused = Decision(False, "unreachable")
     raise Refused(host, port, refused)

@@ -13,9 +13,9 @@ import contextlib
 import time
 
 import anyio
-import anyio.abc
 
 from bashrpc.server.runtime.network import clienthello, rules
+from bashrpc.server.runtime.network.rawsocket import RawSocket
 from bashrpc.server.runtime.network.rules import Decision
 
 RECEIVE_BYTES = 256 * 1024
@@ -25,7 +25,7 @@ _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 class Tunnel:
-    def __init__(self, client: anyio.abc.SocketStream, idle_seconds: float) -> None:
+    def __init__(self, client: RawSocket, idle_seconds: float) -> None:
         self.client = client
         self.idle_seconds = idle_seconds
         self.bytes_out = 0
@@ -35,19 +35,20 @@ class Tunnel:
         self._last = time.monotonic()
         self._open = 2
 
-    async def run(
-        self, upstream: anyio.abc.SocketStream, first: bytes, host: str, *, check_tls: bool
-    ) -> None:
+    async def run(self, upstream: RawSocket, first: bytes, host: str, *, check_tls: bool) -> None:
         """Move bytes until both sides are done, one fails, or the tunnel idles."""
-        async with upstream, anyio.create_task_group() as group:
-            scope = group.cancel_scope
-            group.start_soon(self._watch, scope)
-            group.start_soon(self._copy, upstream, self.client, False, scope)
-            group.start_soon(self._outbound, upstream, first, host, check_tls, scope)
+        try:
+            async with anyio.create_task_group() as group:
+                scope = group.cancel_scope
+                group.start_soon(self._watch, scope)
+                group.start_soon(self._down, upstream, scope)
+                group.start_soon(self._outbound, upstream, first, host, check_tls, scope)
+        finally:
+            await upstream.aclose()
 
     async def _outbound(
         self,
-        upstream: anyio.abc.SocketStream,
+        upstream: RawSocket,
         first: bytes,
         host: str,
         check_tls: bool,
@@ -69,7 +70,7 @@ class Tunnel:
             except _GONE:
                 scope.cancel()
                 return
-        await self._copy(self.client, upstream, True, scope)
+        await self._copy(self.client, upstream, scope)
 
     async def _hello(self, data: bytes, host: str) -> bytes:
         with anyio.fail_after(HELLO_SECONDS):
@@ -83,13 +84,22 @@ class Tunnel:
             self.refused = Decision(False, "sni", hello.server_name)
         return data
 
-    async def _copy(
-        self,
-        source: anyio.abc.SocketStream,
-        sink: anyio.abc.SocketStream,
-        outbound: bool,
-        scope: anyio.CancelScope,
-    ) -> None:
+    async def _down(self, upstream: RawSocket, scope: anyio.CancelScope) -> None:
+        """The host's bytes to the client, spliced in the kernel."""
+        try:
+            await upstream.splice_to(self.client, self._received)
+        except _GONE:
+            scope.cancel()
+            return
+        await _half_close(self.client)
+        self._ended(scope)
+
+    def _received(self, count: int) -> None:
+        self._last = time.monotonic()
+        self.bytes_in += count
+
+    async def _copy(self, source: RawSocket, sink: RawSocket, scope: anyio.CancelScope) -> None:
+        """The client's bytes to the host (requests: small, parsed no more)."""
         try:
             while True:
                 try:
@@ -97,18 +107,16 @@ class Tunnel:
                 except anyio.EndOfStream:
                     await _half_close(sink)
                     break
-                except anyio.ClosedResourceError:
-                    # The other direction ended the tunnel.
-                    return
                 self._last = time.monotonic()
-                if outbound:
-                    self.bytes_out += len(data)
-                else:
-                    self.bytes_in += len(data)
+                self.bytes_out += len(data)
                 await sink.send(data)
         except _GONE:
             scope.cancel()
             return
+        self._ended(scope)
+
+    def _ended(self, scope: anyio.CancelScope) -> None:
+        """One direction is done; the tunnel, when both are."""
         self._open -= 1
         if self._open == 0:
             scope.cancel()
@@ -122,8 +130,8 @@ class Tunnel:
             await anyio.sleep(left)
 
 
-async def _half_close(sink: anyio.abc.SocketStream) -> None:
-    """Pass an end of stream on; a side already gone (uvloop raises RuntimeError
-    for a transport it closed) has nothing to be told."""
+async def _half_close(sink: RawSocket) -> None:
+    """Pass an end of stream on; a side already gone has nothing to be told (an
+    event loop's transport once raised RuntimeError here, and took the server down)."""
     with contextlib.suppress(*_GONE, RuntimeError):
         await sink.send_eof()
