@@ -6,6 +6,7 @@ proxy under allowed names and a global address (the tests' resolver mapping,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.server
 import io
@@ -14,6 +15,7 @@ import ssl
 import subprocess
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +67,13 @@ def settings(mode: str, extra: str = "") -> str:
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
+    # Set per server: when each /slow response began, and when its client went.
+    slow: SlowLog
+
     def do_GET(self) -> None:
+        if self.path == "/slow":
+            self._slow()
+            return
         if self.path.startswith("/echo"):
             body = f"host={self.headers.get('Host')} path={self.path}\n".encode()
             self.send_response(200)
@@ -77,8 +85,26 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.path = "/npm/packument.json"
         super().do_GET()
 
+    def _slow(self) -> None:
+        """A byte every tenth of a second for a minute, or until the client is gone."""
+        self.send_response(200)
+        self.end_headers()
+        self.slow.started.append(time.monotonic())
+        try:
+            for _ in range(600):
+                self.wfile.write(b".")
+                time.sleep(0.1)
+        except OSError:
+            self.slow.ended.append(time.monotonic())
+
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+class SlowLog:
+    def __init__(self) -> None:
+        self.started: list[float] = []
+        self.ended: list[float] = []
 
 
 class World:
@@ -95,6 +121,7 @@ class World:
         self._index()
         self._npm()
         self.servers: list[http.server.ThreadingHTTPServer] = []
+        self.slow = SlowLog()
         self.http_port = self._serve(None)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(base / "server.pem", base / "server.key")
@@ -230,10 +257,9 @@ class World:
         (npm / "packument.json").write_text(json.dumps(packument))
 
     def _serve(self, context: ssl.SSLContext | None) -> int:
-        site = str(self.site)
-
-        def handler(*args: object) -> _Handler:
-            return _Handler(*args, directory=site)  # type: ignore[arg-type]
+        # This world's handler: its slow log, its site.
+        kind = type("Handler", (_Handler,), {"slow": self.slow})
+        handler = functools.partial(kind, directory=str(self.site))
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True

@@ -23,6 +23,7 @@ from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
     NetworkRequest,
+    SessionCloseParams,
     SessionListResult,
     SessionOpenParams,
 )
@@ -508,3 +509,20 @@ def test_clients_that_hang_up_early_leave_the_proxy_serving(net: Net) -> None:
     time.sleep(1)
     assert net.output("curl -sS -m 20 http://plain.example.org/hello.txt") == HELLO
     assert net.server.call("ping", timeout=COMMAND_SECONDS).error is None
+
+
+def test_closing_a_session_closes_its_connections(net: Net) -> None:
+    opened = SessionOpenParams(session_id="closing")
+    assert net.server.call("session/open", opened).error is None
+    slow = net.world.slow
+    before = len(slow.started), len(slow.ended)
+    net.run("curl -sN http://plain.example.org/slow >/dev/null 2>&1 &", session="closing")
+    deadline = time.monotonic() + 30
+    while len(slow.started) == before[0] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(slow.started) == before[0] + 1
+    closed = net.server.call("session/close", SessionCloseParams(session_id="closing"))
+    assert closed.error is None
+    while len(slow.ended) == before[1] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(slow.ended) == before[1] + 1
