@@ -386,6 +386,7 @@ NETWORK_REFUSED = {
     "sni": "{host}:{port}: the TLS ClientHello names another host ({rule})",
     "smuggled": "{host}:{port}: the request's Host header names another host ({rule})",
 }
+CLI_BAD_NETWORK_ENTRY = "{entry!r}: {why}"
 NETWORK_SESSION_EXISTS = (
     "session {session!r} exists: its network is set when it opens (close it and open it again)"
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -107,6 +107,9 @@ class JobSettings(_Section, frozen=True):
 
 
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+NETWORK_MODES: tuple[NetworkMode, ...] = get_args(NetworkMode)
+# Why an allow or deny entry is none (None when it is one): for the flags too.
+network_entry_error = pattern_error
 
 
 class NetworkSettings(_Section, frozen=True):

@@ -8,6 +8,7 @@ import ipaddress
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -493,6 +494,7 @@ def test_a_real_index_through_the_allowlist(tmp_path: Path) -> None:
 
 HANG_UPS = """
 import socket
+import subprocess
 for _ in range(50):
     s = socket.create_connection(("127.0.0.1", 3128))
     s.sendall(b"GET http://plain.example.org/hello.txt HTTP/1.1\\r\\n")
@@ -526,3 +528,39 @@ def test_closing_a_session_closes_its_connections(net: Net) -> None:
     while len(slow.ended) == before[1] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(slow.ended) == before[1] + 1
+
+
+def test_the_flags_set_the_network(tmp_path: Path) -> None:
+    server = ServerProcess(
+        "--sandbox",
+        "read-only",
+        "--network",
+        "allowlist",
+        "--network-allow",
+        "pypi.org",
+        "--network-allow",
+        "*.pythonhosted.org",
+        tmp=tmp_path,
+    )
+    try:
+        started = server.typed(InitializeResult, "initialize", initialize_params())
+    finally:
+        server.close()
+    assert started.network is not None
+    assert (started.network.mode, started.network.allow) == (
+        "allowlist",
+        ["pypi.org", "*.pythonhosted.org"],
+    )
+    assert started.network.ports == [80, 443]
+
+
+def test_a_bad_flag_entry_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PY, "-m", "bashrpc", "--network-allow", "*.com"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "'*.com': a wildcard needs a domain of two labels or more" in done.stderr
