@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from bashrpc.protocol import messages
@@ -24,6 +25,7 @@ from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
     NetworkRequest,
+    ServerStatsResult,
     SessionCloseParams,
     SessionListResult,
     SessionOpenParams,
@@ -564,3 +566,19 @@ def test_a_bad_flag_entry_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "'*.com': a wildcard needs a domain of two labels or more" in done.stderr
+
+
+def test_a_pty_command_and_a_one_shot_have_their_own_way_out(net: Net) -> None:
+    """Each sandbox a session starts (a PTY's, a one-shot's) hands its own listener
+    to the session's proxy."""
+    fetch = "curl -sS -m 20 http://plain.example.org/hello.txt"
+    base = BashParams(command=fetch, session_id="main", env=net.env, timeout=100)
+    for params in (
+        msgspec.structs.replace(base, pty=True),
+        msgspec.structs.replace(base, one_shot=True),
+    ):
+        done = ok_result(net.server.call("bash", params, timeout=COMMAND_SECONDS), BashResult)
+        assert done.output.replace("\r\n", "\n").strip() == HELLO.strip(), params
+    stats = net.server.typed(ServerStatsResult, "server/stats")
+    assert stats.network_connections.allowed >= 2
+    assert stats.network_bytes.received > 2 * len(HELLO)
