@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from bashrpc.server.runtime.network import handoff
-from bashrpc.server.runtime.network.gateway import Gateway
+from bashrpc.server.runtime.network.gateway import Gateway, find
 from bashrpc.server.runtime.network.proxy import Record
 from bashrpc.server.runtime.network.resolver import MappedResolver, SystemResolver
 from bashrpc.server.runtime.seam.egress import Egress
@@ -90,6 +90,9 @@ async def _refusals() -> None:
         gateway._done(record)
     assert gateway.refused_since(mark) == ["a.example.org:443", "b.example.org:22"]
     assert len(gateway.recent) == 7
+    assert find(gateway.key) is gateway
+    gateway.close()
+    assert find(gateway.key) is None
 
 
 def test_the_mapped_resolver_knows_its_names_only() -> None:

@@ -60,6 +60,9 @@ class Gateway:
         pairs = anyio.create_memory_object_stream[socket.socket](math.inf)
         self._send, self._receive = pairs
         self._scope = anyio.CancelScope()
+        # Found from now on, before `run` starts: a sandbox started meanwhile waits
+        # in the stream, rather than going without a way out.
+        _gateways[self.key] = self
 
     def attach(self, outside: socket.socket) -> None:
         """A sandbox started for this gateway: its end of the handoff."""
@@ -70,7 +73,6 @@ class Gateway:
 
     async def run(self) -> None:
         """Serve every sandbox attached, until `close`."""
-        _gateways[self.key] = self
         try:
             with self._scope:
                 async with anyio.create_task_group() as group, self._receive:
