@@ -30,6 +30,14 @@ from bashrpc.protocol.methods import (
     SessionListResult,
     SessionOpenParams,
 )
+from bashrpc.protocol.terminals import (
+    TerminalCreateParams,
+    TerminalCreateResult,
+    TerminalOutputParams,
+    TerminalOutputResult,
+    TerminalParams,
+    TerminalWaitResult,
+)
 from bashrpc.server.runtime.network import rules
 from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.githost import USERS, Host
@@ -109,7 +117,10 @@ def net(request: pytest.FixtureRequest) -> Iterator[Net]:
     host.write(workspace / "ca.pem", world.ca.read_text())
     host.write(workspace / ".keep", "")
     try:
-        yield Net(host, world, serve(host, world, mode), mode)
+        made = Net(host, world, serve(host, world, mode), mode)
+        # The server's first sandbox (its probe), before any case's request.
+        assert made.run("true").exit_code == 0
+        yield made
     finally:
         host.stop()
         world.stop()
@@ -582,3 +593,26 @@ def test_a_pty_command_and_a_one_shot_have_their_own_way_out(net: Net) -> None:
     stats = net.server.typed(ServerStatsResult, "server/stats")
     assert stats.network_connections.allowed >= 2
     assert stats.network_bytes.received > 2 * len(HELLO)
+
+
+def test_a_background_job_has_its_own_way_out(net: Net) -> None:
+    created = net.server.typed(
+        TerminalCreateResult,
+        "terminal/create",
+        TerminalCreateParams(
+            session_id="main",
+            command="curl",
+            args=["-sS", "-m", "20", "http://plain.example.org/hello.txt"],
+        ),
+    )
+    ids = TerminalParams(session_id="main", terminal_id=created.terminal_id)
+    exited = net.server.typed(
+        TerminalWaitResult, "terminal/wait_for_exit", ids, timeout=COMMAND_SECONDS
+    )
+    assert exited.exit_code == 0
+    output = net.server.typed(
+        TerminalOutputResult,
+        "terminal/output",
+        TerminalOutputParams(session_id="main", terminal_id=created.terminal_id),
+    )
+    assert output.output == HELLO
