@@ -163,7 +163,7 @@ async def _http(client: RawSocket, data: bytes, context: Context) -> Request:
         raise
     rest = data[step.used :]
     if step.status == "connect":
-        await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await _tell(client, upstream, b"HTTP/1.1 200 Connection established\r\n\r\n")
         return step.host, step.port, "connect", upstream, rest
     return step.host, step.port, "http", upstream, step.upstream + rest
 
@@ -200,8 +200,18 @@ async def _socks(client: RawSocket, data: bytes, context: Context) -> Request:
         )
         await client.send(socks.reply(code))
         raise
-    await client.send(socks.reply(socks.SUCCEEDED))
+    await _tell(client, upstream, socks.reply(socks.SUCCEEDED))
     return step.host, step.port, "socks", upstream, data[step.used :]
+
+
+async def _tell(client: RawSocket, upstream: RawSocket, reply: bytes) -> None:
+    """The client told its tunnel is open; the host's connection closed if the
+    client is gone."""
+    try:
+        await client.send(reply)
+    except BaseException:
+        await upstream.aclose()
+        raise
 
 
 async def open_upstream(context: Context, host: str, port: int) -> RawSocket:
