@@ -4,6 +4,7 @@ a gateway's record of refusals; the tests' resolver mapping."""
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import socket
 
@@ -104,3 +105,17 @@ def test_the_mapped_resolver_knows_its_names_only() -> None:
     assert anyio.run(mapping.resolve, "other.example.org", 443) == []
     assert mapping.dial(found[0], 443) == ("127.0.0.1", 8443)
     assert mapping.dial(found[0], 80) == ("93.184.216.34", 80)
+
+
+def test_every_connection_is_logged_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    async def log_two() -> None:
+        gateway = Gateway(Egress(), SystemResolver(), lambda record: None)
+        gateway._done(Record("a.example.org", 443, True, "allowed", "connect", 10, 2000, 0.5, 0.0))
+        gateway._done(_record("b.example.org", 80, False, "not-allowed"))
+        gateway.close()
+
+    with caplog.at_level(logging.INFO, logger="bashrpc"):
+        anyio.run(log_two)
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert "network connect a.example.org:443 allowed out=10 in=2000 0.500s" in lines
+    assert "network connect b.example.org:80 refused (not-allowed) out=0 in=0 0.000s" in lines
