@@ -352,6 +352,9 @@ def test_a_second_session_reaches_only_its_own_policy(net: Net) -> None:
     )
     refused = net.server.call("session/open", wider)
     assert refused.error is not None and "evil.example.net" in refused.error.message
+    again = net.server.call("session/open", opened)
+    assert again.error is not None
+    assert again.error.message.endswith(messages.NETWORK_SESSION_EXISTS.format(session="narrow"))
 
 
 FLOOD = """
