@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 import anyio
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from bashrpc.server import log
 from bashrpc.server.runtime.network import handoff, proxy, rawsocket
@@ -52,13 +51,8 @@ class Gateway:
             maxlen=REFUSALS_KEPT
         )
         self.count = 0
-        self.open = 0
         self._on_record = on_record
-        pairs: tuple[
-            MemoryObjectSendStream[socket.socket], MemoryObjectReceiveStream[socket.socket]
-        ]
-        pairs = anyio.create_memory_object_stream[socket.socket](math.inf)
-        self._send, self._receive = pairs
+        self._send, self._receive = anyio.create_memory_object_stream[socket.socket](math.inf)
         self._scope = anyio.CancelScope()
         # Found from now on, before `run` starts: a sandbox started meanwhile waits
         # in the stream, rather than going without a way out.
@@ -75,12 +69,19 @@ class Gateway:
         """Serve every sandbox attached, until `close`."""
         try:
             with self._scope:
-                async with anyio.create_task_group() as group, self._receive:
+                async with anyio.create_task_group() as group:
                     async for outside in self._receive:
                         group.start_soon(self._sandbox, outside)
         finally:
             _gateways.pop(self.key, None)
             self._send.close()
+            # Handoffs queued but never served: their sandboxes get no way out.
+            while True:
+                try:
+                    self._receive.receive_nowait().close()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            self._receive.close()
 
     def close(self) -> None:
         """Stop serving: every listener and connection closes."""
@@ -127,14 +128,12 @@ class Gateway:
                 group.start_soon(self._serve, stream, token)
 
     async def _serve(self, stream: RawSocket, token: object) -> None:
-        self.open += 1
         try:
             await proxy.serve(stream, self.context, self._done)
         except Exception:
             # One connection's bug must not end the session's proxy, or the server.
             _log.exception("the network proxy failed on a connection")
         finally:
-            self.open -= 1
             self.limiter.release_on_behalf_of(token)
 
     def _done(self, record: Record) -> None:
