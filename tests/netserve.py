@@ -1,5 +1,6 @@
 """`bashrpc` with the tests' name mapping installed: `python -m tests.netserve
-MAPPING.json -m bashrpc ARGS...`. The product has no way to take a mapping (no
+MAPPING.json [PYTHON] -m bashrpc ARGS...` (a launcher's interpreter, if any, is
+passed over). The product has no way to take a mapping (no
 setting, flag or variable): only code can install one, and this is that code."""
 
 from __future__ import annotations
@@ -26,6 +27,6 @@ class Mapping(msgspec.Struct, frozen=True):
 if __name__ == "__main__":
     mapping = msgspec.json.decode(Path(sys.argv[1]).read_bytes(), type=Mapping)
     resolver.install(mapping.resolver())
-    assert sys.argv[2:4] == ["-m", "bashrpc"], sys.argv
-    sys.argv = ["bashrpc", *sys.argv[4:]]
+    at = next(i for i in range(2, len(sys.argv) - 1) if sys.argv[i : i + 2] == ["-m", "bashrpc"])
+    sys.argv = ["bashrpc", *sys.argv[at + 2 :]]
     sys.exit(main())

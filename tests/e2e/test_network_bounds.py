@@ -1,8 +1,9 @@
 """The proxy's bounds with real bwrap, in-process: connections a session holds at
-once, and a connection idle past its time."""
+once, and a connection idle past its time; and the proxy under the daemon."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +12,14 @@ import pytest
 
 from bashrpc.server.runtime.network import resolver
 from tests.conftest import SpawnInProcess
+from tests.daemon import DaemonProcess, introduce, stop_daemon
 from tests.inprocess import InProcessServer
 from tests.netserve import Mapping
-from tests.networld import World, settings
+from tests.networld import HELLO, World, settings
+from tests.rpc import wait_until
 from tests.sandboxing import skip_without_sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
@@ -78,3 +83,34 @@ def test_an_idle_tunnel_is_closed(world: World, spawn: SpawnInProcess) -> None:
     assert first == "HTTP/1.1 200 Connection established"
     closed, seconds = second.split()
     assert closed == "True" and 2 <= int(seconds) <= 10
+
+
+def test_under_the_daemon_a_tenants_sessions_have_the_allowlist(tmp_path: Path) -> None:
+    """A daemon's tenant runtime runs its sessions' proxies; each connection is
+    logged at INFO on the daemon's stderr."""
+    skip_without_sandbox()
+    made = World(tmp_path / "world")
+    config = tmp_path / "settings.toml"
+    config.write_text(settings("read-only"))
+    daemon = DaemonProcess(
+        "--config",
+        str(config),
+        tmp=tmp_path,
+        env={"PYTHONPATH": str(ROOT)},
+        launcher=(sys.executable, "-m", "tests.netserve", str(made.mapping)),
+    )
+    try:
+        client = introduce(daemon.connect(), "alice")
+        try:
+            done = client.bash("curl -sS -m 20 http://plain.example.org/hello.txt", wait=120)
+            refused = client.bash("curl -s -o /dev/null http://evil.example.net/", wait=120)
+        finally:
+            client.close()
+        assert done.output == HELLO
+        assert refused.sandbox_denied
+        assert wait_until(lambda: "network http plain.example.org:80 allowed" in daemon.stderr())
+        assert "network http evil.example.net:80 refused (not-allowed)" in daemon.stderr()
+    finally:
+        stop_daemon(daemon.socket_path)
+        daemon.kill()
+        made.stop()
