@@ -619,3 +619,13 @@ def test_a_background_job_has_its_own_way_out(net: Net) -> None:
         TerminalOutputParams(session_id="main", terminal_id=created.terminal_id),
     )
     assert output.output == HELLO
+
+
+def test_an_ip_literal_is_refused_unless_listed(net: Net) -> None:
+    done = net.output(
+        "curl -s -o /dev/null -w '%{http_code} ' http://93.184.216.34/hello.txt;"
+        " curl -s -o /dev/null -w '%{http_connect} ' https://93.184.216.34/;"
+        " curl -s -o /dev/null -w '%{http_connect}' 'https://[2606:2800:220:1::1]/'"
+    )
+    assert done == "403 403 403"
+    assert [c["reason"] for c in net.connections()[-3:]] == ["not-allowed"] * 3
