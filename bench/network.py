@@ -84,10 +84,12 @@ def _latency_rows(bench: Bench) -> list[Row]:
     _, problem = sandbox_probe()
     if problem is not None:
         return [Row("network", "allowlist cost", "ms", note=f"skipped: {problem}")]
-    rows = {}
+    rows: dict[str, Row] = {}
+    starts: dict[str, Row] = {}
     for mode in ("off", "allowlist"):
         row = Row("network", f"bash `true` p50, workspace-write, network {mode}", "ms")
-        rows[mode] = row
+        start = Row("network", f"new session's first `true`, network {mode}", "ms")
+        rows[mode], starts[mode] = row, start
         config = bench.workdir / f"network-{mode}.toml"
         config.write_text(
             f'[sandbox]\nmode = "workspace-write"\n[sandbox.network]\nmode = "{mode}"\n'
@@ -100,6 +102,11 @@ def _latency_rows(bench: Bench) -> list[Row]:
                     server.call("bash", BashParams(command="true"))
                 samples = time_calls(server, "bash", BashParams(command="true"), s.latency_calls)
                 row.values.append(percentile(samples, 0.5) * 1e3)
+                firsts = [
+                    time_calls(server, "bash", BashParams(command="true", session_id=f"n{i}"), 1)[0]
+                    for i in range(s.sandbox_sessions)
+                ]
+                start.values.append(statistics.median(firsts) * 1e3)
             finally:
                 server.close()
     ratio = Row(
@@ -112,7 +119,7 @@ def _latency_rows(bench: Bench) -> list[Row]:
     ratio.values = [
         a / o for a, o in zip(rows["allowlist"].values, rows["off"].values, strict=True)
     ]
-    return [rows["off"], rows["allowlist"], ratio]
+    return [rows["off"], rows["allowlist"], ratio, starts["off"], starts["allowlist"]]
 
 
 def _requests(port: int, host: str, path: str) -> tuple[int, bytes]:
