@@ -17,16 +17,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bashrpc.protocol.client import ClientCore
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.daemon import socketpath
 from bench.fairness import flood_command
 from bench.rows import Row, percentile
-
-if TYPE_CHECKING:
-    from bench.cases import Bench
+from bench.workbench import Workbench
 
 REPLY_PREFIX = b'{"jsonrpc":"2.0","id":'
 READ_BYTES = 256 * 1024
@@ -162,7 +159,7 @@ class _Flood:
         self.sock.close()
 
 
-def daemon_connections(bench: Bench) -> list[Row]:
+def daemon_connections(bench: Workbench) -> list[Row]:
     sizes, workdir = bench.sizes, bench.workdir
     n, calls = sizes.daemon_connections, sizes.daemon_calls
     cores = os.cpu_count() or 1

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,9 +26,7 @@ from bashrpc.protocol.envelope import RequestId, ServerMessage
 from bashrpc.protocol.methods import BashParams
 from bench.client import rss_kib, spawn_server, time_calls, time_calls_while
 from bench.rows import MB, Row, percentile
-
-if TYPE_CHECKING:
-    from bench.cases import Bench
+from bench.workbench import Workbench
 
 # How long a flood or a reply may take before the bench gives up on the server.
 WAIT_LIMIT_SECONDS = 600.0
@@ -205,7 +202,7 @@ def first_commands(workdir: Path, sessions: int) -> tuple[float, float]:
         server.close()
 
 
-def fairness(bench: Bench) -> list[Row]:
+def fairness(bench: Workbench) -> list[Row]:
     s = bench.sizes
     idle_p50 = Row("fairness", "`true` in a, idle: p50", "ms")
     busy_p50 = Row("fairness", "`true` in a while b floods: p50", "ms")
@@ -269,7 +266,7 @@ def fairness(bench: Bench) -> list[Row]:
     ]
 
 
-def scale(bench: Bench) -> list[Row]:
+def scale(bench: Workbench) -> list[Row]:
     n = bench.sizes.many_sessions
     per_session = Row(
         "fairness",

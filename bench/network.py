@@ -15,15 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.runtime.sandbox.bwrap import probe as sandbox_probe
-from bench.client import time_calls
+from bench.client import BenchServer, time_calls
 from bench.rows import MB, Row, percentile
-
-if TYPE_CHECKING:
-    from bench.cases import Bench
+from bench.workbench import Workbench
 
 NETPROXY = Path(__file__).with_name("netproxy.py")
 NAME = "origin.example.org"
@@ -36,11 +33,11 @@ START_SECONDS = 10.0
 DOWNLOADS = 3
 
 
-def network(bench: Bench) -> list[Row]:
+def network(bench: Workbench) -> list[Row]:
     return _proxy_rows(bench) + _latency_rows(bench)
 
 
-def _proxy_rows(bench: Bench) -> list[Row]:
+def _proxy_rows(bench: Workbench) -> list[Row]:
     s = bench.sizes
     direct_ttfb = Row("network", "time to first byte, direct p50", "ms")
     proxy_ttfb = Row("network", "time to first byte, through the proxy p50", "ms")
@@ -79,7 +76,7 @@ def _proxy_rows(bench: Bench) -> list[Row]:
     return [direct_ttfb, proxy_ttfb, added, direct_rate, proxy_rate, ratio]
 
 
-def _latency_rows(bench: Bench) -> list[Row]:
+def _latency_rows(bench: Workbench) -> list[Row]:
     s = bench.sizes
     _, problem = sandbox_probe()
     if problem is not None:
@@ -96,7 +93,7 @@ def _latency_rows(bench: Bench) -> list[Row]:
             f'allow = ["{NAME}"]\n'
         )
         for _ in range(s.repeat):
-            server = bench.server(None, "--config", str(config))
+            server = BenchServer(bench.artifacts, "--config", str(config))
             try:
                 for _ in range(s.warmup_calls):
                     server.call("bash", BashParams(command="true"))

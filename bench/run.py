@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 from bench import peers
-from bench.cases import CASES, QUICK, Sizes, run_cases
+from bench.cases import CASES, run_cases
 from bench.plot import plot
 from bench.rows import Row
+from bench.workbench import QUICK, Sizes
 
 # The committed results, which docs/benchmarks.md's table comes from: `--record` only.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

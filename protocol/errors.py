@@ -13,12 +13,13 @@ class ErrorCode(IntEnum):
     INTERNAL_ERROR = -32603
     # Server-defined errors (-32000 to -32099).
     TOO_MANY_SHELLS = -32001
-    ARTIFACT_NOT_FOUND = -32002
+    # An artifact, or a terminal (ACP's and MCP's code for a resource not found).
+    RESOURCE_NOT_FOUND = -32002
+    ARTIFACT_NOT_FOUND = -32002  # the same code, by the name it first had
     SERVER_BUSY = -32003
     SHUTTING_DOWN = -32004
     NO_SUCH_PTY = -32005
     SANDBOX_UNAVAILABLE = -32006
-    NO_SUCH_TERMINAL = -32007
     TOO_MANY_JOBS = -32008
     RESUME_GAP = -32009
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
@@ -61,13 +62,13 @@ class TooManyJobsData(msgspec.Struct, rename="camel", omit_defaults=True):
     session_id: str | None = None
 
 
-# The `data` each server-defined error carries as a Struct (the generated
-# reference lists it); the others carry text, or the output so far (-32800).
-ERROR_DATA: dict[ErrorCode, type[msgspec.Struct]] = {
-    ErrorCode.TOO_MANY_SHELLS: TooManyShellsData,
-    ErrorCode.ARTIFACT_NOT_FOUND: ArtifactNotFoundData,
-    ErrorCode.NO_SUCH_PTY: NoSuchPtyData,
-    ErrorCode.RESUME_GAP: ResumeGapData,
-    ErrorCode.NO_SUCH_TERMINAL: NoSuchTerminalData,
-    ErrorCode.TOO_MANY_JOBS: TooManyJobsData,
+# The `data` each server-defined error carries as a Struct, one per kind of
+# thing not found for -32002 (the generated reference lists them); the others
+# carry text, or the output so far (-32800).
+ERROR_DATA: dict[ErrorCode, tuple[type[msgspec.Struct], ...]] = {
+    ErrorCode.TOO_MANY_SHELLS: (TooManyShellsData,),
+    ErrorCode.RESOURCE_NOT_FOUND: (ArtifactNotFoundData, NoSuchTerminalData),
+    ErrorCode.NO_SUCH_PTY: (NoSuchPtyData,),
+    ErrorCode.RESUME_GAP: (ResumeGapData,),
+    ErrorCode.TOO_MANY_JOBS: (TooManyJobsData,),
 }

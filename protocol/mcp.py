@@ -16,6 +16,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.methods import (
     MAX_TIMEOUT_SECONDS,
     MIN_TIMEOUT_SECONDS,
+    CallMeta,
     NetworkPolicy,
     RequestId,
     SandboxMode,
@@ -174,6 +175,14 @@ class HostOptions(Strict, omit_defaults=True):
             "--detach-grace. A convenience between one user's clients, not a trust boundary."
         ),
     ] = None
+    workspace: Annotated[
+        str | None,
+        described(
+            "The workspace (an absolute path) the host expects the server to serve:"
+            " -32602, naming the server's, when it serves another. `bashrpc attach"
+            " --workspace` sends it to a daemon already running."
+        ),
+    ] = None
 
 
 class Implementation(Open):
@@ -311,15 +320,23 @@ class ToolsListResult(Open):
     tools: Annotated[list[Tool], described("The tools: `bash`, `bash_output`, `bash_kill`.")]
 
 
-class RequestMeta(Open, omit_defaults=True):
+class RequestMeta(CallMeta, rename="camel"):
+    """A tool call's `_meta`: its trace context, and the token of its progress."""
+
     progress_token: Annotated[
-        str | int | None, described("Send notifications/progress for this call with this token.")
+        object,
+        described(
+            "Send notifications/progress for this call with this token."
+            " Used when a string or an integer; a value of another type is ignored."
+        ),
     ] = None
-    traceparent: Annotated[
-        str | None,
-        described("W3C trace context: with tracing on, the call's span is this one's child."),
-    ] = None
-    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
+
+    @property
+    def progress(self) -> str | int | None:
+        token = self.progress_token
+        if isinstance(token, bool) or not isinstance(token, str | int):
+            return None
+        return token
 
 
 class ToolsCallParams(Open, omit_defaults=True):

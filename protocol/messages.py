@@ -14,6 +14,15 @@ INVALID_PARAMS = "Invalid params"
 INVALID_PARAMS_BECAUSE = INVALID_PARAMS + ": {reason}"
 INTERNAL_ERROR = "Internal error"
 SERVER_BUSY = "too many requests in flight"
+REQUEST_OVER_BUDGET = (
+    "this request's {size} bytes, with the {held} bytes of the requests already waiting"
+    " or running, would pass the daemon's memory budget ([daemon] resumeBudgetBytes ="
+    " {budget}); send it again when some have finished"
+)
+REQUEST_OVER_WHOLE_BUDGET = (
+    "this request's {size} bytes are more than the daemon's memory budget"
+    " ([daemon] resumeBudgetBytes = {budget}) holds"
+)
 TOO_MANY_SHELLS = "too many live shells"
 SHUTTING_DOWN = "server is shutting down"
 REQUEST_CANCELLED = "Request cancelled"
@@ -229,6 +238,7 @@ ARTIFACT_IDS_EXHAUSTED = "artifact ids in {path} are exhausted"
 SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shells start without it"
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
+SNAPSHOT_TOO_LARGE = "what it defined came to more than {mib} MiB"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
 CLIENT_GONE = "a client connection is gone ({reason})"
 DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"
@@ -263,6 +273,16 @@ DAEMON_TOO_MANY_CLIENTS = (
 )
 DAEMON_IDLE_EXIT = "no session and no connection for {seconds} s (--idle-exit); exiting"
 DAEMON_STOPPING = "received {signal}; ending every connection"
+WORKSPACE_NOT_SERVED = (
+    "workspace: this server serves {served} (sandbox {mode!r}), not {requested};"
+    " a server's workspace is fixed when it starts"
+)
+ATTACH_REFUSED = (
+    "the daemon already running at {path} cannot serve this attach as asked: {reason}"
+    " (stop it, or attach to another --socket, to start one with these options)"
+)
+ATTACH_NO_ANSWER = "the daemon at {path} did not answer this attach's initialize: {reason}"
+ATTACH_DAEMON_CLOSED = "it closed the connection"
 ATTACH_NO_DAEMON = "no daemon came up at {path} within {seconds} s; see its log at {log}"
 DAEMON_DESCRIPTION = """\
 Serve JSON-RPC on a unix socket to many connections at once, each as a stdio
@@ -272,7 +292,10 @@ The socket is 0600 in a 0700 directory, and peers of another uid are refused."""
 ATTACH_DESCRIPTION = """\
 Bridge stdin and stdout to the daemon's socket, starting the daemon (with the
 options given here) if none runs there. To a host this is `bashrpc` on stdio:
-run it as the target of ssh or `kubectl exec -i`."""
+run it as the target of ssh or `kubectl exec -i`. A daemon already running keeps
+its own options: --sandbox, when stricter than its own, applies to this
+connection; a looser --sandbox, or a --workspace it does not serve, is refused
+(exit status 1, naming the daemon's)."""
 
 # Command-line errors (one line on stderr, exit status 2) and the exec client.
 CLI_ERROR = "bashrpc: {message}"
@@ -291,8 +314,11 @@ ENV_EXCLUDE_NOT_LIST = "`env.exclude` must be a list of patterns"
 EXEC_DESCRIPTION = """\
 Run one shell command through a bashrpc server started for it, as an agent's
 host would: the output streams to stdout as it comes (ANSI sequences and
-control characters stripped, byte for byte otherwise), then one summary line
-goes to stderr. Ctrl-C aborts the command (its whole process tree) and still
+control characters stripped, byte for byte otherwise, bytes that are not UTF-8
+included), then one summary line goes to stderr. The command's stdin is empty:
+exec passes none of its own, and refuses to start when its stdin is a pipe, a
+socket or a file with bytes left (run it with </dev/null, or let the command
+read a file). Ctrl-C aborts the command (its whole process tree) and still
 prints the summary. Each run has its own server, so nothing is kept between
 runs but the artifact holding a long output."""
 EXEC_EPILOG = """\
@@ -302,7 +328,8 @@ exit status:
   130                 interrupted with Ctrl-C; the command was killed
   1                   the server failed or gave no status
   2                   a bad command line (--timeout, --workspace or --config among
-                      others), or --sandbox where no sandbox can be made
+                      others), --sandbox where no sandbox can be made, or a
+                      stdin that may hold input (a pipe, a socket, a file)
   141                 the reader of stdout went away (`| head`): the command was
                       killed, and this client died of SIGPIPE, printing nothing more
 
@@ -312,7 +339,8 @@ printed again with `bashrpc artifact N`."""
 ARTIFACT_DESCRIPTION = """\
 Print artifact N, the full output of a long command, to stdout. Artifacts
 belong to a workspace: the current directory unless --workspace says
-otherwise, as for the server that made it."""
+otherwise, as for the server that made it. Under the daemon they belong to
+the client (--client-id) or the shared scope (--scope) too."""
 EXEC_SERVER_ERROR = "bashrpc: {message}: {data}"
 VIA_UNPARSABLE = "--via: {reason}"
 VIA_EMPTY = "--via: no launcher given"
@@ -324,6 +352,11 @@ VIA_NOT_FOUND = (
 VIA_FORCES_TTY = (
     "--via: {flag} forces a terminal, whose line discipline breaks the protocol;"
     " use the launcher without it (ssh -T, podman exec -i)"
+)
+EXEC_STDIN_REFUSED = (
+    "stdin: bashrpc exec does not pass its input to the command (the command's stdin is"
+    " empty), and here it is {kind} that may hold some: let the command read a file, or"
+    " run it with </dev/null"
 )
 EXEC_NO_ANSWER = "bashrpc: the server ended without answering"
 EXEC_NOT_PROTOCOL = "bashrpc: the server wrote a line that is not JSON-RPC: {reason}"
@@ -401,7 +434,6 @@ GIT_GUARD_REFUSED = (
     " command wrote there. Fix that, or use sandbox mode read-only"
 )
 GIT_GUARD_NAMED = "{path} ({reason})"
-GIT_GUARD_IS_ROOT = "only binding the writable root {root} read-only would keep it"
 GIT_GUARD_ENCLOSED = (
     "the writable root {root}, inside the repository {repository} without a .git of its own"
 )
@@ -416,6 +448,20 @@ GIT_GUARD_GLOBAL = "a global or system git config"
 GIT_GUARD_LINK_TARGET = "where a git dir's {name} links"
 GIT_GUARD_TOO_DEEP = "nested deeper than the scan goes"
 GIT_GUARD_TOO_MANY = "holding more git dirs than are pinned one by one"
+GIT_GUARD_DOT_GIT_ODD = "a .git that is neither a file nor a directory (a FIFO, a socket, a device)"
+GIT_GUARD_CONFIG = "the git config {path}"
+GIT_GUARD_HOSTILE = "it is not a regular file git could read whole ({detail})"
+GIT_GUARD_TOO_SLOW = "the scan of {root} took over {seconds:g} s"
+# A root kept read-only in a shell, rather than the shell refused: see the sandbox page.
+GIT_GUARD_SEALED = "git guard: {root} is read-only in this shell: {what}"
+GIT_GUARD_POINTER_REFUSED = (
+    "git guard: {path} names {target}, which is neither a git dir in the writable roots"
+    " nor one the host's git made for that checkout: not followed, and kept as it is"
+)
+GIT_GUARD_COMMONDIR_REFUSED = (
+    "git guard: the commondir of {path} names {target}, which is not a git dir in the"
+    " writable roots: not followed, and {path} kept read-only"
+)
 
 # The daemon's WebSocket listener (`--listen`).
 WS_NEEDS_LIBRARY = "--listen needs the websockets library: pip install 'bashrpc[ws]'"
@@ -460,9 +506,10 @@ NO_SUCH_SESSION = "sessionId: no session {session!r}"
 RECORD_DESCRIPTION = """\
 Start the server with SERVER_ARGS (after --) for a host that spawns this in
 place of `bashrpc`: every line passes through unchanged, both ways, and the
-session is written to FILE as a transcript (JSON Lines) when the server's
-output ends. The run's workspace, HOME, artifacts and temporary directories
-are written as placeholders, so `bashrpc replay` can check it anywhere."""
+session is written to FILE as a transcript (JSON Lines) as it goes, readable
+by its owner alone (it holds every command and env value as sent). The run's
+workspace, HOME, artifacts and temporary directories are written as
+placeholders, so `bashrpc replay` can check it anywhere."""
 RECORD_USAGE = "bashrpc record --out FILE [--rule FIELD REGEX REPLACEMENT]... [-- SERVER_ARGS...]"
 REPLAY_USAGE = (
     "bashrpc replay FILE... [--update] [--trust] [--fixture DIR] [--wait SECONDS]"

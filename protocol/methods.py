@@ -36,14 +36,33 @@ def described(text: str) -> msgspec.Meta:
     return msgspec.Meta(description=text)
 
 
+def _used_as_text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class CallMeta(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """`_meta` of a request, as MCP has it; unknown keys are accepted and ignored."""
+    """`_meta` of a request, as MCP has it: open metadata. Unknown keys, and values
+    of a type the server cannot use, are accepted and ignored (never a -32602)."""
 
     traceparent: Annotated[
-        str | None,
-        described("W3C trace context: with tracing on, the request's span is this one's child."),
+        object,
+        described(
+            "W3C trace context: with tracing on, the request's span is this one's child."
+            " Used when a string; a value of another type is ignored."
+        ),
     ] = None
-    tracestate: Annotated[str | None, described("W3C trace state, passed on with it.")] = None
+    tracestate: Annotated[
+        object,
+        described("W3C trace state, passed on with it. Used when a string, else ignored."),
+    ] = None
+
+    @property
+    def trace_parent(self) -> str | None:
+        return _used_as_text(self.traceparent)
+
+    @property
+    def trace_state(self) -> str | None:
+        return _used_as_text(self.tracestate)
 
 
 class Params(
@@ -292,7 +311,7 @@ class SessionListParams(Params):
 
 
 SessionState = Literal["idle", "busy"]
-RequestState = Literal["running", "finished"]
+RequestState = Literal["queued", "running", "finished"]
 
 
 class RequestInfo(Result):
@@ -303,7 +322,10 @@ class RequestInfo(Result):
     ]
     state: Annotated[
         RequestState,
-        described("running, or finished with its result kept for a `bash/attach`."),
+        described(
+            "queued (waiting for its session's turn), running, or finished with its"
+            " result kept for a `bash/attach`."
+        ),
     ]
     pty: Annotated[
         bool, described("It runs on a PTY: its output comes as `pty/output`, not `bash/chunk`.")
@@ -384,14 +406,20 @@ class ArtifactReadParams(Params):
     ] = ARTIFACT_READ_DEFAULT_LIMIT
 
 
-class ArtifactReadResult(Result):
+class ArtifactReadResult(Result, omit_defaults=True):
     id: Annotated[int, described("The artifact's id.")]
-    text: Annotated[str, described("The bytes read, as text.")]
+    text: Annotated[
+        str, described("The bytes read, as text; bytes that are not UTF-8 show as U+FFFD.")
+    ]
     offset: Annotated[int, described("Where the text starts, in bytes.")]
     next_offset: Annotated[
         int | None, described("Where the next read starts; null at the end of the artifact.")
     ]
     total_bytes: Annotated[int, described("The artifact's size in bytes.")]
+    text_base64: Annotated[
+        str | None,
+        described("The exact bytes read in base64; present only when they are not valid UTF-8."),
+    ] = None
 
 
 # -- PTY control --------------------------------------------------------------
@@ -468,7 +496,19 @@ class BashChunk(Result, omit_defaults=True):
     ]
     session_id: Annotated[str, described(_SESSION_ID)]
     seq: Annotated[int, described("The chunk's number for its request, from 0.")]
-    text: Annotated[str, described("Sanitized output, in order.")]
+    text: Annotated[
+        str,
+        described(
+            "Sanitized output, in order; bytes that are not UTF-8 show as U+FFFD"
+            " (`textBase64` has them exact)."
+        ),
+    ]
+    text_base64: Annotated[
+        str | None,
+        described(
+            "The exact bytes of `text` in base64; present only when they are not valid UTF-8."
+        ),
+    ] = None
     # The client took nothing for a while; a notice in `text` says so too.
     skipped: Annotated[
         int, described("Bytes of output skipped just before this text; the artifact has them.")

@@ -5,17 +5,26 @@ Unicode. So a path travels as its text, decoded from UTF-8 with U+FFFD for
 any invalid byte, and, only when that lost something, also as the exact
 bytes in base64 (the `...Base64` field beside it). Server code holds paths
 as Python strings with undecodable bytes kept as surrogates (`os.fsdecode`).
+A command's output travels the same way (`bash/chunk`'s `textBase64`,
+`artifact/read`'s), its text held alike by the server.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 
 
 def to_wire(path: str) -> tuple[str, str | None]:
-    """(text, base64 of the exact bytes or None when the text is exact)."""
-    raw = os.fsencode(path)
+    """(text, base64 of the exact bytes or None when the text is exact), for a
+    path or any text whose bytes that are not UTF-8 are held as lone surrogates
+    (surrogateescape, as a command's output is). Plain text costs no pass over it."""
+    if path.isascii():
+        return path, None
+    return bytes_to_wire(path.encode("utf-8", "surrogateescape"))
+
+
+def bytes_to_wire(raw: bytes) -> tuple[str, str | None]:
+    """(text, base64 of `raw` or None when the text is exact)."""
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError:

@@ -67,6 +67,7 @@ def generate() -> dict[str, bytes]:
         methods.NOTIFICATIONS_FROM_SERVER,
         mcp.NOTIFICATIONS_FROM_CLIENT,
         mcp.NOTIFICATIONS_FROM_SERVER,
+        terminals.NOTIFICATIONS_FROM_CLIENT,
         terminals.NOTIFICATIONS_FROM_SERVER,
     ):
         for name, payload in notifications.items():

@@ -7,7 +7,8 @@ editor can forward an agent's calls unchanged; `_meta` is accepted (every
 params type takes it, `methods.Params`) and only its trace context is read.
 What goes beyond ACP is optional fields (`afterOffset`, `ready`) and methods
 under bashrpc's own names (`terminal/write`, `terminal/close_stdin`,
-`terminal/list`, the `terminal/exited` notification).
+`terminal/list`, the `terminal/exited` notification). ACP's `$/cancel_request`
+cancels any request in flight, as `$/cancelRequest` does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import EnvName, Params, Result, SessionId, described
 
 # The ACP protocol version whose terminal methods these are.
@@ -58,11 +60,15 @@ class TerminalCreateParams(Params):
     command: Annotated[
         str,
         described(
-            "Without `args`: shell text, run by the session's shell (`bash -c`)."
-            " With `args`: the program to execute, found on PATH."
+            "Shell text, run by the session's shell (`bash -c`): without `args` (absent or"
+            " null), or with `[]` unless it is a bare program name (letters, digits and"
+            " `_./+,:@%-` only). Otherwise the program to execute, found on PATH."
         ),
     ]
-    args: Annotated[list[str] | None, described("The program's arguments, as given.")] = None
+    args: Annotated[
+        list[str] | None,
+        described("The program's arguments, as given; `[]` runs a bare program name alone."),
+    ] = None
     env: Annotated[
         list[EnvVariable] | None, described("Variables over the session's environment.")
     ] = None
@@ -192,6 +198,13 @@ class TerminalExited(Result):
     exit_status: Annotated[TerminalExitStatus, described("How it ended.")]
 
 
+class CancelAcpRequestParams(Params):
+    """ACP's `$/cancel_request`: the request answers -32800 (a `terminal/wait_for_exit`
+    stops waiting; its job runs on)."""
+
+    request_id: Annotated[RequestId, described("The request to cancel.")]
+
+
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "terminal/create": (TerminalCreateParams, TerminalCreateResult),
     "terminal/output": (TerminalOutputParams, TerminalOutputResult),
@@ -201,6 +214,10 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "terminal/write": (TerminalWriteParams, TerminalWriteResult),
     "terminal/close_stdin": (TerminalParams, TerminalEmptyResult),
     "terminal/list": (TerminalListParams, TerminalListResult),
+}
+
+NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
+    "$/cancel_request": CancelAcpRequestParams,
 }
 
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {

@@ -172,11 +172,14 @@ def nesting(value: Any) -> int:
 
 
 def line_record(line: bytes, client: bool, waited: bool = True) -> Record:
-    """One line as its record: the JSON value, else the text, else the bytes."""
+    """One line as its record: the JSON value, else the text, else the bytes.
+    JSON nested deeper than a transcript may hold is kept as its text, sent as is."""
     body = line.rstrip(b"\n")
     try:
         message = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+        if nesting(message) > MAX_NESTING:
+            raise msgspec.DecodeError("nested too deep")
+    except (msgspec.DecodeError, RecursionError):
         try:
             text = body.decode()
         except UnicodeDecodeError:
@@ -210,4 +213,9 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 def dumps(transcript: Transcript) -> bytes:
     """The file: one JSON object per line, the header first."""
     lines = [transcript.header, *transcript.records]
-    return b"".join(_encoder.encode(line) + b"\n" for line in lines)
+    return b"".join(map(dump_line, lines))
+
+
+def dump_line(line: Line) -> bytes:
+    """One line of the file, its newline included."""
+    return _encoder.encode(line) + b"\n"

@@ -72,6 +72,17 @@ class ConnectionServices(Protocol):
 S = TypeVar("S", bound=ConnectionServices)
 
 
+class RequestBudget(Protocol):
+    """The daemon's memory budget (`KeptBudget`), which the bytes of every
+    connection's requests in flight count against."""
+
+    def hold(self, size: int) -> None:
+        """Count `size` bytes more; OverBudget (-32003), counting nothing, past it."""
+        ...
+
+    def drop(self, size: int) -> None: ...
+
+
 class ConnectionState(msgspec.Struct, Generic[S], frozen=True):
     """What `initialize` settles for the rest of the connection."""
 
@@ -140,8 +151,11 @@ class Connection(Generic[S]):
         transport: Transport,
         settings: Settings,
         tenancy: Tenancy[S] | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # The daemon's: what waits in memory for a turn counts against it.
+        self._budget = budget
         # Per connection: `initialize` may override parts of the file's settings.
         self.file_settings = settings
         self._state = ConnectionState(services, HostOptions(), settings)
@@ -273,13 +287,21 @@ class Connection(Generic[S]):
             flight = self._flights.admit(call.reply_id, runs_command=call.method in COMMAND_METHODS)
         except Exception as exc:
             return None if call.is_notification else self.dispatcher.failure(call, exc)
-        if method.admit is not None:
-            try:
+        try:
+            self._hold(flight, len(call.params))
+            if method.admit is not None:
                 method.admit(RequestContext(self, call.reply_id, flight), params)
-            except Exception as exc:
-                self._flights.release(flight)
-                return None if call.is_notification else self.dispatcher.failure(call, exc)
+        except Exception as exc:
+            self._flights.release(flight)
+            return None if call.is_notification else self.dispatcher.failure(call, exc)
         return Admitted(method, call, flight, params)
+
+    def _hold(self, flight: InFlight, size: int) -> None:
+        """The request's bytes count against the daemon's budget until it ends."""
+        budget = self._budget
+        if budget is not None:
+            budget.hold(size)
+            flight.keep(lambda: budget.drop(size))
 
     async def _single(self, item: Call | Rejected) -> None:
         prepared = self._prepare(item)

@@ -50,6 +50,7 @@ _SECTIONS = (
 _NOTIFICATIONS = (
     ("Notifications from the client", methods.NOTIFICATIONS_FROM_CLIENT),
     ("Notifications from the client (MCP)", mcp.NOTIFICATIONS_FROM_CLIENT),
+    ("Notifications from the client (ACP)", terminals.NOTIFICATIONS_FROM_CLIENT),
     ("Notifications from the server", methods.NOTIFICATIONS_FROM_SERVER),
     ("Notifications from the server (MCP)", mcp.NOTIFICATIONS_FROM_SERVER),
     ("Notifications from the server (background jobs)", terminals.NOTIFICATIONS_FROM_SERVER),
@@ -164,8 +165,8 @@ def _errors(defs: dict[str, Schema], shown: set[str]) -> list[str]:
     """The codes, and the Struct each server-defined one carries as `data`."""
     rows = []
     for code in ErrorCode:
-        data = ERROR_DATA.get(code)
-        kind = "" if data is None else type_text(_shown(data, defs, shown))
+        kinds = [type_text(_shown(data, defs, shown)) for data in ERROR_DATA.get(code, ())]
+        kind = " or ".join(kinds)
         rows.append([f"`{int(code)}`", f"`{code.name}`", kind])
     lines = ["## Error codes", ""]
     lines += ["When each is answered: [Methods, errors](../methods.md#errors).", ""]

@@ -61,6 +61,17 @@ class ServerBusy(BashrpcError):
     """More requests in flight than the server takes at once."""
 
 
+class OverBudget(ServerBusy):
+    """A request whose bytes, with those of the requests already in flight, would
+    pass the daemon's memory budget (`held` of `budget` bytes are taken)."""
+
+    def __init__(self, size: int, held: int, budget: int) -> None:
+        super().__init__(size)
+        self.size = size
+        self.held = held
+        self.budget = budget
+
+
 class ShuttingDown(BashrpcError):
     """The server is shutting down and takes no new work."""
 

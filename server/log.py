@@ -1,11 +1,11 @@
 """Logging to stderr only: stdout belongs to the protocol.
 
 Nothing the server says may stall it. A stderr nobody reads fills its pipe, and a
-write to it would then block the event loop; so what is logged, announced or
-exported as a console span goes into a bounded queue that one thread of its own
-writes out. When the queue is full a line is dropped and counted (`dropped()`,
-`logLinesDropped` in `server/stats`), never waited for; once stderr moves again, a
-line says how many were lost.
+write to it would then block the event loop; so what is logged, announced,
+exported as a console span or written to `sys.stderr` goes into a bounded queue
+that one thread of its own writes out. When the queue is full a line is dropped
+and counted (`dropped()`, `logLinesDropped` in `server/stats`), never waited for;
+once stderr moves again, a line says how many were lost.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import atexit
 import collections
 import io
 import logging
+import sys
 import threading
 from typing import TextIO, cast
 
@@ -121,6 +122,8 @@ def setup(level: str = "WARNING") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # What writes to sys.stderr itself (a warning, a traceback, a stray print) too.
+    sys.stderr = stderr()
     atexit.register(STDERR.flush, EXIT_FLUSH_SECONDS)
 
 

@@ -14,7 +14,6 @@ then the requests, then the reader, see connection.Connection.serve).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import tempfile
@@ -32,7 +31,7 @@ from bashrpc.server.observe import traces
 from bashrpc.server.runtime.containment import child, polling, procs
 from bashrpc.server.runtime.containment.cgroups import CgroupRoot
 from bashrpc.server.runtime.containment.containment import Containment
-from bashrpc.server.runtime.containment.watchdog import Watchdog
+from bashrpc.server.runtime.containment.watchdog import Watchdog, remove_runtime_dir
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import OnEof
@@ -86,7 +85,7 @@ async def guarded(options: Options) -> AsyncIterator[Guard]:
             # Whatever escaped every shell is still below us, thanks to the subreaper.
             await _kill_descendants(containment.spare, SHUTDOWN_GRACE_SECONDS)
             procs.reap_orphans(containment.spare)
-        shutil.rmtree(runtime_dir, ignore_errors=True)
+        remove_runtime_dir(runtime_dir)
         watchdog.close()
 
 

@@ -190,8 +190,9 @@ class ServerSettings(_Section, frozen=True):
 
 
 class DaemonSettings(_Section, frozen=True):
-    # Bytes that all kept requests (their chunks and results, for a resume)
-    # may hold together; past it, those whose connection was cut give way.
+    # Bytes that all kept requests (their chunks and results, for a resume) and
+    # the requests in flight may hold together; past it, those whose connection
+    # was cut give way, and a request the ones in flight cannot take is refused.
     resume_budget_bytes: Annotated[int, msgspec.Meta(ge=MIN_RESUME_BUDGET_BYTES)] = (
         DEFAULT_KEPT_BYTES
     )

@@ -3,6 +3,7 @@ raw connections to a daemon's socket."""
 
 from __future__ import annotations
 
+import glob
 import itertools
 import os
 import signal
@@ -129,6 +130,18 @@ class AttachProcess(ServerProcess):
         if self._daemon_pid is None:
             self._daemon_pid = daemon_pid(self.socket_path)
         return self._daemon_pid
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """The artifacts of this bridge's connection: its own tenant's directory
+        (named at random), the one beside the workspace's."""
+        found = list(self.artifacts_root.glob(glob.escape(self._workspace_dir.name) + ".*"))
+        assert len(found) == 1, found
+        return found[0]
+
+    @artifacts_dir.setter
+    def artifacts_dir(self, path: Path) -> None:
+        self._workspace_dir = path
 
     def stderr(self) -> str:
         """The bridge's stderr, then the log of the daemon it started."""

@@ -45,6 +45,7 @@ class FakeShell:
     def __init__(self, backend: FakeBackend, cwd: str, name: str) -> None:
         self.name = name
         self.start_log: LaunchLog | None = None
+        self.start_notices: tuple[str, ...] = ()
         self.dead = False
         self.cwd = cwd
         self._backend = backend

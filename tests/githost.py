@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,10 +37,37 @@ IDENTITY = {
 }
 
 
-def _as_nobody() -> None:
+def as_nobody() -> None:
     os.setgroups([])
     os.setgid(NOBODY)
     os.setuid(NOBODY)
+
+
+def runs_as_nobody(argv: list[str]) -> bool:
+    try:
+        done = subprocess.run(argv, preexec_fn=as_nobody, capture_output=True, cwd="/")
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+def nobody_interpreter() -> tuple[str, ...]:
+    """How uid 65534 runs this suite's Python with its packages: the interpreter
+    itself where that user may run it, else the system's of the same version
+    (a pyenv build under a private /root is not) with the packages' directory."""
+    if runs_as_nobody([sys.executable, "-c", "import bashrpc"]):
+        return (sys.executable,)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = shutil.which(version, path="/usr/local/bin:/usr/bin")
+    site = sysconfig.get_paths()["purelib"]
+    # `-m bashrpc ARGS` follows: run that module with ARGS, once its packages are there.
+    boot = (
+        f"import runpy, site, sys; site.addsitedir({site!r}); sys.argv[1:3] = []; "
+        "runpy.run_module('bashrpc', run_name='__main__', alter_sys=True)"
+    )
+    if system is None or not runs_as_nobody([system, "-c", boot, "-m", "bashrpc", "--version"]):
+        pytest.skip(f"no {version} that uid 65534 may run with this suite's packages")
+    return (system, "-c", boot)
 
 
 class Host:
@@ -80,7 +109,7 @@ class Host:
             text=True,
             timeout=GIT_SECONDS,
             check=False,
-            preexec_fn=_as_nobody if self.user == "nobody" else None,
+            preexec_fn=as_nobody if self.user == "nobody" else None,
         )
 
     def git(self, repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -114,8 +143,8 @@ class Host:
         workspace: Path,
         mode: str,
         settings: str = "",
-        *,
         env: dict[str, str] | None = None,
+        *,
         interpreter: tuple[str, ...] = (sys.executable,),
     ) -> ServerProcess:
         """A server of this user's, sandboxed in `mode`; `interpreter`: what runs
@@ -169,14 +198,13 @@ class Host:
             server.kill()
 
 
-@pytest.fixture(params=USERS)
-def host(request: pytest.FixtureRequest) -> Iterator[Host]:
-    """The host as root, and as nobody (uid 65534), each with a directory of its
-    own under /tmp (pytest's own is root's alone)."""
-    user = request.param
+@contextmanager
+def host_as(user: str, parent: str | None = None) -> Iterator[Host]:
+    """A host of `user` (root, or nobody), its directory made under `parent`
+    (the temporary directory by default), removed at the end."""
     if user == "nobody" and os.geteuid() != 0:
         pytest.skip("only root can run the host as uid 65534")
-    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-"))
+    base = Path(tempfile.mkdtemp(prefix="bashrpc-git-", dir=parent))
     base.chmod(0o755)
     made = Host(user, base)
     try:
@@ -184,3 +212,11 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
     finally:
         made.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=USERS)
+def host(request: pytest.FixtureRequest) -> Iterator[Host]:
+    """The host as root, and as nobody (uid 65534), each with a directory of its
+    own under /tmp (pytest's own is root's alone)."""
+    with host_as(request.param) as made:
+        yield made

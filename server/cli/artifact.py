@@ -1,13 +1,16 @@
 """`bashrpc artifact N`: print an artifact, read straight from disk.
 
 No server is needed: artifacts are plain files under the root, in the
-workspace's directory, and the store reads them as a server would.
+workspace's directory (under the daemon, its client's or scope's beside it),
+and the store reads them as a server would.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.server.cli.sigpipe import die_of_sigpipe
@@ -18,9 +21,41 @@ EXIT_NOT_FOUND = 1
 _PAGE_BYTES = 1 << 20
 
 
-def print_artifact(artifact_id: int, root: Path, workspace: Path | None) -> int:
+def add_parser(sub: Any) -> None:
+    show = sub.add_parser(
+        "artifact",
+        help="print an artifact (a long command's full output) to stdout",
+        description=messages.ARTIFACT_DESCRIPTION,
+    )
+    show.add_argument("id", type=int, help="the N of artifact://N")
+    show.add_argument(
+        "--workspace",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the workspace of the server that made it (default: the current directory)",
+    )
+    owner = show.add_mutually_exclusive_group()
+    owner.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="under the daemon: the clientId whose artifact it is",
+    )
+    owner.add_argument(
+        "--scope", metavar="NAME", help="under the daemon: the shared scope whose artifact it is"
+    )
+    show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
+    show.add_argument(
+        "--artifacts-dir", type=Path, default=argparse.SUPPRESS, help="where full outputs are kept"
+    )
+
+
+def print_artifact(
+    artifact_id: int, root: Path, workspace: Path | None, owner: str | None = None
+) -> int:
+    """`owner`: the daemon tenant's key whose artifact it is; None: the workspace's."""
     workspace = (workspace or Path.cwd()).resolve()
-    store = ArtifactStore(root, workspace)
+    store = ArtifactStore(root, workspace, owner=owner)
     out = sys.stdout.buffer
     offset: int | None = 0
     try:

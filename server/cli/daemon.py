@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
 from bashrpc.server.cli.options import add_server_options, server_argv
 from bashrpc.server.daemon import socketpath, wsconfig
 
@@ -171,7 +172,20 @@ def run_attach(args: argparse.Namespace) -> int:
     from bashrpc.server.daemon.attach import attach
 
     daemon_argv = [sys.executable, "-m", "bashrpc", "daemon", *server_argv(args)]
-    return attach(socket_path(args), daemon_argv)
+    return attach(socket_path(args), daemon_argv, attach_options(args))
+
+
+def attach_options(args: argparse.Namespace) -> HostOptions | None:
+    """What `attach`'s own options ask of a daemon that may be running already
+    (None: nothing): its --sandbox as a tightening, its --workspace as the one
+    the daemon must serve."""
+    mode = getattr(args, "sandbox", None)
+    workspace = getattr(args, "workspace", None)
+    if mode is None and workspace is None:
+        return None
+    settings = None if mode is None else ConnectionSettings(sandbox=SandboxOverrides(mode=mode))
+    served = None if workspace is None else str(Path(workspace).resolve())
+    return HostOptions(settings=settings, workspace=served)
 
 
 def claim_socket(args: argparse.Namespace) -> Any:

@@ -11,15 +11,22 @@ as for any other ending. A second Ctrl-C stops waiting. When the reader of
 stdout goes away (`exec … | head`), the command is aborted the same way and
 this client dies of SIGPIPE, silently, as a Unix tool in a pipeline does.
 
-The output printed is the command's whole (sanitized) output, byte for byte:
-if the stream ever skipped text because this client's own stdout was slow,
-the rest is read from the artifact once the command ends.
+The output printed is the command's whole (sanitized) output, byte for byte,
+bytes that are not UTF-8 included (`textBase64`): if the stream ever skipped
+text because this client's own stdout was slow, the rest is read from the
+artifact once the command ends.
+
+The command's stdin is empty, as for every `bash` request: this client's own
+stdin is never read, so one that may hold input (a pipe, a socket, a file
+with bytes left) is refused rather than silently dropped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import stat
 import subprocess
 import sys
 import time
@@ -48,6 +55,7 @@ CHILD_EXIT_SECONDS = 10
 # A server started far away (--via) takes a silent client for gone after this
 # long, unless --client-timeout says otherwise: a half-open path sends no EOF.
 VIA_CLIENT_TIMEOUT_SECONDS = 60.0
+STDIN_FD = 0
 
 
 def summary_line(result: BashResult, seconds: float, reprint: list[str] | None = None) -> str:
@@ -87,8 +95,37 @@ class Refused(Exception):
     """The run cannot start as asked: a usage error, said in one line."""
 
 
+def stdin_kind() -> str | None:
+    """What this process's stdin is, when the command would lose what it holds:
+    a pipe, a socket or a file with bytes left. A terminal, /dev/null or an
+    empty file is None. Told by its type, never by what has arrived so far, so
+    `echo hi | bashrpc exec cat` is refused however soon `echo` writes."""
+    try:
+        mode = os.fstat(STDIN_FD).st_mode
+    except OSError:
+        return None  # closed: nothing to lose
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode):
+        try:
+            left = os.fstat(STDIN_FD).st_size - os.lseek(STDIN_FD, 0, os.SEEK_CUR)
+        except OSError:
+            left = 1
+        return "a file" if left > 0 else None
+    return None
+
+
 def run_exec(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    kind = stdin_kind()
+    if kind is not None:
+        print(
+            messages.CLI_ERROR.format(message=messages.EXEC_STDIN_REFUSED.format(kind=kind)),
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         launcher = None if args.via is None else Launcher.parse(args.via)
         child = _start(args, launcher)

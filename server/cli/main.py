@@ -14,10 +14,10 @@ import msgspec
 from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server import log
-from bashrpc.server.cli import daemon, record, replay
-from bashrpc.server.cli.artifact import print_artifact
+from bashrpc.server.cli import artifact, daemon, record, replay
 from bashrpc.server.cli.exec import run_exec
 from bashrpc.server.cli.options import add_eof_option, add_server_options, command_timeout
+from bashrpc.server.daemon.tenants import tenant_key
 from bashrpc.server.output.artifactroot import default_root
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
@@ -63,23 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_parsers(sub)
     record.add_parser(sub)
     replay.add_parser(sub)
-    show = sub.add_parser(
-        "artifact",
-        help="print an artifact (a long command's full output) to stdout",
-        description=messages.ARTIFACT_DESCRIPTION,
-    )
-    show.add_argument("id", type=int, help="the N of artifact://N")
-    show.add_argument(
-        "--workspace",
-        type=Path,
-        default=argparse.SUPPRESS,
-        metavar="DIR",
-        help="the workspace of the server that made it (default: the current directory)",
-    )
-    show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
-    show.add_argument(
-        "--artifacts-dir", type=Path, default=argparse.SUPPRESS, help="where full outputs are kept"
-    )
+    artifact.add_parser(sub)
     return parser
 
 
@@ -157,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = msgspec.structs.replace(settings, sandbox=sandbox)
     settings = _with_network_flags(args, settings)
     if args.command_name == "artifact":
-        return print_artifact(args.id, _artifacts_root(args, settings), args.workspace)
+        owner = tenant_key(args.client_id, args.scope)
+        return artifact.print_artifact(
+            args.id, _artifacts_root(args, settings), args.workspace, owner
+        )
     if args.max_line_bytes is not None:
         if args.max_line_bytes < MIN_LINE_BYTES:
             return _fail(messages.CLI_LINE_LIMIT_TOO_SMALL.format(minimum=MIN_LINE_BYTES))

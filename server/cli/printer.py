@@ -3,6 +3,7 @@ byte, with what the stream skipped filled in from the artifact at the end."""
 
 from __future__ import annotations
 
+import base64
 import sys
 from typing import IO
 
@@ -20,6 +21,12 @@ from bashrpc.protocol.methods import (
 from bashrpc.server.cli.client import Connection
 
 _decode_chunk = msgspec.json.Decoder(BashChunk).decode
+
+
+def exact_bytes(text: str, exact: str | None) -> bytes:
+    """The output's bytes as the command wrote them: `...Base64` when the text
+    lost some (they were not UTF-8)."""
+    return base64.b64decode(exact) if exact is not None else text.encode()
 
 
 class ReaderGone(Exception):
@@ -43,7 +50,7 @@ class Printer:
         if chunk.skipped:
             self.gap = True
         if not self.gap:
-            self.write(chunk.text.encode())
+            self.write(exact_bytes(chunk.text, chunk.text_base64))
 
     def write(self, data: bytes) -> None:
         try:
@@ -77,7 +84,7 @@ def fill_gap(connection: Connection, printer: Printer, result: BashResult) -> No
         )
         raw = connection.wait(connection.send("artifact/read", params))
         page = msgspec.json.decode(raw, type=ArtifactReadResult)
-        printer.write(page.text.encode())
+        printer.write(exact_bytes(page.text, page.text_base64))
         offset = page.next_offset
     if result.artifact_truncated:
         print(messages.EXEC_OUTPUT_INCOMPLETE, file=sys.stderr)

@@ -4,8 +4,10 @@ A host spawns this in place of `bashrpc`. It starts the real server with
 SERVER_ARGS and passes every line through unchanged, both ways, while it
 notes each one. Each line is noted before it is passed on, so the file's order
 is the causal order: a host's line comes after every server line it could
-have seen. When the server's output ends, the transcript is written, with the
-run's paths as placeholders (`bashrpc.protocol.placeholders`).
+have seen. The transcript is written as the session goes, the header first and
+each line as soon as the run's paths in it are placeholders
+(`bashrpc.protocol.placeholders`), so a long session costs no memory; the file
+is its owner's alone (0600): it holds every command and `env` value as sent.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -24,14 +27,13 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.normalization import NORMALIZATION_VERSION
-from bashrpc.protocol.placeholders import Substitution, hide_paths
+from bashrpc.protocol.placeholders import PathHider, Substitution
 from bashrpc.protocol.transcript import (
     ClientRecord,
     Header,
     Record,
     Rule,
-    Transcript,
-    dumps,
+    dump_line,
     line_record,
 )
 from bashrpc.server.cli.runroot import portable_args, recorded_paths
@@ -39,6 +41,9 @@ from bashrpc.server.cli.runroot import portable_args, recorded_paths
 EXIT_USAGE = 2
 COPY_BYTES = 256 * 1024
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# The most the recorder holds while a path cut by a chunk's end waits for the
+# next chunk; past it, what waits is written as it stands.
+HELD_BYTES = 8 * 1024 * 1024
 PRIVATE_MODE = 0o600
 
 
@@ -74,25 +79,25 @@ def _request_keys(record: Record) -> list[str]:
 
 
 class Recorder:
-    """The records so far, and the requests still unanswered (to tell lockstep
-    from pipelined)."""
+    """Each line as its record, written through `write` as soon as its paths are
+    hidden (`PathHider`): what is held is what waits for that, never the session.
+    It also tells lockstep from pipelined by the requests still unanswered."""
 
-    def __init__(self) -> None:
-        self.records: list[Record] = []
+    def __init__(self, write: Callable[[bytes], object], substitution: Substitution) -> None:
+        self._write = write
+        self._hider = PathHider(substitution, held_limit=HELD_BYTES)
         self._unanswered: dict[str, int] = {}
         self._lock = threading.Lock()
+        # The first write that failed (a full disk): the rest is not written.
+        self.failed: OSError | None = None
+        self._finished = False
 
     def client(self, line: bytes) -> None:
         with self._lock:
             record = line_record(line, client=True, waited=not self._unanswered)
             for key in _request_keys(record):
                 self._unanswered[key] = self._unanswered.get(key, 0) + 1
-            self.records.append(record)
-
-    def taken(self) -> list[Record]:
-        """The records so far (the host may still be writing)."""
-        with self._lock:
-            return list(self.records)
+            self._put(self._hider.add(record, len(line)))
 
     def server(self, line: bytes) -> None:
         with self._lock:
@@ -103,7 +108,23 @@ class Recorder:
                     self._unanswered[key] = left
                 else:
                     self._unanswered.pop(key, None)
-            self.records.append(record)
+            self._put(self._hider.add(record, len(line)))
+
+    def finish(self) -> None:
+        """The session ended: what still waits is written; a line the host sends
+        after this is passed on, but not recorded."""
+        with self._lock:
+            self._put(self._hider.finish())
+            self._finished = True
+
+    def _put(self, records: list[Record]) -> None:
+        if self.failed is not None or self._finished:
+            return
+        try:
+            for record in records:
+                self._write(dump_line(record))
+        except OSError as exc:
+            self.failed = exc
 
 
 def _lines(fd: int) -> Any:
@@ -181,7 +202,11 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
         reason = messages.RECORD_CANNOT_WRITE.format(path=args.out, reason=exc.strerror)
         print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
         return EXIT_USAGE
-    recorder = Recorder()
+    header = Header(
+        normalization=NORMALIZATION_VERSION, server_args=portable_args(server_args), rules=rules
+    )
+    out.write(dump_line(header))
+    recorder = Recorder(out.write, Substitution(recorded_paths(server_args)))
     child = subprocess.Popen(
         [sys.executable, "-m", "bashrpc", *server_args],
         stdin=subprocess.PIPE,
@@ -197,12 +222,15 @@ def run_record(args: argparse.Namespace, server_args: list[str]) -> int:
         _downstream(recorder, child)
     finally:
         status = child.wait()
-        header = Header(
-            normalization=NORMALIZATION_VERSION, server_args=portable_args(server_args), rules=rules
-        )
-        records = hide_paths(recorder.taken(), Substitution(recorded_paths(server_args)))
-        with out:
-            out.write(dumps(Transcript(header=header, records=records)))
+        recorder.finish()
+        try:
+            out.close()
+        except OSError as exc:
+            recorder.failed = recorder.failed or exc
+    if recorder.failed is not None:
+        reason = messages.RECORD_CANNOT_WRITE.format(path=args.out, reason=recorder.failed.strerror)
+        print(messages.CLI_ERROR.format(message=reason), file=sys.stderr)
+        return status or 1
     return status
 
 

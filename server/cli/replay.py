@@ -4,8 +4,9 @@ Each transcript runs against a fresh server in a fresh temporary workspace,
 HOME and artifacts directory. Exit 0 when every one matches, 1 when one
 differs (the difference is printed, naming the request and the field), 2 for
 a usage error. `--update` writes what this run received in place of what
-a differing transcript expected, and leaves a matching one as it is (a new
-run cuts its chunks elsewhere: rewriting it would only make a noisy diff).
+a differing transcript expected, for the requests that differ only, and
+leaves a matching one as it is (a new run cuts its chunks elsewhere:
+rewriting the rest would only make a noisy diff).
 
 A transcript is code: its commands run here. So its header may choose only
 server arguments that cannot loosen the sandbox (`--trust` lifts that), and
@@ -22,6 +23,7 @@ from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.transcript import Transcript, TranscriptError, dumps, loads
+from bashrpc.protocol.transcriptupdate import updated
 from bashrpc.server.cli.fixture import FixtureError, inside, plan
 from bashrpc.server.cli.replayrun import DEFAULT_WAIT_SECONDS, Outcome, replay
 from bashrpc.server.cli.runroot import untrusted_arg
@@ -138,13 +140,20 @@ def run_replay(args: argparse.Namespace, server_args: list[str] | None) -> int:
         except FixtureError as exc:
             return _usage_error(messages.REPLAY_BAD_FIXTURE.format(path=fixture, reason=exc))
         if args.update and outcome.differences:
-            path.write_bytes(dumps(outcome.actual))
+            path.write_bytes(dumps(rewritten(transcript, outcome)))
             print(messages.REPLAY_UPDATED.format(path=path), flush=True)
             continue
         print(report(path, outcome), flush=True)
         if outcome.differences:
             status = EXIT_DIFFERS
     return status
+
+
+def rewritten(transcript: Transcript, outcome: Outcome) -> Transcript:
+    """What `--update` writes for a transcript that differed: only the requests
+    that differ take this run's lines (`bashrpc.protocol.transcriptupdate`)."""
+    records = updated(transcript.records, outcome.actual.records, transcript.header.rules)
+    return Transcript(header=outcome.actual.header, records=records)
 
 
 def _usage_error(reason: object) -> int:

@@ -12,6 +12,14 @@ be its own and 0700, and what listens must run as its uid (`SO_PEERCRED`),
 by the daemon's own rules (`socketpath.connect_ours`); otherwise it says
 why in one line and exits 1.
 
+A daemon already running was started with its own options. What this
+attach's `--sandbox` and `--workspace` ask of it goes in an `initialize` of
+the bridge's own, before a byte of the host's: a stricter sandbox tightens
+this connection alone (a later `initialize` of the host's may tighten it
+further, never loosen it); another workspace, or a looser sandbox, is
+refused by the daemon, and the bridge says why, naming the daemon's own
+setting, and exits 1.
+
 The end of stdin is passed on as a half-close, so the daemon winds the
 connection down as a stdio server does on EOF and the replies still come
 back; the bridge ends when the daemon closes its side. Stopped by a signal
@@ -31,6 +39,10 @@ import time
 from pathlib import Path
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.client import ClientCore
+from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.mcp import HostOptions
+from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.server import fdio
 from bashrpc.server.daemon import socketpath
 from bashrpc.server.wire import stdio
@@ -41,18 +53,30 @@ CONNECT_POLL_SECONDS = 0.02
 COPY_BYTES = 256 * 1024
 EXIT_FAILURE = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# The bridge's own initialize: its id (answered before a byte of the host's is
+# sent, so no id of the host's can clash), and how long the daemon may take.
+SETTLE_ID = "bashrpc-attach"
+SETTLE_SECONDS = 10.0
 
 
-def attach(path: Path, daemon_argv: list[str]) -> int:
+def attach(path: Path, daemon_argv: list[str], wanted: HostOptions | None = None) -> int:
+    """`wanted`: what this attach's options ask of the daemon (None: nothing)."""
     try:
         sock = _connect_or_start(path, daemon_argv)
     except socketpath.SocketPathError as exc:
+        print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        early = b"" if wanted is None else _settle(sock, wanted, path)
+    except socketpath.SocketPathError as exc:
+        sock.close()
         print(messages.CLI_ERROR.format(message=exc), file=sys.stderr)
         return EXIT_FAILURE
     fds = stdio.take_over_stdio()
     for signum in STOP_SIGNALS:
         signal.signal(signum, _stop)
     try:
+        fdio.write_all_blocking(fds.output, early)
         _bridge(fds.input, fds.output, sock)
     except _Stopped:
         pass  # as a stdio server stops on these: cleanly, status 0
@@ -96,6 +120,49 @@ def _connect_or_start(path: Path, daemon_argv: list[str]) -> socket.socket:
             path=path, seconds=messages.format_seconds(DAEMON_START_SECONDS), log=log_path
         )
     )
+
+
+def _settle(sock: socket.socket, wanted: HostOptions, path: Path) -> bytes:
+    """The bridge's own `initialize`, with `wanted` in it; what the daemon sent
+    besides its answer, for the host. SocketPathError when it refuses (its
+    reason names its own setting) or does not answer."""
+    ident, line = ClientCore().request("initialize", initialize_params(wanted), id=SETTLE_ID)
+    sock.settimeout(SETTLE_SECONDS)
+    try:
+        sock.sendall(line)
+        reply, rest = _reply(sock, ident)
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise socketpath.SocketPathError(
+            messages.ATTACH_NO_ANSWER.format(path=path, reason=reason)
+        ) from None
+    finally:
+        sock.settimeout(None)
+    if reply.error is not None:
+        data = reply.error.data
+        reason = data if isinstance(data, str) else reply.error.message
+        raise socketpath.SocketPathError(messages.ATTACH_REFUSED.format(path=path, reason=reason))
+    return rest
+
+
+def _reply(sock: socket.socket, ident: RequestId) -> tuple[ServerMessage, bytes]:
+    """The reply to `ident`; and the bytes read that are not it, in order."""
+    pending, others = b"", b""
+    while True:
+        data = sock.recv(COPY_BYTES)
+        if not data:
+            raise ConnectionResetError(messages.ATTACH_DAEMON_CLOSED)
+        pending += data
+        while (end := pending.find(b"\n")) >= 0:
+            line, pending = pending[: end + 1], pending[end + 1 :]
+            for message in ClientCore.line(line):
+                if isinstance(message, ServerMessage) and _answers(message, ident):
+                    return message, others + pending
+            others += line
+
+
+def _answers(message: ServerMessage, ident: RequestId) -> bool:
+    return message.method is None and message.id == ident
 
 
 def _bridge(stdin: int, stdout: int, sock: socket.socket) -> None:

@@ -240,7 +240,12 @@ class Daemon:
         view = View(self._tenants, self._tenants.get(None), self.gauges)
         transport = liveness.watched(transport, settings.server.client_timeout)
         connection: Connection[Services] = Connection(
-            view.services[0], dispatcher(), transport, settings, tenancy=view
+            view.services[0],
+            dispatcher(),
+            transport,
+            settings,
+            tenancy=view,
+            budget=self._tenants.budget,
         )
         self.connections.add(connection)
         if self.stopping:

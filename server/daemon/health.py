@@ -127,7 +127,7 @@ def _problem(status: int, text: str) -> bytes:
 async def serve_http(sock: socket.socket, probes: Probes) -> None:
     """Answer probes on `sock` until cancelled: one request per connection."""
     listener = await anyio.abc.SocketListener.from_socket(sock)
-    open_ = OpenConnections(MAX_CONNECTIONS)
+    served = OpenConnections(MAX_CONNECTIONS)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     _log.info(messages.HTTP_LISTENING.format(address=shown))
@@ -135,8 +135,8 @@ async def serve_http(sock: socket.socket, probes: Probes) -> None:
         while True:
             stream = await listener.accept()
             scope = anyio.CancelScope()
-            open_.add(scope)
-            connections.start_soon(_one, stream, scope, open_, probes)
+            served.add(scope)
+            connections.start_soon(_one, stream, scope, served, probes)
 
 
 class OpenConnections:
@@ -161,7 +161,7 @@ class OpenConnections:
 async def _one(
     stream: anyio.abc.SocketStream,
     scope: anyio.CancelScope,
-    open_: OpenConnections,
+    served: OpenConnections,
     probes: Probes,
 ) -> None:
     try:
@@ -171,7 +171,7 @@ async def _one(
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         pass  # the peer left: nothing to answer
     finally:
-        open_.remove(scope)
+        served.remove(scope)
 
 
 async def _respond(stream: anyio.abc.SocketStream, probes: Probes) -> bytes:

@@ -39,7 +39,7 @@ LOG_SUFFIX = ".log"
 PRIVATE_DIR_MODE = 0o700
 SOCKET_UMASK = 0o177
 _PEERCRED_FORMAT = "3i"
-# A pidfd of the peer, as it was at connect (Linux 6.5); Python names it from 3.13.
+# A pidfd of the peer, as it was at connect (Linux 6.5); 77 where Python has no name for it.
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
 
@@ -169,18 +169,18 @@ def sandboxed(sock: socket.socket, peer: Peer) -> bool:
     see (pid 0) is in no namespace below ours. One we cannot read is refused."""
     if peer.pid == 0:
         return False
-    depth = _nspid_depth("/proc/self/status")
+    depth = namespace_depth("/proc/self/status")
     try:
         pidfd = sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
     except OSError:
-        return _nspid_depth(f"/proc/{peer.pid}/status") != depth
+        return namespace_depth(f"/proc/{peer.pid}/status") != depth
     try:
-        return _nspid_depth(f"/proc/self/fdinfo/{pidfd}") != depth
+        return namespace_depth(f"/proc/self/fdinfo/{pidfd}") != depth
     finally:
         os.close(pidfd)
 
 
-def _nspid_depth(path: str) -> int:
+def namespace_depth(path: str) -> int:
     """How many pid namespaces the process a /proc file describes is in, seen from
     ours (0 when it is gone, or not there)."""
     try:

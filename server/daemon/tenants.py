@@ -2,7 +2,10 @@
 
 A tenant is one owner's runtime (sessions, shells, artifacts), in a cgroup of
 its own nested in the daemon's. The owner is the `clientId` a connection
-gives in `initialize`, or, without one, the connection itself. A connection
+gives in `initialize`, or, without one, the connection itself. Its artifacts
+are its own too: a directory beside the workspace's, named for its key (kept
+when it ends, as a clientId may come back), or for a connection's own
+tenant a random one, removed when the tenant ends. A connection
 is a view onto its owner's tenant: it lists and drives that tenant's
 sessions only, unless it opts in to a shared scope (`initialize`'s `scope`):
 then its tenant is the scope's, shared by every connection naming it,
@@ -30,6 +33,7 @@ tenant can be made at once when `initialize` names its owner.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -191,7 +195,13 @@ class Tenants:
         runtime_dir = self._guard.runtime_dir / name
         runtime_dir.mkdir(mode=0o700)
         runtime = Runtime(
-            self._options, runtime_dir, self._containment(name), self._shells, reap_orphans=False
+            self._options,
+            runtime_dir,
+            self._containment(name),
+            self._shells,
+            reap_orphans=False,
+            # A connection's own tenant keeps its artifacts where no other one looks.
+            artifacts_owner=key or f"connection-{secrets.token_hex(8)}",
         )
         grace = self._grace if key else 0.0
         tenant = Tenant(key or name, runtime, runtime_dir, grace, self.budget, self._max_kept)
@@ -219,7 +229,6 @@ class Tenants:
         root = None if guard.cgroup_root is None else guard.cgroup_root.nested(name)
         containment = Containment(root, None if root else guard.watchdog.report)
         containment.spare = guard.containment.spare
-        containment.home = guard.containment.home
         return containment
 
     async def keep(self, tenant: Tenant) -> None:
@@ -235,6 +244,8 @@ class Tenants:
                 self.all.pop(tenant.key, None)
                 tenant.release_all()
                 await runtime.wind_down()
+                if not tenant.named:
+                    runtime.artifacts.discard()
                 shutil.rmtree(tenant.runtime_dir, ignore_errors=True)
 
     def end_all(self) -> None:

@@ -107,13 +107,13 @@ def _traced(tracer: Any, method: str, handler: Callable[..., Any]) -> Callable[.
 def _parent(params: Any) -> Any:
     """The context `_meta.traceparent` names, or None (a new trace)."""
     meta = getattr(params, "meta", None)
-    traceparent = getattr(meta, "traceparent", None)
+    traceparent = getattr(meta, "trace_parent", None)
     if not traceparent:
         return None
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     carrier = {"traceparent": traceparent}
-    tracestate = getattr(meta, "tracestate", None)
+    tracestate = getattr(meta, "trace_state", None)
     if tracestate:
         carrier["tracestate"] = tracestate
     return TraceContextTextMapPropagator().extract(carrier)

@@ -1,4 +1,5 @@
-"""The root every server's artifacts live under, one directory per workspace.
+"""The root every server's artifacts live under, one directory per workspace, and
+under the daemon one per tenant of a workspace.
 
 Names and a scan only; the store (`artifacts.py`) writes, reads and evicts.
 """
@@ -31,9 +32,22 @@ def default_root() -> Path:
 def workspace_key(workspace: Path | str) -> str:
     """The name of a workspace's directory under the root; the same for every server."""
     path = os.path.abspath(os.fspath(workspace))
-    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()
-    name = _KEY_UNSAFE.sub("_", os.path.basename(path))[:_KEY_NAME_CHARS].strip("._") or "root"
-    return f"{name}-{digest[:_KEY_HASH_CHARS]}"
+    return _named(os.path.basename(path), path)
+
+
+def owner_key(workspace: Path | str, owner: str | None) -> str:
+    """The name of the directory of `owner`'s artifacts in a workspace (None: the
+    workspace's own, which its stdio servers share); a sibling of the workspace's,
+    so one scan of the root sees them all."""
+    key = workspace_key(workspace)
+    return key if owner is None else f"{key}.{_named(owner, owner)}"
+
+
+def _named(name: str, unique: str) -> str:
+    """`<name, made safe>-<hash of unique>`: readable, and unique."""
+    digest = hashlib.sha256(unique.encode("utf-8", "surrogateescape")).hexdigest()
+    readable = _KEY_UNSAFE.sub("_", name)[:_KEY_NAME_CHARS].strip("._")
+    return f"{readable or 'root'}-{digest[:_KEY_HASH_CHARS]}"
 
 
 class Entry(msgspec.Struct, frozen=True):

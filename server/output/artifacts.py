@@ -1,10 +1,14 @@
 """Numbered artifact files holding the full output of long commands.
 
-Files are ``<id>.bash.log`` (0600) in a private directory (0700) of the
-workspace's own, under one root shared by every server of the machine: a
-connection lists and reads only its workspace's artifacts, and ids count
-per workspace and never repeat there (`artifactids.py`: a counter file under
-a lock, and O_EXCL, so that several servers may share a workspace). Reads
+Files are ``<id>.bash.log`` (0600) in a private directory (0700) of their
+owner's, under one root shared by every server of the machine: on stdio the
+workspace's (several servers may share a workspace), under the daemon one
+tenant's of the workspace (`owner`), so a connection lists and reads only
+its own tenant's. Ids count per directory and never repeat there
+(`artifactids.py`: a counter file under a lock, and O_EXCL). A reset of
+every session (`clear`) removes the owner's artifacts: all of a tenant's
+directory, or, in a workspace's that other servers share, those this store
+made. Reads
 open by number with O_NOFOLLOW, so no id, and no symlink planted in the
 directory, can reach a file elsewhere.
 
@@ -19,6 +23,7 @@ cannot fill the disk.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -38,6 +43,10 @@ _NAME = artifactroot.ARTIFACT_NAME
 _WRITE_BUFFER_BYTES = 256 * 1024
 # At most this many pieces in one `writev` (the kernel takes up to IOV_MAX, 1024).
 _WRITE_BUFFER_PIECES = 64
+
+# Past this many ids made (and then past twice as many as are left), those no
+# longer on disk (evicted) are forgotten.
+_MADE_PRUNED_PAST = 4096
 
 _log = log.get("artifacts")
 
@@ -156,9 +165,12 @@ class ArtifactStore:
         workspace: Path | str,
         max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
         max_bytes: int | None = None,
+        owner: str | None = None,
     ):
         self.root = root
-        self.directory = root / artifactroot.workspace_key(workspace)
+        self.directory = root / artifactroot.owner_key(workspace, owner)
+        # The workspace's directory is shared by its servers; an owner's is its alone.
+        self.shared = owner is None
         self.max_total_bytes = max_total_bytes
         # The cap of one artifact; None: only the total cap applies.
         self.max_bytes = max_bytes
@@ -167,6 +179,11 @@ class ArtifactStore:
         # Bytes under the root as this store knows them; rescanned when over.
         self._total = 0
         self._writing: set[int] = set()
+        # The ids this store made, while they may still be on disk (see `clear`).
+        self._made: set[int] = set()
+        self._prune_made_at = _MADE_PRUNED_PAST
+        # Still being written when `clear` ran: removed as soon as they are finished.
+        self._doomed: set[int] = set()
 
     def _prepare(self) -> bool:
         """Create the directory on first use, so a server that never spills never touches disk."""
@@ -209,18 +226,46 @@ class ArtifactStore:
             return None
         self._next_id = artifact_id + 1
         self._writing.add(artifact_id)
+        if self.shared:
+            if len(self._made) >= self._prune_made_at:
+                self._made &= set(self.ids())
+                self._prune_made_at = max(_MADE_PRUNED_PAST, 2 * len(self._made))
+            self._made.add(artifact_id)
         return ArtifactWriter(self, artifact_id, fd)
 
     def remove(self, artifact_id: int) -> None:
         self._unlink(self.path(artifact_id))
 
-    def _unlink(self, path: Path) -> None:
+    def clear(self) -> int:
+        """Remove the owner's artifacts (every one in its own directory; in a shared
+        one, those this store made); how many went now. One still being written
+        (a command aborted, not yet ended) goes as soon as it is finished."""
+        ids = self._made if self.shared else set(self.ids())
+        gone = 0
+        for artifact_id in sorted(ids - self._writing):
+            gone += self._unlink(self.path(artifact_id))
+        self._doomed |= self._writing
+        self._made &= self._writing
+        return gone
+
+    def discard(self) -> None:
+        """An owner that is gone for good (a connection's own tenant): its directory
+        goes with its artifacts, none of which anyone can ask for any more."""
+        if self.shared:
+            return
+        self.clear()
+        with contextlib.suppress(OSError):
+            os.unlink(self.directory / artifactids.COUNTER_NAME)
+            os.rmdir(self.directory)
+
+    def _unlink(self, path: Path) -> bool:
         try:
             size = os.stat(path, follow_symlinks=False).st_size
             os.unlink(path)
         except OSError:
-            return
+            return False
         self._total = max(0, self._total - size)
+        return True
 
     def read(self, artifact_id: int, offset: int, limit: int) -> ArtifactChunk:
         """Read ``limit`` bytes at most, cut on UTF-8 character boundaries."""
@@ -243,7 +288,9 @@ class ArtifactStore:
             f.seek(start)
             # A few bytes past the limit show where the last character ends.
             window = f.read(limit + utf8.MAX_CONTINUATION_BYTES)
-        begin = utf8.char_start(window, 0)
+        # Past the start, a read cut into a character skips to the next; at the
+        # start nothing precedes, so a byte there is the output's own.
+        begin = utf8.char_start(window, 0) if start else 0
         end = min(limit, len(window))
         if start + end < total:
             while end > begin and utf8.is_continuation(window[end]):
@@ -297,3 +344,6 @@ class ArtifactStore:
 
     def finished(self, writer: ArtifactWriter) -> None:
         self._writing.discard(writer.id)
+        if writer.id in self._doomed:
+            self._doomed.discard(writer.id)
+            self.remove(writer.id)

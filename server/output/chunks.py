@@ -95,9 +95,10 @@ class ChunkStream:
         """Send what is pending, a batch per notification, so no one message is huge."""
         while self._pending:
             cut = utf8.char_start(self._pending, min(len(self._pending), self._flush_bytes))
-            # Decoded in place: a slice of a bytearray would be one more copy.
+            # Decoded in place: a slice of a bytearray would be one more copy. Bytes
+            # that are not UTF-8 stay exact as lone surrogates (`paths.to_wire`).
             with memoryview(self._pending) as pending:
-                text = str(pending[:cut], "utf-8")
+                text = str(pending[:cut], "utf-8", "surrogateescape")
             del self._pending[:cut]
             skipped = self._skipped
             if skipped:

@@ -1,6 +1,9 @@
-"""What the requests kept for a resume may hold, across every tenant of a daemon: pure.
+"""What the requests kept for a resume, and those waiting or running, may hold
+across every tenant of a daemon: pure.
 
-Each kept record's chunks and result count against one budget. When a byte
+Each kept record's chunks and result count against one budget, and so do the
+bytes of every request in flight (`hold`): a request that would take the
+requests past the budget on their own is refused (OverBudget). When a byte
 more would pass it, the records whose connection was cut give way, the one
 cut longest ago first: their oldest chunks go (the newest stays, so a resume
 from before it is told how many it missed), then, if that is not enough,
@@ -14,6 +17,8 @@ connection is reading them.
 from __future__ import annotations
 
 from typing import Protocol
+
+from bashrpc.server import errors
 
 # All tenants' kept chunks and results together; a cut request alone may keep 32 MiB.
 DEFAULT_KEPT_BYTES = 64 * 1024 * 1024
@@ -36,6 +41,8 @@ class KeptBudget:
     def __init__(self, max_bytes: int = DEFAULT_KEPT_BYTES) -> None:
         self.max_bytes = max_bytes
         self.used = 0
+        # Of `used`: the bytes of requests in flight (waiting for their turn or running).
+        self.requests = 0
         # Cut records, the one cut longest ago first.
         self._cut: dict[int, Kept] = {}
 
@@ -44,6 +51,20 @@ class KeptBudget:
         self.used += delta
         if delta > 0 and self.used > self.max_bytes:
             self._make_room()
+
+    def hold(self, size: int) -> None:
+        """A request's `size` bytes are held while it is in flight: counted with the
+        kept records' (cut ones give way to them as to a chunk); refused, changing
+        nothing, when the requests in flight would pass the budget on their own."""
+        if self.requests + size > self.max_bytes:
+            raise errors.OverBudget(size, self.requests, self.max_bytes)
+        self.requests += size
+        self.charge(size)
+
+    def drop(self, size: int) -> None:
+        """A request held with `hold` has ended."""
+        self.requests -= size
+        self.used -= size
 
     def cut(self, record: Kept) -> None:
         """`record`'s connection is gone: it may give way from now on."""

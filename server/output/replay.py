@@ -1,10 +1,11 @@
-"""A request's recent `bash/chunk`s, kept so a new connection can resume them; sans-I/O.
+"""A request's recent notifications, kept so a new connection can resume them; sans-I/O.
 
-The log keeps the chunks as they were sent (same seq, same text), newest
-last, bounded in bytes: a resume from a seq it still holds is exact, with no
-gap and no duplicate. Older chunks are gone; a resume from before the first
-one kept learns how many chunks it missed (`Replay.missed`); the artifact
-holds their text.
+The log keeps the notifications as they were sent (their method and params,
+numbered in the order sent, as a command's `bash/chunk`s and `pty/output`s
+number themselves), newest last, bounded in bytes: a resume from a seq it
+still holds is exact, with no gap and no duplicate. Older ones are gone; a
+resume from before the first one kept learns how many it missed
+(`Replay.missed`); the artifact holds their text.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ REPLAY_MAX_BYTES = 32 * 1024 * 1024
 
 
 class Chunk(msgspec.Struct, frozen=True):
+    """One notification as sent, and the bytes it holds (its params' JSON)."""
+
     seq: int
-    text: str
-    skipped: int
+    method: str
+    params: msgspec.Struct
     size: int
 
 
@@ -39,6 +42,7 @@ class Replay(msgspec.Struct, frozen=True):
 
 # Told each change in the bytes a log holds (a budget shared by many logs).
 Meter = Callable[[int], None]
+_json = msgspec.json.Encoder().encode
 
 
 class ChunkLog:
@@ -54,13 +58,13 @@ class ChunkLog:
     def bytes(self) -> int:
         return self._bytes
 
-    def add(self, seq: int, text: str, skipped: int) -> None:
-        """Chunks come in seq order, each once."""
-        chunk = Chunk(seq, text, skipped, len(text.encode()))
+    def add(self, method: str, params: msgspec.Struct) -> None:
+        """The next notification sent, numbered `next_seq`."""
+        chunk = Chunk(self.next_seq, method, params, len(_json(params)))
         self._chunks.append(chunk)
         before = self._bytes
         self._bytes += chunk.size
-        self.next_seq = seq + 1
+        self.next_seq += 1
         self._drop_until(self.max_bytes)
         if self.meter is not None:
             self.meter(self._bytes - before)

@@ -10,7 +10,9 @@ image costs no memory.
 What comes out is printable text: TAB, LF and CR survive (CR is left to the
 sink, which folds the line it redraws); escape sequences (CSI, OSC, DCS, SOS,
 PM, APC, in their 7-bit and 8-bit forms) and every other control character
-(C0, DEL, C1) are removed; invalid bytes become U+FFFD.
+(C0, DEL, C1) are removed. Bytes that are not UTF-8 pass through as they
+came (decoded with surrogateescape, encoded back the same way), so an artifact
+keeps them exact; where the output becomes JSON text they become U+FFFD.
 A string sequence (OSC and the like) ends at its terminator (ST or BEL), at
 CAN or SUB, at a new ESC that does not begin ST, or at LF: a terminal would
 swallow everything after a stray `ESC ]`, but a model reading the output
@@ -48,12 +50,12 @@ _COMPLETE_SEQUENCE = (
 # Controls the ground state drops and stays in: every special character but ESC
 # and the 8-bit introducers of CSI and string sequences.
 _PLAIN_CONTROLS = "[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x8f\x91-\x97\x99\x9a\x9c]"
-# The same controls in UTF-8. C0 and DEL are single bytes that are never part of
-# another character; a C1 control is 0xC2 and one continuation byte. Dropping them
-# from the encoded text is one bytes.translate, where a str regex took a step per
-# match (binary output has one every few characters).
+# The same C0 controls and DEL in UTF-8: single bytes that are never part of
+# another character. Dropping them from the encoded text is one bytes.translate,
+# where a str regex took a step per match (binary output has one every few
+# characters). C1 controls are rare as characters, and are dropped as such.
 _PLAIN_C0_BYTES = bytes(c for c in range(0x80) if re.fullmatch(_PLAIN_CONTROLS, chr(c)))
-_PLAIN_C1_UTF8 = re.compile(b"\xc2[\x80-\x8f\x91-\x97\x99\x9a\x9c]")
+_PLAIN_C1 = re.compile("[\x80-\x8f\x91-\x97\x99\x9a\x9c]")
 # From the ground state: the next character that may leave it. Plain controls
 # are dropped from all ground text in one pass at the end, so binary output costs
 # a step per ESC, not per control byte.
@@ -70,6 +72,8 @@ _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 # Printable ASCII but LF: what the fast path deletes, leaving the LFs to be counted.
 _PRINTABLE_ASCII_BUT_LF = bytes(range(0x20, 0x7F)) + b"\t\r"
 _UTF8 = codecs.getincrementaldecoder("utf-8")
+# Bytes that are not UTF-8 go through as lone surrogates and come out as they came.
+_RAW = "surrogateescape"
 
 
 class _State(enum.Enum):
@@ -84,11 +88,11 @@ class _State(enum.Enum):
 def strip_controls(text: str) -> str:
     """Sanitize complete text in one go."""
     sanitizer = Sanitizer()
-    return (sanitizer.feed(text.encode()) + sanitizer.finish()).decode()
+    return (sanitizer.feed(text.encode()) + sanitizer.finish()).decode("utf-8", "replace")
 
 
 class Sanitizer:
-    """Raw bytes in, sanitized UTF-8 bytes out.
+    """Raw bytes in, sanitized bytes out: UTF-8, but for bytes that were not.
 
     Bytes, not str, because most output is printable ASCII: then the input
     itself is the output, with no decode, no copy and no re-encode.
@@ -116,7 +120,7 @@ class Sanitizer:
             if data.isascii():
                 return self._counted(self._run(data.decode("ascii")))
         if self._decoder is None:
-            self._decoder = _UTF8("replace")
+            self._decoder = _UTF8(_RAW)
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
         return self._counted(self._run(text))
@@ -139,13 +143,13 @@ class Sanitizer:
     def _run(self, text: str) -> bytes:
         if self._state is _State.GROUND:
             if _HAS_SPECIAL.search(text) is None:
-                return text.encode()
+                return text.encode("utf-8", _RAW)
             # Text with an escape every few hundred characters (binary output, mostly)
             # would leave one for the machine anyway: spare it the wasted pass.
             if text.count(ESC) * _ESCAPES_FOR_MACHINE < len(text):
                 cleaned = _DROP.sub("", text)
                 if _LEFTOVER.search(cleaned) is None:
-                    return cleaned.encode()
+                    return cleaned.encode("utf-8", _RAW)
         out: list[str] = []
         i, end = 0, len(text)
         while i < end:
@@ -190,7 +194,7 @@ class Sanitizer:
             else:
                 i = self._escape(text, i)
         # Only ground text and LFs were kept: its plain controls go in one pass.
-        return _without_plain_controls("".join(out).encode())
+        return _without_plain_controls("".join(out))
 
     def _escape(self, text: str, i: int) -> int:
         """One character after ESC, or after ESC and intermediates."""
@@ -213,11 +217,14 @@ class Sanitizer:
         return i + 1
 
 
-def _without_plain_controls(data: bytes) -> bytes:
-    data = data.translate(None, _PLAIN_C0_BYTES)
-    if b"\xc2" in data:
-        data = _PLAIN_C1_UTF8.sub(b"", data)
-    return data
+def _without_plain_controls(text: str) -> bytes:
+    """C1 controls go as characters (an escaped byte that is not UTF-8 is none,
+    though its bytes may look like one), C0 and DEL as bytes in one translate."""
+    data = text.encode("utf-8", _RAW)
+    # 0xC2 starts a C1 control in UTF-8 (and is rare in text): only then is one looked for.
+    if b"\xc2" in data and _PLAIN_C1.search(text) is not None:
+        data = _PLAIN_C1.sub("", text).encode("utf-8", _RAW)
+    return data.translate(None, _PLAIN_C0_BYTES)
 
 
 def _ground_transition(char: str) -> _State:

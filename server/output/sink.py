@@ -138,9 +138,18 @@ class OutputSink:
             # Folding keeps every LF (a redraw starts over only the line it is in),
             # so the kept text has as many as the sanitizer passed on.
             total_lines = self._sanitizer.newlines + (0 if self._ends_with_newline else 1)
+        text = kept.decode("utf-8", "replace")
+        truncated = self.truncated
+        if not text.isascii():
+            # `text` is JSON's: bytes that are not UTF-8 (kept exact in the artifact)
+            # show as U+FFFD, which may be longer: its tail within the limit is kept.
+            shown = text.encode()
+            kept = shown[utf8.char_start(shown, max(0, len(shown) - self._max)) :]
+            text = kept.decode()
+            truncated = truncated or len(kept) < len(shown)
         return SinkSummary(
-            text=kept.decode("utf-8", "replace"),
-            truncated=self.truncated,
+            text=text,
+            truncated=truncated,
             total_bytes=self.total_bytes,
             total_lines=total_lines,
             output_bytes=len(kept),

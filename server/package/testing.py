@@ -158,7 +158,7 @@ def verify_transcript(
     could loosen the sandbox, as `bashrpc replay --trust` does."""
     __tracebackhide__ = True
     from bashrpc.protocol.transcript import dumps
-    from bashrpc.server.cli.replay import check_trust, fixture_of, load
+    from bashrpc.server.cli.replay import check_trust, fixture_of, load, rewritten
     from bashrpc.server.cli.replayrun import replay
 
     path = Path(path)
@@ -168,7 +168,7 @@ def verify_transcript(
     given = None if fixture is None else Path(fixture)
     outcome = replay(transcript, server_args, fixture_of(path, transcript, given))
     if outcome.differences and (_settings["update"] if update is None else update):
-        path.write_bytes(dumps(outcome.actual))
+        path.write_bytes(dumps(rewritten(transcript, outcome)))
         return
     if outcome.differences:
         lines = [f"{path}: the server said something else:", *outcome.differences]

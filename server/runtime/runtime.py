@@ -70,7 +70,10 @@ class Runtime:
         shells: anyio.abc.TaskGroup,
         *,
         reap_orphans: bool,
+        artifacts_owner: str | None = None,
     ) -> None:
+        """`artifacts_owner`: whose artifacts it keeps under the daemon (a tenant's);
+        None: the workspace's."""
         settings = options.settings
         self.options = options
         self.settings = settings
@@ -84,7 +87,9 @@ class Runtime:
         snapshot_timeout = settings.bash.snapshot_timeout if settings.bash.snapshot else None
         setup = BackendSetup(runtime_dir, snapshot_timeout)
         self.backend: Backend = (
-            LocalBackend(setup, containment) if options.backend is None else options.backend(setup)
+            LocalBackend(setup, containment, shells)
+            if options.backend is None
+            else options.backend(setup)
         )
         self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, self.backend)
         self.artifacts = ArtifactStore(
@@ -92,6 +97,7 @@ class Runtime:
             options.workspace,
             settings.artifacts.max_total_bytes,
             settings.artifacts.max_bytes,
+            owner=artifacts_owner,
         )
         # Commands running in these sessions, whoever started them: under the
         # daemon one runtime serves every connection of its tenant.
@@ -264,7 +270,10 @@ class Runtime:
     async def prepare_snapshot(self) -> None:
         """Capture the user's rc from startup, for the shells of sessions with no
         environment of their own, so the first command rarely waits on ~/.bashrc."""
-        config = ShellConfig(shell=self.options.shell, prefix=None, snapshot=None, env=())
+        policy = self.sandbox_policy(self.settings.sandbox.mode, self.workspace)
+        config = ShellConfig(
+            shell=self.options.shell, prefix=None, snapshot=None, env=(), sandbox=policy
+        )
         await self.backend.configure(config, self._shell_env({}))
 
     def session(
@@ -303,11 +312,9 @@ class Runtime:
         with anyio.CancelScope(shield=True):
             self.gateways.close_all()
             await self.backend.wind_down()
-            self.pool.grace_seconds = min(self.pool.grace_seconds, SHUTDOWN_GRACE_SECONDS)
+            self.pool.shorten_grace(SHUTDOWN_GRACE_SECONDS)
             await self.jobs.wind_down()
-            async with anyio.create_task_group() as tg:
-                for shell in list(self.pool.live):
-                    tg.start_soon(self.pool.close, shell, self.pool.grace_seconds)
+            await self.pool.close_all()
             for session in self.sessions.all():
                 session.shell = None
             await self.containment.kill_everything()

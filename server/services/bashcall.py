@@ -1,20 +1,44 @@
-"""The host's `bash`, in the shape of every command-like method (see
-`tool/toolplan`): `plan` makes the spec from the params, the command service runs
-it while `listener` streams `bash/chunk` (or `pty/output` on a PTY), and
-`finish` makes the result. Commands run exactly as given.
+"""The host's `bash`, as a command request (`request.py`): `planned` makes the
+spec from the params (or a background job), the command service runs it while
+`listener` streams `bash/chunk` (or `pty/output` on a PTY), and `finish`
+makes the result. Commands run exactly as given.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 from typing import Any
 
+import msgspec
+
 from bashrpc.protocol import paths
+from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
+from bashrpc.server.services import bashjobs
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.outcome import Outcome
-from bashrpc.server.services.resumable import Resumable
+from bashrpc.server.services.request import Background, Command, Planned
+from bashrpc.server.services.resumable import Logged
 from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
+from bashrpc.server.services.terminals import TerminalService
 from bashrpc.server.settings import Settings
+
+
+def _noticed(chunk: msgspec.Struct, notice: str) -> msgspec.Struct:
+    """A replayed chunk opening with what the replay missed (in its exact bytes too)."""
+    assert isinstance(chunk, BashChunk)
+    exact = chunk.text_base64
+    if exact is not None:
+        exact = base64.b64encode(notice.encode() + base64.b64decode(exact)).decode("ascii")
+    return msgspec.structs.replace(chunk, text=notice + chunk.text, text_base64=exact)
+
+
+# What a `bash` request's record keeps: its chunks (a replay that lost its start
+# says so in the first one kept), or on a PTY its raw bytes (the gap in seq
+# tells, and `pty/screen` shows the screen now).
+ON_PIPES = Logged(frozenset({"bash/chunk"}), on_gap=_noticed)
+ON_PTY = Logged(frozenset({"pty/output"}))
 
 
 def pty_terminal(params: BashParams) -> Terminal | None:
@@ -40,26 +64,48 @@ def plan(params: BashParams, *, request_id: Any, settings: Settings) -> CommandS
     )
 
 
-def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None) -> ListenerFactory:
-    """Chunks (or a PTY's bytes) to the connection, and logged in `record` for
-    a resume elsewhere."""
+def bash_chunk(
+    request_id: RequestId | None, session_id: str, seq: int, text: str, skipped: int
+) -> BashChunk:
+    """A chunk of the stream's text, whose bytes that are not UTF-8 (lone
+    surrogates) go exact in `textBase64` and as U+FFFD in `text`."""
+    shown, exact = paths.to_wire(text)
+    return BashChunk(
+        request_id=request_id,
+        session_id=session_id,
+        seq=seq,
+        text=shown,
+        text_base64=exact,
+        skipped=skipped,
+    )
+
+
+def planned(
+    params: BashParams, *, request_id: Any, settings: Settings, terminals: TerminalService
+) -> Planned[BashResult]:
+    """A `bash` request: a command, or with `background` a job."""
+    if bashjobs.wanted(params):
+        start = functools.partial(bashjobs.run, terminals, params, settings)
+        return Background("bash", params.session_id, start, kept=lambda result: result)
+    spec = plan(params, request_id=request_id, settings=settings)
+    return Command(
+        spec,
+        "bash",
+        lambda notify: listener(notify, spec),
+        lambda outcome: (result := finish(outcome), result),
+        logged=ON_PIPES if spec.terminal is None else ON_PTY,
+        holds_lane=True,
+    )
+
+
+def listener(notify: Notify, spec: CommandSpec) -> ListenerFactory:
+    """Chunks (or a PTY's bytes) to the connection."""
     request_id, session_id = spec.request_id, spec.session_id
 
     async def emit_chunk(seq: int, text: str, skipped: int) -> None:
-        if record is not None:
-            record.add(seq, text, skipped)
-        chunk = BashChunk(
-            request_id=request_id, session_id=session_id, seq=seq, text=text, skipped=skipped
-        )
-        await notify("bash/chunk", chunk)
+        await notify("bash/chunk", bash_chunk(request_id, session_id, seq, text, skipped))
 
-    send_raw = raw_emitter(notify, request_id)
-
-    async def emit_raw(seq: int, data: str) -> None:
-        if record is not None:
-            record.add(seq, data, 0)
-        await send_raw(seq, data)
-
+    emit_raw = raw_emitter(notify, request_id)
     return command_streams(emit_chunk, emit_raw, terminal=spec.terminal is not None)
 
 

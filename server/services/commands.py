@@ -87,19 +87,15 @@ class CommandService:
         self._lanes: list[PtyLane] = []
 
     async def run(
-        self, spec: CommandSpec, listener: Listener, flight: Flight | None = None
+        self,
+        spec: CommandSpec,
+        listener: Listener,
+        flight: Flight | None = None,
+        began: Callable[[], None] | None = None,
     ) -> Outcome:
-        reject_nul(
-            {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
-        )
+        """The command, in its session's turn (`began` is told when it has it)."""
         runtime = self._runtime
-        session = runtime.session(spec.session_id, spec.sandbox, self.owner)
-        # Another connection of the tenant may have opened it looser: this one's mode holds.
-        tightening.tighten(runtime, [session], spec.sandbox)
-        command_env = envmod.without_guards(spec.env)
-        if command_env:
-            # The command's children exec the session's variables and these.
-            reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
+        session, command_env = self._session_for(spec)
         pipeline = Pipeline(
             OutputSink(spec.max_bytes, runtime.artifacts.create),
             listener,
@@ -127,8 +123,10 @@ class CommandService:
         network = runtime.network_mark(session.id)
         try:
             async with turn:
+                if began is not None and not execution.aborted:
+                    began()
                 # How long it ran is counted from here, after its wait for the turn.
-                began = anyio.current_time()
+                began_at = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
                 start = execution.take_turn(session).path
                 run = await self._now(spec, session, execution, listener)
@@ -141,8 +139,24 @@ class CommandService:
         )
         outcome = _with_notices(outcome, run.shell_restarted, spec, session, start)
         outcome = _with_refused_hosts(outcome, runtime.refused_hosts(session.id, network))
-        STATS.finished_as(outcome.label, anyio.current_time() - began, outcome.summary.total_bytes)
+        STATS.finished_as(
+            outcome.label, anyio.current_time() - began_at, outcome.summary.total_bytes
+        )
         return outcome
+
+    def _session_for(self, spec: CommandSpec) -> tuple[Session, dict[str, str]]:
+        """The spec's session (made on first use) and the command's own variables, checked."""
+        reject_nul(
+            {"command": spec.command, "cwd": spec.cwd, **env_fields(spec.env)}, spec.field_prefix
+        )
+        session = self._runtime.session(spec.session_id, spec.sandbox, self.owner)
+        # Another connection of the tenant may have opened it looser: this one's mode holds.
+        tightening.tighten(self._runtime, [session], spec.sandbox)
+        command_env = envmod.without_guards(spec.env)
+        if command_env:
+            # The command's children exec the session's variables and these.
+            reject_unexecable({**session.env, **command_env}, command_env, spec.field_prefix)
+        return session, command_env
 
     async def _now(
         self, spec: CommandSpec, session: Session, execution: Execution, listener: Listener
@@ -172,11 +186,12 @@ class CommandService:
         listener: ListenerFactory,
         owner: anyio.abc.TaskGroup,
         flight: Flight | None = None,
+        began: Callable[[], None] | None = None,
     ) -> Outcome:
         """`run` with the listener's streams flushing in `owner`, all flushed
         before this returns (so every notification precedes the reply)."""
         async with streaming(listener, owner) as out:
-            return await self.run(spec, out, flight)
+            return await self.run(spec, out, flight, began)
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all).

@@ -26,6 +26,9 @@ class Outcome(msgspec.Struct, frozen=True):
     shell_restarted: bool = False
     # (directory, workspace): a new shell could not enter the one, so it started in the other.
     cwd_fallback: tuple[str, str] | None = None
+    # What a new shell's sandbox did at its start: the git guard's roots kept
+    # read-only and pointers not followed, each a line.
+    start_notices: tuple[str, ...] = ()
     # The line saying the session's sandbox was tightened, so its shell restarted confined.
     sandbox_tightened: str | None = None
     # Seconds it waited for the session's turn, behind the commands before it.
@@ -63,6 +66,7 @@ class Outcome(msgspec.Struct, frozen=True):
                     cwd=paths.printable(gone), workspace=paths.printable(workspace)
                 )
             )
+        lines += self.start_notices
         if self.sandbox_tightened is not None:
             lines.append(self.sandbox_tightened)
         if self.shell_restarted:

@@ -57,4 +57,5 @@ def finish(pipeline: Pipeline, run: RunResult, timeout: float | None) -> Outcome
         artifact_truncated=spill is not None and spill.cut,
         shell_restarted=run.shell_restarted,
         cwd_fallback=run.cwd_fallback,
+        start_notices=run.start_notices,
     )

@@ -2,12 +2,12 @@
 
 Under the daemon, a tenant of a `clientId` keeps one `Resumable` per request
 of its `bash` or `tools/call` (keyed by the id its client gave), owned by the
-tenant, not the connection: the command's chunks are logged as they are sent (`ChunkLog`),
-and its result is kept when it ends. A PTY request is one too: what it logs
-is its `pty/output`s (their base64 data, as sent), and it holds the PTY's
-lane, so a new connection of the client reaches its input, size and screen.
-A tool call logs its `notifications/progress` (their params as JSON), and its
-result is kept as a BashResult holding the tool result's text (`toolText`).
+tenant, not the connection: the notifications the request sends are logged as
+they are sent (`ChunkLog`; which ones, the request's `Logged` says), and its
+result is kept when it ends, so a resume replays them with no knowledge of
+their shapes. A PTY request holds the PTY's lane too, so a new connection of
+the client reaches its input, size and screen. A tool call's result is kept
+as a BashResult holding the tool result's text (`toolText`).
 A record whose connection is still there at the end is dropped; one whose
 connection was cut is kept, finished, until a `bash/attach` delivers its
 result or the tenant ends.
@@ -37,23 +37,45 @@ from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.output.replay import (
     REPLAY_ATTACHED_MAX_BYTES,
     REPLAY_MAX_BYTES,
-    Chunk,
     ChunkLog,
 )
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.run.ptylane import PtyLane
 
-# How a resumed chunk is sent: seq, text, skipped (as `ChunkStream` emits them).
-SendChunk = Callable[[int, str, int], Awaitable[None]]
+# How a resumed notification is sent: its method and params, as first sent.
+Send = Callable[[str, msgspec.Struct], Awaitable[None]]
+# The first notification replayed after a gap, saying that `notice` is missed.
+GapNotice = Callable[[msgspec.Struct, str], msgspec.Struct]
+
+
+class Logged(msgspec.Struct, frozen=True):
+    """What a request's record keeps of the notifications it sends."""
+
+    # The methods logged; None: every one.
+    methods: frozenset[str] | None = None
+    # How a replay that lost its start says so in its first notification; None:
+    # the gap in seq tells (raw terminal bytes, which `pty/screen` shows whole).
+    on_gap: GapNotice | None = None
+
+
+# A record that keeps every notification its request sends.
+EVERY = Logged()
 
 
 class Resumable:
     def __init__(
-        self, request_id: Any, method: str, session_id: str, owner: object, lane: PtyLane | None
+        self,
+        request_id: Any,
+        method: str,
+        session_id: str,
+        owner: object,
+        lane: PtyLane | None,
+        logged: Logged,
     ) -> None:
         self.request_id = request_id
         self.method = method
         self.session_id = session_id
+        self.logged = logged
         # A PTY request's control side; None on pipes.
         self.lane = lane
         # The connection that started it; None once that one is cut.
@@ -62,7 +84,8 @@ class Resumable:
         self.result: BashResult | None = None
         # Set when the request ended without a result (its error went to its connection).
         self.failed = False
-        self.state: RequestState = "running"
+        # Queued until its command has the session's turn.
+        self.state: RequestState = "queued"
         # The request's own cancel, as on its connection: for an abort from another.
         self.cancel: Callable[[], bool] | None = None
         self._changed = Pulse()
@@ -74,6 +97,11 @@ class Resumable:
     @property
     def finished(self) -> bool:
         return self.state == "finished"
+
+    def begin(self) -> None:
+        """Its command has the session's turn: it runs."""
+        if self.state == "queued":
+            self.state = "running"
 
     def trim(self, excess: int) -> None:
         self.log.trim(excess)
@@ -87,15 +115,12 @@ class Resumable:
         """Its output is `pty/output` (raw bytes), not `bash/chunk`."""
         return self.lane is not None
 
-    @property
-    def textual(self) -> bool:
-        """Its log holds `bash/chunk` text, which a notice of what is missed may open
-        (not raw bytes, nor a tool call's progress notifications)."""
-        return self.method == "bash" and not self.pty
-
-    def add(self, seq: int, text: str, skipped: int) -> None:
-        self.log.add(seq, text, skipped)
-        self.poke()
+    def sent(self, method: str, params: msgspec.Struct) -> None:
+        """The request sent this notification: logged, if it is one its record keeps."""
+        methods = self.logged.methods
+        if methods is None or method in methods:
+            self.log.add(method, params)
+            self.poke()
 
     def poke(self) -> None:
         self._changed.fire()
@@ -121,10 +146,11 @@ class Resumables:
         session_id: str,
         owner: object,
         lane: PtyLane | None = None,
+        logged: Logged = EVERY,
     ) -> Resumable:
         """A record for a new request; not kept when its id is still held, or
         when the tenant keeps its most and none of ours has finished."""
-        record = Resumable(request_id, method, session_id, owner, lane)
+        record = Resumable(request_id, method, session_id, owner, lane, logged)
         if request_id is None or request_id in self.records:
             return record
         if self._count.full:
@@ -176,7 +202,7 @@ class Resumables:
         """Abort a request still running whose connection was cut, as an abort on
         that connection would (its result, kept, says cancelled)."""
         record = self.records.get(request_id)
-        if record is None or record.owner is not None or record.state != "running":
+        if record is None or record.owner is not None or record.finished:
             return False
         return record.cancel is not None and record.cancel()
 
@@ -203,13 +229,14 @@ class Resumables:
         record: Resumable,
         after_seq: int,
         owner: object,
-        send: SendChunk,
+        send: Send,
         accept_gap: bool = False,
     ) -> BashResult:
-        """Send the chunks after `after_seq`, kept then live, and give the result at
-        the end; cancelled if `owner` (the attaching connection) is cut first.
-        Chunks after `after_seq` no longer kept refuse the resume (ResumeGap)
-        unless `accept_gap`; then the first chunk sent says how many were missed."""
+        """Send the notifications after `after_seq`, kept then live, as they were
+        first sent, and give the result at the end; cancelled if `owner` (the
+        attaching connection) is cut first. Notifications after `after_seq` no
+        longer kept refuse the resume (ResumeGap) unless `accept_gap`; then the
+        first one sent says how many were missed, where its request says how."""
         missed = record.log.after(after_seq).missed
         STATS.resumed(gap=missed > 0)
         if missed and not accept_gap:
@@ -217,14 +244,14 @@ class Resumables:
         seen = after_seq
         while True:
             replay = record.log.after(seen)
-            # Raw terminal bytes take no notice: the gap in seq tells, and
-            # `pty/screen` shows the screen now.
-            if replay.missed and record.textual:
+            on_gap = record.logged.on_gap
+            if replay.missed and on_gap is not None:
                 first = replay.chunks[0]
                 notice = messages.NOTICE_RESUME_MISSED.format(count=replay.missed)
-                replay.chunks[0] = Chunk(first.seq, notice + first.text, first.skipped, 0)
+                params = on_gap(first.params, notice)
+                replay.chunks[0] = msgspec.structs.replace(first, params=params)
             for chunk in replay.chunks:
-                await send(chunk.seq, chunk.text, chunk.skipped)
+                await send(chunk.method, chunk.params)
                 seen = chunk.seq
             if seen + 1 < record.log.next_seq:
                 continue  # more came while those were sent

@@ -106,7 +106,8 @@ class SessionService:
     async def reset(self, session_id: str | None) -> list[SessionReset]:
         """Hand sessions back clean: abort their commands, kill all they started,
         drop their shells' state, back to the directory each was opened in. One
-        session, or (None) every session of this runtime: a daemon tenant's."""
+        session, or (None) every session of this runtime, a daemon tenant's, and
+        then its artifacts too."""
         if session_id is None:
             sessions = self._runtime.sessions.all()
         else:
@@ -124,7 +125,11 @@ class SessionService:
             async with contextlib.AsyncExitStack() as alone:
                 for session in sessions:
                     await alone.enter_async_context(session.hold.alone())
-                return [await self._reset_one(s, aborted[s.id]) for s in sessions]
+                done = [await self._reset_one(s, aborted[s.id]) for s in sessions]
+            if session_id is None:
+                # The whole tenant: the next task reads nothing of the last one's output.
+                self._runtime.artifacts.clear()
+            return done
         finally:
             for session in sessions:
                 session.hold.release()

@@ -14,6 +14,8 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import SandboxMode
 from bashrpc.protocol.terminals import (
@@ -38,6 +40,16 @@ from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_u
 
 # How a job's end reaches its owner's connection.
 TellExit = Callable[[Job], Awaitable[None]]
+# A program's name or path and nothing else: no space, quote, expansion, glob,
+# operator or redirection, and no `=` or `~`, which a shell would read.
+PROGRAM_NAME = re.compile(r"[A-Za-z0-9_./+,:@%-]+")
+
+
+def runs_in_shell(command: str, args: list[str] | None) -> bool:
+    """Whether `command` is shell text: without `args`, or with `[]` unless it is a
+    bare program name (ACP's SDKs send `[]` for "no arguments": the TypeScript one
+    turns `null` into it)."""
+    return args is None or (not args and PROGRAM_NAME.fullmatch(command) is None)
 
 
 def wire_status(status: ExitStatus | None) -> TerminalExitStatus | None:
@@ -79,7 +91,7 @@ class JobStart:
     ) -> None:
         self.session_id = session_id
         self.command = command
-        self.args = args
+        self.args = None if runs_in_shell(command, args) else args
         self.env = env or {}
         self.cwd = cwd
         self.output_limit = output_limit
@@ -150,12 +162,22 @@ class TerminalService:
         return directory
 
     async def ready(self, job: Job, readiness: Readiness) -> ReadyOutcome:
-        """Wait until the job is ready as asked, it exits, or the time is up."""
-        pattern = None
-        if readiness.log is not None:
-            pattern = compile_pattern(readiness.log)
+        """Wait until the job is ready as asked, it exits, or the time is up. A
+        wait cut short (its request cancelled) releases the job: its id was
+        never told, so nobody else could (nor after any other failure)."""
         began = time.monotonic()
-        state, matched = await wait_ready(job, pattern, readiness.port, readiness.timeout)
+        backend = self._runtime.pool.backend
+        try:
+            if readiness.log is not None:
+                # Refused here if it is not a pattern at all; searched off the loop.
+                compile_pattern(readiness.log)
+            state, matched = await wait_ready(
+                job, readiness.log, readiness.port, readiness.timeout, backend
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.release(job)
+            raise
         return ReadyOutcome(
             state=state, seconds=round(time.monotonic() - began, 3), matched=matched
         )

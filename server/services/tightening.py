@@ -34,6 +34,9 @@ def plan(modes: Mapping[str, SandboxMode], mode: SandboxMode, busy: Collection[s
 
 def planned(runtime: Runtime, sessions: Sequence[Session], mode: SandboxMode) -> list[Session]:
     """The sessions `tighten` would put under `mode`, changing nothing (-32602 as there)."""
+    if mode == "off":
+        # Nothing is looser than no sandbox (every command asks this).
+        return []
     busy = {execution.session_id for execution in runtime.executions}
     chosen = plan({s.id: s.sandbox_mode for s in sessions}, mode, busy)
     by_id = {s.id: s for s in sessions}

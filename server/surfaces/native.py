@@ -5,10 +5,7 @@ Commands here run exactly as given: no normalization, no interception.
 
 from __future__ import annotations
 
-import msgspec
-
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.mcp import ProgressParams
 from bashrpc.protocol.methods import (
     DEFAULT_SESSION_ID,
     AbortBashParams,
@@ -16,14 +13,12 @@ from bashrpc.protocol.methods import (
     ArtifactReadParams,
     ArtifactReadResult,
     BashAttachParams,
-    BashChunk,
     BashParams,
     BashResult,
     Cursor,
     ExitParams,
     PtyInputParams,
     PtyInputResult,
-    PtyOutput,
     PtyResizeParams,
     PtyResizeResult,
     PtyScreen,
@@ -46,11 +41,10 @@ from bashrpc.protocol.methods import (
 from bashrpc.server import errors
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.observe.stats import STATS
-from bashrpc.server.services import bashcall, bashjobs
+from bashrpc.server.services import bashcall, bashjobs, request
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.commands import CommandSpec, terminal
+from bashrpc.server.services.commands import terminal
 from bashrpc.server.services.keys import encode_keys
-from bashrpc.server.services.resumable import Resumable, Resumables
 from bashrpc.server.settings import tightened
 from bashrpc.server.wire.registry import Registry
 
@@ -76,70 +70,25 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 
 @methods.method("bash", admit=_admit_bash)
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
-    if bashjobs.wanted(params):
-        return await bashjobs.run(ctx.services.terminals, params, ctx.connection.settings)
-    spec = bashcall.plan(params, request_id=ctx.id, settings=ctx.connection.settings)
-    resumables = ctx.services.resumables
-    record = None if resumables is None else _record(ctx, resumables, spec)
-    if record is not None:
-        record.cancel = None if ctx.flight is None else ctx.flight.cancel
-    listener = bashcall.listener(ctx.notify, spec, record)
-    result: BashResult | None = None
-    try:
-        outcome = await ctx.services.commands.stream(spec, listener, ctx.tasks, ctx.flight)
-        result = bashcall.finish(outcome)
-        return result
-    finally:
-        if record is not None and resumables is not None:
-            resumables.end(record, result)
-
-
-def _record(ctx: Ctx, resumables: Resumables, spec: CommandSpec) -> Resumable | None:
-    """The request's record for a resume; a PTY's holds the lane accepted for it
-    (always there: its command has not started yet)."""
-    if spec.terminal is None:
-        return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection)
-    lane = ctx.services.commands.accepted_pty(ctx.id)
-    if lane is None:
-        return None
-    return resumables.start(ctx.id, "bash", spec.session_id, ctx.connection, lane)
+    settings, terminals = ctx.connection.settings, ctx.services.terminals
+    planned = bashcall.planned(params, request_id=ctx.id, settings=settings, terminals=terminals)
+    return await request.serve(ctx, ctx.services, planned)
 
 
 @methods.method("bash/attach")
 async def bash_attach(ctx: Ctx, params: BashAttachParams) -> BashResult:
-    """A request of this client's, maybe begun on a cut connection: its chunks
-    (`pty/output`s on a PTY) after `afterSeq`, then live ones, then its result."""
+    """A request of this client's, maybe begun on a cut connection: the
+    notifications it sent after `afterSeq` (its chunks, a PTY's output, a tool
+    call's progress), as sent, then live ones, then its result."""
     resumables = ctx.services.resumables
     if resumables is None:
         raise errors.InvalidArgument(
             messages.NO_SUCH_RESUMABLE.format(request_id=params.request_id)
         )
     record = resumables.find(params.request_id)
-
-    async def send(seq: int, text: str, skipped: int) -> None:
-        if record.method == "tools/call":
-            await ctx.notify("notifications/progress", _decode_progress(text))
-            return
-        if record.pty:
-            await ctx.notify(
-                "pty/output", PtyOutput(request_id=record.request_id, seq=seq, data=text)
-            )
-            return
-        chunk = BashChunk(
-            request_id=record.request_id,
-            session_id=record.session_id,
-            seq=seq,
-            text=text,
-            skipped=skipped,
-        )
-        await ctx.notify("bash/chunk", chunk)
-
     return await resumables.follow(
-        record, params.after_seq, ctx.connection, send, params.accept_gap
+        record, params.after_seq, ctx.connection, ctx.notify, params.accept_gap
     )
-
-
-_decode_progress = msgspec.json.Decoder(ProgressParams).decode
 
 
 @methods.method("abort_bash")
@@ -236,12 +185,14 @@ def server_stats(ctx: Ctx, params: ServerStatsParams) -> ServerStatsResult:
 @methods.method("artifact/read")
 def artifact_read(ctx: Ctx, params: ArtifactReadParams) -> ArtifactReadResult:
     chunk = ctx.services.artifacts.read(params.id, params.offset, params.limit)
+    text, exact = paths.bytes_to_wire(chunk.data)
     return ArtifactReadResult(
         id=params.id,
-        text=chunk.data.decode("utf-8", "replace"),
+        text=text,
         offset=chunk.offset,
         next_offset=chunk.next_offset,
         total_bytes=chunk.total_bytes,
+        text_base64=exact,
     )
 
 

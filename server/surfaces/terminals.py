@@ -1,12 +1,14 @@
-"""The `terminal/*` methods: ACP's five as ACP has them, and bashrpc's own three.
+"""The `terminal/*` methods: ACP's five as ACP has them, and bashrpc's own three;
+and ACP's `$/cancel_request`.
 
-Each finds its job by `sessionId` and `terminalId` (-32007 when the session
+Each finds its job by `sessionId` and `terminalId` (-32002 when the session
 has no such terminal) and leaves the work to the terminal service.
 """
 
 from __future__ import annotations
 
 from bashrpc.protocol.terminals import (
+    CancelAcpRequestParams,
     TerminalCreateParams,
     TerminalCreateResult,
     TerminalEmptyResult,
@@ -92,6 +94,12 @@ async def terminal_write(ctx: Ctx, params: TerminalWriteParams) -> TerminalWrite
 def terminal_close_stdin(ctx: Ctx, params: TerminalParams) -> TerminalEmptyResult:
     ctx.services.terminals.job(params.session_id, params.terminal_id).close_stdin()
     return TerminalEmptyResult()
+
+
+@methods.method("$/cancel_request")
+def cancel_request(ctx: Ctx, params: CancelAcpRequestParams) -> None:
+    """ACP's cancel: the request answers -32800 (see `Connection.cancel`)."""
+    ctx.connection.cancel(params.request_id)
 
 
 @methods.method("terminal/list")

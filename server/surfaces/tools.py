@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 
-import msgspec
-
-from bashrpc.protocol import __version__
+from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
@@ -30,12 +28,11 @@ from bashrpc.protocol.mcp import (
     ToolsCallParams,
     ToolsListResult,
 )
-from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.services import bashcall
+from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.resumable import Resumable, Resumables
-from bashrpc.server.services.tool import jobtools, toolargs, toolfinish, toolplan, toolupdates
+from bashrpc.server.services.tool import jobtools, toolargs, toolcall, toolplan
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
@@ -58,8 +55,15 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     if host is None and params.capabilities.experimental is not None:
         host = params.capabilities.experimental.bashrpc
     host = host or HostOptions()
-    # Each refusal comes before anything changes. A looser sandbox than the
-    # connection has:
+    # Each refusal comes before anything changes. Another workspace than this one:
+    if host.workspace is not None and host.workspace != ctx.services.workspace:
+        mode = connection.settings.sandbox.mode
+        served = ctx.services.workspace
+        detail = messages.WORKSPACE_NOT_SERVED.format(
+            served=served, mode=mode, requested=host.workspace
+        )
+        raise InvalidArgument(detail)
+    # A looser sandbox than the connection has:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
     # A sandbox that would tighten a busy session, here or (under the daemon)
     # among those of the client it names:
@@ -141,31 +145,16 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         home=services.home(toolplan.TOOL_SESSION_ID, connection.settings.sandbox.mode),
         directory=services.directory,
     )
-    if plan.spec is None:
-        assert plan.early is not None
-        return plan.early
-    if toolargs.given(sent.arguments.run_in_background):
-        _runs_no_command(ctx)
-        return await jobtools.start(services.terminals, plan.spec)
-    resumables = services.resumables
-    record = None if resumables is None else _record(ctx, resumables)
-    listener = toolupdates.listener(
-        ctx.notify if record is None else toolupdates.logging_progress(ctx.notify, record),
+    context = toolcall.Context(
         ctx.id,
-        host=connection.host,
-        progress_token=None if params.meta is None else params.meta.progress_token,
-        settings=connection.settings,
-        terminal=plan.spec.terminal is not None,
+        connection.host,
+        None if params.meta is None else params.meta.progress,
+        connection.settings,
+        services.artifacts,
+        services.terminals,
     )
-    kept: BashResult | None = None
-    try:
-        outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight)
-        result = toolfinish.finish(outcome, plan.shaping, services.artifacts)
-        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
-        return result
-    finally:
-        if record is not None and resumables is not None:
-            resumables.end(record, kept)
+    background = bool(toolargs.given(sent.arguments.run_in_background))
+    return await request.serve(ctx, services, toolcall.planned(plan, background, context))
 
 
 def _runs_no_command(ctx: Ctx) -> None:
@@ -173,10 +162,3 @@ def _runs_no_command(ctx: Ctx) -> None:
     came before (MCP's, or `$/cancelRequest`) cancels the call now."""
     if ctx.flight is not None:
         ctx.flight.runs_no_command()
-
-
-def _record(ctx: Ctx, resumables: Resumables) -> Resumable:
-    """The call's record for a `bash/attach` elsewhere, should its connection be cut."""
-    record = resumables.start(ctx.id, "tools/call", toolplan.TOOL_SESSION_ID, ctx.connection)
-    record.cancel = None if ctx.flight is None else ctx.flight.cancel
-    return record

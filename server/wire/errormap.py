@@ -45,7 +45,7 @@ def _undecodable(exc: msgspec.DecodeError, params: bytes | None) -> ErrorObject:
 
 def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
     return ErrorObject(
-        ErrorCode.ARTIFACT_NOT_FOUND,
+        ErrorCode.RESOURCE_NOT_FOUND,
         messages.artifact_not_found(exc.artifact_id, exc.available),
         ArtifactNotFoundData(available=messages.newest_ids(exc.available), uri=exc.uri),
     )
@@ -54,6 +54,12 @@ def _artifact(exc: errors.ArtifactNotFound) -> ErrorObject:
 def _cancelled(exc: errors.RequestCancelled) -> ErrorObject:
     data = None if exc.output is None else CancelledOutput(output=exc.output)
     return ErrorObject(ErrorCode.REQUEST_CANCELLED, messages.REQUEST_CANCELLED, data)
+
+
+def _over_budget(exc: errors.OverBudget) -> str:
+    if exc.size > exc.budget:
+        return messages.REQUEST_OVER_WHOLE_BUDGET.format(size=exc.size, budget=exc.budget)
+    return messages.REQUEST_OVER_BUDGET.format(size=exc.size, held=exc.held, budget=exc.budget)
 
 
 _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
@@ -70,7 +76,7 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         NoSuchPtyData(exc.request_id),
     ),
     errors.NoSuchTerminal: lambda exc: ErrorObject(
-        ErrorCode.NO_SUCH_TERMINAL,
+        ErrorCode.RESOURCE_NOT_FOUND,
         messages.NO_SUCH_TERMINAL.format(terminal_id=exc.terminal_id),
         NoSuchTerminalData(exc.terminal_id),
     ),
@@ -79,6 +85,7 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
         messages.TOO_MANY_JOBS,
         TooManyJobsData(exc.live, exc.limit, exc.session_id),
     ),
+    errors.OverBudget: lambda exc: ErrorObject(ErrorCode.SERVER_BUSY, _over_budget(exc)),
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
     errors.RequestCancelled: _cancelled,

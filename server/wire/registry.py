@@ -38,6 +38,7 @@ PARAMS_TYPES: dict[str, type[msgspec.Struct]] = {
     **{name: params for name, (params, _result) in terminals.METHODS.items()},
     **methods.NOTIFICATIONS_FROM_CLIENT,
     **mcp.NOTIFICATIONS_FROM_CLIENT,
+    **terminals.NOTIFICATIONS_FROM_CLIENT,
 }
 
 # What a handler returns: a method's result type; None for a notification, or a
@@ -48,6 +49,7 @@ RESULT_TYPES: dict[str, type | None] = {
     **{name: result for name, (_params, result) in terminals.METHODS.items()},
     **dict.fromkeys(methods.NOTIFICATIONS_FROM_CLIENT),
     **dict.fromkeys(mcp.NOTIFICATIONS_FROM_CLIENT),
+    **dict.fromkeys(terminals.NOTIFICATIONS_FROM_CLIENT),
 }
 # Every notification the server may send, with its params type.
 NOTIFICATION_TYPES: dict[str, type[msgspec.Struct]] = {

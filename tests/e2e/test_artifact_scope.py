@@ -1,10 +1,13 @@
-"""Artifacts belong to a workspace: two servers sharing one state directory."""
+"""Artifacts belong to their owner: a workspace's on stdio (two servers sharing one
+state directory), a tenant's under the daemon; a reset of every session removes them."""
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ArtifactNotFoundData, ErrorCode
@@ -15,21 +18,31 @@ from bashrpc.protocol.mcp import (
     TextResourceContents,
 )
 from bashrpc.protocol.mcpclient import initialize_params
-from bashrpc.protocol.methods import ArtifactReadParams, ArtifactReadResult
+from bashrpc.protocol.methods import (
+    ArtifactReadParams,
+    ArtifactReadResult,
+    SessionResetParams,
+    SessionResetResult,
+)
+from bashrpc.server.output.artifactroot import workspace_key
 from tests.conftest import SpawnInProcess
+from tests.daemon import DaemonProcess, introduce
 from tests.inprocess import InProcessServer
+from tests.rpc import RpcClient, wait_until
 
 # Output past this spills into an artifact; small, so the test writes little.
 SPILLING = "[output]\nmaxBytes = 1024\n"
+# Only to catch a hang.
+GONE_SECONDS = 30.0
 
 
-def spill(server: InProcessServer, label: str) -> int:
+def spill(server: RpcClient, label: str) -> int:
     result = server.bash(f"echo {label}; seq 1 2000")
     assert result.artifact_id is not None
     return result.artifact_id
 
 
-def read_text(server: InProcessServer, artifact_id: int) -> str:
+def read_text(server: RpcClient, artifact_id: int) -> str:
     return server.typed(
         ArtifactReadResult, "artifact/read", ArtifactReadParams(id=artifact_id)
     ).text
@@ -90,3 +103,72 @@ def test_ids_never_repeat_once_every_artifact_was_evicted(
     assert spill(again, "three") > max(issued)
     error = again.error("artifact/read", ArtifactReadParams(id=issued[0]))
     assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+
+
+def listed(client: RpcClient) -> list[str]:
+    return sorted(r.uri for r in client.typed(ResourcesListResult, "resources/list").resources)
+
+
+def reset_all(client: RpcClient) -> None:
+    client.typed(SessionResetResult, "session/reset", SessionResetParams())
+
+
+@pytest.mark.slow
+def test_under_the_daemon_each_client_sees_only_its_own_and_a_reset_removes_them(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(SPILLING)
+    daemon = DaemonProcess("--config", str(config), tmp=tmp_path).wait_listening()
+    try:
+        alice = introduce(daemon.connect(), "alice")
+        bob = introduce(daemon.connect(), "bob")
+        mine = spill(alice, "alice-secret")
+        assert read_text(alice, mine).startswith("alice-secret\n")
+        error = bob.error("artifact/read", ArtifactReadParams(id=mine))
+        assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+        assert listed(bob) == []
+        theirs = spill(bob, "bob-own")
+        assert read_text(bob, theirs).startswith("bob-own\n")
+        # A new connection of the same client is the same tenant: its artifacts are there.
+        alice.close()
+        alice = introduce(daemon.connect(), "alice")
+        assert listed(alice) == [f"artifact://{mine}"]
+        reset_all(alice)
+        error = alice.error("artifact/read", ArtifactReadParams(id=mine))
+        assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+        assert listed(alice) == []
+        # Another tenant's are not the reset's.
+        assert read_text(bob, theirs).startswith("bob-own\n")
+    finally:
+        daemon.kill()
+
+
+@pytest.mark.slow
+def test_a_connection_of_its_own_takes_its_artifacts_with_it(tmp_path: Path) -> None:
+    """One that names no clientId: nobody can ask for them once it is gone."""
+    config = tmp_path / "config.toml"
+    config.write_text(SPILLING)
+    daemon = DaemonProcess("--config", str(config), tmp=tmp_path).wait_listening()
+    try:
+        alone, other = daemon.connect(), daemon.connect()
+        spill(alone, "alone")
+        assert listed(other) == []
+        pattern = glob.escape(workspace_key(tmp_path.resolve())) + ".*"
+        [directory] = (tmp_path / "artifacts").glob(pattern)
+        alone.close()
+        assert wait_until(lambda: not directory.exists(), GONE_SECONDS)
+    finally:
+        daemon.kill()
+
+
+def test_a_reset_of_every_session_removes_the_servers_artifacts(spawn: SpawnInProcess) -> None:
+    server = spawn(SPILLING)
+    kept = spill(server, "last-task")
+    server.typed(SessionResetResult, "session/reset", SessionResetParams(session_id="default"))
+    # One session's reset leaves the rest of the server's work alone.
+    assert read_text(server, kept).startswith("last-task\n")
+    reset_all(server)
+    error = server.error("artifact/read", ArtifactReadParams(id=kept))
+    assert error.code == ErrorCode.ARTIFACT_NOT_FOUND
+    assert list(server.artifacts_dir.glob("*.bash.log")) == []

@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, SocketClient
-from tests.rpc import process_gone
+from tests.githost import Host, as_nobody, host, nobody_interpreter
+from tests.rpc import process_gone, server_environment, wait_until
+from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
+__all__ = ["host"]
 
 EXIT_BOUND_SECONDS = 15.0
 
@@ -187,3 +191,108 @@ def test_attach_refuses_a_listener_of_another_uid(
     assert f"runs as uid {NOBODY}, not as us (uid {os.getuid()}); sent it nothing" in line
     assert received.read_bytes() == b"connected\n"
     assert SECRET not in received.read_text()
+
+
+class HostDaemon:
+    """`bashrpc daemon` run as the host's user in its workspace `ws`, and bridges
+    to it as that user (uid 65534 runs the interpreter it may run)."""
+
+    def __init__(self, host: Host) -> None:
+        for name in ("ws", "artifacts", "sock"):
+            host.write(host.base / name / ".keep", "")
+        (host.base / "sock").chmod(0o700)
+        self.host = host
+        self.workspace = host.base / "ws"
+        self.socket = host.base / "sock" / socketpath.SOCKET_NAME
+        nobody = host.user == "nobody"
+        self._interpreter = nobody_interpreter() if nobody else (sys.executable,)
+        self._preexec_fn = as_nobody if nobody else None
+        argv = [*self._interpreter, "-m", "bashrpc", "daemon", "--stay"]
+        argv += ["--socket", str(self.socket), "--artifacts-dir", str(host.base / "artifacts")]
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=self.workspace,
+            env=server_environment(host.base),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=self._preexec_fn,
+        )
+        # Listening: no bridge starts a daemon of its own.
+        if not wait_until(self.socket.exists, timeout=EXIT_BOUND_SECONDS):
+            self.stop()
+            raise AssertionError(f"no daemon listening at {self.socket}")
+
+    def bridge(self, *args: str) -> AttachProcess:
+        return AttachProcess(
+            *args,
+            tmp=self.host.base,
+            socket_path=self.socket,
+            cwd=self.workspace,
+            interpreter=self._interpreter,
+            preexec_fn=self._preexec_fn,
+        )
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=EXIT_BOUND_SECONDS)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_attach_to_a_running_daemon_tightens_its_own_connections_sandbox(host: Host) -> None:
+    """The daemon was started with no sandbox; a later bridge asks for read-only:
+    its connection gets it (a tightening through `initialize`), the first keeps its own."""
+    skip_without_sandbox()
+    daemon = HostDaemon(host)
+    bridges: list[AttachProcess] = []
+    try:
+        first = daemon.bridge()
+        bridges.append(first)
+        strict = daemon.bridge("--sandbox", "read-only")
+        bridges.append(strict)
+        assert strict.server_pid == first.server_pid == daemon.proc.pid
+        result = strict.bash("touch made-read-only")
+        assert result.exit_code != 0, result.output
+        assert not (daemon.workspace / "made-read-only").exists()
+        # A later initialize of the host's keeps it: asking for none is no loosening.
+        strict.result("initialize", initialize_params())
+        assert strict.bash("touch made-read-only").exit_code != 0
+        assert first.bash("touch made-by-first").exit_code == 0
+        assert (daemon.workspace / "made-by-first").exists()
+    finally:
+        for bridge in bridges:
+            bridge.kill()
+        daemon.stop()
+
+
+def test_attach_refuses_what_the_running_daemon_cannot_tighten_to(
+    tmp_path: Path, socket_path: Path
+) -> None:
+    """Another workspace, or a looser sandbox, than the running daemon's: one line
+    naming the daemon's own setting, exit 1, and not a byte bridged."""
+    skip_without_sandbox()
+    other = tmp_path / "other"
+    other.mkdir()
+    first = AttachProcess("--sandbox", "read-only", tmp=tmp_path, socket_path=socket_path)
+    bridges = [first]
+    try:
+        assert first.bash("true").exit_code == 0
+        elsewhere = AttachProcess("--workspace", str(other), tmp=tmp_path, socket_path=socket_path)
+        bridges.append(elsewhere)
+        assert elsewhere.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
+        said = elsewhere.stderr()
+        assert str(tmp_path.resolve()) in said and str(other) in said, said
+        looser = AttachProcess("--sandbox", "off", tmp=tmp_path, socket_path=socket_path)
+        bridges.append(looser)
+        assert looser.proc.wait(timeout=EXIT_BOUND_SECONDS) == 1
+        assert "'read-only'" in looser.stderr(), looser.stderr()
+        # The daemon's own workspace, named, is no change.
+        same = AttachProcess("--workspace", str(tmp_path), tmp=tmp_path, socket_path=socket_path)
+        bridges.append(same)
+        assert same.bash("pwd").output == f"{tmp_path.resolve()}\n"
+    finally:
+        for bridge in bridges:
+            bridge.kill()

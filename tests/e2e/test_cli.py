@@ -18,6 +18,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams
 from tests.conftest import SpawnProcess
+from tests.daemon import DaemonProcess, introduce
 from tests.rpc import marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -161,3 +162,98 @@ def test_no_sandbox_is_an_error_never_an_unsandboxed_shell(
     assert proc.returncode == 2
     assert proc.stderr.decode() == messages.CLI_ERROR.format(message=reason) + "\n"
     assert not (tmp_path / "ran").exists()
+
+
+def test_artifact_reads_a_daemon_clients_own_with_its_client_id(tmp_path: Path) -> None:
+    """Under the daemon artifacts are each client's: `--client-id` (or `--scope`)
+    names whose, and without it the workspace's own have none of them."""
+    config = tmp_path / "config.toml"
+    config.write_text("[output]\nmaxBytes = 1024\n")
+    daemon = DaemonProcess("--config", str(config), tmp=tmp_path).wait_listening()
+    try:
+        alice = introduce(daemon.connect(), "alice")
+        artifact_id = alice.bash("echo alice-own; seq 1 2000").artifact_id
+        assert artifact_id is not None
+        alice.close()
+    finally:
+        daemon.kill()
+    where = ["--workspace", str(tmp_path), "--artifacts-dir", str(tmp_path / "artifacts")]
+    show = [*SERVER, "artifact", str(artifact_id), *where]
+    env = environment(tmp_path)
+    shown = subprocess.run([*show, "--client-id", "alice"], capture_output=True, env=env)
+    assert shown.returncode == 0 and shown.stdout.startswith(b"alice-own\n1\n")
+    for other in ([], ["--client-id", "bob"], ["--scope", "alice"]):
+        assert subprocess.run([*show, *other], capture_output=True, env=env).returncode == 1
+
+
+# Not UTF-8: a lone continuation byte first (an artifact's first byte too), then
+# bytes that never start a character, and a character cut short.
+NOT_UTF8 = b"\x80start\n" + b"".join(b"line %d \xff\xfe \xe2\x82 end\n" % i for i in range(6000))
+
+
+def test_exec_and_its_artifact_keep_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    env = environment(tmp_path)
+    data = tmp_path / "data.bin"
+    data.write_bytes(NOT_UTF8)
+    done = subprocess.run(
+        [*SERVER, "exec", "--workspace", str(tmp_path), f"cat {data}"],
+        capture_output=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == NOT_UTF8
+    assert b"artifact://1" in done.stderr  # long enough to be kept whole
+    printed = subprocess.run(
+        [*SERVER, "artifact", "1", "--workspace", str(tmp_path)],
+        capture_output=True,
+        env=env,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == NOT_UTF8
+
+
+def test_exec_keeps_a_short_output_that_is_not_utf8(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*SERVER, "exec", r"printf 'a\377b\n'"],
+        capture_output=True,
+        env=environment(tmp_path),
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"a\xffb\n"
+
+
+def test_exec_refuses_piped_stdin_it_would_drop(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*SERVER, "exec", "cat"],
+        capture_output=True,
+        env=environment(tmp_path),
+        input=b"hello\n",
+        cwd=tmp_path,
+        timeout=EXIT_BOUND_SECONDS,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert messages.EXEC_STDIN_REFUSED.format(kind="a pipe").encode() in done.stderr
+    assert done.stdout == b""
+
+
+@pytest.mark.parametrize("empty", ["/dev/null", "empty-file"])
+def test_exec_runs_with_stdin_that_holds_nothing(tmp_path: Path, empty: str) -> None:
+    source = Path(empty) if empty.startswith("/") else tmp_path / empty
+    source.touch()
+    with source.open("rb") as stdin:
+        done = subprocess.run(
+            [*SERVER, "exec", "cat; echo ran"],
+            capture_output=True,
+            env=environment(tmp_path),
+            stdin=stdin,
+            cwd=tmp_path,
+            timeout=EXIT_BOUND_SECONDS,
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"ran\n"

@@ -376,3 +376,41 @@ def test_a_client_past_the_cap_ends_the_one_detached_longest_or_is_refused(
     back = introduce(daemon.connect(), "alice")
     assert back.bash('echo "[$MINE]"').output == "[]\n"
     back.close()
+
+
+BUDGET_BYTES = 1024 * 1024
+
+
+def padded(size: int) -> BashParams:
+    """A `bash` request of about `size` bytes: a no-op with a long argument."""
+    return BashParams(command=": " + "a" * size, session_id="budget")
+
+
+def test_waiting_requests_count_against_the_daemons_budget(
+    spawn_daemon: SpawnDaemon, tmp_path: Path
+) -> None:
+    """What waits for a session's turn is held in memory: its bytes count against
+    `[daemon] resumeBudgetBytes` across every connection, and one that would pass
+    it is refused at once, with the budget named; a finished one gives its room back."""
+    config = tmp_path / "budget.toml"
+    config.write_text(f"[daemon]\nresumeBudgetBytes = {BUDGET_BYTES}\n")
+    daemon = spawn_daemon("--config", str(config))
+    first = introduce(daemon.connect(), "budget")
+    second = introduce(daemon.connect(), "budget")
+    blocker = first.request("bash", BashParams(command="sleep 60", session_id="budget"))
+    waiting = [first.request("bash", padded(300_000)) for _ in range(3)]
+    assert wait_until(lambda: len(first.sessions()["budget"].queued or []) == 3)
+    # 3 x 300 kB wait; 300 kB more from another connection would pass 1 MiB.
+    refused = second.error("bash", padded(300_000))
+    assert refused.code == ErrorCode.SERVER_BUSY
+    assert "resumeBudgetBytes" in refused.message and str(BUDGET_BYTES) in refused.message
+    # One request over the budget on its own is refused as clearly.
+    alone = second.error("bash", padded(BUDGET_BYTES + 1))
+    assert alone.code == ErrorCode.SERVER_BUSY and str(BUDGET_BYTES) in alone.message
+    assert first.abort(request_id=blocker)
+    first.response(blocker)
+    assert [first.bash_result(ident).exit_code for ident in waiting] == [0, 0, 0]
+    # Their bytes are free again.
+    assert second.bash(": " + "a" * 300_000, session_id="budget").exit_code == 0
+    first.close()
+    second.close()

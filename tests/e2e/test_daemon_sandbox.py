@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, DaemonProcess
 from tests.githost import AS_NOBODY, USERS, Host
 from tests.rpc import wait_until
@@ -24,9 +27,9 @@ TOKEN = "a-token-no-sandbox-may-read-0123456789"
 # Sends a request, then says what came back: "closed" when the daemon hung up.
 PROBE = """\
 import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(20)
 try:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
     s.connect(sys.argv[1])
     s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"session/list"}\\n')
     data = s.recv(100)
@@ -54,12 +57,16 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("mode", ["workspace-write", "full"])
-def test_a_sandboxed_command_cannot_reach_the_daemon(host: Host, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "network"),
+    [("read-only", True), ("workspace-write", True), ("workspace-write", False), ("full", True)],
+)
+def test_a_sandboxed_command_cannot_reach_the_daemon(host: Host, mode: str, network: bool) -> None:
     workspace = host.base / "ws"
     host.write(workspace / "probe.py", PROBE)
     host.write(host.base / "secret" / "token", TOKEN + "\n", mode=0o600)
-    host.write(host.base / "settings.toml", f'[sandbox]\nmode = "{mode}"\nnetwork = true\n')
+    settings = f'[sandbox]\nmode = "{mode}"\nnetwork = {str(network).lower()}\n'
+    host.write(host.base / "settings.toml", settings)
     launcher = AS_NOBODY if host.user == "nobody" else ()
     daemon = DaemonProcess(
         *("--config", str(host.base / "settings.toml"), "--workspace", str(workspace)),
@@ -81,12 +88,44 @@ def test_a_sandboxed_command_cannot_reach_the_daemon(host: Host, mode: str) -> N
         ).output
         assert "daemon.sock" not in seen and "socket-seen" not in seen, seen
         assert TOKEN not in seen, seen
-        assert "reply: closed" in seen, seen
-        assert wait_until(lambda: "refused a connection from pid" in daemon.stderr())
-        assert "inside a sandbox" in daemon.stderr()
+        if network:
+            assert "reply: closed" in seen, seen
+            assert wait_until(lambda: "refused a connection from pid" in daemon.stderr())
+            assert "inside a sandbox" in daemon.stderr()
+        else:
+            # No unix socket at all: the filter refuses to make one.
+            assert "reply: PermissionError" in seen, seen
         # The host's own connection is served as before.
         assert client.bash("echo alive").output == "alive\n"
     finally:
         if client is not None:
             client.kill()
         daemon.kill()
+
+
+def test_a_peer_in_a_pid_namespace_below_ours_is_told_apart(tmp_path: Path) -> None:
+    """Both ways of asking: through the peer's pidfd, and by its pid (kernels
+    before 6.5), for a peer in a sandbox and for one beside the daemon."""
+    skip_without_sandbox()
+    path = tmp_path / "peer.sock"
+    connect = (
+        f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.recv(1)"
+    )
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        for argv, inside in (
+            (["bwrap", "--dev-bind", "/", "/", "--unshare-pid", "--die-with-parent"], True),
+            ([], False),
+        ):
+            peer = subprocess.Popen([*argv, "/usr/bin/python3", "-c", connect])
+            try:
+                conn, _ = listener.accept()
+                with conn:
+                    found = socketpath.peer(conn)
+                    assert socketpath.sandboxed(conn, found) is inside
+                    by_pid = socketpath.namespace_depth(f"/proc/{found.pid}/status")
+                    assert (by_pid != socketpath.namespace_depth("/proc/self/status")) is inside
+            finally:
+                peer.kill()
+                peer.wait()

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bashrpc.server.daemon import socketpath
 from tests.docpages import blocks
 
 pytestmark = pytest.mark.slow
@@ -79,6 +82,28 @@ STDIO_EXAMPLES = [
 ]
 
 
+# Far above what any shown command takes: only a hang reaches it.
+SHOWN_SECONDS = 60
+
+
+def run_shown(
+    command: str, tmp_path: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    """A command a page shows, run by bash in `tmp_path` as a reader would: HOME
+    there, this checkout's `bashrpc` on PATH; it must succeed."""
+    environment = {**os.environ, "HOME": str(tmp_path), **env}
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        timeout=SHOWN_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.mark.parametrize(("document", "section"), STDIO_EXAMPLES)
 def test_a_first_stdio_exchange_is_what_bashrpc_answers(
     tmp_path: Path, document: str, section: str
@@ -88,16 +113,37 @@ def test_a_first_stdio_exchange_is_what_bashrpc_answers(
     part = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
     (command,) = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
     (shown,) = re.findall(r"^```json\n(.*?)\n```", part, flags=re.M | re.S)
-    done = subprocess.run(
-        ["bash", "-c", command],
-        cwd=tmp_path,
-        env=suite_environment(tmp_path),
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_shown(command, tmp_path, {"XDG_STATE_HOME": str(tmp_path)})
     printed = [json.loads(line) for line in done.stdout.decode().splitlines()]
     expected = [json.loads(line) for line in shown.splitlines()]
     # The example's directory is a placeholder; this run's is tmp_path.
     expected[-1]["result"]["workingDir"] = str(tmp_path)
     assert printed == expected
+
+
+DAEMON_SECTION = "### The daemon"
+
+
+def test_the_tours_daemon_keeps_a_shell_and_stops_as_the_readme_says(tmp_path: Path) -> None:
+    """The README's daemon commands, run by bash: the second connection finds the
+    first's variable, and the command shown after them stops the daemon they started."""
+    text = (PAGE.parents[1] / "README.md").read_text()
+    part = text.split(DAEMON_SECTION + "\n", 1)[1].split("\n#", 1)[0]
+    start, stop = re.findall(r"^```sh\n(.*?)\n```", part, flags=re.M | re.S)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime), "XDG_STATE_HOME": str(tmp_path / "state")}
+    socket = runtime / "bashrpc" / "daemon.sock"
+    try:
+        started = run_shown(start, tmp_path, env)
+        assert '"output":"kept\\n"' in started.stdout.decode()
+        assert socketpath.holder_pid(socket) is not None
+        run_shown(stop, tmp_path, env)
+        deadline = time.monotonic() + SHOWN_SECONDS
+        while socketpath.holder_pid(socket) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert socketpath.holder_pid(socket) is None
+    finally:
+        left = socketpath.holder_pid(socket)
+        if left is not None:
+            os.kill(left, signal.SIGKILL)

@@ -100,7 +100,8 @@ def test_under_the_daemon_a_tenants_sessions_have_the_allowlist(tmp_path: Path) 
         launcher=(sys.executable, "-m", "tests.netserve", str(made.mapping)),
     )
     try:
-        client = introduce(daemon.connect(), "alice")
+        # The connection's own tenant.
+        client = introduce(daemon.connect(), None)
         try:
             done = client.bash("curl -sS -m 20 http://plain.example.org/hello.txt", wait=120)
             refused = client.bash("curl -s -o /dev/null http://evil.example.net/", wait=120)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from pathlib import Path
 
+from bashrpc.protocol.methods import ArtifactReadParams, ArtifactReadResult, BashParams
+from bashrpc.server.cli.printer import exact_bytes
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 
@@ -86,3 +89,27 @@ def test_inline_images_do_not_flood_the_output(server: InProcessServer) -> None:
         f"for i in 1 2 3; do printf '\\033_Gf=100,m=1;%s\\033\\\\' \"{chunk}\"; done; echo after"
     )
     assert kitty.output == "after\n"
+
+
+def test_output_that_is_not_utf8_is_exact_in_base64_beside_its_text(
+    server: InProcessServer,
+) -> None:
+    """The JSON text keeps U+FFFD; `textBase64` and the artifact keep the bytes."""
+    raw = b"".join(b"%05d \xff\xfe \xe2\x82 \x80\n" for i in range(8000))
+    data = server.tmp / "data.bin"
+    data.write_bytes(raw)
+    ident = server.request("bash", BashParams(command=f"cat {data}"))
+    result = server.bash_result(ident)
+    assert result.truncated and result.artifact_id is not None
+    chunks = server.chunks_for(ident)
+    streamed = b"".join(exact_bytes(c.text, c.text_base64) for c in chunks)
+    assert streamed == raw
+    assert "\ufffd" in chunks[0].text and chunks[0].text_base64 is not None
+    assert "\ufffd" in result.output
+    artifact = (server.artifacts_dir / f"{result.artifact_id}.bash.log").read_bytes()
+    assert artifact == raw
+    read = server.typed(
+        ArtifactReadResult, "artifact/read", ArtifactReadParams(id=result.artifact_id, limit=100)
+    )
+    assert read.text_base64 is not None
+    assert base64.b64decode(read.text_base64) == raw[: len(base64.b64decode(read.text_base64))]

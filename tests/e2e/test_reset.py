@@ -18,6 +18,7 @@ from bashrpc.protocol.terminals import (
     TerminalCreateParams,
     TerminalCreateResult,
     TerminalOutputParams,
+    TerminalOutputResult,
 )
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
@@ -144,7 +145,7 @@ def test_reset_ends_the_sessions_background_jobs(server: InProcessServer) -> Non
             TerminalOutputParams(session_id="default", terminal_id=created.terminal_id),
         )
     )
-    assert error.code == ErrorCode.NO_SUCH_TERMINAL
+    assert error.code == ErrorCode.RESOURCE_NOT_FOUND
     assert server.typed(ServerStatsResult, "server/stats", ServerStatsParams()).jobs == 0
 
 
@@ -173,13 +174,21 @@ def test_requests_during_a_reset_wait_for_it_and_see_the_fresh_session(
     during = server.request("bash", BashParams(command='echo "SECRET=$SECRET"; pwd'))
     late = server.request(
         "terminal/create",
-        TerminalCreateParams(session_id="default", command="exec -a reset-late-marker sleep 300"),
+        TerminalCreateParams(
+            session_id="default", command="pwd; exec -a reset-late-marker sleep 300"
+        ),
     )
     [done] = ok_result(server.response(resetting, HANG_SECONDS), SessionResetResult).sessions
     after = server.bash_result(during, HANG_SECONDS)
-    ok_result(server.response(late, HANG_SECONDS), TerminalCreateResult)
+    job = ok_result(server.response(late, HANG_SECONDS), TerminalCreateResult).terminal_id
     assert after.output == f"SECRET=\n{tmp_path}\n"
     assert done.commands_aborted == 0 and done.jobs_ended == 1
-    replied = [m.id for m in server.messages if m.id in (resetting, during, late)]
-    assert replied[0] == resetting
+    # The job started in the fresh session, and the reset left it running.
+    read = TerminalOutputParams(session_id="default", terminal_id=job)
+
+    def printed() -> str:
+        return server.typed(TerminalOutputResult, "terminal/output", read).output
+
+    assert wait_until(lambda: printed() != "", timeout=HANG_SECONDS)
+    assert printed() == f"{tmp_path}\n"
     assert marked_processes("reset-late-") != []

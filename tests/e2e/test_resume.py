@@ -256,3 +256,25 @@ def test_cut_requests_share_the_daemons_budget_and_a_resume_is_told_the_gap(
         kept += len(tail)
     assert any(len(text) < len(expected) for text in replayed)
     assert kept <= RESUME_BUDGET_BYTES + CUT_REQUESTS * CHUNK_SLACK_BYTES
+
+
+def test_a_request_waiting_for_its_turn_is_listed_queued_then_running(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    client = introduce(daemon.connect(), "queuer")
+    gate = tmp_path / "gate"
+    first = client.request("bash", BashParams(command=f"until [ -e {gate} ]; do sleep 0.05; done"))
+    second = client.request(
+        "bash", BashParams(command=f"until [ -e {gate}2 ]; do sleep 0.05; done")
+    )
+
+    def states() -> dict[object, str]:
+        return {r.request_id: r.state for r in requests_of(client)}
+
+    assert wait_until(lambda: states() == {first: "running", second: "queued"}, 20)
+    gate.touch()
+    client.bash_result(first, STREAM_BOUND_SECONDS)
+    assert wait_until(lambda: states() == {second: "running"}, 20)
+    (tmp_path / "gate2").touch()
+    assert client.bash_result(second, STREAM_BOUND_SECONDS).exit_code == 0
+    client.close()

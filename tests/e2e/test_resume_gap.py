@@ -1,4 +1,4 @@
-"""A resume from before what is kept fails loudly (-32007, naming the first seq
+"""A resume from before what is kept fails loudly (-32009, naming the first seq
 kept), unless the request accepts the gap: then the first chunk says so."""
 
 from __future__ import annotations

@@ -5,14 +5,16 @@ from __future__ import annotations
 import stat
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
-from bashrpc.protocol.methods import BashParams
+from bashrpc.protocol.methods import BashParams, SessionOpenParams
 from bashrpc.server.runtime.containment import procs
+from bashrpc.server.runtime.local import snapshot
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, marked_processes, process_gone, wait_until
 
@@ -111,6 +113,20 @@ def test_a_hostile_rc_never_breaks_the_server(
     if "alias mark" in rc:
         assert server.bash("mark").output == "marked\n"
     assert "hello from rc" not in result.output and "prompt" not in result.output
+
+
+def test_a_setup_over_the_bound_is_left_out(
+    spawn: SpawnInProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the capture dumps is read bounded: past the bound, shells start
+    without it, and one warning says why."""
+    monkeypatch.setattr(snapshot, "MAX_SNAPSHOT_BYTES", 64 * 1024)
+    big = "x" * (128 * 1024)
+    write_rc(tmp_path, f"big() {{ : {big}; }}\nalias mark='echo marked'\n")
+    server = spawn()
+    assert "command not found" in server.bash("mark").output
+    warnings = [line for line in server.stderr().splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and messages.SNAPSHOT_TOO_LARGE.split("{")[0] in warnings[0]
 
 
 def test_least_recently_used_shell_is_evicted(spawn: SpawnInProcess, tmp_path: Path) -> None:
@@ -297,3 +313,104 @@ def test_captures_hung_up_at_once_all_finish_their_exit_traps(tmp_path: Path) ->
     finally:
         for server in servers:
             server.kill()
+
+
+# pyenv's rehash, in a process of its own as `pyenv init -` runs it: it takes its
+# lock, and only then sets the trap that lets go of it. A signal between the two
+# (here a second wide) leaves the lock behind, whatever the trap.
+UNGUARDED_LOCK_RC = (
+    'bash -c \'( set -o noclobber; : > "$HOME/lock" ) || exit 1; sleep 1;'
+    ' trap "rm -f \\"\\$HOME/lock\\"" EXIT; sleep 0.3\'\n'
+    "alias mark='echo marked'\n"
+)
+# How long after the lock is taken each server is told to end (its stdin closed).
+CLOSE_DELAYS = (0.0, 0.2, 0.5, 0.9, 1.2)
+# Only catches a hang: a start, the rc's 1.3 s, the end.
+CLOSE_BOUND_SECONDS = 60.0
+
+
+def locks_left(
+    tmp_path: Path,
+    rc: Callable[[Path], str],
+    lock: str,
+    delays: Sequence[float],
+    *,
+    after_lock: bool,
+) -> list[float]:
+    """The delays (after the lock is taken, or after the start) at which a server
+    told to end (its stdin closed) left the rc's lock behind. `rc` makes the rc
+    for a server's directory; `lock` is relative to it."""
+    left = []
+    for index, delay in enumerate(delays):
+        tmp = tmp_path / f"s{index}"
+        tmp.mkdir()
+        write_rc(tmp, rc(tmp))
+        held = tmp / lock
+        server = ServerProcess(tmp=tmp)
+        try:
+            if after_lock:
+                assert wait_until(held.exists, timeout=CLOSE_BOUND_SECONDS)
+            time.sleep(delay)
+            assert server.close(timeout=CLOSE_BOUND_SECONDS) == 0
+        finally:
+            server.kill()
+        if held.exists():
+            left.append(delay)
+    return left
+
+
+def test_a_server_told_to_end_lets_the_rc_let_go_of_its_lock(tmp_path: Path) -> None:
+    """Whenever the end comes, the rc capture is let finish, not signalled in a
+    window the rc left unguarded."""
+
+    def rc(tmp: Path) -> str:
+        return UNGUARDED_LOCK_RC
+
+    assert locks_left(tmp_path, rc, "home/lock", CLOSE_DELAYS, after_lock=True) == []
+
+
+def test_a_request_aborted_while_it_waits_for_the_capture_leaves_it_running(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
+    """The capture is the server's, not the request's that first needed it: aborted
+    in the rc's unguarded window, the request leaves the rc to finish."""
+    write_rc(tmp_path, UNGUARDED_LOCK_RC)
+    lock = tmp_path / "home" / "lock"
+    server = spawn()
+    assert server.bash("mark", wait=CLOSE_BOUND_SECONDS).output == "marked\n"
+    lock.unlink(missing_ok=True)
+    # A new environment: a capture of its own, started by this request.
+    server.result("session/open", SessionOpenParams(session_id="env", env={"A": "1"}))
+    waiting = server.request("bash", BashParams(command="mark", session_id="env"))
+    assert wait_until(lock.exists, timeout=CLOSE_BOUND_SECONDS)
+    assert server.abort(session_id="env")
+    assert server.bash_result(waiting).cancelled
+    assert wait_until(lambda: not lock.exists(), timeout=CLOSE_BOUND_SECONDS)
+    assert server.bash("mark", session_id="env").output == "marked\n"
+
+
+PYENV = Path.home() / ".pyenv"
+# When each server is told to end, after its start: while pyenv's rehash runs.
+PYENV_CLOSE_DELAYS = tuple(round(0.1 * step, 1) for step in range(1, 10))
+
+
+def pyenv_rc(tmp: Path) -> str:
+    """A real ~/.bashrc's pyenv lines, on a root of the test's own: its versions
+    and plugins are the user's (read only), its shims, and so its lock, the test's."""
+    root = tmp / "pyenv-root"
+    root.mkdir()
+    for shared in ("versions", "plugins"):
+        if (PYENV / shared).is_dir():
+            (root / shared).symlink_to(PYENV / shared)
+    return (
+        f'export PYENV_ROOT="{root}"\n'
+        f'export PATH="{PYENV}/bin:$PYENV_ROOT/shims:$PATH"\n'
+        'eval "$(pyenv init -)"\n'
+        'eval "$(pyenv virtualenv-init -)"\n'
+    )
+
+
+@pytest.mark.skipif(not (PYENV / "bin" / "pyenv").exists(), reason="pyenv is not installed")
+def test_a_server_told_to_end_leaves_no_pyenv_lock(tmp_path: Path) -> None:
+    lock = "pyenv-root/shims/.pyenv-shim"
+    assert locks_left(tmp_path, pyenv_rc, lock, PYENV_CLOSE_DELAYS, after_lock=False) == []

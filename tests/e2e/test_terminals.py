@@ -123,7 +123,7 @@ def test_acp_example_payloads_forwarded_unchanged(process: ServerProcess, tmp_pa
         TerminalEmptyResult()
     )
     gone = error_of(acp_call(process, 10, "terminal/output", ids))
-    assert gone.code == ErrorCode.NO_SUCH_TERMINAL
+    assert gone.code == ErrorCode.RESOURCE_NOT_FOUND
 
 
 def test_create_does_not_wait_and_kill_keeps_the_terminal(process: ServerProcess) -> None:
@@ -141,9 +141,8 @@ def test_create_does_not_wait_and_kill_keeps_the_terminal(process: ServerProcess
     assert after.exit_status is not None and after.exit_status.signal == "SIGKILL"
     assert process.owned_processes() == []
     process.typed(TerminalEmptyResult, "terminal/release", ref(terminal))
-    assert (
-        error_of(process.call("terminal/output", ref(terminal))).code == ErrorCode.NO_SUCH_TERMINAL
-    )
+    gone = error_of(process.call("terminal/output", ref(terminal)))
+    assert gone.code == ErrorCode.RESOURCE_NOT_FOUND
 
 
 def test_a_released_job_leaves_no_process_setsid_escapees_included(process: ServerProcess) -> None:
@@ -286,7 +285,7 @@ def test_listing_shows_state_pid_exit_and_bytes(process: ServerProcess) -> None:
 def test_a_job_from_another_session_is_not_found(process: ServerProcess) -> None:
     terminal = create(process, "true")
     refused = error_of(process.call("terminal/output", ref(terminal, session="elsewhere")))
-    assert refused.code == ErrorCode.NO_SUCH_TERMINAL
+    assert refused.code == ErrorCode.RESOURCE_NOT_FOUND
 
 
 def test_the_end_of_a_job_is_notified(process: ServerProcess) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, CancelledPar
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import AbortBashParams, BashParams
 from bashrpc.protocol.terminals import (
+    Readiness,
     TerminalCreateParams,
     TerminalCreateResult,
     TerminalEmptyResult,
@@ -26,7 +30,7 @@ from bashrpc.protocol.terminals import (
 from bashrpc.server.runtime.jobs.jobtable import MAX_EXITED_KEPT
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
-from tests.rpc import error_of, request_line, wait_until
+from tests.rpc import error_of, ok_result, request_line, wait_until
 
 BOUND_SECONDS = 60.0
 RC = "alias greet='echo hello from the rc'\n"
@@ -145,3 +149,52 @@ def test_a_background_tool_call_past_the_job_limit_is_a_tool_error(
     assert refused.is_error
     assert refused.content[0].text == messages.TOO_MANY_JOBS_TOOL.format(live=1, limit=1)
     assert [t.state for t in listing(server).terminals] == ["running"]
+
+
+# `(a+)+$` over this many a's and a `!` backtracks for seconds (2^25 ways to split).
+CATASTROPHIC_LINE = "a" * 25 + "!"
+# A ping takes about a millisecond; one the event loop cannot answer this fast is frozen.
+PING_BOUND_SECONDS = 1.0
+
+
+def test_a_catastrophic_ready_pattern_never_freezes_the_server(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    """The search runs off the event loop, and `ready.timeout` wins over it."""
+    go = tmp_path / "go"
+    command = (
+        f"until [ -e {go} ]; do sleep 0.05; done; printf '{CATASTROPHIC_LINE}'; exec sleep 300"
+    )
+    params = TerminalCreateParams(
+        session_id="default", command=command, ready=Readiness(log="(a+)+$", timeout=2.0)
+    )
+    creating = server.request("terminal/create", params)
+    go.touch()
+    # A frozen loop holds the interpreter too, this thread's sleeps included: what
+    # shows it is the time between two answers.
+    answered = [time.monotonic()]
+    while not any(m.id == creating for m in server.messages):
+        server.result("ping", timeout=BOUND_SECONDS)
+        answered.append(time.monotonic())
+        time.sleep(0.05)
+    created = ok_result(server.response(creating, BOUND_SECONDS), TerminalCreateResult)
+    assert created.ready is not None and created.ready.state == "timeout"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(answered)]
+    assert max(gaps) < PING_BOUND_SECONDS, gaps
+    assert created.ready.seconds < 2.0 + PING_BOUND_SECONDS
+
+
+def test_a_ready_port_another_process_listens_on_is_not_the_jobs(
+    server: InProcessServer,
+) -> None:
+    with socket.socket() as theirs:
+        theirs.bind(("127.0.0.1", 0))
+        theirs.listen()
+        port = int(theirs.getsockname()[1])
+        params = TerminalCreateParams(
+            session_id="default",
+            command="exec sleep 300",
+            ready=Readiness(port=port, timeout=1.0),
+        )
+        created = server.typed(TerminalCreateResult, "terminal/create", params, BOUND_SECONDS)
+    assert created.ready is not None and created.ready.state == "timeout"

@@ -14,7 +14,7 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.client import notification_params, result_of
-from bashrpc.protocol.envelope import RequestId, ServerMessage
+from bashrpc.protocol.envelope import ErrorObject, RequestId, ServerMessage
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
@@ -665,3 +665,24 @@ def test_parallel_tool_calls_take_turns_in_the_tool_session(server: InProcessSer
     assert not ok_result(server.response(first), CallToolResult).is_error
     result = ok_result(server.response(second), CallToolResult)
     assert text_of(result) == "B=2\n" and structured(result).queued_seconds > 0
+
+
+def test_initialize_naming_another_workspace_is_refused_with_the_servers(
+    server: InProcessServer,
+) -> None:
+    """What `bashrpc attach --workspace` sends a daemon already running: a server's
+    workspace is fixed at its start, so naming another is refused, naming its own."""
+    served = str(server.options.workspace)
+    error = initialize_error(server, HostOptions(workspace=served + "/elsewhere"))
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert f"serves {served} (sandbox 'off'), not {served}/elsewhere" in str(error.data)
+    # Nothing changed; its own workspace, named, is accepted.
+    assert initialize(server, workspace=served).server_info.name == "bashrpc"
+    assert server.bash("pwd").output == f"{served}\n"
+
+
+def initialize_error(server: RpcClient, options: HostOptions) -> ErrorObject:
+    params = InitializeParams(
+        protocol_version=PROTOCOL_VERSION, client_info=CLIENT_INFO, initialization_options=options
+    )
+    return server.error("initialize", params)

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -28,6 +29,7 @@ from bashrpc.protocol.transcript import (
     loads,
 )
 from bashrpc.server.cli.fixture import MAX_FIXTURE_BYTES, MAX_FIXTURE_ENTRIES
+from bashrpc.server.cli.runroot import RunRoot
 from tests.transcripts.host import Host
 
 pytestmark = pytest.mark.slow
@@ -388,3 +390,85 @@ def test_record_writes_a_file_only_its_owner_reads(tmp_path: Path) -> None:
         host.call("bash", BashParams(command="true", env={"TOKEN": "not for the world"}))
     assert stat.S_IMODE(recorded.stat().st_mode) == 0o600
     assert b"not for the world" in recorded.read_bytes()
+
+
+# A session's output far above what the recorder may hold: it writes as it goes.
+RECORDED_OUTPUT_MB = 80
+RECORDER_PEAK_MB = 60
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_record_streams_the_session_to_its_file_in_bounded_memory(tmp_path: Path) -> None:
+    root = RunRoot()
+    recorded = tmp_path / "big.jsonl"
+    argv = [sys.executable, "-m", "bashrpc", "record", "--out", str(recorded), "--"]
+    argv += root.argv([])[3:]
+    command = f"head -c {RECORDED_OUTPUT_MB}M /dev/zero | tr '\\0' a | fold -w 99; echo; pwd"
+    request = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": 1, "method": "bash", "params": {"command": command}}
+    )
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=root.environment(),
+            cwd=root.workspace,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(request + b"\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if line.startswith(b'{"jsonrpc":"2.0","id":1,'):
+                break
+        peak = _peak_rss_mb(proc.pid)
+        proc.stdin.close()
+        assert proc.wait(timeout=CLI_SECONDS) == 0
+    finally:
+        root.remove()
+    assert peak < RECORDER_PEAK_MB, peak
+    transcript = loads(recorded.read_bytes())
+    chunks = [
+        r.message["params"]["text"]
+        for r in transcript.records
+        if isinstance(r, ServerRecord) and r.message.get("method") == "bash/chunk"
+    ]
+    text = "".join(chunks)
+    assert len(text) == RECORDED_OUTPUT_MB * 1024 * 1024 * 100 // 99 + 1 + len("<WORKSPACE>\n")
+    assert text.endswith("a\n<WORKSPACE>\n")
+
+
+def _with_chunk_cut(transcript: Transcript, request: int, at: int) -> Transcript:
+    """The same session with `request`'s one chunk cut in two at `at`."""
+    records: list[Record] = []
+    for record in transcript.records:
+        message: dict[str, Any] = record.message if isinstance(record.message, dict) else {}
+        params: dict[str, Any] = message.get("params") or {}
+        if message.get("method") != "bash/chunk" or params.get("requestId") != request:
+            records.append(record)
+            continue
+        text = params["text"]
+        for seq, piece in enumerate((text[:at], text[at:])):
+            chunk = {**message, "params": {**params, "seq": seq, "text": piece}}
+            records.append(ServerRecord(message=chunk))
+    return Transcript(header=transcript.header, records=records)
+
+
+def test_update_rewrites_only_the_requests_that_differ(tmp_path: Path) -> None:
+    """Request 3's chunks are cut where this server would not cut them; request
+    2's reply is edited. The update puts request 2 right and leaves the rest be."""
+    cut = _with_chunk_cut(loads(STATEFUL.read_bytes()), request=3, at=3)
+    want = tmp_path / "want.jsonl"
+    want.write_bytes(dumps(cut))
+    path = edited(want, tmp_path / "t.jsonl", {"exitCode": 7})
+    done = replay_cli("--update", path, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == messages.REPLAY_UPDATED.format(path=path)
+    assert path.read_bytes() == want.read_bytes()

@@ -38,6 +38,7 @@ def test_the_golden_transcripts_cover_every_method_and_notification() -> None:
         *terminals.METHODS,
         *methods.NOTIFICATIONS_FROM_CLIENT,
         *mcp.NOTIFICATIONS_FROM_CLIENT,
+        *terminals.NOTIFICATIONS_FROM_CLIENT,
     }
     wanted_received = {
         *methods.NOTIFICATIONS_FROM_SERVER,

@@ -256,3 +256,24 @@ def test_pty_input_never_stalls_the_reader(server: InProcessServer) -> None:
     ) == AbortBashResult(aborted=True)
     assert time.monotonic() - started < 5
     assert server.bash_result(ident, timeout=10).cancelled
+
+
+# `_meta` values of types nothing here can use: each is ignored, as unknown keys are.
+ODD_META = {"traceparent": 5, "tracestate": ["x"], "progressToken": {"a": 1}, "editor": None}
+ODD_META_CALLS: dict[str, dict[str, object]] = {
+    "ping": {},
+    "bash": {"command": "echo meta-ok"},
+    "session/list": {},
+    "terminal/list": {},
+    "server/stats": {},
+    "tools/call": {"name": "bash", "arguments": {"command": "echo meta-ok"}},
+}
+
+
+def test_meta_values_of_an_unusable_type_are_ignored_on_every_method(
+    server: InProcessServer,
+) -> None:
+    """MCP's `_meta` is open metadata: what the server cannot use is never a -32602."""
+    for method, params in ODD_META_CALLS.items():
+        reply = server.call_raw(method, {**params, "_meta": ODD_META})
+        assert reply.error is None, (method, reply.error)

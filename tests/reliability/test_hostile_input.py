@@ -72,6 +72,7 @@ SAFE_METHODS = [
     "pty/input",
     "initialize",
     "notifications/cancelled",
+    "$/cancel_request",
     "terminal/output",
     "terminal/list",
     "terminal/close_stdin",
@@ -84,6 +85,7 @@ DECLARED_METHODS = {
     *mcp.METHODS,
     *mcp.NOTIFICATIONS_FROM_CLIENT,
     *terminals.METHODS,
+    *terminals.NOTIFICATIONS_FROM_CLIENT,
 }
 REPLY_BOUND_SECONDS = 10.0
 # What `ping` answers, as the server writes it.

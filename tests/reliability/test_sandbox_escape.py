@@ -159,9 +159,10 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
         server.result("session/open", SessionOpenParams(session_id="other"))
         secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
         assert secret.output == "ok\n"
-        own = server.bash('basename "$__bashrpc_in"').output.strip()
+        # Its own directory (whose files it may open by name, not list).
+        own = server.bash('basename "${__bashrpc_in%/*}"').output.strip()
         (runtime,) = tmpdir.glob("bashrpc-*")
-        others = [p.name for p in runtime.rglob("*.in") if p.name != own]
+        others = [p.name for p in runtime.rglob("*.in") if p.parent.name != own]
         assert others, "the other session's command file is there"
         found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
         assert own in found

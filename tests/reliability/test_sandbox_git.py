@@ -240,16 +240,21 @@ def test_a_separate_git_dir_outside_the_workspace(host: Host, setup: Setup) -> N
 
 def test_an_include_in_a_missing_directory(host: Host, setup: Setup) -> None:
     """Issue vector 5: `include.path = conf/local.gitconfig`, `conf/` missing:
-    nothing can keep it but the root itself, so the shell is refused, with why."""
+    nothing can keep it but the root itself, which the shell gets read-only,
+    its result saying why (a refusal would let a command deny every later shell)."""
     repo = host.repo("repo")
     host.ok(repo, "config", "include.path", "../conf/local.gitconfig")
     command = (
         f"mkdir conf; printf '[core]\\n\\tfsmonitor = {host.payload()}\\n' > conf/local.gitconfig"
     )
     result = host.attack(repo, setup.mode, command, setup.settings)
-    assert refused(result) is not setup.off, output(result)
+    assert isinstance(result, BashResult), output(result)
     if not setup.off:
-        assert f"{repo}/conf/local.gitconfig (include.path)" in output(result)
+        what = messages.GIT_GUARD_NAMED.format(
+            path=f"{repo}/conf/local.gitconfig", reason="include.path"
+        )
+        assert messages.GIT_GUARD_SEALED.format(root=repo, what=what) in result.output
+        assert "Read-only file system" in result.output
     assert host.planted(repo) is setup.off
 
 

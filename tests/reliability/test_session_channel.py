@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol.methods import SandboxMode, SessionCloseParams, SessionOpenParams
+from tests.githost import as_nobody, nobody_interpreter
 from tests.rpc import ServerProcess, live_pids, proc_stat, wait_until
 from tests.sandboxing import skip_without_sandbox
 
@@ -104,39 +103,6 @@ HELD = [
 ]
 
 
-def _become_nobody() -> None:
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-
-
-def runs_as_nobody(argv: list[str]) -> bool:
-    try:
-        done = subprocess.run(argv, preexec_fn=_become_nobody, capture_output=True, cwd="/")
-    except OSError:
-        return False
-    return done.returncode == 0
-
-
-def nobody_interpreter() -> tuple[str, ...]:
-    """How uid 65534 runs this suite's Python with its packages: the interpreter
-    itself where that user may run it, else the system's of the same version
-    (a pyenv build under a private /root is not) with the packages' directory."""
-    if runs_as_nobody([sys.executable, "-c", "import bashrpc"]):
-        return (sys.executable,)
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = shutil.which(version, path="/usr/local/bin:/usr/bin")
-    site = sysconfig.get_paths()["purelib"]
-    # `-m bashrpc ARGS` follows: run that module with ARGS, once its packages are there.
-    boot = (
-        f"import runpy, site, sys; site.addsitedir({site!r}); sys.argv[1:3] = []; "
-        "runpy.run_module('bashrpc', run_name='__main__', alter_sys=True)"
-    )
-    if system is None or not runs_as_nobody([system, "-c", boot, "-m", "bashrpc", "--version"]):
-        pytest.skip(f"no {version} that uid 65534 may run with this suite's packages")
-    return (system, "-c", boot)
-
-
 @pytest.fixture
 def spawn_as(
     request: pytest.FixtureRequest,
@@ -161,7 +127,7 @@ def spawn_as(
             "--sandbox",
             mode,
             tmp=tmp,
-            preexec_fn=_become_nobody if nobody else None,
+            preexec_fn=as_nobody if nobody else None,
             interpreter=nobody_interpreter() if nobody else (sys.executable,),
         )
         started.append((server, tmp))

@@ -48,6 +48,7 @@ from bashrpc.protocol.methods import (
     ShutdownParams,
 )
 from bashrpc.protocol.terminals import (
+    CancelAcpRequestParams,
     TerminalCreateParams,
     TerminalCreateResult,
     TerminalListParams,
@@ -392,6 +393,20 @@ def terminals_acp_lifecycle(host: Host) -> None:
     host.call("terminal/kill", job)
     host.call("terminal/release", job)
     host.call("terminal/output", TerminalOutputParams(session_id="jobs", terminal_id=terminal))
+    # ACP's cancel: the wait answers -32800, the job runs on until its release.
+    created = host.call(
+        "terminal/create", TerminalCreateParams(session_id="jobs", command="sleep 60")
+    )
+    sleeper = TerminalParams(
+        session_id="jobs", terminal_id=result_of(created, TerminalCreateResult).terminal_id
+    )
+    wait = host.request("terminal/wait_for_exit", sleeper)
+    host.call(
+        "terminal/output", TerminalOutputParams(session_id="jobs", terminal_id=sleeper.terminal_id)
+    )
+    host.notify("$/cancel_request", CancelAcpRequestParams(request_id=wait))
+    host.reply(wait)
+    host.call("terminal/release", sleeper)
 
 
 @scenario()

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
-# What each part of the runtime may import from this project (prefixes).
+# What every part may import besides its own row (docs/architecture.md says the same).
 BASE = (
     "bashrpc.protocol",
     "bashrpc.server.errors",
@@ -26,166 +26,10 @@ BASE = (
 )
 # The seam imports nothing of any implementation: its types are its own.
 SEAM = (*BASE, "bashrpc.server.runtime.seam")
-ALLOWED: dict[str, tuple[str, ...]] = {
-    "bashrpc.protocol": ("bashrpc.protocol",),
-    "bashrpc.server": (),
-    "bashrpc": (),
-    "bashrpc.__main__": ("bashrpc.server.cli",),
-    # The pytest plugin: a client on the protocol, a server as the CLI runs one.
-    "bashrpc.testing": ("bashrpc.protocol", "bashrpc.server.cli"),
-    "bashrpc.server.errors": (),
-    "bashrpc.server.log": ("bashrpc.protocol.messages", "bashrpc.server.fdio"),
-    "bashrpc.server.fdio": (),
-    "bashrpc.server.pulse": (),
-    "bashrpc.server.transitions": (),
-    "bashrpc.server.genfiles": (),
-    "bashrpc.server.schemagen": ("bashrpc.protocol", "bashrpc.server.genfiles"),
-    # The reference pages: from the protocol's types and the CLI's parser.
-    "bashrpc.server.mdtable": (),
-    "bashrpc.server.clidocs": ("bashrpc.server.cli.main", "bashrpc.server.mdtable"),
-    "bashrpc.server.docsgen": (
-        "bashrpc.protocol",
-        "bashrpc.server.genfiles",
-        "bashrpc.server.clidocs",
-        "bashrpc.server.mdtable",
-    ),
-    "bashrpc.server.settings": (
-        *BASE,
-        "bashrpc.server.output",
-        # What `[sandbox.network]` may list, checked as the file is read.
-        "bashrpc.server.runtime.network.rules",
-        "bashrpc.server.runtime.seam.egress",
-    ),
-    "bashrpc.server.output": (*BASE, "bashrpc.server.output"),
-    "bashrpc.server.observe": (*BASE, "bashrpc.server.observe"),
-    # The runtime's folders, each with one job; imports point down this list's
-    # order of dependence, never back up to `runtime.runtime`, which joins them.
-    "bashrpc.server.runtime": (),
-    "bashrpc.server.runtime.containment": (*BASE, "bashrpc.server.runtime.containment"),
-    "bashrpc.server.runtime.seam": SEAM,
-    # The sandbox's way out: the allowlist's rules, the proxy's parsers (pure), the
-    # proxy a session's sandboxes reach, and the handoff of their listeners.
-    "bashrpc.server.runtime.network": (
-        *BASE,
-        "bashrpc.server.fdio",
-        "bashrpc.server.runtime.seam.egress",
-        "bashrpc.server.runtime.network",
-        "bashrpc.server.observe.stats",
-    ),
-    # What a policy means on a filesystem; the policy itself is the seam's.
-    "bashrpc.server.runtime.sandbox": (
-        *BASE,
-        "bashrpc.server.fdio",
-        "bashrpc.server.runtime.seam.policy",
-        "bashrpc.server.runtime.seam.egress",
-        "bashrpc.server.runtime.sandbox",
-        # An allowlist's sandbox hands its listener to the session's proxy.
-        "bashrpc.server.runtime.network",
-    ),
-    "bashrpc.server.runtime.shell": (
-        *BASE,
-        "bashrpc.server.fdio",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sandbox",
-        "bashrpc.server.runtime.containment",
-        "bashrpc.server.runtime.shell",
-    ),
-    "bashrpc.server.runtime.pty": (
-        *BASE,
-        "bashrpc.server.fdio",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sandbox",
-        "bashrpc.server.runtime.containment",
-        "bashrpc.server.runtime.pty",
-    ),
-    "bashrpc.server.runtime.local": (
-        *BASE,
-        "bashrpc.server.fdio",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.shell",
-        "bashrpc.server.runtime.pty",
-        "bashrpc.server.runtime.sandbox",
-        "bashrpc.server.runtime.containment",
-        "bashrpc.server.runtime.local",
-        "bashrpc.server.observe.stats",
-    ),
-    "bashrpc.server.runtime.sessions": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sandbox.sandbox",
-        "bashrpc.server.runtime.sessions",
-    ),
-    "bashrpc.server.runtime.run": (
-        *BASE,
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sessions",
-        "bashrpc.server.runtime.run",
-    ),
-    # Background jobs: programs the backend starts (`Backend.job`), their output
-    # kept in a ring and an artifact; never a process of their own.
-    "bashrpc.server.runtime.jobs": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.output",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.jobs",
-    ),
-    "bashrpc.server.runtime.runtime": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.output",
-        "bashrpc.server.runtime",
-    ),
-    # The runtime as the runtime, its sessions and runners, and the seam: never
-    # a backend, a shell, a PTY or containment; the sandbox only as its policy.
-    "bashrpc.server.services": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.services",
-        "bashrpc.server.runtime.runtime",
-        "bashrpc.server.runtime.run",
-        "bashrpc.server.runtime.sessions",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sandbox.sandbox",
-        "bashrpc.server.runtime.jobs",
-        "bashrpc.server.output",
-        "bashrpc.server.observe",
-    ),
-    # The model's tool call: on top of the command service, which never imports it.
-    "bashrpc.server.services.tool": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.output",
-        "bashrpc.server.services",
-        "bashrpc.server.runtime.seam",
-        "bashrpc.server.runtime.sessions",
-        "bashrpc.server.runtime.jobs.jobs",
-    ),
-    "bashrpc.server.wire": (*BASE, "bashrpc.server.fdio", "bashrpc.server.wire"),
-    "bashrpc.server.connection": (*BASE, "bashrpc.server.settings", "bashrpc.server.wire"),
-    "bashrpc.server.surfaces": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.services",
-        "bashrpc.server.connection",
-        "bashrpc.server.wire.registry",
-        "bashrpc.server.observe.stats",
-    ),
-    "bashrpc.server.serve": ("bashrpc.protocol", "bashrpc.server"),
-    "bashrpc.server.daemon": ("bashrpc.protocol", "bashrpc.server"),
-    "bashrpc.server.cli": (
-        *BASE,
-        "bashrpc.server.settings",
-        "bashrpc.server.cli",
-        "bashrpc.server.output.artifacts",
-        "bashrpc.server.output.artifactroot",
-        "bashrpc.server.runtime.run.env",
-        "bashrpc.server.serve",
-        "bashrpc.server.runtime.runtime",
-        "bashrpc.server.daemon",
-    ),
-}
+# The package map, and what each part may import: one source, the tree's table.
+MAP = ROOT / "docs" / "architecture.md"
+# A package's __init__ that is no row of the map imports nothing.
+INITS = ("bashrpc", "bashrpc.server", "bashrpc.server.runtime")
 # pytest loads the plugin in every run of a project that has bashrpc installed.
 _PLUGIN_LOADS_EVERYWHERE = "a test run that never uses the plugin imports nothing more"
 # Inside a prefix a folder may import, the folders that sit on top of it.
@@ -276,6 +120,42 @@ def imports(name: str, path: Path) -> list[tuple[str, bool]]:
 known = set(modules())
 
 
+def _installed(token: str) -> str:
+    """A name of the map's last column as installed."""
+    if token == "server":
+        return "bashrpc.server"
+    if token == "protocol" or token.startswith("protocol."):
+        return f"bashrpc.{token}"
+    return f"bashrpc.server.{token}"
+
+
+def package_map(text: str) -> dict[str, tuple[str, ...]]:
+    """The rows of the tree's table: each part (as installed) and what it may import."""
+    section = text.split("## The tree", 1)[1].split("\n## ", 1)[0]
+    rules: dict[str, tuple[str, ...]] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        folder, _job, may = (cell.strip() for cell in line.strip().strip("|").split(" | "))
+        names: list[str] = []
+        for token in may.split(", "):
+            if token == "base":
+                names.extend(BASE)
+            elif token != "nothing":
+                names.append(_installed(token.strip("`")))
+        path = folder.strip("`").rstrip("/")
+        part = FOLDERS[path] if path in FOLDERS else module_name(ROOT / path)
+        assert part not in rules, f"{folder} is two rows of the map"
+        rules[part] = tuple(names)
+    return rules
+
+
+ALLOWED: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(INITS, ()),
+    **package_map(MAP.read_text()),
+}
+
+
 def rule_for(name: str) -> tuple[str, tuple[str, ...]]:
     matches = [
         key
@@ -289,6 +169,15 @@ def rule_for(name: str) -> tuple[str, tuple[str, ...]]:
 
 def allowed(target: str, prefixes: tuple[str, ...]) -> bool:
     return any(target == p or target.startswith(p + ".") for p in prefixes)
+
+
+def test_every_row_of_the_map_is_a_part_that_exists() -> None:
+    rows = package_map(MAP.read_text())
+    assert len(rows) > 20
+    missing = [
+        part for part in rows if not any(m == part or m.startswith(part + ".") for m in known)
+    ]
+    assert missing == []
 
 
 def test_imports_point_one_way() -> None:
@@ -312,12 +201,7 @@ def test_surfaces_never_import_each_other() -> None:
     assert wrong == []
 
 
-def test_no_import_cycles() -> None:
-    graph = {
-        name: {t for t, _ in imports(name, path) if t in known and t != name}
-        for name, path in modules().items()
-    }
-    # A package's __init__ is imported on the way to its modules; it imports none of them.
+def assert_acyclic(graph: dict[str, set[str]]) -> None:
     done: set[str] = set()
     stack: list[str] = []
 
@@ -336,6 +220,28 @@ def test_no_import_cycles() -> None:
 
     for node in graph:
         walk(node)
+
+
+def test_no_import_cycles() -> None:
+    graph = {
+        name: {t for t, _ in imports(name, path) if t in known and t != name}
+        for name, path in modules().items()
+    }
+    # A package's __init__ is imported on the way to its modules; it imports none of them.
+    assert_acyclic(graph)
+
+
+def test_the_bench_has_no_import_cycle() -> None:
+    """Counting the imports made for the type checker alone: a case module never
+    needs the one that runs it."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        targets = graph.setdefault(f"bench.{path.stem}", set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench."):
+                targets.add(node.module or "")
+    assert graph["bench.cases"], "the bench's modules import one another"
+    assert_acyclic(graph)
 
 
 def test_no_import_hides_in_a_function_without_a_reason() -> None:

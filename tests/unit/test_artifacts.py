@@ -187,3 +187,27 @@ def test_gathered_pieces_are_written_in_order_and_cut_exactly_at_the_cap(
             reused[:] = b"?" * 10
     assert writer.close() == writer.id and writer.cut
     assert store.path(writer.id).read_bytes() == sent[:100_000]
+
+
+def test_an_owners_directory_is_beside_its_workspaces_and_its_own(tmp_path: Path) -> None:
+    workspace = ArtifactStore(tmp_path, WORKSPACE)
+    alice = ArtifactStore(tmp_path, WORKSPACE, owner="client:alice")
+    bob = ArtifactStore(tmp_path, WORKSPACE, owner="client:bob")
+    assert alice.directory.parent == tmp_path
+    assert alice.directory.name.startswith(workspace.directory.name + ".client_alice-")
+    assert len({workspace.directory, alice.directory, bob.directory}) == 3
+    # Each owner counts its own ids, and clears only its own.
+    assert [make(alice, b"a"), make(bob, b"b")] == [1, 1]
+    assert alice.clear() == 1
+    assert alice.ids() == [] and bob.ids() == [1]
+
+
+def test_one_still_written_when_cleared_goes_once_finished(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path, WORKSPACE)
+    writer = store.create()
+    assert writer is not None
+    writer.write(b"the last task's")
+    assert store.clear() == 0
+    assert store.ids() == [writer.id]
+    writer.close()
+    assert store.ids() == []

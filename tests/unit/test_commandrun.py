@@ -18,7 +18,7 @@ from bashrpc.server.runtime.shell.commandrun import (
     State,
     advance,
 )
-from bashrpc.server.runtime.shell.shellproto import StatusRecord
+from bashrpc.server.runtime.shell.shellproto import OUTPUT_OPENED, StatusRecord
 from bashrpc.server.transitions import InvalidTransition
 
 
@@ -76,13 +76,16 @@ def record(last_job: int | None = None, traps: str = "") -> StatusRecord:
     return StatusRecord(status=0, pwd="/", flags="hB", traps=traps, last_job=last_job)
 
 
-def test_the_first_end_is_the_record_and_the_fifo_is_kept_for_the_next(tmp_path: Path) -> None:
+def test_the_first_end_is_the_record_and_the_fifo_is_unlinked_once_open(tmp_path: Path) -> None:
     async def main() -> None:
-        fifos = Fifos(tmp_path, "s")
+        fifos = Fifos(tmp_path)
         out: list[bytes] = []
         run = CommandRun(fifos, None, out.append, None)
         writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
-        os.write(writer, b"hello\n")
+        os.write(writer, OUTPUT_OPENED + b"hello\n")
+        run.pipe.read_now()
+        # The shell has it open: no path leads to it any more.
+        assert list(tmp_path.iterdir()) == []
         first = record()
         run.end(first)
         run.end(None)  # the shell exiting after its record
@@ -90,8 +93,8 @@ def test_the_first_end_is_the_record_and_the_fifo_is_kept_for_the_next(tmp_path:
         os.close(writer)
         await run.drain()
         assert run.state == "done" and b"".join(out) == b"hello\n"
-        # A FIFO that reached EOF serves the next command.
-        assert fifos.take() is run.pipe.fifo
+        # The next command gets a FIFO of its own.
+        assert fifos.take().path != run.pipe.fifo.path
         fifos.close()
 
     anyio.run(main)
@@ -99,18 +102,18 @@ def test_the_first_end_is_the_record_and_the_fifo_is_kept_for_the_next(tmp_path:
 
 def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_path: Path) -> None:
     async def main() -> None:
-        fifos = Fifos(tmp_path, "s")
+        fifos = Fifos(tmp_path)
         out: list[bytes] = []
         run = CommandRun(fifos, None, out.append, None)
         writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
         run.cut()
         run.end(None)  # the kill's end changes nothing
         assert (run.state, run.record) == ("cut", None)
-        os.write(writer, b"dying words\n")
+        os.write(writer, OUTPUT_OPENED + b"dying words\n")
         os.close(writer)
         await run.collect()
         assert run.state == "done" and b"".join(out) == b"dying words\n"
-        assert fifos.take() is run.pipe.fifo
+        assert list(tmp_path.iterdir()) == []
         fifos.close()
 
     anyio.run(main)
@@ -118,14 +121,14 @@ def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_pat
 
 def test_the_fields_restore_what_the_command_before_left(tmp_path: Path) -> None:
     async def main() -> None:
-        fifos = Fifos(tmp_path, "s")
+        fifos = Fifos(tmp_path)
         out: list[bytes] = []
         first = CommandRun(fifos, None, out.append, None)
         after_traps = CommandRun(fifos, record(traps="trap -- 'echo x' DEBUG\n"), out.append, None)
         fresh = first.fields("true", None, {}).split(b"\0")
         restored = after_traps.fields("true", None, {}).split(b"\0")
-        assert fresh[2] == b"\ntrue"
-        assert restored[2] == b"\\builtin trap -- 'echo x' DEBUG\ntrue"
+        assert fresh[1] == b"\ntrue"
+        assert restored[1] == b"\\builtin trap -- 'echo x' DEBUG\ntrue"
         for run in (first, after_traps):
             run.cut()
             await run.collect()

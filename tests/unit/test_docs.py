@@ -59,6 +59,7 @@ def test_protocol_reference_has_every_message_and_code() -> None:
         mcp.NOTIFICATIONS_FROM_CLIENT,
         mcp.NOTIFICATIONS_FROM_SERVER,
         terminals.METHODS,
+        terminals.NOTIFICATIONS_FROM_CLIENT,
         terminals.NOTIFICATIONS_FROM_SERVER,
     ]
     missing = [name for table in tables for name in table if f"### `{name}` " not in page]
@@ -135,3 +136,35 @@ def test_readme_links_lead_to_files() -> None:
     local = [t for t in targets if not re.match(r"[a-z]+://", t)]
     assert local, "the README links to the guide"
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+def _minutes(text: str, pattern: str) -> float:
+    (found,) = re.findall(pattern, text)
+    return float(found)
+
+
+def test_the_readme_gives_the_suites_time_the_development_page_measured() -> None:
+    measured = _minutes(
+        (DOCS / "development.md").read_text(), r"suite takes about (\d+(?:\.\d+)?) min"
+    )
+    said = _minutes((ROOT / "README.md").read_text(), r"takes\s+about (\d+) minutes? on a quiet")
+    assert said == round(measured)
+
+
+def test_the_pages_name_the_workspace_flag_by_its_name() -> None:
+    """`--cwd` is the flag's first name, still accepted; a page says it only as that."""
+    pages = [ROOT / "README.md", *DOCS.glob("*.md")]
+    for page in pages:
+        for match in re.finditer(r"`--cwd`(.{0,20})", page.read_text(), flags=re.S):
+            assert match.group(1).startswith(", its first"), f"{page.name}: {match.group(0)!r}"
+
+
+@pytest.mark.parametrize(
+    ("page", "section"),
+    [("README.md", "## A one-minute tour"), ("docs/index.md", "## Getting started")],
+)
+def test_the_tour_says_which_bashrpc_it_runs(page: str, section: str) -> None:
+    """The examples run `bashrpc`; the first line installed it in .venv, not on PATH."""
+    text = (ROOT / page).read_text()
+    intro = text.split(section + "\n", 1)[1].split("\n#", 1)[0]
+    assert "`.venv/bin/bashrpc`" in intro and ". .venv/bin/activate" in intro

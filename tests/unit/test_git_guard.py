@@ -154,14 +154,22 @@ def test_what_is_kept_in_a_root_is_bound_with_the_way_down() -> None:
     )
 
 
-def test_what_only_the_root_itself_could_keep_refuses_the_shell() -> None:
+def test_what_only_the_root_itself_could_keep_keeps_the_root_read_only() -> None:
+    """The shell starts, told why; nothing in that root is bound writable again."""
     what = messages.GIT_GUARD_NAMED.format(path=f"{ROOT}/conf/x", reason="include.path")
-    made = plan(surveyed(kept=(Kept(ROOT, what),)), [ROOT])
-    assert made.binds == ()
-    assert made.refused == messages.GIT_GUARD_REFUSED.format(
-        what=what, why=messages.GIT_GUARD_IS_ROOT.format(root=ROOT)
-    )
+    module = GitDir(f"{GIT}/modules/lib", own=True, parent=GIT, link=f"{ROOT}/lib/.git")
+    dirs = surveyed(GitDir(GIT, own=True, found=OWN_FOUND), module, kept=(Kept(ROOT, what),))
+    for commits in (False, True):
+        made = plan(dirs, [ROOT, "/work/other"], commits=commits)
+        assert made.refused is None and made.placeholders == ()
+        assert made.binds == (Bind(ROOT, writable=False),)
+        assert made.notices == (messages.GIT_GUARD_SEALED.format(root=ROOT, what=what),)
     assert plan(Survey(refused=("no",)), [ROOT]).refused == "no"
+
+
+def test_a_git_dir_whose_commondir_is_not_followed_is_read_only_whole() -> None:
+    made = plan(surveyed(GitDir(GIT, own=True, sealed=True)), [ROOT], commits=True)
+    assert made.binds == (Bind(GIT, writable=False),) and made.placeholders == ()
 
 
 def uncovered(binds: tuple[Bind, ...]) -> list[str]:

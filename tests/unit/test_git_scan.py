@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
+import pytest
+
 from bashrpc.protocol import messages
-from bashrpc.server.runtime.sandbox import gitguard, gitindex, gitscan
+from bashrpc.server.runtime.sandbox import beneath, gitguard, gitindex, gitscan
 from bashrpc.server.runtime.sandbox.gitguard import Survey
 from tests.githost import Host
 
@@ -131,11 +134,14 @@ def test_gitlinks_are_read_from_the_index_in_every_format(tmp_path: Path) -> Non
         assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
     host.ok(repo, "update-index", "--split-index")
     assert gitindex.gitlinks(index) == ("a/one", "a/two", "b")
+    # One git refuses too reads as none; a truncated one keeps the root read-only.
     (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
-    assert scan([repo]).refused != ()
+    assert scan([repo]).kept == ()
+    (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01" + bytes(30))
+    assert [k.path for k in scan([repo]).kept] == [str(repo)]
 
 
-def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
+def test_a_git_that_is_a_symlink_in_a_root_keeps_the_root_read_only(tmp_path: Path) -> None:
     """A `.git` symlink could be replaced: only its directory, the root, could keep it."""
     host = host_of(tmp_path)
     repo = host.repo("repo")
@@ -143,8 +149,118 @@ def test_a_git_that_is_a_symlink_in_a_root_is_refused(tmp_path: Path) -> None:
     root.mkdir()
     (root / ".git").symlink_to(repo / ".git")
     made = gitguard.plan(scan([root]), [str(root)])
-    why = messages.GIT_GUARD_IS_ROOT.format(root=root)
     what = messages.GIT_GUARD_NAMED.format(
         path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_LINK
     )
-    assert made.refused == messages.GIT_GUARD_REFUSED.format(what=what, why=why)
+    assert made.refused is None and made.binds == (gitguard.Bind(str(root), writable=False),)
+    assert made.notices == (messages.GIT_GUARD_SEALED.format(root=root, what=what),)
+
+
+def test_a_git_that_is_a_fifo_is_kept_as_it_is(tmp_path: Path) -> None:
+    """Nothing is opened; the FIFO is bound read-only over itself, and the reason
+    names what it is (it once said "a .git that is a symlink")."""
+    root = tmp_path / "root"
+    root.mkdir()
+    os.mkfifo(root / ".git")
+    (kept,) = scan([root]).kept
+    assert kept.path == str(root / ".git")
+    assert kept.what == messages.GIT_GUARD_NAMED.format(
+        path=root / ".git", reason=messages.GIT_GUARD_DOT_GIT_ODD
+    )
+
+
+def test_a_pointer_out_of_the_roots_is_not_followed(tmp_path: Path) -> None:
+    """A `.git` file naming another repository outside the roots (no way back to
+    this checkout): kept as it is, said, and nothing made in what it names."""
+    host = host_of(tmp_path)
+    other = host.repo("other")
+    root = host.base / "root"
+    root.mkdir()
+    (root / ".git").write_text(f"gitdir: {other}/.git\n")
+    before = sorted((other / ".git").iterdir())
+    survey = scan([root], commits=True)
+    assert survey.git_dirs == () and [k.path for k in survey.kept] == [str(root / ".git")]
+    assert survey.notices == (
+        messages.GIT_GUARD_POINTER_REFUSED.format(path=root / ".git", target=f"{other}/.git"),
+    )
+    made = gitscan.prepare([str(root)], commits=True)
+    assert made.placeholders == () and sorted((other / ".git").iterdir()) == before
+    assert all(beneath.within_any(b.path, [str(root)]) for b in made.binds)
+
+
+def test_a_commondir_out_of_the_roots_keeps_the_git_dir_read_only(tmp_path: Path) -> None:
+    host = host_of(tmp_path)
+    other = host.repo("other")
+    repo = host.repo("repo")
+    (repo / ".git" / "commondir").write_text(f"{other}/.git\n")
+    (found,) = scan([repo], commits=True).git_dirs
+    assert found.path == str(repo / ".git") and found.sealed
+    made = gitscan.prepare([str(repo)], commits=True)
+    assert made.binds == (gitguard.Bind(str(repo / ".git"), writable=False),)
+    # Nothing to walk to (a link in the root), said with what it names as written.
+    (repo / "away").symlink_to(other / ".git")
+    (repo / ".git" / "commondir").write_text("../away\n")
+    survey = scan([repo], commits=True)
+    assert [d.sealed for d in survey.git_dirs] == [True]
+    assert survey.notices == (
+        messages.GIT_GUARD_COMMONDIR_REFUSED.format(path=repo / ".git", target="../away"),
+    )
+
+
+def test_a_link_on_the_way_to_what_a_config_names_is_kept(tmp_path: Path) -> None:
+    """An include that is a link in the root: its target is kept, and so is the
+    link's directory, or the link could be pointed at a planted file."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    (repo / "conf" / "real").mkdir(parents=True)
+    (repo / "conf" / "real" / "team.gitconfig").write_text("")
+    (repo / "conf" / "team.gitconfig").symlink_to("real/team.gitconfig")
+    host.ok(repo, "config", "include.path", "../conf/team.gitconfig")
+    kept = {k.path for k in scan([repo]).kept}
+    assert kept == {str(repo / "conf"), str(repo / "conf/real/team.gitconfig")}
+
+
+def test_an_index_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """A header claiming more entries than the file could hold is cut at once; a
+    read past the scan's deadline stops (and the root is kept read-only)."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    (repo / "file").write_text("")
+    host.ok(repo, "add", "file")
+    index = repo / ".git" / "index"
+    with pytest.raises(gitindex.IndexUnreadable, match="deadline"):
+        gitindex.gitlinks(str(index), deadline=0.0)
+    index.write_bytes(b"DIRC\0\0\0\x02\xff\xff\xff\xff" + bytes(1 << 16))
+    with pytest.raises(gitindex.IndexUnreadable, match="truncated"):
+        gitindex.gitlinks(str(index))
+    assert [k.path for k in gitscan.scan([str(repo)], seconds=0.0).kept] == [str(repo)]
+
+
+PLANTED = ("fifo", "sparse", "zero")
+
+
+def plant(kind: str, path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with path.open("wb") as sparse:
+            sparse.truncate(1 << 30)
+
+
+@pytest.mark.parametrize("name", ["index", "HEAD", "config", "commondir"])
+@pytest.mark.parametrize("kind", PLANTED)
+def test_a_planted_file_costs_the_scan_nothing(tmp_path: Path, kind: str, name: str) -> None:
+    """A FIFO, a `/dev/zero` link or a sparse gigabyte where git expects a small
+    file: the start's scan is over at once (once it never returned), and no shell
+    is refused for it."""
+    host = host_of(tmp_path)
+    repo = host.repo("repo")
+    planted = repo / ".git" / name
+    planted.unlink(missing_ok=True)
+    plant(kind, planted)
+    for commits in (False, True):
+        began = time.monotonic()
+        made = gitscan.prepare([str(repo)], commits=commits)
+        assert time.monotonic() - began < 2.0 and made.refused is None

@@ -4,32 +4,33 @@ from __future__ import annotations
 
 import anyio
 import msgspec
+import pytest
 
 from bashrpc.protocol import messages
+from bashrpc.server import errors
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
+from bashrpc.server.services.bashcall import ON_PIPES
 from bashrpc.server.services.resumable import Resumable, Resumables
-from tests.unit.test_resumable import RESULT, Owner
+from tests.unit.test_resumable import RESULT, Got, Owner, add, chunk
 
 CHUNK = "x" * 1000
-BUDGET = 10_000
+# What one chunk holds (seqs below 10: one digit), and room for ten.
+SIZE = len(msgspec.json.encode(chunk(0, CHUNK)))
+BUDGET = 10 * SIZE
 
 
 def _filled(resumables: Resumables, request_id: int, owner: Owner, chunks: int) -> Resumable:
-    record = resumables.start(request_id, "bash", "default", owner)
+    record = resumables.start(request_id, "bash", "default", owner, logged=ON_PIPES)
     for seq in range(chunks):
-        record.add(seq, CHUNK, 0)
+        add(record, seq, CHUNK)
     return record
 
 
 def _replayed(resumables: Resumables, record: Resumable) -> list[tuple[int, str]]:
     async def main() -> list[tuple[int, str]]:
-        got: list[tuple[int, str]] = []
-
-        async def send(seq: int, text: str, skipped: int) -> None:
-            got.append((seq, text))
-
-        await resumables.follow(record, -1, Owner(), send, accept_gap=True)
-        return got
+        got = Got()
+        await resumables.follow(record, -1, Owner(), got, accept_gap=True)
+        return got.sent
 
     return anyio.run(main)
 
@@ -39,10 +40,10 @@ def test_the_budget_counts_every_kept_byte_and_frees_them_on_drop() -> None:
     resumables = Resumables(budget)
     owner = Owner()
     record = _filled(resumables, 1, owner, 3)
-    assert budget.used == 3 * len(CHUNK)
+    assert budget.used == 3 * SIZE
     resumables.cut(owner)
     resumables.end(record, RESULT)
-    assert budget.used == 3 * len(CHUNK) + len(msgspec.json.encode(RESULT))
+    assert budget.used == 3 * SIZE + len(msgspec.json.encode(RESULT))
     resumables.drop(record)
     assert budget.used == 0
 
@@ -56,14 +57,14 @@ def test_cut_records_give_way_oldest_first_and_attached_ones_never() -> None:
     newer = _filled(bob, 1, gone, 4)
     bob.cut(gone)
     attached = _filled(alice, 2, there, 4)
-    # 12 chunks of 1000 bytes against 10,000: the oldest cut record gives two.
+    # 12 chunks against room for 10: the oldest cut record gives two.
     assert budget.used <= BUDGET
     assert oldest.log.first_kept == 2
     assert newer.log.first_kept == 0
     assert attached.log.first_kept == 0
     # More: the oldest gives all but its newest chunk, then the next one gives.
     for seq in range(4, 8):
-        attached.add(seq, CHUNK, 0)
+        add(attached, seq, CHUNK)
     assert budget.used <= BUDGET
     assert oldest.log.first_kept == 3
     assert newer.log.first_kept > 0
@@ -112,3 +113,33 @@ def test_a_tenant_keeps_at_most_its_count_of_records_the_oldest_finished_going_f
     bob.start(2, "bash", "default", Owner())
     assert list(bob.records) == [1]
     assert count.kept == 2
+
+
+def test_requests_in_flight_count_and_cut_records_give_way_to_them() -> None:
+    budget = KeptBudget(BUDGET)
+    resumables = Resumables(budget)
+    gone = Owner()
+    _filled(resumables, 1, gone, 6)
+    resumables.cut(gone)
+    budget.hold(6000)
+    # 6,000 bytes kept and 6,000 waiting: the cut record's oldest chunks went.
+    assert budget.used <= BUDGET and budget.requests == 6000
+    kept = budget.used - 6000
+    budget.drop(6000)
+    assert budget.requests == 0 and budget.used == kept
+
+
+def test_a_request_that_would_take_requests_past_the_budget_is_refused_unchanged() -> None:
+    budget = KeptBudget(BUDGET)
+    budget.hold(BUDGET - 100)
+    with pytest.raises(errors.OverBudget) as refused:
+        budget.hold(101)
+    assert (refused.value.size, refused.value.held, refused.value.budget) == (
+        101,
+        BUDGET - 100,
+        BUDGET,
+    )
+    assert budget.requests == budget.used == BUDGET - 100
+    budget.hold(100)  # exactly to the budget fits
+    budget.drop(BUDGET)
+    assert budget.requests == budget.used == 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import select
+import subprocess
+import sys
 import time
 
 from bashrpc.protocol import messages
@@ -51,3 +54,30 @@ def test_a_line_goes_out_whole_and_in_order() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+# Once the server's log is set up, even what is written to sys.stderr directly
+# (a warning, a stray print, a traceback) goes through the queue.
+STRAY_WRITES = """
+import sys
+from bashrpc.server import log
+log.setup("WARNING")
+for n in range(2000):
+    print("x" * 99, file=sys.stderr)
+sys.stdout.write("done\\n")
+sys.stdout.flush()
+"""
+
+
+def test_writes_to_sys_stderr_never_wait_for_an_unread_stderr() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", STRAY_WRITES], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 30.0)
+        assert ready, "blocked on a stderr nobody reads"
+        assert process.stdout.readline() == b"done\n"
+    finally:
+        process.kill()
+        process.wait()

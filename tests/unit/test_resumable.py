@@ -1,16 +1,19 @@
-"""Resumable records: a follower joining at any point sees each chunk once, then the result."""
+"""Resumable records: a follower joining at any point sees each notification
+once, as it was sent, then the result."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import anyio
+import msgspec
 import pytest
 
-from bashrpc.protocol.methods import BashResult
+from bashrpc.protocol.methods import BashChunk, BashResult, PtyOutput
 from bashrpc.server import errors
 from bashrpc.server.runtime.run.ptylane import PtyLane
-from bashrpc.server.services.resumable import Resumables
+from bashrpc.server.services.bashcall import ON_PIPES, ON_PTY
+from bashrpc.server.services.resumable import Resumable, Resumables
 
 RESULT = BashResult(
     output="",
@@ -31,6 +34,31 @@ class Owner:
     """A connection, as the records know it: an identity."""
 
 
+def chunk(seq: int, text: str) -> BashChunk:
+    return BashChunk(request_id=1, session_id="default", seq=seq, text=text, skipped=0)
+
+
+def add(record: Resumable, seq: int, text: str) -> None:
+    """A `bash/chunk` the request sent (the record numbers them as the stream does)."""
+    assert record.log.next_seq == seq
+    record.sent("bash/chunk", chunk(seq, text))
+
+
+class Got:
+    """A follower's connection: what it was sent, as (seq, text)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str]] = []
+
+    async def __call__(self, method: str, params: msgspec.Struct) -> None:
+        if isinstance(params, BashChunk):
+            assert method == "bash/chunk"
+            self.sent.append((params.seq, params.text))
+        else:
+            assert method == "pty/output" and isinstance(params, PtyOutput)
+            self.sent.append((params.seq, params.data))
+
+
 @pytest.mark.parametrize("joined_at", range(len(TEXTS) + 1))
 def test_a_follower_joining_at_any_chunk_gets_the_rest_once(joined_at: int) -> None:
     resumables = Resumables()
@@ -38,26 +66,26 @@ def test_a_follower_joining_at_any_chunk_gets_the_rest_once(joined_at: int) -> N
     record = resumables.start(1, "bash", "default", first)
 
     async def main() -> tuple[list[tuple[int, str]], BashResult]:
-        got: list[tuple[int, str]] = []
+        got = Got()
 
-        async def send(seq: int, text: str, skipped: int) -> None:
-            got.append((seq, text))
+        async def send(method: str, params: msgspec.Struct) -> None:
+            await got(method, params)
             await anyio.sleep(0)
 
         for seq in range(joined_at):
-            record.add(seq, TEXTS[seq], 0)
+            add(record, seq, TEXTS[seq])
         resumables.cut(first)
         async with anyio.create_task_group() as tg:
 
             async def produce() -> None:
                 for seq in range(joined_at, len(TEXTS)):
-                    record.add(seq, TEXTS[seq], 0)
+                    add(record, seq, TEXTS[seq])
                     await anyio.sleep(0)
                 resumables.end(record, RESULT)
 
             tg.start_soon(produce)
             result = await resumables.follow(record, joined_at // 2 - 1, second, send)
-        return got, result
+        return got.sent, result
 
     got, result = anyio.run(main)
     start = max(0, joined_at // 2)
@@ -113,9 +141,7 @@ def test_a_follow_on_a_connection_cut_in_turn_stops_and_keeps_the_record() -> No
     resumables.cut(first)
 
     async def main() -> None:
-        async def send(seq: int, text: str, skipped: int) -> None:
-            pass
-
+        send = Got()
         async with anyio.create_task_group() as tg:
 
             async def cut_soon() -> None:
@@ -139,21 +165,21 @@ def test_a_pty_replay_that_lost_its_start_is_sent_as_kept_without_a_notice() -> 
     resumables = Resumables()
     gone, back = Owner(), Owner()
     lane = PtyLane(1, 80, 24, lambda _lane: None)
-    record = resumables.start(1, "bash", "default", gone, lane)
-    record.log.max_bytes = 8
-    for seq, data in enumerate(["AAAA", "BBBB", "CCCC"]):
-        record.add(seq, data, 0)
+    record = resumables.start(1, "bash", "default", gone, lane, ON_PTY)
+    outputs = [PtyOutput(request_id=1, seq=seq, data=d) for seq, d in enumerate(["AAAA", "BBBB"])]
+    record.log.max_bytes = 2 * len(msgspec.json.encode(outputs[0]))
+    for output in [*outputs, PtyOutput(request_id=1, seq=2, data="CCCC")]:
+        record.sent("pty/output", output)
+    # A PTY request's record keeps its raw output alone.
+    record.sent("bash/chunk", chunk(3, "not a PTY's"))
+    assert record.log.next_seq == 3
     resumables.cut(gone)
     resumables.end(record, RESULT)
 
     async def main() -> list[tuple[int, str]]:
-        got: list[tuple[int, str]] = []
-
-        async def send(seq: int, text: str, skipped: int) -> None:
-            got.append((seq, text))
-
-        await resumables.follow(record, -1, back, send, accept_gap=True)
-        return got
+        got = Got()
+        await resumables.follow(record, -1, back, got, accept_gap=True)
+        return got.sent
 
     # Terminal bytes take no notice: the first seq sent says what is gone.
     assert anyio.run(main) == [(1, "BBBB"), (2, "CCCC")]
@@ -162,16 +188,18 @@ def test_a_pty_replay_that_lost_its_start_is_sent_as_kept_without_a_notice() -> 
 def test_a_replay_that_lost_its_start_is_refused_unless_the_gap_is_accepted() -> None:
     resumables = Resumables()
     gone, back = Owner(), Owner()
-    record = resumables.start(1, "bash", "default", gone)
-    record.log.max_bytes = 8
+    record = resumables.start(1, "bash", "default", gone, logged=ON_PIPES)
+    record.log.max_bytes = 2 * len(msgspec.json.encode(chunk(0, "AAAA")))
     for seq, data in enumerate(["AAAA", "BBBB", "CCCC"]):
-        record.add(seq, data, 0)
+        add(record, seq, data)
     resumables.cut(gone)
     resumables.end(record, RESULT)
+    got = Got()
     sent: list[int] = []
 
-    async def send(seq: int, text: str, skipped: int) -> None:
-        sent.append(seq)
+    async def send(method: str, params: msgspec.Struct) -> None:
+        await got(method, params)
+        sent.append(got.sent[-1][0])
 
     with pytest.raises(errors.ResumeGap) as refused:
         anyio.run(resumables.follow, record, -1, back, send)

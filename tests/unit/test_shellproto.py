@@ -210,20 +210,19 @@ def test_restore_prefix_puts_traps_and_xtrace_back() -> None:
 
 
 def test_only_validated_names_reach_the_driver_line() -> None:
-    line = driver_line(TOKEN, ["A", "B_2"])
+    line = driver_line(TOKEN, "o.out", ["A", "B_2"])
     assert b'A="${__bashrpc_env[0]}" B_2="${__bashrpc_env[1]}"' in line
     assert line.endswith(f'__bashrpc_done "$__bashrpc_status" {TOKEN}\n'.encode())
-    # Everything else travels in the fields file; the line stays short.
-    assert driver_line(TOKEN, []) == f"__bashrpc_go {TOKEN}\n".encode()
+    # Everything else but the output FIFO's name travels in the fields file
+    # (which a command can read); the line stays short.
+    assert driver_line(TOKEN, "o.out", []) == f"__bashrpc_o=o.out; __bashrpc_go {TOKEN}\n".encode()
 
 
 def test_fields_carry_the_command_after_its_restore_prefix() -> None:
-    fields = command_fields(
-        output="/o", cwd=None, prefix="set -x", command="echo $x", env={"A": "1"}
-    )
-    assert fields == b"/o\0\0set -x\necho $x\0001\0"
+    fields = command_fields(cwd=None, prefix="set -x", command="echo $x", env={"A": "1"})
+    assert fields == b"\0set -x\necho $x\0001\0"
     # No prefix: the command is still on the second line of the eval'd text.
-    assert command_fields(output="/o", cwd=None, prefix="", command="x", env={}) == b"/o\0\0\nx\0"
+    assert command_fields(cwd=None, prefix="", command="x", env={}) == b"\0\nx\0"
 
 
 @pytest.mark.parametrize("code", ["echo 'a'\necho \\b \"$X\" $'c'", *HOSTILE_CODES])

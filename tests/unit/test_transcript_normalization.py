@@ -18,8 +18,16 @@ from bashrpc.protocol.normalization import (
     VERSION,
     normalize,
 )
-from bashrpc.protocol.placeholders import HOME, TMP, WORKSPACE, Substitution, hide_paths
+from bashrpc.protocol.placeholders import (
+    HOME,
+    TMP,
+    WORKSPACE,
+    PathHider,
+    Substitution,
+    hide_paths,
+)
 from bashrpc.protocol.transcript import (
+    MAX_NESTING,
     ClientRecord,
     Header,
     Record,
@@ -27,6 +35,7 @@ from bashrpc.protocol.transcript import (
     ServerRecord,
     Transcript,
     TranscriptError,
+    client_line,
     dumps,
     line_record,
     loads,
@@ -87,6 +96,38 @@ def test_a_path_cut_by_a_chunk_boundary_is_still_hidden(pieces: list[str]) -> No
     hidden = Substitution(PATHS).hide_split(pieces)
     assert len(hidden) == len(pieces)
     assert "".join(hidden) == f"cd {WORKSPACE} && ls {HOME} /tmpfile {TMP}"
+
+
+TRICKY = "cd /tmp/run/ws && ls /tmp/run/home /tmpfile /tmp/run/wsx /tmp\n/tmp/run/w"
+
+
+@given(cuts(TRICKY))
+def test_the_recorder_hides_each_chunk_as_it_comes_as_the_whole_stream_would(
+    pieces: list[str],
+) -> None:
+    """`PathHider` gives each chunk its final text without the chunks after it,
+    and holds a chunk only while a path could run on past its end."""
+    substitution = Substitution(PATHS)
+    whole = substitution.hide_split(pieces)
+    hider = PathHider(substitution)
+    out: list[Record] = []
+    for n, piece in enumerate(pieces):
+        out += hider.add(chunk(1, n, piece))
+        seen = "".join(pieces[: n + 1])
+        could_go_on = any(p.startswith(seen[-k:]) for p, _ in PATHS for k in range(1, len(p) + 1))
+        if not could_go_on:
+            assert len(out) == n + 1  # nothing waits for text to come
+    out += hider.finish()
+    assert [r.message["params"]["text"] for r in out] == whole
+    assert "".join(whole) == substitution.hide(TRICKY)
+
+
+def test_the_recorder_holds_no_more_than_its_limit() -> None:
+    substitution = Substitution(PATHS)
+    hider = PathHider(substitution, held_limit=100)
+    assert hider.add(chunk(1, 0, "x /tm"), size=60) == []  # the path may go on
+    assert hider.add(note("bash/chunk", requestId=2, seq=0, text="y"), size=60) != []
+    assert hider.add(result(1, {}), size=10) == [result(1, {})]
 
 
 def test_pty_bytes_are_joined_and_hidden_across_cuts() -> None:
@@ -281,3 +322,25 @@ def test_a_transcript_reads_back_as_written() -> None:
 def test_a_bad_transcript_names_the_line(data: bytes, where: str) -> None:
     with pytest.raises(TranscriptError, match=where):
         loads(data)
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 100_000])
+def test_a_line_nested_too_deep_is_recorded_as_its_text(depth: int) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":%s}}\n' % (
+        b"[" * depth + b"]" * depth
+    )
+    record = line_record(line, client=True)
+    assert isinstance(record, ClientRecord) and record.message is None
+    assert client_line(record, str) == line
+    again = loads(dumps(Transcript(header=Header(normalization=1), records=[record])))
+    assert again.records == [record]
+
+
+def test_a_chunks_exact_bytes_hide_the_paths_too() -> None:
+    raw = b"/tmp/run/ws/\xff\n"
+    exact = base64.b64encode(raw).decode()
+    record = note("bash/chunk", requestId=1, seq=0, text="/tmp/run/ws/\ufffd\n", textBase64=exact)
+    (hidden,) = hide_paths([record], Substitution(PATHS))
+    params = hidden.message["params"]
+    assert params["text"] == f"{WORKSPACE}/\ufffd\n"
+    assert base64.b64decode(params["textBase64"]) == f"{WORKSPACE}/".encode() + b"\xff\n"

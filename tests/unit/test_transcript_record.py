@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bashrpc.protocol.transcript import ClientRecord, ServerRecord
+from bashrpc.protocol.placeholders import Substitution
+from bashrpc.protocol.transcript import ClientRecord, Header, Record, ServerRecord, dump_line, loads
 from bashrpc.server.cli.main import split_server_args
 from bashrpc.server.cli.record import Recorder
 from bashrpc.server.cli.runroot import flag_value, portable_args
@@ -16,12 +17,26 @@ def reply(ident: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % ident
 
 
-def waited(recorder: Recorder) -> list[bool]:
+class Written:
+    """A recorder, and the lines it wrote."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = [dump_line(Header(normalization=1))]
+        self.recorder = Recorder(self.lines.append, Substitution([]))
+        self.client = self.recorder.client
+        self.server = self.recorder.server
+
+    @property
+    def records(self) -> list[Record]:
+        return loads(b"".join(self.lines)).records
+
+
+def waited(recorder: Written) -> list[bool]:
     return [r.waited for r in recorder.records if isinstance(r, ClientRecord)]
 
 
 def test_a_request_sent_after_every_reply_is_lockstep() -> None:
-    recorder = Recorder()
+    recorder = Written()
     recorder.client(request(1))
     recorder.server(reply(1))
     recorder.client(request(2))
@@ -29,7 +44,7 @@ def test_a_request_sent_after_every_reply_is_lockstep() -> None:
 
 
 def test_a_request_sent_behind_an_unanswered_one_is_pipelined() -> None:
-    recorder = Recorder()
+    recorder = Written()
     recorder.client(request(1))
     recorder.client(request(2))
     recorder.server(reply(2))
@@ -43,7 +58,7 @@ def test_a_request_sent_behind_an_unanswered_one_is_pipelined() -> None:
 
 
 def test_notifications_and_batches_count_by_their_requests() -> None:
-    recorder = Recorder()
+    recorder = Written()
     recorder.client(b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x"}]\n')
     recorder.client(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     recorder.server(b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n')

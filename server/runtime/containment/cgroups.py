@@ -38,10 +38,13 @@ def cgroup2_mount() -> Path | None:
 def own_cgroup() -> Path | None:
     """The directory of this process's cgroup v2, if v2 is mounted."""
     mount = cgroup2_mount()
-    if mount is None:
-        return None
+    return None if mount is None else group_of(os.getpid(), mount)
+
+
+def group_of(pid: int, mount: Path) -> Path | None:
+    """The directory of a process's cgroup v2 (None once it is gone)."""
     try:
-        with open("/proc/self/cgroup") as f:
+        with open(f"/proc/{pid}/cgroup") as f:
             for line in f:
                 if line.startswith("0::"):
                     return mount / line[3:].strip().lstrip("/")
@@ -67,13 +70,10 @@ class Cgroup:
         """Move a running process here, from outside it."""
         return self._write("cgroup.procs", str(pid).encode())
 
-    def procs(self, *, own: bool = True) -> set[int]:
-        """Live processes in this group and below (zombies have left it); `own`
-        False: those below it alone."""
+    def procs(self) -> set[int]:
+        """Live processes in this group and below (zombies have left it)."""
         out: set[int] = set()
         for directory, _dirs, _files in os.walk(self.path):
-            if not own and directory == str(self.path):
-                continue
             try:
                 with open(os.path.join(directory, "cgroup.procs"), "rb") as f:
                     out.update(int(p) for p in f.read().split())

@@ -8,7 +8,8 @@ That setup is a Python function between fork and exec, which makes subprocess
 fork the whole server and wait while the child runs Python: about 2.4 ms of
 the event loop per child here. A child that runs nothing before it reads its
 input (a shell waiting for its bootstrap), with a tracker that can place it
-from outside (a cgroup), skips it: util-linux's `setpriv --pdeathsig KILL`
+from outside (a cgroup) and asks nothing of the child itself (no cgroup
+namespace, which only the child can make), skips it: util-linux's `setpriv --pdeathsig KILL`
 sets the signal and execs the program, the server moves the pid into the
 cgroup before it writes a byte, and subprocess uses vfork (about 0.2 ms).
 
@@ -96,7 +97,8 @@ def spawn(
     `waits_for_input`: the child runs nothing before it reads stdin, so it may be
     placed once it runs (see the module's docstring).
     """
-    setpriv = pdeathsig_wrapper() if waits_for_input and tracker.can_place else None
+    cheap = waits_for_input and tracker.can_place and not tracker.needs_setup
+    setpriv = pdeathsig_wrapper() if cheap else None
     if setpriv is not None:
         argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
     process = subprocess.Popen(

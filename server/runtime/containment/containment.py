@@ -5,8 +5,8 @@ Every shell, PTY command and rc capture gets a Tracker. A tracker answers
 - With a cgroup per shell (where one can be created), membership is the
   kernel's: setsid, double forks and `env -i` change nothing. Root may still
   move a process out by writing a `cgroup.procs`, so a kill also walks the
-  shell's session and parentage, and takes the server's orphans that no group
-  of its own holds (`CgroupTracker.strays`).
+  shell's session and parentage, and takes what is in its child's cgroup
+  namespace but not in its group (`CgroupTracker.strays`).
 - Otherwise the shell is made a child subreaper, so while it lives every
   process it started stays below it. When it dies, its orphans are
   re-parented to the server (a subreaper too), and the tracker claims the
@@ -24,8 +24,10 @@ alive after the grace period gets SIGKILL.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
@@ -40,6 +42,10 @@ from bashrpc.server.runtime.containment.procs import Scan
 MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
+# Kills that start together (a shutdown) share the pass over /proc that finds a
+# shell's session and what left its group; a fork since is found by its parent,
+# which that pass saw and the kill stopped.
+SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
 LEADER_DEATH_SECONDS = 1.0
@@ -73,6 +79,9 @@ class Tracker(ABC):
 
     # Whether `place` works: a subreaper has to ask for it itself.
     can_place = False
+    # Whether the child must run `prepare_child` even so: what it makes there (a
+    # cgroup namespace) no one can make for it from outside.
+    needs_setup = False
 
     def place(self, pid: int) -> bool:
         """Put a process that already runs in the tracker, from outside it."""
@@ -117,10 +126,11 @@ class Tracker(ABC):
             procs.signal_all(rest, signal.SIGTERM)
             self._resume(stopped)
             await polling.until(lambda: not self._remaining(), grace_seconds if rest else 0)
-            await polling.repeat_while(self._remaining, self._force)
+            await polling.repeat_while(lambda: self._remaining(thorough=True), self._force)
 
-    def _remaining(self) -> set[int]:
-        """What a kill still has to end: its members, as a kill finds them."""
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        """What a kill still has to end: its members, as a kill finds them; looked
+        for `thorough`ly before it gives up on them, cheaply while it waits."""
         return self.members()
 
 
@@ -131,13 +141,21 @@ class CgroupTracker(Tracker):
         super().__init__(tag)
         self.group = group
         self._owner = owner
+        self.needs_setup = owner.cgroup_namespaces
         # The leader's session (its own: every child starts in a new one), if known.
         self._session: int | None = None
         # (pid, start time) of every stray seen, the leader first.
         self._strays: dict[int, int] = {}
+        # The leader's cgroup namespace (its number), held open (see `adopt`).
+        self._namespace: int | None = None
+        self._namespace_fd: int | None = None
 
     def prepare_child(self) -> None:
         self.group.join_from_child()
+        if self.needs_setup:
+            # Its group is the root of what it sees of cgroups; where cgroup v2 is
+            # mounted with nsdelegate, no write to a cgroup.procs takes it out.
+            procs.unshare(procs.CLONE_NEWCGROUP)
 
     can_place = True
 
@@ -145,40 +163,66 @@ class CgroupTracker(Tracker):
         return self.group.add(pid)
 
     def adopt(self, pid: int) -> None:
+        """Record the leader, its session and its cgroup namespace: a mark of its
+        own that every process it starts keeps, whatever group it moves to."""
         info = procs.read_stat(pid)
-        if info is not None:
-            self._strays[pid] = info.start
-            if info.sid == pid:
-                self._session = pid
+        if info is None:
+            return
+        self._strays[pid] = info.start
+        if info.sid == pid:
+            self._session = pid
+        if self.needs_setup and self._namespace_fd is None:
+            self._namespace_fd = procs.hold_cgroup_namespace(pid, info.start)
+            if self._namespace_fd is not None:
+                self._namespace = os.fstat(self._namespace_fd).st_ino
 
     def members(self, scan: Scan | None = None) -> set[int]:
         return self.group.procs()
 
-    def strays(self, scan: Scan | None = None) -> set[int]:
+    def strays(self, *, thorough: bool = False) -> set[int]:
         """Processes of this tracker outside its group: root may move a process to
-        any group. The second net, for kills: the leader's session, everything
-        below the leader, the group and what was seen before, and the server's
-        orphans that are in no group of its own (`Containment.escaped`)."""
-        scan = Scan() if scan is None else scan
+        any group. The second net, for kills: everything below the group and what
+        was seen before (the leader first); `thorough`ly, also the leader's session
+        and its cgroup namespace (`Containment.outside`), which kills ask while
+        stopping and at the end, not on every poll.
+
+        Leaving the group, the session, the parentage and the environment keeps
+        the cgroup namespace, so an escaped process is this tracker's alone: no
+        other shell's, tenant's or server's kill takes it, nor anything that is not
+        a command's. Where no namespace can be made (without CAP_SYS_ADMIN), only
+        a group's owner may move a process out, and then only to another group
+        it owns: within a delegated subtree (a non-root server under systemd),
+        such a process is found by its session and parentage only. A process
+        that makes a cgroup namespace of its own before it leaves is found so too."""
+        scan = Scan()
         group = self.group.procs()
-        seen = {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
-        found = scan.descendants(group | seen)
-        if self._session is not None:
-            found |= scan.session(self._session)
-        found |= self._owner.escaped(scan)
-        found -= group
+        seen = self._seen(scan)
+        if thorough:
+            seen |= self._owner.outside(self._session, self._namespace)
+        found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
             if info is not None:
                 self._strays.setdefault(pid, info.start)
         return found
 
-    def _remaining(self) -> set[int]:
-        return self.group.procs() | self.strays()
+    def _remaining(self, *, thorough: bool = False) -> set[int]:
+        """While the kill waits, its group and the strays it stopped: a walk of
+        their trees on every poll of every kill cost seconds when fifty shells
+        were killed together. The look before it gives up walks them."""
+        if thorough:
+            return self.group.procs() | self.strays(thorough=True)
+        return self.group.procs() | self._seen(Scan())
+
+    def _seen(self, scan: Scan) -> set[int]:
+        """The strays seen before that still live (the same processes: pid and start)."""
+        return {pid for pid, start in list(self._strays.items()) if scan.live(pid, start)}
 
     async def _stop_all(self, leader: int | None) -> set[int]:
         self.group.freeze(True)
-        stopped = stop_rounds(self.strays)
+        # Thorough once: what the later rounds look for is below what it found.
+        looks = itertools.chain([True], itertools.repeat(False))
+        stopped = stop_rounds(lambda: self.strays(thorough=next(looks)))
         with anyio.move_on_after(FREEZE_SETTLE_SECONDS):
             while self.group.populated and not self.group.frozen:
                 await anyio.sleep(0.001)
@@ -193,6 +237,10 @@ class CgroupTracker(Tracker):
         procs.signal_all(members, signal.SIGKILL)
 
     def release(self) -> None:
+        # Once closed, the namespace's number may come to name another's.
+        if self._namespace_fd is not None:
+            os.close(self._namespace_fd)
+        self._namespace_fd = self._namespace = None
         self.group.remove()
 
 
@@ -272,8 +320,10 @@ class Containment:
 
     def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
         self.root = root
-        # The server's outermost group (a daemon's, around its tenants' roots).
-        self.home: Cgroup | None = root
+        # One pass over /proc for the thorough looks of kills that start together.
+        self._shared: tuple[float, Scan] | None = None
+        # Each tracker's child in a cgroup namespace of its own, where one can be made.
+        self.cgroup_namespaces = root is not None and procs.may_administer()
         self._report = report
         self._ancestry: set[AncestryTracker] = set()
         # Children of the server that no tracker may claim (the watchdog).
@@ -310,20 +360,17 @@ class Containment:
         question made each kill cost O(shells))."""
         return scan.children(os.getpid()) - self.accounted()
 
-    def escaped(self, scan: Scan) -> set[int]:
-        """Orphans that left every group of the server's: its children (it is a
-        subreaper) in a session not its own, which no tracker answers for and no
-        group below its outermost one holds. No command's process stays a member
-        that way but by writing a `cgroup.procs` (as root), so any kill takes them."""
-        if self.home is None:
-            return set()
-        own_session = os.getsid(0)
-        orphans = set()
-        for pid in self.unclaimed(scan):
-            info = scan.info(pid)
-            if info is not None and not info.zombie and info.sid != own_session:
-                orphans.add(pid)
-        return orphans - self.home.procs(own=False) if orphans else orphans
+    def outside(self, session: int | None, namespace: int | None) -> set[int]:
+        """The processes of `session` and of the cgroup namespace `namespace` (each
+        when given), from one pass over /proc shared by the kills that look within
+        `SHARED_SCAN_SECONDS` of each other: fifty shells killed together (a
+        shutdown, a reset of them all) make one pass, not fifty."""
+        now = time.monotonic()
+        if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
+            self._shared = (now, Scan())
+        scan = self._shared[1]
+        found = set() if session is None else scan.session(session)
+        return found if namespace is None else found | scan.in_cgroup_namespace(namespace)
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)

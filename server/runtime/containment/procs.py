@@ -17,6 +17,9 @@ from bashrpc.server import log
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWCGROUP = 0x02000000
+# The bit of CAP_SYS_ADMIN in a capability mask: what unshare(CLONE_NEWCGROUP) needs.
+CAP_SYS_ADMIN_BIT = 21
 # Every process started through the server inherits this variable. It is only
 # a hint (a command can clear its environment): ownership never rests on it.
 OWNER_ENV = "BASHRPC_OWNER"
@@ -40,15 +43,62 @@ class ProcInfo(msgspec.Struct, frozen=True):
         return self.state in ("Z", "X")
 
 
-def prctl(option: int, arg: int) -> bool:
-    """Call prctl(2); also safe in a child between fork and exec."""
+def _c() -> ctypes.CDLL | None:
+    """The C library, loaded once (in the server, before any fork needs it)."""
     global _libc
     try:
         if _libc is None:
             _libc = ctypes.CDLL(None, use_errno=True)
-        return bool(_libc.prctl(option, arg, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
+    except OSError:
+        return None
+    return _libc
+
+
+def prctl(option: int, arg: int) -> bool:
+    """Call prctl(2); also safe in a child between fork and exec."""
+    libc = _c()
+    return libc is not None and bool(libc.prctl(option, arg, 0, 0, 0) == 0)
+
+
+def unshare(flags: int) -> bool:
+    """Call unshare(2); also safe in a child between fork and exec."""
+    libc = _c()
+    return libc is not None and bool(libc.unshare(flags) == 0)
+
+
+def may_administer() -> bool:
+    """Whether this process has CAP_SYS_ADMIN (in its user namespace)."""
+    raw = _read_proc("self/status") or b""
+    for line in raw.splitlines():
+        if line.startswith(b"CapEff:"):
+            return bool(int(line.split()[1], 16) >> CAP_SYS_ADMIN_BIT & 1)
+    return False
+
+
+def cgroup_namespace(pid: int | str) -> int | None:
+    """The number (inode) that names a process's cgroup namespace, or None once it
+    is gone. A namespace's number may name another once it is freed: see
+    `hold_cgroup_namespace`."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/cgroup").st_ino
+    except OSError:
+        return None
+
+
+def hold_cgroup_namespace(pid: int, start: int) -> int | None:
+    """An open handle on the cgroup namespace of the process (pid, `start`), where it
+    has one of its own (not this process's). While the handle is open the namespace
+    lives, so its number names no other; None when the process is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/ns/cgroup", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = read_stat(pid)
+    # Read after the open: the handle is that process's, not a recycled pid's.
+    if info is None or info.start != start or os.fstat(fd).st_ino == cgroup_namespace("self"):
+        os.close(fd)
+        return None
+    return fd
 
 
 def become_subreaper() -> bool:
@@ -133,6 +183,7 @@ class Scan:
         self._children: dict[int, set[int]] = {}
         self._tags: dict[int, str | None] = {}
         self._indexed = False
+        self._namespaces: dict[int, set[int]] | None = None
 
     def info(self, pid: int) -> ProcInfo | None:
         if pid not in self._stats:
@@ -183,6 +234,17 @@ class Scan:
             if info is not None and info.sid == sid and not info.zombie:
                 found.add(pid)
         return found
+
+    def in_cgroup_namespace(self, namespace: int) -> set[int]:
+        """Live processes of the cgroup namespace `namespace` (its number): one pass
+        over /proc, made once for every namespace asked about."""
+        if self._namespaces is None:
+            self._namespaces = {}
+            for pid in all_pids():
+                found = cgroup_namespace(pid)
+                if found is not None:
+                    self._namespaces.setdefault(found, set()).add(pid)
+        return {pid for pid in self._namespaces.get(namespace, ()) if self.live(pid)}
 
     def tag(self, pid: int) -> str | None:
         if pid not in self._tags:

@@ -14,6 +14,7 @@ clean shutdown it finds nothing left to kill.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -92,6 +93,21 @@ def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str)
             pid, _, start = line.partition(b" ")
             reported[int(pid)] = int(start)
     _sweep(cgroup, reported, owner_prefix)
+    remove_runtime_dir(runtime_dir)
+
+
+def remove_runtime_dir(runtime_dir: Path) -> None:
+    """Remove the server's runtime directory, whatever it holds. A shell's own
+    directory is unlisted while the shell runs (`shell.py`), and one left by a
+    server that died is listed again first, as the server does at a shell's end."""
+    try:
+        entries = list(os.scandir(runtime_dir))
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.chmod(entry.path, 0o700)
     shutil.rmtree(runtime_dir, ignore_errors=True)
 
 

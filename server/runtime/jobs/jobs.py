@@ -94,6 +94,10 @@ class Job:
     def stdin_open(self) -> bool:
         return self._process is not None and self._process.input_open
 
+    def listens(self, port: int) -> bool:
+        """Whether one of its own processes listens on this TCP port."""
+        return self._process is not None and self.exit is None and self._process.listens(port)
+
     @property
     def artifact_id(self) -> int | None:
         return None if self.artifact is None or self.artifact.failed else self.artifact.id

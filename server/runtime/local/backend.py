@@ -11,6 +11,7 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+import anyio.abc
 import msgspec
 
 from bashrpc.server.runtime.containment import procs
@@ -43,7 +44,9 @@ PTY_STDERR_TO_TERMINAL = f"{HAND_OVER_START_LOG} 2>&1; "
 
 
 class LocalBackend:
-    def __init__(self, setup: BackendSetup, containment: Containment) -> None:
+    def __init__(
+        self, setup: BackendSetup, containment: Containment, tasks: anyio.abc.TaskGroup
+    ) -> None:
         self._dir = setup.runtime_dir
         self._containment = containment
         # Background jobs' programs, whose exit status their jobs collect.
@@ -51,7 +54,9 @@ class LocalBackend:
         self._sealed = Sealed(setup.runtime_dir)
         self._snapshots = None
         if setup.snapshot_timeout is not None:
-            self._snapshots = SnapshotStore(setup.runtime_dir, containment, setup.snapshot_timeout)
+            self._snapshots = SnapshotStore(
+                setup.runtime_dir, containment, setup.snapshot_timeout, tasks
+            )
 
     def shell(self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str) -> Shell:
         tracker = self._containment.tracker(name)
@@ -63,7 +68,7 @@ class LocalBackend:
 
     async def configure(self, config: ShellConfig, env: Mapping[str, str]) -> ShellConfig:
         if self._snapshots is not None and config.snapshot is None:
-            snapshot = await self._snapshots.get(config.shell, env)
+            snapshot = await self._snapshots.get(config.shell, env, config.sandbox)
             if snapshot is not None:
                 config = msgspec.structs.replace(config, snapshot=str(snapshot))
         return config
@@ -94,6 +99,7 @@ class LocalBackend:
             tracker=tracker,
             start_log=StartLog() if config.sandbox is not None else None,
         )
+        run.start_notices = launch.notices
         try:
             run.start()
         except Exception as exc:  # ptyprocess re-raises the child's error as any type

@@ -56,14 +56,14 @@ class Progress:
         return now >= self._end or now >= self._last_progress + self._stall
 
 
-async def hang_up(tracker: Tracker) -> None:
-    """SIGHUP the whole capture, each bash in it running its EXIT trap; wait for
-    them all to be gone while they make progress (`Progress`).
+async def hang_up(tracker: Tracker, spared: set[int] | None = None) -> None:
+    """SIGHUP the whole capture (but `spared`), each bash in it running its EXIT
+    trap; wait for them all to be gone while they make progress (`Progress`).
 
     Parents are signalled before their children: a bash whose foreground child
     died of the SIGHUP first would take that for the end of its script, run its
     EXIT trap as at a normal exit, and then be ended mid-trap by its own SIGHUP."""
-    procs.signal_all(procs.parents_first(tracker.members()), signal.SIGHUP)
+    procs.signal_all(procs.parents_first(tracker.members() - (spared or set())), signal.SIGHUP)
     progress = Progress(anyio.current_time())
     for pause in polling.intervals():
         members = tracker.members()

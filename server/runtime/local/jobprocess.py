@@ -18,6 +18,7 @@ import anyio
 from bashrpc.server import fdio
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Containment, Tracker
+from bashrpc.server.runtime.local import listeners
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.backend import JobLaunch
 from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, one_shot
@@ -129,6 +130,9 @@ class LocalJobProcess:
             except RuntimeError:
                 pass
             os.close(fd)
+
+    def listens(self, port: int) -> bool:
+        return listeners.listening(self._tracker.members(), port)
 
     async def wait(self) -> int | None:
         status = await child.wait_status(self.pid)

@@ -2,16 +2,25 @@
 
 Agents' commands should see the aliases, functions, options and PATH of the
 user's own shell, but an rc file must not be able to hang, pollute or kill
-the server. So the rc runs once per (shell, environment) in a throwaway login
-shell with stdin from /dev/null, its output discarded, under a deadline; an
-EXIT trap writes what it defined to a private file, ending with a marker so
-a half-written snapshot is never used. Failure costs one warning.
+the server. So the rc runs once per (shell, environment, sandbox) in a
+throwaway login shell with stdin from /dev/null, its output discarded, under a
+deadline; an EXIT trap writes what it defined to a pipe of the server's, ending
+with a marker so a half-written snapshot is never used, and the server writes
+the snapshot file from what it read (bounded). Failure costs one warning.
 
-A capture given up on (at its deadline, or at shutdown) is hung up on before
-it is killed: bash runs its EXIT traps on SIGHUP, and an rc's traps release
-what it holds. pyenv's `rehash` holds a lock file while it runs; SIGKILLed
-there, it left the lock behind, and every later shell on the machine that
-sourced the rc waited 60 s for it.
+The capture runs in the sandbox of the shells that replay it (the same policy).
+An rc in a writable root (HOME in the workspace), or one that sources a file in
+one (`. ~/.cargo/env`), is a file a command could have written: run on the host,
+it would undo the sandbox at the next capture. With the sandbox off it runs on
+the host, as the user's own shell would.
+
+A capture is a task of the runtime's, not of the request that first needed it,
+and is let finish: at shutdown it gets up to its deadline (at most
+WIND_DOWN_FINISH_SECONDS) before it is hung up on. No moment of a signal is safe:
+pyenv's `rehash` takes its lock before it sets the trap that frees it, and a
+signal between the two left the lock behind, so every later shell of the user
+that sourced the rc waited 60 s for it. One given up on (at its deadline, or at
+shutdown) is hung up on before it is killed: bash runs its EXIT traps on SIGHUP.
 """
 
 from __future__ import annotations
@@ -22,154 +31,28 @@ from pathlib import Path
 from subprocess import Popen
 
 import anyio
+import anyio.abc
 
 from bashrpc.protocol import messages
-from bashrpc.server import log
+from bashrpc.server import fdio, log
+from bashrpc.server.errors import SandboxUnavailable
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.containment import child, procs
 from bashrpc.server.runtime.containment.containment import Containment, Tracker
 from bashrpc.server.runtime.local import hangup
+from bashrpc.server.runtime.local.capturescript import COMPLETE_MARKER, capture_script, rc_file
+from bashrpc.server.runtime.sandbox import bwrap
+from bashrpc.server.runtime.seam.policy import Policy
 
-COMPLETE_MARKER = "# bashrpc snapshot complete"
-SNAPSHOT_OUT_ENV = "BASHRPC_SNAPSHOT_OUT"
-
-# Names that agent commands rely on behaving as documented: functions and
-# aliases by these names are not carried over.
-SHADOWED_TOOLS = [
-    "ls",
-    "cat",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "find",
-    "fd",
-    "sed",
-    "awk",
-    "gawk",
-    "rm",
-    "cp",
-    "mv",
-    "ln",
-    "mkdir",
-    "rmdir",
-    "touch",
-    "chmod",
-    "chown",
-    "head",
-    "tail",
-    "less",
-    "more",
-    "sort",
-    "uniq",
-    "wc",
-    "cut",
-    "tr",
-    "tee",
-    "xargs",
-    "diff",
-    "patch",
-    "tar",
-    "curl",
-    "wget",
-    "git",
-    "make",
-    "python",
-    "python3",
-    "pip",
-    "pip3",
-    "node",
-    "npm",
-    "npx",
-    "cd",
-    "echo",
-    "printf",
-    "test",
-    "read",
-    "eval",
-    "source",
-    "exec",
-    "command",
-    "builtin",
-    "type",
-    "which",
-    "env",
-    "kill",
-    "wait",
-    "trap",
-    "set",
-    "shopt",
-    "alias",
-    "unalias",
-    "declare",
-    "export",
-    "unset",
-    "local",
-    "return",
-    "exit",
-]
-# `set -o` options that would break or pollute non-interactive command runs.
-UNCARRIED_OPTIONS = [
-    "errexit",
-    "noexec",
-    "onecmd",
-    "xtrace",
-    "verbose",
-    "monitor",
-    "history",
-    "emacs",
-    "vi",
-    "posix",
-    "interactive-comments",
-    "hashall",
-    "braceexpand",
-]
+# A snapshot larger than this is an rc's runaway output, not a setup.
+MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
+DUMP_READ_BYTES = 64 * 1024
+# Once the capture and all it started are gone, how long the pipe may take to end.
+DUMP_EOF_SECONDS = 1.0
+# At shutdown, the most a running capture may go on to finish by itself.
+WIND_DOWN_FINISH_SECONDS = 5.0
 
 _log = log.get("snapshot")
-
-
-def rc_file(shell: str) -> str:
-    name = os.path.basename(shell)
-    if name == "bash":
-        return "~/.bashrc"
-    if name == "zsh":
-        return "~/.zshrc"
-    return "~/.profile"
-
-
-def capture_script(shell: str) -> str:
-    """A bash script: trap the dump on EXIT (so `exit` in the rc still dumps), then source."""
-    skip = "|".join(SHADOWED_TOOLS)
-    options = "|".join(UNCARRIED_OPTIONS)
-    return f"""
-__bashrpc_dump() {{
-  # Read the options first: the rc may have set -e/-u, which the dump turns off.
-  local __opts __n __o __s
-  __opts=$(set -o)
-  set +e +u
-  {{
-    for __n in $(compgen -A function); do
-      if [[ $__n == _* || $__n =~ ^({skip})$ ]]; then continue; fi
-      declare -f -- "$__n"
-    done
-    for __n in $(compgen -a); do
-      if [[ $__n =~ ^({skip})$ ]]; then continue; fi
-      alias -- "$__n"
-    done
-    while IFS= read -r __o; do
-      case $__o in *" login_shell"|*" restricted_shell") ;; *) printf '%s\\n' "$__o";; esac
-    done <<< "$(shopt -p)"
-    while read -r __o __s; do
-      if [[ $__s == on && ! $__o =~ ^({options})$ ]]; then printf 'set -o %s\\n' "$__o"; fi
-    done <<< "$__opts"
-    printf 'export PATH=%q\\n' "$PATH"
-    printf 'shopt -s expand_aliases\\n'
-    printf '%s\\n' '{COMPLETE_MARKER}'
-  }} >| "${SNAPSHOT_OUT_ENV}"
-}}
-trap '__bashrpc_dump' EXIT
-source {rc_file(shell)}
-"""
 
 
 # Runs nothing until it reads a line, then becomes the capture. So the capture
@@ -179,108 +62,232 @@ source {rc_file(shell)}
 GATE = 'read -r _ && exec "$@"'
 
 
-def _start_gated(argv: list[str], tracker: Tracker, env: Mapping[str, str]) -> Popen[bytes]:
-    """Start `argv` behind the gate and let it through once it is placed."""
-    gate_in, go = os.pipe()
-    try:
-        process = child.spawn(
-            [argv[0], "--posix", "-c", GATE, "gate", *argv],
-            tracker=tracker,
-            env=env,
-            stdin=gate_in,
-            waits_for_input=True,
-        )
-        os.write(go, b"\n")
-    finally:
-        os.close(gate_in)
-        os.close(go)
-    return process
+class Dump:
+    """The pipe the capture's EXIT trap writes its dump to, read as it comes
+    (a pipe's buffer is smaller than a big setup), bounded."""
+
+    def __init__(self) -> None:
+        self.read_end, self.write_end = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        os.set_blocking(self.write_end, True)
+        self.data = bytearray()
+        self.oversized = False
+        self.eof = anyio.Event()
+
+    async def read(self) -> None:
+        """Until EOF; past MAX_SNAPSHOT_BYTES, read on but keep nothing."""
+        while chunk := await fdio.read(self.read_end, DUMP_READ_BYTES):
+            if self.oversized or len(self.data) + len(chunk) > MAX_SNAPSHOT_BYTES:
+                self.oversized = True
+                self.data.clear()
+            else:
+                self.data += chunk
+        self.eof.set()
+
+    @property
+    def complete(self) -> bool:
+        return not self.oversized and self.data.endswith(COMPLETE_MARKER.encode() + b"\n")
+
+    def close_write(self) -> None:
+        """The server's copy of the write end: closed once the capture has its own."""
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+
+    def close(self) -> None:
+        self.close_write()
+        anyio.notify_closing(self.read_end)
+        os.close(self.read_end)
 
 
-def is_complete(path: Path) -> bool:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
-    return data.endswith(COMPLETE_MARKER.encode() + b"\n")
+class Capture:
+    """One capture running: its process (bwrap's, in a sandbox) and its tracker."""
+
+    def __init__(self, process: Popen[bytes], tracker: Tracker, sandboxed: bool) -> None:
+        self.process = process
+        self.tracker = tracker
+        self.sandboxed = sandboxed
+        # Set once it is gone with all it started.
+        self.gone = anyio.Event()
+
+    async def hang_up(self) -> None:
+        """SIGHUP to the shells, not to bwrap and its init: their death would kill
+        every process in the sandbox at once, mid-trap."""
+        chain = procs.chain(self.process.pid, procs.SANDBOX_INIT_DEPTH) if self.sandboxed else []
+        await hangup.hang_up(self.tracker, spared=set(chain))
+
+
+def _capture_cwd(policy: Policy | None) -> str:
+    """Where a sandboxed capture starts: the workspace, there in every mode."""
+    return policy.writable_roots[0] if policy is not None and policy.writable_roots else "/"
+
+
+Key = tuple[str, tuple[tuple[str, str], ...], Policy | None]
 
 
 class SnapshotStore:
-    """Snapshots by (shell, environment), made on first need, one at a time per key."""
+    """Snapshots by (shell, environment, sandbox), made on first need, one per key,
+    each by a task of `tasks` (the runtime's), whoever waits for it."""
 
-    def __init__(self, directory: Path, containment: Containment, deadline: float) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        containment: Containment,
+        deadline: float,
+        tasks: anyio.abc.TaskGroup,
+    ) -> None:
         self._dir = directory
         self._containment = containment
         self._deadline = deadline
-        self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Path | None] = {}
-        self._locks: dict[tuple[str, tuple[tuple[str, str], ...]], anyio.Lock] = {}
+        self._tasks = tasks
+        self._cache: dict[Key, Path | None] = {}
+        self._pending: dict[Key, anyio.Event] = {}
         self._count = 0
         # Generating shells, whose exit status anyio collects (the reaper skips them).
         self.pids: set[int] = set()
-        # The captures running now, to hang up on at shutdown.
-        self._running: set[Tracker] = set()
+        # The captures running now, to let finish (or hang up on) at shutdown.
+        self._running: set[Capture] = set()
         # Set when the runtime kills everything: a capture cut short then says
         # nothing about the rc, so it is not reported as the rc's failure.
         self.winding_down = False
 
     async def wind_down(self) -> None:
-        """Hang up on every running capture, before the runtime kills everything."""
+        """Let every running capture finish, within its deadline and at most
+        WIND_DOWN_FINISH_SECONDS; hang up on those still running then."""
         self.winding_down = True
+        with anyio.move_on_after(WIND_DOWN_FINISH_SECONDS):
+            for capture in list(self._running):
+                await capture.gone.wait()
         async with anyio.create_task_group() as tg:
-            for tracker in list(self._running):
-                tg.start_soon(hangup.hang_up, tracker)
+            for capture in list(self._running):
+                tg.start_soon(capture.hang_up)
 
-    async def get(self, shell: str, env: Mapping[str, str]) -> Path | None:
-        key = (shell, tuple(sorted(env.items())))
-        lock = self._locks.setdefault(key, anyio.Lock())
-        async with lock:
-            if key not in self._cache:
-                self._cache[key] = await self._make(shell, env)
-            return self._cache[key]
+    async def get(self, shell: str, env: Mapping[str, str], policy: Policy | None) -> Path | None:
+        """The snapshot for shells of `shell` with `env` under `policy`; None
+        without one. Cancelling this leaves the capture running for the next."""
+        key: Key = (shell, tuple(sorted(env.items())), policy)
+        while key not in self._cache:
+            made = self._pending.get(key)
+            if made is None:
+                made = self._pending[key] = anyio.Event()
+                self._tasks.start_soon(self._make_for, key, env, made)
+            await made.wait()
+        return self._cache[key]
 
-    async def _make(self, shell: str, env: Mapping[str, str]) -> Path | None:
+    async def _make_for(self, key: Key, env: Mapping[str, str], made: anyio.Event) -> None:
+        try:
+            self._cache[key] = await self._make(key[0], env, key[2])
+        finally:
+            self._cache.setdefault(key, None)
+            del self._pending[key]
+            made.set()
+
+    async def _make(self, shell: str, env: Mapping[str, str], policy: Policy | None) -> Path | None:
         if os.path.basename(shell) != "bash":
             # The capture script is bash; other shells run without a snapshot.
             return None
         self._count += 1
-        path = self._dir / f"snapshot-{self._count}.sh"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-        tracker = self._containment.tracker(f"snapshot{self._count}")
-        run_env = {**env, SNAPSHOT_OUT_ENV: str(path), procs.OWNER_ENV: tracker.tag}
-        process = _start_gated([shell, "-l", "-c", capture_script(shell)], tracker, run_env)
+        number = self._count
+        tracker = self._containment.tracker(f"snapshot{number}")
+        dump = Dump()
+        try:
+            capture = await self._start(shell, env, policy, tracker, dump)
+        except (OSError, SandboxUnavailable):
+            # A sandbox that cannot start fails the session's shell too, and says why there.
+            dump.close()
+            tracker.release()
+            return None
+        try:
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(dump.read)
+                timed_out = await self._await(capture)
+                with anyio.move_on_after(DUMP_EOF_SECONDS):
+                    await dump.eof.wait()
+                reading.cancel_scope.cancel()
+            return self._keep(shell, number, dump, timed_out, capture.process.returncode)
+        finally:
+            dump.close()
+
+    async def _start(
+        self,
+        shell: str,
+        env: Mapping[str, str],
+        policy: Policy | None,
+        tracker: Tracker,
+        dump: Dump,
+    ) -> Capture:
+        """Start the capture behind the gate (in `policy`'s sandbox) and let it
+        through once it is placed."""
+        argv = [shell, "--posix", "-c", GATE, "gate", shell, "-l", "-c"]
+        argv.append(capture_script(shell, dump.write_end))
+        launch = await bwrap.wrap(
+            argv, policy, cwd=_capture_cwd(policy), runtime_dir=str(self._dir)
+        )
+        gate_in, go = os.pipe()
+        try:
+            process = child.spawn(
+                launch.argv,
+                tracker=tracker,
+                env={**env, procs.OWNER_ENV: tracker.tag},
+                stdin=gate_in,
+                pass_fds=(*launch.pass_fds, dump.write_end),
+                # bwrap starts its namespace at once: placed before it runs.
+                waits_for_input=policy is None,
+            )
+            os.write(go, b"\n")
+        finally:
+            os.close(gate_in)
+            os.close(go)
+            launch.close()
+            dump.close_write()
+        capture = Capture(process, tracker, sandboxed=policy is not None)
         self.pids.add(process.pid)
-        self._running.add(tracker)
-        timed_out = False
+        self._running.add(capture)
+        return capture
+
+    async def _await(self, capture: Capture) -> bool:
+        """Wait for the capture within the deadline; then whatever is left of it
+        goes (hung up on first). Whether the deadline passed."""
+        process, tracker = capture.process, capture.tracker
         try:
             with anyio.move_on_after(self._deadline) as deadline:
                 await child.wait(process)
                 tracker.leader_exited()
-            timed_out = deadline.cancelled_caught
+            return deadline.cancelled_caught
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
-                    await hangup.hang_up(tracker)
+                    await capture.hang_up()
                 # Whatever the rc started (agents, daemons) goes with it.
                 leader = None if process.returncode is not None else process.pid
                 await tracker.kill(leader, 0.0)
                 await child.wait(process)
                 tracker.release()
-                self._running.discard(tracker)
+                self._running.discard(capture)
                 self.pids.discard(process.pid)
-        if timed_out or not is_complete(path):
-            path.unlink(missing_ok=True)
+                capture.gone.set()
+
+    def _keep(
+        self, shell: str, number: int, dump: Dump, timed_out: bool, status: int | None
+    ) -> Path | None:
+        """The snapshot file, written from a complete dump; else a warning."""
+        if timed_out or not dump.complete:
             if not self.winding_down:
-                reason = self._failure(timed_out, process.returncode)
+                reason = self._failure(timed_out, dump.oversized, status)
                 _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
                 STATS.rc_captured(ok=False)
             return None
+        path = self._dir / f"snapshot-{number}.sh"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(dump.data)
         STATS.rc_captured(ok=True)
         return path
 
-    def _failure(self, timed_out: bool, status: int | None) -> str:
+    def _failure(self, timed_out: bool, oversized: bool, status: int | None) -> str:
         if timed_out:
             return messages.SNAPSHOT_TIMED_OUT.format(
                 seconds=messages.format_seconds(self._deadline)
             )
+        if oversized:
+            return messages.SNAPSHOT_TOO_LARGE.format(mib=MAX_SNAPSHOT_BYTES // (1024 * 1024))
         return messages.SNAPSHOT_EXITED.format(status=status)

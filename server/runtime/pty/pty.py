@@ -57,6 +57,8 @@ class PtyRun:
         # program's whole tree.
         self.start_log = start_log
         self.sandboxed = start_log is not None
+        # What its sandbox's start did that its result says (the git guard's notices).
+        self.start_notices: tuple[str, ...] = ()
         self.tracker = tracker
         self._cwd = cwd
         self._env = dict(env)

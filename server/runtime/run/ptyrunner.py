@@ -74,7 +74,13 @@ async def _on_pty(
             exit_code, timed_out = await _drive(pool, lease, execution, lane)
     except PtyStartFailed as failed:
         return RunResult(None, False, workdir, failed.reason, cwd_fallback=fallback)
-    return RunResult(exit_code=exit_code, timed_out=timed_out, cwd=workdir, cwd_fallback=fallback)
+    return RunResult(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        cwd=workdir,
+        cwd_fallback=fallback,
+        start_notices=lease.program.start_notices,
+    )
 
 
 def _workdir(

@@ -141,6 +141,8 @@ class RunResult(msgspec.Struct, frozen=True):
     # The directory a new shell could not enter (gone, or not in its sandbox), and
     # the workspace it started in instead.
     cwd_fallback: tuple[str, str] | None = None
+    # What a new shell's sandbox did at its start (the git guard's notices).
+    start_notices: tuple[str, ...] = ()
 
     @property
     def killed(self) -> bool:
@@ -178,4 +180,5 @@ async def on_pipes(
         shell_restarted=session.shell_lost and not one_shot,
         # A command that names its own directory does not care where the shell started.
         cwd_fallback=None if workdir.absolute else lease.fallback,
+        start_notices=lease.notices,
     )

@@ -8,6 +8,7 @@ this is the part that runs processes and opens descriptors.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ from bashrpc.server.runtime.network import gateway, handoff
 from bashrpc.server.runtime.sandbox import gitscan, sandbox, seccomp
 from bashrpc.server.runtime.seam.policy import Policy
 
+_log = logging.getLogger(__name__)
+
 # How long the probe sandbox may take to start and exit.
 PROBE_SECONDS = 10.0
 
@@ -32,6 +35,8 @@ class Launch(msgspec.Struct):
 
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
+    # What the git guard did that the first result on it says (`gitguard.Plan`).
+    notices: tuple[str, ...] = ()
 
     def close(self) -> None:
         for fd in self.pass_fds:
@@ -55,11 +60,16 @@ async def wrap(
     if policy is None:
         return Launch(argv)
     bwrap = await bwrap_path()
+    # Abandoned when cancelled (a timeout, an abort, the server's exit): the scan
+    # blocks on nothing and ends by its own deadline.
     guard = await anyio.to_thread.run_sync(
-        functools.partial(gitscan.prepare, policy.writable, commits=policy.git_commits)
+        functools.partial(gitscan.prepare, policy.writable, commits=policy.git_commits),
+        abandon_on_cancel=True,
     )
     if guard.refused is not None:
         raise SandboxUnavailable(messages.SANDBOX_UNAVAILABLE.format(reason=guard.refused))
+    for notice in guard.notices:
+        _log.warning("%s", notice)
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
     inside = _egress(policy)
     if inside is not None:
@@ -78,7 +88,7 @@ async def wrap(
         overlays=overlays,
     )
     passed = tuple(fd for fd in (filter_fd, inside) if fd is not None)
-    return Launch(wrapped, passed)
+    return Launch(wrapped, passed, guard.notices)
 
 
 def _egress(policy: Policy) -> int | None:

@@ -21,9 +21,10 @@ libgit2 cannot open a repository with `commondir`. A pinned name that is a
 symlink cannot be covered: that git dir is read-only but for `objects/`,
 `refs/` and `logs/`.
 
-What no bind can keep is refused, never skipped. bwrap binds a directory
-without what is mounted inside it, so the binds are ordered such that none
-uncovers an earlier one (`_settled`).
+What no bind but the root's can keep keeps that root read-only for the shell
+(which starts, told why), never skipped; nothing else in that root is bound.
+bwrap binds a directory without what is mounted inside it, so the binds are
+ordered such that none uncovers an earlier one (`_settled`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 import msgspec
 
 from bashrpc.protocol import messages
+from bashrpc.server.runtime.sandbox.beneath import within_any
 
 # What git reads in a git dir to decide what it runs, or which git dir it uses.
 PINNED = ("config", "config.worktree", "commondir", "gitdir", "hooks")
@@ -82,6 +84,8 @@ class GitDir(msgspec.Struct, frozen=True):
     link: str | None = None
     # The git dir it is nested in (`modules/`, `worktrees/`), when it is.
     parent: str | None = None
+    # Its `commondir` names what the guard does not follow: read-only whole.
+    sealed: bool = False
 
 
 class Kept(msgspec.Struct, frozen=True):
@@ -100,6 +104,8 @@ class Survey(msgspec.Struct, frozen=True):
     git_dirs: tuple[GitDir, ...] = ()
     kept: tuple[Kept, ...] = ()
     refused: tuple[str, ...] = ()
+    # What the shell's start is told: pointers not followed.
+    notices: tuple[str, ...] = ()
 
 
 class References(msgspec.Struct, frozen=True):
@@ -153,30 +159,46 @@ class Plan(msgspec.Struct, frozen=True):
     # (path, content) to make on the host before the sandbox starts (commits only);
     # None: a directory.
     placeholders: tuple[tuple[str, str | None], ...] = ()
-    # Why the shell cannot start, when something cannot be kept.
+    # Why the shell cannot start (a root inside a repository).
     refused: str | None = None
+    # What the guard did that the shell's start is told: roots kept read-only
+    # (what only they could keep), pointers not followed.
+    notices: tuple[str, ...] = ()
 
 
 def plan(survey: Survey, roots: Sequence[str], *, commits: bool = False) -> Plan:
     """The binds that keep what `survey` found as the host has it, for a sandbox
-    whose writable roots are `roots`."""
+    whose writable roots are `roots`.
+
+    What only a root could keep (a `.git` that is a link, a missing include's
+    directory, a config or an index the scan could not read) keeps that root
+    read-only whole for the shell, which starts, told why: a command cannot
+    refuse every later shell on its root by planting one."""
     if survey.refused:
         return Plan(refused=survey.refused[0])
-    binds: list[Bind] = []
+    sealed = {k.path: k.what for k in survey.kept if k.path in roots}
+    kept = [k for k in survey.kept if not within_any(k.path, list(sealed))]
+    open_roots = [r for r in roots if r not in sealed]
+    binds: list[Bind] = [Bind(root, writable=False) for root in sealed]
     placeholders: list[tuple[str, str | None]] = []
     for git_dir in survey.git_dirs:
+        if within_any(git_dir.path, list(sealed)) or (
+            git_dir.link is not None and within_any(git_dir.link, list(sealed))
+        ):
+            continue  # read-only with its root
         if git_dir.link is not None:
-            binds += _kept(git_dir.link, roots, binds)
-        if commits:
-            binds += _pins(git_dir, roots, placeholders, binds)
+            binds += _kept(git_dir.link, open_roots, binds)
+        if commits and not git_dir.sealed:
+            binds += _pins(git_dir, open_roots, placeholders, binds)
         else:
-            binds += _kept(git_dir.path, roots, binds)
-    for kept in survey.kept:
-        if kept.path in roots:
-            why = messages.GIT_GUARD_IS_ROOT.format(root=kept.path)
-            return Plan(refused=messages.GIT_GUARD_REFUSED.format(what=kept.what, why=why))
-        binds += _kept(kept.path, roots, binds)
-    return Plan(_settled(binds), tuple(placeholders))
+            binds += _kept(git_dir.path, open_roots, binds)
+    for item in kept:
+        binds += _kept(item.path, open_roots, binds)
+    notices = [
+        messages.GIT_GUARD_SEALED.format(root=root, what=what) for root, what in sealed.items()
+    ]
+    said = tuple(dict.fromkeys((*survey.notices, *notices)))
+    return Plan(_settled(binds), tuple(placeholders), notices=said)
 
 
 def _kept(path: str, roots: Sequence[str], binds: Sequence[Bind]) -> list[Bind]:
@@ -284,10 +306,6 @@ def protected(roots: Sequence[str], *, commits: bool) -> tuple[str, ...]:
     each root's `.git`, or with commits its pinned names."""
     names = PINNED if commits else ("",)
     return tuple(os.path.normpath(os.path.join(r, ".git", n)) for r in roots for n in names)
-
-
-def within_any(path: str, roots: Sequence[str]) -> bool:
-    return any(_within(path, root) for root in roots)
 
 
 def _within(path: str, root: str) -> bool:

@@ -11,9 +11,15 @@ Formats 2, 3 and 4 (prefix-compressed paths), and a split index's shared part.
 
 from __future__ import annotations
 
-import functools
+import math
+import mmap
 import os
 import struct
+import time
+from collections.abc import Sequence
+
+from bashrpc.server.runtime.sandbox import beneath
+from bashrpc.server.runtime.sandbox.beneath import Oversized
 
 SIGNATURE = b"DIRC"
 VERSIONS = (2, 3, 4)
@@ -29,49 +35,83 @@ LINK_EXTENSION = b"link"
 HEADER = struct.Struct(">4sII")
 SHA1_BYTES = 20
 SHA256_BYTES = 32
+# Flags and the shortest name with its end: no entry is smaller than its stat,
+# hash and these.
+MIN_NAME_BYTES = 4
+# How many entries are read between looks at the deadline.
+DEADLINE_EVERY = 4096
+# Larger than any index git writes for a checkout a person works in.
+INDEX_BYTES = 2 * 1024 * 1024 * 1024
+# How many indexes' gitlinks are kept (the oldest go first).
+CACHED = 64
+_READ: dict[tuple[str, int, int, int, int], tuple[str, ...]] = {}
 
 
 class IndexUnreadable(Exception):
     """The index is there but not one this reader knows: its gitlinks are unknown."""
 
 
-def gitlinks(path: str, hash_bytes: int = SHA1_BYTES) -> tuple[str, ...]:
-    """The gitlink paths of the index at `path` (none when there is no index);
-    an unchanged index (a monorepo's runs to many megabytes) is read once."""
+def gitlinks(
+    path: str,
+    hash_bytes: int = SHA1_BYTES,
+    roots: Sequence[str] = (),
+    deadline: float = math.inf,
+) -> tuple[str, ...]:
+    """The gitlink paths of the index at `path` (none when there is no index, or
+    it is no regular file: git reads none from a FIFO or a device); an unchanged
+    index (a monorepo's runs to many megabytes) is read once, mapped, not copied.
+    A link is followed, as git does. Not read whole by `deadline` (monotonic):
+    IndexUnreadable."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
+        fd = beneath.open_followed(path, roots, INDEX_BYTES)
+    except Oversized as exc:
+        raise IndexUnreadable(str(exc)) from exc
+    if fd is None:
         return ()
-    except OSError as exc:
-        raise IndexUnreadable(str(exc)) from exc
-    return _read(path, hash_bytes, info.st_mtime_ns, info.st_size, info.st_ino)
-
-
-@functools.lru_cache(maxsize=64)
-def _read(path: str, hash_bytes: int, mtime_ns: int, size: int, inode: int) -> tuple[str, ...]:
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        info = os.fstat(fd)
+        key = (path, hash_bytes, info.st_mtime_ns, info.st_size, info.st_ino)
+        found = _READ.get(key)
+        if found is None:
+            found = _READ[key] = _read(fd, info.st_size, path, hash_bytes, roots, deadline)
+            if len(_READ) > CACHED:
+                _READ.pop(next(iter(_READ)))
+        return found
+    finally:
+        os.close(fd)
+
+
+def _read(
+    fd: int, size: int, path: str, hash_bytes: int, roots: Sequence[str], deadline: float
+) -> tuple[str, ...]:
+    if size < HEADER.size:
+        return ()  # git reads no entry from it either
+    try:
+        with mmap.mmap(fd, size, prot=mmap.PROT_READ) as data:
+            found, shared = _parse(data, hash_bytes, deadline)
     except OSError as exc:
         raise IndexUnreadable(str(exc)) from exc
-    found, shared = _parse(data, hash_bytes)
     if shared is not None:
         name = os.path.join(os.path.dirname(path), f"sharedindex.{shared}")
-        found += gitlinks(name, hash_bytes)
+        found += gitlinks(name, hash_bytes, roots, deadline)
     return tuple(dict.fromkeys(found))
 
 
-def _parse(data: bytes, hash_bytes: int) -> tuple[tuple[str, ...], str | None]:
-    if len(data) < HEADER.size:
-        raise IndexUnreadable("too short")
+def _parse(
+    data: mmap.mmap, hash_bytes: int, deadline: float = math.inf
+) -> tuple[tuple[str, ...], str | None]:
     signature, version, count = HEADER.unpack_from(data)
     if signature != SIGNATURE or version not in VERSIONS:
-        raise IndexUnreadable(f"signature {signature!r}, version {version}")
+        return (), None  # git refuses it ("bad signature"): it enters no gitlink
+    if count * (STAT_BYTES + hash_bytes + MIN_NAME_BYTES) > len(data):
+        raise IndexUnreadable("truncated")
     offset = HEADER.size
     previous = b""
     found: list[str] = []
     try:
-        for _ in range(count):
+        for entry in range(count):
+            if entry % DEADLINE_EVERY == 0 and time.monotonic() > deadline:
+                raise IndexUnreadable("not read by the scan's deadline")
             start = offset
             (mode,) = struct.unpack_from(">I", data, offset + MODE_OFFSET)
             offset += STAT_BYTES + hash_bytes
@@ -81,11 +121,11 @@ def _parse(data: bytes, hash_bytes: int) -> tuple[tuple[str, ...], str | None]:
                 offset += 2
             if version == 4:
                 strip, offset = _varint(data, offset)
-                end = data.index(b"\0", offset)
+                end = _nul(data, offset)
                 name = previous[: len(previous) - strip] + data[offset:end]
                 offset = end + 1
             else:
-                end = data.index(b"\0", offset)
+                end = _nul(data, offset)
                 name = data[offset:end]
                 # Padded with 1 to 8 NULs to a multiple of 8 bytes.
                 offset = start + ((end - start) // 8 + 1) * 8
@@ -100,12 +140,19 @@ def _parse(data: bytes, hash_bytes: int) -> tuple[tuple[str, ...], str | None]:
                 # All zeros: no shared part.
                 shared = named.hex() if named.strip(b"\0") else None
             offset += 8 + size
-    except (struct.error, ValueError) as exc:
+    except (struct.error, ValueError, IndexError) as exc:
         raise IndexUnreadable("truncated") from exc
     return tuple(found), shared
 
 
-def _varint(data: bytes, offset: int) -> tuple[int, int]:
+def _nul(data: mmap.mmap, offset: int) -> int:
+    end = data.find(b"\0", offset)
+    if end < 0:
+        raise ValueError("no end to a path")
+    return end
+
+
+def _varint(data: mmap.mmap, offset: int) -> tuple[int, int]:
     """git's offset encoding (varint.c): each continuation adds one before shifting."""
     byte = data[offset]
     offset += 1

@@ -21,6 +21,8 @@ The server's runtime directory holds every shell's FIFOs and command file: a
 confined shell gets it as an empty tmpfs, wherever TMPDIR puts it, with only
 its own directory bound in writable and the rc snapshot read-only, so the
 persistent-shell protocol works unchanged and no other session's is in reach.
+A daemon's own files (its socket's directory, its token files: `Hidden`) are
+hidden in every sandbox it starts, in every mode.
 
 A shell's directory is never a bind source: a command may `cd` anywhere, and
 a restarted shell bound there would see the host's /tmp over its private one,

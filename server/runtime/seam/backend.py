@@ -69,6 +69,8 @@ class ShellHandle(Protocol):
 
     name: str
     dead: bool
+    # What its sandbox's start did that the first result on it says (the git guard's).
+    start_notices: tuple[str, ...]
 
     @property
     def start_log(self) -> LaunchLog | None:
@@ -101,6 +103,8 @@ class PtyHandle(Protocol):
     # Set when the terminal's output ended; `last_data` is when bytes last came.
     eof: anyio.Event
     last_data: float
+    # What its sandbox's start did that its result says (the git guard's notices).
+    start_notices: tuple[str, ...]
 
     @property
     def pid(self) -> int | None: ...
@@ -181,6 +185,10 @@ class ProcessHandle(Protocol):
         ...
 
     def close_input(self) -> None: ...
+
+    def listens(self, port: int) -> bool:
+        """Whether one of its processes (in its tree) listens on this TCP port."""
+        ...
 
     async def wait(self) -> int | None:
         """Its program's raw wait status once it exits (what it started may run on);

@@ -3,10 +3,10 @@
 A reset takes the hold before it awaits anything (`take`) and lets go as it
 answers (`release`): every request that arrives in between waits (`open`)
 and then sees the fresh session; what was there before it is the reset's to
-end. A job's start is not in the
-session's line: from the wait to its entry in the job table it counts as
-entering (`entering`), and the reset waits for it to be in before it ends
-the session's jobs. Resets of one session follow each other.
+end. A job's start is not in the session's line: from the wait to its entry
+in the job table it counts as entering (`entering`), and the reset waits for
+it to be in before it ends the session's jobs. Resets of one session follow
+each other (`alone`).
 """
 
 from __future__ import annotations

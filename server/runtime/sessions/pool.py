@@ -72,6 +72,8 @@ class ShellLease:
         self.completion: Completion | None = None
         # (directory, workspace) when a new shell could not start in the session's directory.
         self.fallback: tuple[str, str] | None = None
+        # A new shell's start notices (`ShellHandle.start_notices`); none for one in use.
+        self.notices: tuple[str, ...] = ()
 
     async def run(self, command: Callable[[ShellHandle], Awaitable[Completion]]) -> Completion:
         """`command` on the shell (`ShellHandle.run`), once more on a fresh shell
@@ -197,6 +199,7 @@ class ShellPool:
         cwd, fallback = session.start_dir(self.backend)
         lease.fallback = fallback or lease.fallback
         shell = await self.start(session.config, session.env, cwd)
+        lease.notices = shell.start_notices or lease.notices
         if not one_shot:
             session.shell = shell
             session.cwd = cwd
@@ -276,6 +279,16 @@ class ShellPool:
         message = messages.SANDBOX_UNAVAILABLE.format(reason=reason)
         _log.error(message)
         return SandboxUnavailable(message, detail=said)
+
+    def shorten_grace(self, seconds: float) -> None:
+        """Shutdown: a kill from now on waits at most `seconds` for its shell to go."""
+        self.grace_seconds = min(self.grace_seconds, seconds)
+
+    async def close_all(self) -> None:
+        """Every shell closed at once (the runtime's wind-down)."""
+        async with anyio.create_task_group() as tg:
+            for shell in list(self.live):
+                tg.start_soon(self.close, shell, self.grace_seconds)
 
     def retire(self, shell: ShellHandle) -> None:
         """Close a shell its session let go of, in the pool's task group: the caller,

@@ -1,8 +1,11 @@
 """A shell's channels besides its stdin: the status FIFO and the output FIFOs.
 
 The status FIFO carries one record per command (see `shellproto.py`). Each
-command writes into a FIFO of its own. Its reader forwards what it reads
-while the command is current, pausing when the consumer asks it to
+command writes into a FIFO of its own, made for it under a random name and
+unlinked as soon as the shell has it open (its first byte says so), so
+nothing left running can open it by a path, let alone a later command's.
+Its reader forwards what it reads while the command is current, pausing when
+the consumer asks it to
 (backpressure), then drains what is left when the command ends, bounded by
 idleness (see `drain.py`), and after that keeps reading only to discard,
 so a chatty background job never blocks or dies of SIGPIPE. Both are read
@@ -25,6 +28,7 @@ from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.shellproto import (
+    OUTPUT_OPENED,
     TOKEN_BYTES,
     BadRecord,
     RecordReader,
@@ -36,16 +40,21 @@ from bashrpc.server.runtime.shell.shellproto import (
 READ_CHUNK_BYTES = 64 * 1024
 STATUS_READ_BYTES = 4096
 PIPE_BUFFER_BYTES = 1024 * 1024
+# An output FIFO's random name: unguessable, and shorter than a token (the driver
+# line carries it, and bash reads a pipe a byte at a time).
+OUTPUT_NAME_BYTES = 12
 _F_SETPIPE_SZ = 1031
 
 
 class Fifo:
-    """A command's output FIFO. One that reached EOF is reused by the next command."""
+    """A command's output FIFO: made for it, its path gone once the shell has it open."""
 
-    def __init__(self, path: Path) -> None:
-        os.mkfifo(path, 0o600)
-        self.path = path
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    def __init__(self, directory: Path) -> None:
+        self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
+        self.path = directory / self.name
+        os.mkfifo(self.path, 0o600)
+        self.linked = True
+        self.fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
         except OSError:
@@ -55,10 +64,15 @@ class Fifo:
         """Our own writer keeps the FIFO from reading as EOF before the shell opens it."""
         return os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
 
+    def unlink(self) -> None:
+        if self.linked:
+            self.linked = False
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
     def close(self) -> None:
         os.close(self.fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        self.unlink()
 
 
 class OutputPipe:
@@ -91,6 +105,13 @@ class OutputPipe:
             if self._retired:
                 self.fifo.close()
             return
+        if self.fifo.linked:
+            # The shell's first byte: it has the FIFO open, and no one else may.
+            self.fifo.unlink()
+            if data.startswith(OUTPUT_OPENED):
+                data = data[len(OUTPUT_OPENED) :]
+                if not data:
+                    return
         self.last_data = self._watch.time()
         if self._on_output is not None:
             self._on_output(data)
@@ -155,29 +176,18 @@ class OutputPipe:
 
 
 class Fifos:
-    """One shell's FIFOs: one per command; one that reached EOF serves the next,
-    and one that background jobs still hold is read until they let go."""
+    """One shell's FIFOs: one per command; one that background jobs still hold
+    is read until they let go."""
 
-    def __init__(self, directory: Path, name: str) -> None:
+    def __init__(self, directory: Path) -> None:
         self._dir = directory
-        self._name = name
-        self._seq = 0
-        self._spare: Fifo | None = None
         self._retired: list[OutputPipe] = []
 
     def take(self) -> Fifo:
-        if self._spare is not None:
-            fifo, self._spare = self._spare, None
-            return fifo
-        self._seq += 1
-        return Fifo(self._dir / f"{self._name}.{self._seq}.out")
+        return Fifo(self._dir)
 
     def settle(self, pipe: OutputPipe) -> None:
-        """Keep a FIFO that reached EOF for the next command; retire one still held open."""
-        if pipe.eof.is_set() and self._spare is None:
-            pipe.stop()
-            self._spare = pipe.fifo
-            return
+        """Close a FIFO that reached EOF; retire one still held open."""
         pipe.retire()
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
@@ -189,9 +199,6 @@ class Fifos:
             if not pipe.eof.is_set():
                 pipe.fifo.close()
         self._retired.clear()
-        if self._spare is not None:
-            self._spare.close()
-            self._spare = None
 
 
 class StatusChannel:

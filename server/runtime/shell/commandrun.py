@@ -16,8 +16,8 @@ newest job). Its whole life is the table below:
 - cut: cut short (abort, timeout, a shell that would not take it): what the
   dying command still writes is forwarded with no pause until the shell's
   killer collects it.
-- done: the FIFO is back with the shell's `Fifos`, kept for the next command
-  or read and discarded until background jobs let go of it.
+- done: the FIFO is back with the shell's `Fifos`, closed, or read and
+  discarded until background jobs let go of it.
 
 Only the first end counts: the shell exiting after the record, or after a
 cut, changes nothing.
@@ -89,8 +89,12 @@ class CommandRun:
     def fields(self, command: str, cwd: str | None, env: Mapping[str, str]) -> bytes:
         """What the shell reads: the traps the command before it set come first."""
         prefix = "" if self._previous is None else self._previous.restore_prefix()
-        output = str(self.pipe.fifo.path)
-        return command_fields(output=output, cwd=cwd, prefix=prefix, command=command, env=env)
+        return command_fields(cwd=cwd, prefix=prefix, command=command, env=env)
+
+    @property
+    def output(self) -> str:
+        """Its output FIFO's name, in the shell's directory: for the driver line alone."""
+        return self.pipe.fifo.name
 
     def end(self, record: StatusRecord | None) -> None:
         """The record, or None for the shell's end: the first wakes `until_ended`."""

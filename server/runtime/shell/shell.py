@@ -18,6 +18,7 @@ How a command's end is found without reading its output:
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -41,6 +42,10 @@ from bashrpc.server.runtime.shell.shellproto import SNAPSHOT_ENV, BadRecord, Sta
 from bashrpc.server.runtime.shell.shellwire import ShellWire
 
 SANDBOX_CHAIN = 3  # bwrap, its init (pid 1 of the namespace), then bash.
+PRIVATE_DIR_MODE = 0o700
+# The shell's directory while it runs: its files open by name, but no listing
+# (in a sandbox, without capabilities, not even as root).
+UNLISTED_DIR_MODE = 0o300
 
 _log = log.get("shell")
 
@@ -72,6 +77,7 @@ class Shell:
         self.name = name
         self.tracker = tracker
         self.start_log: startlog.StartLog | None = None  # a sandboxed one's stderr, from its pool
+        self.start_notices: tuple[str, ...] = ()
         self._env = dict(env)
         self._env[procs.OWNER_ENV] = tracker.tag
         if config.snapshot:
@@ -101,7 +107,7 @@ class Shell:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                self._fifos = Fifos(self._dir, self.name)
+                self._fifos = Fifos(self._dir)
                 await self._spawn()
                 task_status.started()
                 await self._closed.wait()
@@ -116,6 +122,8 @@ class Shell:
                 self._run.stop()
             if self._fifos is not None:
                 self._fifos.close()
+            with contextlib.suppress(OSError):
+                self._dir.chmod(PRIVATE_DIR_MODE)
             shutil.rmtree(self._dir, ignore_errors=True)
 
     async def _spawn(self) -> None:
@@ -131,8 +139,11 @@ class Shell:
             runtime_dir=str(self._dir.parent),
             overlays=[overlay] if overlay is not None else [],
         )
-        self._dir.mkdir(mode=0o700)
+        self.start_notices = launch.notices
+        self._dir.mkdir(mode=PRIVATE_DIR_MODE)
         self._wire = wire = ShellWire(self._dir, self.name, self._on_record, self._on_bad_record)
+        # Names are all a command could find its channels by: it may not list them.
+        self._dir.chmod(UNLISTED_DIR_MODE)
         try:
             self._process = child.spawn(
                 launch.argv,
@@ -216,7 +227,7 @@ class Shell:
             raise ShellDied
         run = self._run = CommandRun(self._fifos, self._last, on_output, backpressure)
         try:
-            await wire.hand(run.fields(command, cwd, env), env)
+            await wire.hand(run.fields(command, cwd, env), run.output, env)
             completion = await self._outcome(await run.until_ended())
             await run.drain()
         except BaseException:

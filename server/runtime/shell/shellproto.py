@@ -28,6 +28,13 @@ a DEBUG trap still runs before the steps that read and clear the traps,
 with its output in the shell's own, /dev/null.) ERR needs one thing more:
 when the user's last command fails, `eval` fails too and would fire ERR a
 second time, so the restored ERR trap skips exactly that one firing.
+
+Nothing left running may write into a later command's output, so each command
+gets an output FIFO of its own, with a random name that travels on the driver
+line (like the token; the fields file is readable to a command) in a directory
+a confined command cannot list. The driver's first write into it is one byte,
+OUTPUT_OPENED, before the command runs: the server then knows the shell has it
+open, and unlinks it, so no path leads to it any more (`channels.py`).
 """
 
 from __future__ import annotations
@@ -54,8 +61,10 @@ RECORD_FIELDS = 6
 TOKEN_BYTES = 16
 # Traps' code is the one field of any size; beyond this a record is junk.
 MAX_RECORD_BYTES = 1024 * 1024
-# The output FIFO, the cwd and the command; the per-command variables follow.
-FIXED_FIELDS = 3
+# The cwd and the command; the per-command variables follow.
+FIXED_FIELDS = 2
+# The driver's first byte in a command's output FIFO: it has the FIFO open.
+OUTPUT_OPENED = b"\0"
 # Where `eval` numbers the lines of its text from: its own line, less one. The
 # subscript assigns LINENO (bash's parse line) while the eval's words expand,
 # after its line was set and before its text is parsed, and expands to nothing.
@@ -64,6 +73,8 @@ RESET_LINENO = "${{__bashrpc_nil[LINENO={line}]-}}"
 # prefix) is line 0, so the user's own lines are numbered as `bash -c` numbers
 # them; ERR skips its failure.
 _EVAL = '\\command eval "$__bashrpc_cmd" ' + RESET_LINENO.format(line=0)
+# OUTPUT_OPENED as printf's format.
+_OPENED = "\\0"
 # The ERR trap as restored: the user's code lives in a variable.
 ERR_WRAPPER = '__bashrpc_skip_err || \\command eval "$__bashrpc_err"'
 
@@ -103,12 +114,12 @@ def bootstrap(status_path: str, fields_path: str, snapshot: bool) -> bytes:
 {HAND_OVER_START_LOG} 2>/dev/null
 set +o history 2>/dev/null
 {source}__bashrpc_in={shlex.quote(fields_path)} __bashrpc_sfifo={shlex.quote(status_path)}
+__bashrpc_dir={shlex.quote(os.path.dirname(fields_path))}
 __bashrpc_line={shlex.quote(_line([]))}
 __bashrpc_recv() {{
   \\builtin mapfile -d '' -n "$1" -t __bashrpc_f < "$__bashrpc_in" || return 1
-  __bashrpc_out=${{__bashrpc_f[0]}} __bashrpc_cwd=${{__bashrpc_f[1]}}
-  __bashrpc_cmd=${{__bashrpc_f[2]}}
-  __bashrpc_env=("${{__bashrpc_f[@]:3}}")
+  __bashrpc_cwd=${{__bashrpc_f[0]}} __bashrpc_cmd=${{__bashrpc_f[1]}}
+  __bashrpc_env=("${{__bashrpc_f[@]:2}}")
 }}
 __bashrpc_cd() {{
   [[ -z $__bashrpc_cwd || $__bashrpc_cwd == "$PWD" ]] || \\command cd -- "$__bashrpc_cwd"
@@ -135,8 +146,8 @@ def _line(env_names: list[str]) -> str:
     # and what it cleared would come back when it returned.
     return (
         f"__bashrpc_recv {FIXED_FIELDS + len(env_names)} && "
-        f"{{ __bashrpc_cd && {assigns}{_EVAL}; }} "
-        '</dev/null >"$__bashrpc_out" 2>&1; __bashrpc_status=$? __bashrpc_flags=$-; '
+        f"{{ \\builtin printf '{_OPENED}'; __bashrpc_cd && {assigns}{_EVAL}; }} "
+        '</dev/null >"$__bashrpc_dir/$__bashrpc_o" 2>&1; __bashrpc_status=$? __bashrpc_flags=$-; '
         # Nothing prints or records a line from here on, nor the next one as it is
         # read, with its token: -v and -x come back with the traps.
         "\\builtin set +vx +o history; "
@@ -148,25 +159,23 @@ def _line(env_names: list[str]) -> str:
     )
 
 
-def driver_line(token: str, env_names: list[str]) -> bytes:
-    """What runs one command: the alias, or, with per-command variables (whose
-    validated names are spliced in), the whole line; then the token, the last
-    argument of `__bashrpc_done`."""
-    if not env_names:
-        return f"__bashrpc_go {token}\n".encode()
-    return f"{_line(env_names)} {token}\n".encode()
+def driver_line(token: str, output: str, env_names: list[str]) -> bytes:
+    """What runs one command: the name of its output FIFO (in the shell's own
+    directory), then the alias, or, with per-command variables (whose validated
+    names are spliced in), the whole line; then the token, the last argument of
+    `__bashrpc_done`."""
+    run = _line(env_names) if env_names else "__bashrpc_go"
+    return f"__bashrpc_o={output}; {run} {token}\n".encode()
 
 
-def command_fields(
-    *, output: str, cwd: str | None, prefix: str, command: str, env: Mapping[str, str]
-) -> bytes:
-    """The fields file: the FIFO, the cwd, the command (on the line after the
-    restore prefix, a line of its own), env values.
+def command_fields(*, cwd: str | None, prefix: str, command: str, env: Mapping[str, str]) -> bytes:
+    """The fields file: the cwd, the command (on the line after the restore
+    prefix, a line of its own), env values.
 
     It is rewritten in place, never truncated (that cost more than the rest
     of a command on ext4): the driver reads exactly as many fields as it wrote."""
     text = os.fsencode(prefix) + b"\n" + command.encode()
-    fields = [os.fsencode(output), os.fsencode(cwd or ""), text]
+    fields = [os.fsencode(cwd or ""), text]
     fields += [value.encode() for value in env.values()]
     return b"".join(f + b"\0" for f in fields)
 

@@ -41,10 +41,11 @@ class ShellWire:
         """Define the driver, once, before the first command."""
         await self._send(bootstrap(str(self.status.path), str(self._fields_path), snapshot))
 
-    async def hand(self, fields: bytes, env: Mapping[str, str]) -> None:
-        """One command: its fields, then the line that runs it, with a fresh token."""
+    async def hand(self, fields: bytes, output: str, env: Mapping[str, str]) -> None:
+        """One command: its fields, then the line that runs it, with its output
+        FIFO's name and a fresh token."""
         os.pwrite(self._fields, fields, 0)
-        await self._send(driver_line(self.status.expect(), list(env)))
+        await self._send(driver_line(self.status.expect(), output, list(env)))
 
     async def _send(self, data: bytes) -> None:
         try:

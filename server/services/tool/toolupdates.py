@@ -7,12 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import anyio.abc
-import msgspec
 
 from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
 from bashrpc.server.output.chunks import RawStream
 from bashrpc.server.output.throttle import Throttle
-from bashrpc.server.services.resumable import Resumable
 from bashrpc.server.services.streams import Listener, ListenerFactory, Notify, raw_emitter
 from bashrpc.server.settings import Settings
 
@@ -100,15 +98,3 @@ def listener(
         return Listener(text=text, raw=raw)
 
     return make
-
-
-def logging_progress(notify: Notify, record: Resumable) -> Notify:
-    """`notify`, with each `notifications/progress` also logged in `record`, in
-    order, for a `bash/attach` on another connection to replay."""
-
-    async def send(method: str, params: msgspec.Struct) -> None:
-        if method == "notifications/progress":
-            record.add(record.log.next_seq, msgspec.json.encode(params).decode(), 0)
-        await notify(method, params)
-
-    return send
