@@ -30,6 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
+from bench.network import network
 from bench.redaction import redaction
 from bench.rows import MB, Row, percentile
 from bench.streamfloor import READY
@@ -526,6 +527,7 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "sandbox": Bench.sandbox,
     "fairness": lambda b: fairness(b) + daemon_connections(b),
     "redaction": redaction,
+    "network": network,
 }
 
 

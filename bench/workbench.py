@@ -34,6 +34,8 @@ class Sizes:
     many_sessions: int = 128
     daemon_connections: int = 64
     daemon_calls: int = 200
+    network_requests: int = 200
+    network_megabytes: int = 100
 
 
 QUICK = Sizes(
@@ -58,6 +60,8 @@ QUICK = Sizes(
     many_sessions=4,
     daemon_connections=4,
     daemon_calls=5,
+    network_requests=5,
+    network_megabytes=4,
 )
 
 

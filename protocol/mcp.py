@@ -17,6 +17,7 @@ from bashrpc.protocol.methods import (
     MAX_TIMEOUT_SECONDS,
     MIN_TIMEOUT_SECONDS,
     CallMeta,
+    NetworkPolicy,
     RequestId,
     SandboxMode,
     described,
@@ -229,6 +230,10 @@ class InitializeResult(Open):
     server_info: Annotated[Implementation, described("This server.")]
     capabilities: Annotated[ServerCapabilities, described("What this server offers.")]
     instructions: Annotated[str, described("How to use this server, for the model.")]
+    network: Annotated[
+        NetworkPolicy | None,
+        described("What this connection's sessions' commands may reach over the network."),
+    ] = None
 
 
 class EmptyParams(Open):
@@ -415,7 +420,12 @@ class BashStructured(Open):
         str | None, described("Where the full output is, when the text shows only part of it.")
     ] = None
     sandbox_denied: Annotated[
-        bool, described("The command failed writing outside the sandbox's writable roots.")
+        bool,
+        described(
+            "The sandbox refused the command: a write outside its writable roots (the"
+            " command failed on it), or a host its network allowlist does not allow;"
+            " the output's last lines name them."
+        ),
     ] = False
     shell_restarted: Annotated[
         bool,

@@ -394,6 +394,40 @@ SANDBOX_DENIED = (
     " Ask the user to run it, or to widen the sandbox.]"
 )
 SANDBOX_PRIVATE_TMP = "/tmp (private to this shell)"
+# The network allowlist (`[sandbox.network]`) and its proxy.
+NETWORK_PATTERN_WILDCARD = "a wildcard is `*.` at the start only"
+NETWORK_PATTERN_BAD = "not a host name or an IP address"
+NETWORK_PATTERN_SHORT = "a wildcard needs a domain of two labels or more"
+NETWORK_BAD_ENTRY = "sandbox.network.{field}: {entry!r}: {why}"
+NETWORK_WIDER_MODE = (
+    "network mode {asked!r} is wider than the server's {mode!r} (off < allowlist < host)"
+)
+NETWORK_WIDER_ALLOW = "network allow entries outside the server's allowlist: {entries}"
+NETWORK_WIDER_PORTS = "network ports outside the server's: {ports}"
+# The body of the proxy's 403 and the text of a SOCKS refusal, by reason.
+NETWORK_REFUSED = {
+    "denied": "{host}:{port} is refused by sandbox.network.deny entry {rule!r}",
+    "not-allowed": "{host}:{port} is not in sandbox.network.allow",
+    "port": "{host}:{port}: port {port} is not in sandbox.network.ports",
+    "address": (
+        "{host}:{port} resolves to {rule}, refused unless sandbox.network.allow lists {rule}"
+    ),
+    "invalid": "{host!r} is not a host name or an IP address",
+    "malformed": "the proxy could not read the request ({rule})",
+    "unresolved": "{host}:{port}: the name does not resolve",
+    "unreachable": "{host}:{port}: the connection failed",
+    "sni": "{host}:{port}: the TLS ClientHello names another host ({rule})",
+    "smuggled": "{host}:{port}: the request's Host header names another host ({rule})",
+}
+CLI_BAD_NETWORK_ENTRY = "{entry!r}: {why}"
+NETWORK_SESSION_EXISTS = (
+    "session {session!r} exists: its network is set when it opens (close it and open it again)"
+)
+NETWORK_HINT = "Ask the user to allow it in sandbox.network."
+NETWORK_DENIED = (
+    "[The sandbox's network allowlist refused {hosts}."
+    " Ask the user to allow it (sandbox.network.allow), rather than retrying.]"
+)
 # The git guard's refusals: what no bind can keep from a command, and why.
 GIT_GUARD_REFUSED = (
     "the git guard cannot protect {what}: {why}, and the host's git would run what a"

@@ -17,6 +17,9 @@ EnvName = Annotated[str, msgspec.Meta(pattern=ENV_NAME_PATTERN)]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 # What a session's shell may touch; see docs/sandbox.md.
 SandboxMode = Literal["off", "full", "workspace-write", "read-only"]
+# What a sandboxed command may reach: loopback alone, an allowlist through the
+# server's proxy, or the host's network; from the narrowest to the widest.
+NetworkMode = Literal["off", "allowlist", "host"]
 DEFAULT_SESSION_ID = "default"
 
 MIN_TIMEOUT_SECONDS = 1.0
@@ -181,7 +184,12 @@ class BashResult(Result, omit_defaults=True):
         described("The exact bytes of `workingDir` in base64; present only when not exact."),
     ] = None
     sandbox_denied: Annotated[
-        bool, described("The command failed writing outside the sandbox's writable roots.")
+        bool,
+        described(
+            "The sandbox refused the command: a write outside its writable roots (the"
+            " command failed on it), or a host its network allowlist does not allow;"
+            " the output's last lines name them."
+        ),
     ] = False
     shell_restarted: Annotated[
         bool,
@@ -244,6 +252,66 @@ class SessionOpenParams(Params):
     sandbox: Annotated[
         SandboxMode | None,
         described("The session's sandbox mode: only as strict as the connection's, or stricter."),
+    ] = None
+    network: Annotated[
+        NetworkRequest | None,
+        described("A new session's network, narrower than the server's; absent: the server's."),
+    ] = None
+
+
+class NetworkRequest(Params):
+    """A session's own network, no wider than the server's (`[sandbox.network]`)."""
+
+    mode: Annotated[NetworkMode, described("off < allowlist < host; at most the server's mode.")]
+    allow: Annotated[
+        list[str] | None,
+        described(
+            "Hosts (exact, or `*.` for subdomains only) and IP literals, each within the"
+            " server's allowlist; absent: the server's."
+        ),
+    ] = None
+    deny: Annotated[list[str] | None, described("Added to the server's deny list.")] = None
+    ports: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=1, le=65535)]] | None,
+        described("Ports, among the server's; absent: the server's."),
+    ] = None
+
+
+class NetworkPolicy(Result, omit_defaults=True):
+    """What a session's commands may reach over the network."""
+
+    mode: Annotated[
+        NetworkMode,
+        described(
+            "off: loopback alone; allowlist: the hosts below, through the server's proxy;"
+            " host: the host's network (also whenever the sandbox mode is off or full)."
+        ),
+    ]
+    allow: Annotated[list[str] | None, described("Allowed hosts (allowlist).")] = None
+    deny: Annotated[list[str] | None, described("Refused hosts; deny wins (allowlist).")] = None
+    ports: Annotated[list[int] | None, described("Allowed ports (allowlist).")] = None
+
+
+class NetworkConnection(Result, omit_defaults=True):
+    """One connection a sandboxed command made through the allowlist's proxy."""
+
+    host: Annotated[str, described("The host asked for (empty when none could be read).")]
+    port: Annotated[int, described("The port asked for.")]
+    allowed: Annotated[bool, described("Whether it went out.")]
+    reason: Annotated[
+        str,
+        described(
+            "allowed, denied, not-allowed, port, address, invalid, unresolved,"
+            " unreachable, sni, smuggled or malformed."
+        ),
+    ]
+    protocol: Annotated[str, described("http, connect or socks.")]
+    bytes_sent: Annotated[int, described("From the command to the host.")]
+    bytes_received: Annotated[int, described("From the host to the command.")]
+    seconds: Annotated[float, described("How long the connection lasted.")]
+    started: Annotated[float, described("When it started, in seconds since the epoch.")]
+    rule: Annotated[
+        str | None, described("The entry (or address, or server name) that decided.")
     ] = None
 
 
@@ -331,6 +399,13 @@ class SessionInfo(Result, omit_defaults=True):
     queued: Annotated[
         list[RequestId] | None,
         described("The ids of the commands waiting for their turn, first in line first."),
+    ] = None
+    network: Annotated[
+        NetworkPolicy | None, described("What the session's commands may reach.")
+    ] = None
+    connections: Annotated[
+        list[NetworkConnection] | None,
+        described("With an allowlist: the session's last 100 connections, oldest first."),
     ] = None
 
 
@@ -523,6 +598,20 @@ class Resumes(Result):
     ]
 
 
+class NetworkConnections(Result):
+    """Connections sandboxed commands made through the allowlist's proxy, by decision."""
+
+    allowed: Annotated[int, described("Let through to an allowed host.")]
+    refused: Annotated[int, described("Refused (not allowed, denied, a bad request).")]
+
+
+class NetworkBytes(Result):
+    """Bytes through the allowlist's proxy, each way."""
+
+    sent: Annotated[int, described("From sandboxed commands to the hosts they reached.")]
+    received: Annotated[int, described("From those hosts back to the commands.")]
+
+
 class DurationHistogram(Result):
     """Command durations, cumulative as Prometheus keeps them."""
 
@@ -562,6 +651,13 @@ class ServerStatsResult(Result):
         int,
         described("Log lines (and console spans) dropped because stderr was not read fast enough."),
     ]
+    network_connections: Annotated[
+        NetworkConnections,
+        described("Connections through the sandbox's network allowlist, by decision."),
+    ] = msgspec.field(default_factory=lambda: NetworkConnections(allowed=0, refused=0))
+    network_bytes: Annotated[
+        NetworkBytes, described("Bytes through the sandbox's network allowlist, each way.")
+    ] = msgspec.field(default_factory=lambda: NetworkBytes(sent=0, received=0))
 
 
 class SessionResetParams(Params):

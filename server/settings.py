@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -20,13 +20,18 @@ from bashrpc.protocol.mcp import (
     InterceptorRule,
     TimeoutSeconds,
 )
-from bashrpc.protocol.methods import EnvName, SandboxMode
+from bashrpc.protocol.methods import EnvName, NetworkMode, NetworkPolicy, SandboxMode
 from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import DEFAULT_MAX_TOTAL_BYTES
 from bashrpc.server.output.keptbudget import DEFAULT_KEPT_BYTES, DEFAULT_MAX_KEPT_REQUESTS
 from bashrpc.server.output.secretbook import DEFAULT_ENV_GLOBS
 from bashrpc.server.output.secretforms import host_format
 from bashrpc.server.output.sink import DEFAULT_MAX_BYTES
+from bashrpc.server.runtime.network.rules import pattern_error, view
+from bashrpc.server.runtime.seam.egress import (
+    DEFAULT_IDLE_SECONDS as DEFAULT_NETWORK_IDLE_SECONDS,
+)
+from bashrpc.server.runtime.seam.egress import DEFAULT_MAX_CONNECTIONS, DEFAULT_PORTS, Egress
 
 DEFAULT_KILL_GRACE_SECONDS = 2.0
 DEFAULT_SNAPSHOT_SECONDS = 10.0
@@ -103,10 +108,45 @@ class JobSettings(_Section, frozen=True):
     )
 
 
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+NETWORK_MODES: tuple[NetworkMode, ...] = get_args(NetworkMode)
+# Why an allow or deny entry is none (None when it is one): for the flags too.
+network_entry_error = pattern_error
+
+
+class NetworkSettings(_Section, frozen=True):
+    """`[sandbox.network]`: what a confined command may reach (docs/sandbox.md)."""
+
+    # off: loopback alone; allowlist: `allow` through the server's proxy; host: all.
+    mode: NetworkMode = "off"
+    # Names (exact, or `*.` for subdomains only) and IP literals; deny wins.
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ports: tuple[Port, ...] = DEFAULT_PORTS
+    # Connections one session's commands hold open through the proxy at once.
+    max_connections: Annotated[int, msgspec.Meta(ge=1, le=4096)] = DEFAULT_MAX_CONNECTIONS
+    # Seconds a connection may pass no byte either way.
+    idle_seconds: Annotated[float, msgspec.Meta(gt=0, le=86400)] = DEFAULT_NETWORK_IDLE_SECONDS
+
+    def __post_init__(self) -> None:
+        for field, entries in (("allow", self.allow), ("deny", self.deny)):
+            for entry in entries:
+                why = pattern_error(entry)
+                if why is not None:
+                    raise ValueError(
+                        messages.NETWORK_BAD_ENTRY.format(field=field, entry=entry, why=why)
+                    )
+
+    @property
+    def egress(self) -> Egress:
+        return Egress(self.allow, self.deny, self.ports, self.max_connections, self.idle_seconds)
+
+
 class SandboxSettings(_Section, frozen=True):
     mode: SandboxMode = "off"
-    # Sandboxed modes only: false gives the shell a network namespace with loopback alone.
-    network: bool = False
+    # Sandboxed modes only: false (mode off) gives the shell a network namespace with
+    # loopback alone, true (mode host) the host's; a table, an allowlist.
+    network: bool | NetworkSettings = False
     # Writable in `workspace-write`, besides the workspace.
     writable_roots: tuple[str, ...] = ()
     # Read-only inside the writable roots, besides what the host's git reads;
@@ -115,6 +155,19 @@ class SandboxSettings(_Section, frozen=True):
     # workspace-write: git dirs writable but for what decides what git runs, so
     # commits work; this makes files in the repositories (`gitguard.py`).
     git_commits: bool = False
+
+    @property
+    def net(self) -> NetworkSettings:
+        """`network` as a table, whichever way it was written."""
+        if isinstance(self.network, bool):
+            return NetworkSettings(mode="host" if self.network else "off")
+        return self.network
+
+    def network_policy(self) -> NetworkPolicy:
+        """What a session of this sandbox may reach (the host's network, unconfined)."""
+        if self.mode in ("off", "full"):
+            return view("host", None)
+        return view(self.net.mode, self.net.egress)
 
 
 OnEof = Literal["finish", "abort"]

@@ -139,10 +139,19 @@ class Host:
                 os.lchown(self.base / made, NOBODY, NOBODY)
 
     def serve(
-        self, workspace: Path, mode: str, settings: str = "", env: dict[str, str] | None = None
+        self,
+        workspace: Path,
+        mode: str,
+        settings: str = "",
+        env: dict[str, str] | None = None,
+        *,
+        interpreter: tuple[str, ...] = (sys.executable,),
     ) -> ServerProcess:
+        """A server of this user's, sandboxed in `mode`; `interpreter`: what runs
+        `-m bashrpc` (a launcher module of the tests' before it)."""
         config = self.base / f"settings-{len(self.servers)}.toml"
         config.write_text(f'[sandbox]\nmode = "{mode}"\n{settings}')
+        config.chmod(0o644)
         server = ServerProcess(
             "--config",
             str(config),
@@ -152,6 +161,7 @@ class Host:
             env={"GIT_CONFIG_NOSYSTEM": "1", **(env or {})},
             cwd=workspace,
             launcher=AS_NOBODY if self.user == "nobody" else (),
+            interpreter=interpreter,
         )
         self.servers.append(server)
         return server

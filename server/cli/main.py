@@ -67,6 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _with_network_flags(args: argparse.Namespace, settings: Settings) -> Settings:
+    """`--network` and `--network-allow` over `[sandbox.network]`."""
+    mode, allow = getattr(args, "network", None), getattr(args, "network_allow", None)
+    if mode is None and allow is None:
+        return settings
+    net = settings.sandbox.net
+    net = msgspec.structs.replace(
+        net, mode=mode or net.mode, allow=net.allow if allow is None else tuple(allow)
+    )
+    return msgspec.structs.replace(
+        settings, sandbox=msgspec.structs.replace(settings.sandbox, network=net)
+    )
+
+
 def _drop_excluded_environment(settings: Settings) -> None:
     """Start again without the variables `env.exclude` keeps from commands.
 
@@ -125,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sandbox is not None:
         sandbox = msgspec.structs.replace(settings.sandbox, mode=args.sandbox)
         settings = msgspec.structs.replace(settings, sandbox=sandbox)
+    settings = _with_network_flags(args, settings)
     if args.command_name == "artifact":
         owner = tenant_key(args.client_id, args.scope)
         return artifact.print_artifact(

@@ -12,8 +12,10 @@ from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server.settings import (
     MAX_CLIENT_TIMEOUT_SECONDS,
     MAX_DRAIN_SECONDS,
+    NETWORK_MODES,
     ON_EOF_CHOICES,
     SANDBOX_STRICTNESS,
+    network_entry_error,
 )
 
 FORWARDED = (
@@ -22,6 +24,7 @@ FORWARDED = (
     "workspace",
     "max_line_bytes",
     "sandbox",
+    "network",
     "client_timeout",
     "drain_seconds",
 )
@@ -40,6 +43,14 @@ def _seconds(text: str, low: float, high: float, low_allowed: bool) -> float:
             messages.CLI_BAD_SECONDS.format(value=text, range=f"{bracket}{low:g}, {high:g}]")
         )
     return seconds
+
+
+def network_entry(text: str) -> str:
+    """`--network-allow`: an entry the allowlist can match, or a usage error."""
+    why = network_entry_error(text)
+    if why is not None:
+        raise argparse.ArgumentTypeError(messages.CLI_BAD_NETWORK_ENTRY.format(entry=text, why=why))
+    return text
 
 
 def client_timeout(text: str) -> float:
@@ -83,6 +94,7 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         choices=SANDBOX_STRICTNESS,
         help="run shells in this bubblewrap sandbox (overrides the settings' sandbox.mode)",
     )
+    add_network_options(parser, default)
     parser.add_argument(
         "--client-timeout",
         type=client_timeout,
@@ -107,6 +119,25 @@ def add_server_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     )
 
 
+def add_network_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--network",
+        default=default,
+        choices=NETWORK_MODES,
+        help="what a confined command may reach: loopback only, an allowlist through "
+        "the server's proxy, or the host's network (overrides sandbox.network.mode)",
+    )
+    parser.add_argument(
+        "--network-allow",
+        action="append",
+        type=network_entry,
+        default=default,
+        metavar="HOST",
+        help="a host (exact, or *.domain for its subdomains) or IP address the "
+        "allowlist allows; repeatable; replaces sandbox.network.allow",
+    )
+
+
 def add_eof_option(parser: argparse.ArgumentParser, suppress: bool) -> None:
     """The stdio server's own: the end of its stdin (exec and the daemon have none)."""
     parser.add_argument(
@@ -126,6 +157,8 @@ def server_argv(args: argparse.Namespace) -> list[str]:
         value = getattr(args, flag, None)
         if value is not None:
             argv += [f"--{flag.replace('_', '-')}", str(value)]
+    for entry in getattr(args, "network_allow", None) or ():
+        argv += ["--network-allow", entry]
     argv += ["--log-level", args.log_level]
     return argv
 

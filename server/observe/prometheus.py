@@ -72,6 +72,18 @@ class _Collector:
             ),
             ("kills", "Commands and processes killed, by reason.", "reason", now.kills),
             ("resumes", "bash/attach resumes, by result.", "result", now.resumes),
+            (
+                "network_connections",
+                "Connections through the sandbox's network allowlist, by decision.",
+                "decision",
+                now.network_connections,
+            ),
+            (
+                "network_bytes",
+                "Bytes through the sandbox's network allowlist, by direction.",
+                "direction",
+                now.network_bytes,
+            ),
         ]
         for name, text, label, values in labelled:
             family = CounterMetricFamily(PREFIX + name, text, labels=[label])

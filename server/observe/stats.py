@@ -21,6 +21,8 @@ from bashrpc.protocol.methods import (
     CommandsFinished,
     DurationHistogram,
     Kills,
+    NetworkBytes,
+    NetworkConnections,
     Resumes,
     ServerStatsResult,
 )
@@ -63,6 +65,9 @@ class Stats:
         self.rc_capture_failures = 0
         # The last rc capture failed: not ready until one succeeds again.
         self.rc_capture_failing = False
+        self.network = {True: 0, False: 0}
+        self.network_sent = 0
+        self.network_received = 0
 
     def started(self) -> None:
         self.commands_started += 1
@@ -90,6 +95,12 @@ class Stats:
         self.rc_capture_failing = not ok
         if not ok:
             self.rc_capture_failures += 1
+
+    def network_connection(self, *, allowed: bool, sent: int, received: int) -> None:
+        """One connection through a sandbox's allowlist proxy, as it ended."""
+        self.network[allowed] += 1
+        self.network_sent += sent
+        self.network_received += received
 
     def histogram(self) -> DurationHistogram:
         cumulative, total = [], 0
@@ -121,6 +132,10 @@ class Stats:
             replay_bytes=gauges.replay_bytes,
             rc_capture_failures=self.rc_capture_failures,
             log_lines_dropped=log.dropped(),
+            network_connections=NetworkConnections(
+                allowed=self.network[True], refused=self.network[False]
+            ),
+            network_bytes=NetworkBytes(sent=self.network_sent, received=self.network_received),
         )
 
 

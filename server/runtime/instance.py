@@ -15,18 +15,31 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import (
+    NetworkConnection,
+    NetworkMode,
+    NetworkPolicy,
+    NetworkRequest,
+    SandboxMode,
+)
 from bashrpc.server import log
+from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.output.secretbook import SecretBook
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.trackers import Containment
 from bashrpc.server.runtime.jobs.table import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
+from bashrpc.server.runtime.network import rules
+from bashrpc.server.runtime.network.gateways import Gateways
+from bashrpc.server.runtime.network.proxy import record_view
+from bashrpc.server.runtime.network.rules import pattern_error
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import mounts
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
+from bashrpc.server.runtime.seam.egress import Egress
 from bashrpc.server.runtime.seam.policy import Policy
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PoolLimits, ShellPool
@@ -108,6 +121,8 @@ class Runtime:
         )
         # Only the process's own runtime may collect every orphan's status.
         self._reap_orphans = reap_orphans
+        # The proxies of sessions whose sandbox has a network allowlist.
+        self.gateways = Gateways(shells)
 
     @classmethod
     @asynccontextmanager
@@ -134,17 +149,28 @@ class Runtime:
     def workspace(self) -> str:
         return str(self.options.workspace)
 
-    def sandbox_policy(self, mode: SandboxMode, opened_in: str) -> Policy | None:
+    def sandbox_policy(
+        self,
+        mode: SandboxMode,
+        opened_in: str,
+        network: tuple[NetworkMode, Egress] | None = None,
+    ) -> Policy | None:
+        """A session's policy; `network`: its own (narrower) network, else the
+        server's. An allowlist's gateway is not started here (`new_session`)."""
         configured = self.settings.sandbox
-        return mounts.policy(
+        net_mode, egress = network or (configured.net.mode, configured.net.egress)
+        policy = mounts.policy(
             mode,
-            network=configured.network,
+            network=net_mode == "host",
             workspace=self.workspace,
             writable_roots=configured.writable_roots,
             protected_paths=configured.protected_paths,
             git_commits=configured.git_commits,
             opened_in=opened_in,
         )
+        if policy is None or not policy.confined or net_mode != "allowlist":
+            return policy
+        return msgspec.structs.replace(policy, egress=egress)
 
     def new_session(
         self,
@@ -153,6 +179,7 @@ class Runtime:
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
         owner: str | None = None,
+        network: tuple[NetworkMode, Egress] | None = None,
     ) -> Session:
         session_env = envmod.without_guards(env)
         config = ShellConfig(
@@ -160,7 +187,7 @@ class Runtime:
             prefix=self.settings.prefix,
             snapshot=None,
             env=tuple(sorted(session_env.items())),
-            sandbox=self.sandbox_policy(sandbox_mode, cwd),
+            sandbox=self._with_gateway(session_id, self.sandbox_policy(sandbox_mode, cwd, network)),
         )
         full_env = self._shell_env(session_env)
         session = Session(
@@ -168,11 +195,70 @@ class Runtime:
         )
         return self.sessions.add(session)
 
+    def _with_gateway(self, session_id: str, policy: Policy | None) -> Policy | None:
+        """The policy, its allowlist served by the session's own gateway."""
+        if policy is None or policy.egress is None:
+            self.gateways.close(session_id)
+            return policy
+        return msgspec.structs.replace(policy, egress=self.gateways.open(session_id, policy.egress))
+
+    def narrow_network(self, asked: NetworkRequest) -> tuple[NetworkMode, Egress]:
+        """A new session's network from what it asked for; InvalidArgument when that
+        would widen the server's."""
+        net = self.settings.sandbox.net
+        lists = None
+        if asked.allow is not None or asked.deny is not None or asked.ports is not None:
+            lists = Egress(
+                allow=tuple(net.allow if asked.allow is None else asked.allow),
+                deny=tuple(asked.deny or ()),
+                ports=tuple(net.ports if asked.ports is None else asked.ports),
+            )
+            bad = [(e, why) for e in (*lists.allow, *lists.deny) if (why := pattern_error(e))]
+            if bad:
+                raise InvalidArgument(
+                    messages.NETWORK_BAD_ENTRY.format(
+                        field="network", entry=bad[0][0], why=bad[0][1]
+                    )
+                )
+        narrowed = rules.narrow(net.mode, net.egress, asked.mode, lists)
+        if isinstance(narrowed, str):
+            raise InvalidArgument(narrowed)
+        return narrowed
+
+    def network_view(
+        self, session: Session
+    ) -> tuple[NetworkPolicy, list[NetworkConnection] | None]:
+        """What the session's commands may reach, and its last connections."""
+        policy = session.config.sandbox
+        if policy is None or not policy.confined or policy.network:
+            return rules.view("host", None), None
+        if policy.egress is None:
+            return rules.view("off", None), None
+        gateway = self.gateways.get(session.id)
+        recent = [] if gateway is None else [record_view(r) for r in gateway.recent]
+        return rules.view("allowlist", policy.egress), recent
+
+    def network_mark(self, session_id: str) -> int:
+        """Where the session's proxy's record stands now (for `refused_hosts`)."""
+        gateway = self.gateways.get(session_id)
+        return 0 if gateway is None else gateway.mark()
+
+    def refused_hosts(self, session_id: str, mark: int) -> list[str]:
+        """The hosts the session's proxy refused since `mark`, each once."""
+        gateway = self.gateways.get(session_id)
+        return [] if gateway is None else gateway.refused_since(mark)
+
     def tighten(self, session: Session, mode: SandboxMode) -> None:
         """Put the session under `mode`, stricter than its own: its shell is closed
         with all it started, so the next command's starts confined, and the next
         result says so. The caller makes sure no command of the session runs."""
         policy = self.sandbox_policy(mode, session.opened_in)
+        current = session.config.sandbox
+        if policy is not None and current is not None and current.confined:
+            # The session's network stays as it is: tightening is of the filesystem.
+            policy = msgspec.structs.replace(policy, network=current.network, egress=current.egress)
+        elif policy is not None:
+            policy = self._with_gateway(session.id, policy)
         session.config = msgspec.structs.replace(session.config, sandbox=policy)
         shell = session.drop_shell()
         if shell is not None:
@@ -207,6 +293,7 @@ class Runtime:
         return session
 
     async def close_session(self, session: Session) -> None:
+        self.gateways.close(session.id)
         await self.jobs.close_session(session.id)
         if session.shell is not None:
             await self.pool.close(session.shell, self.pool.grace_seconds)
@@ -229,6 +316,7 @@ class Runtime:
     async def wind_down(self) -> None:
         """Kill every shell and everything they started (idempotent)."""
         with anyio.CancelScope(shield=True):
+            self.gateways.close_all()
             await self.backend.wind_down()
             self.pool.shorten_grace(SHUTDOWN_GRACE_SECONDS)
             await self.jobs.wind_down()

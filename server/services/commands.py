@@ -129,6 +129,7 @@ class CommandService:
         # A one-shot runs at once (after any reset); any other command in the session's turn.
         waiting = execution.waiting
         turn = session.apart(waiting) if spec.one_shot else session.turn(ticket, waiting)
+        network = runtime.network_mark(session.id)
         try:
             async with turn:
                 if began is not None and not execution.aborted:
@@ -147,6 +148,7 @@ class CommandService:
             outcome, queued_seconds=ticket.waited, one_shot=spec.one_shot
         )
         outcome = _with_notices(outcome, run.shell_restarted, spec, session, start)
+        outcome = _with_refused_hosts(outcome, runtime.refused_hosts(session.id, network))
         STATS.finished_as(
             outcome.label, anyio.current_time() - began_at, outcome.summary.total_bytes
         )
@@ -252,6 +254,17 @@ class CommandService:
         lane = self.accepted_pty(request_id) or self.accept_pty(request_id, size)
         lane.claimed = True
         return lane
+
+
+def _with_refused_hosts(outcome: Outcome, hosts: list[str]) -> Outcome:
+    """The hosts the sandbox's network allowlist refused the command, each once,
+    beside any refused write (the same field: the sandbox said no)."""
+    if not hosts:
+        return outcome
+    notice = messages.NETWORK_DENIED.format(hosts=", ".join(hosts))
+    if outcome.sandbox_denied is not None:
+        notice = f"{outcome.sandbox_denied}\n{notice}"
+    return msgspec.structs.replace(outcome, sandbox_denied=notice)
 
 
 def _with_notices(

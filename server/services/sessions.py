@@ -8,7 +8,13 @@ from collections.abc import Sequence
 import msgspec
 
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.methods import RequestId, SandboxMode
+from bashrpc.protocol.methods import (
+    NetworkConnection,
+    NetworkPolicy,
+    NetworkRequest,
+    RequestId,
+    SandboxMode,
+)
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.instance import Runtime
@@ -29,6 +35,9 @@ class SessionView(msgspec.Struct, frozen=True):
     owner: str | None
     # The ids of its commands waiting for their turn, first in line first.
     queued: list[RequestId]
+    network: NetworkPolicy | None = None
+    # With an allowlist, its last connections.
+    connections: list[NetworkConnection] | None = None
 
 
 class SessionReset(msgspec.Struct, frozen=True):
@@ -51,10 +60,12 @@ class SessionService:
         env: dict[str, str] | None,
         sandbox_mode: SandboxMode = "off",
         secret_env: Sequence[str] = (),
+        network: NetworkRequest | None = None,
     ) -> tuple[str, str]:
         """(id, cwd) of a new session, or of the existing one of that id, unchanged
         but for a stricter sandbox (see `tighten`); `secret_env` names the values of
-        `env` its output never shows."""
+        `env` its output never shows. `network`: a new session's own, narrower than
+        the server's; an existing session's is kept."""
         runtime = self._runtime
         reject_nul({"cwd": cwd, **env_fields(env)})
         session_id = session_id or runtime.sessions.new_id()
@@ -68,7 +79,12 @@ class SessionService:
             if cwd is not None:
                 directory = self._existing_dir(directory, cwd)
             owner = self._commands.owner
-            session = runtime.new_session(session_id, directory, env, sandbox_mode, owner)
+            narrowed = None if network is None else runtime.narrow_network(network)
+            session = runtime.new_session(
+                session_id, directory, env, sandbox_mode, owner, network=narrowed
+            )
+        elif network is not None:
+            raise errors.InvalidArgument(messages.NETWORK_SESSION_EXISTS.format(session=session_id))
         else:
             self.tighten([session], sandbox_mode)
         return session.id, session.cwd
@@ -146,8 +162,11 @@ class SessionService:
                 queued=[
                     t.request_id for t in s.line.waiting if isinstance(t.request_id, str | int)
                 ],
+                network=network,
+                connections=connections,
             )
             for s, n in zip(sessions, jobs, strict=True)
+            for network, connections in [self._runtime.network_view(s)]
         ]
 
     def _existing_dir(self, base: str, path: str) -> str:

@@ -113,7 +113,12 @@ def abort_bash(ctx: Ctx, params: AbortBashParams) -> AbortBashResult:
 def session_open(ctx: Ctx, params: SessionOpenParams) -> SessionOpenResult:
     mode = tightened(ctx.connection.settings.sandbox.mode, params.sandbox)
     session_id, cwd = ctx.services.sessions.open(
-        params.session_id, params.cwd, params.env, mode, params.secret_env or ()
+        params.session_id,
+        params.cwd,
+        params.env,
+        mode,
+        params.secret_env or (),
+        params.network,
     )
     text, exact = paths.to_wire(cwd)
     return SessionOpenResult(session_id=session_id, cwd=text, cwd_base64=exact)
@@ -146,6 +151,8 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 owner=view.owner,
                 requests=_requests(ctx, view.id),
                 queued=view.queued or None,
+                network=view.network,
+                connections=view.connections,
             )
         )
     return SessionListResult(sessions=infos)

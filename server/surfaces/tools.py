@@ -78,6 +78,7 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
         server_info=Implementation(name=SERVER_NAME, version=__version__),
         capabilities=ServerCapabilities(),
         instructions=INSTRUCTIONS,
+        network=settings.sandbox.network_policy(),
     )
 
 

@@ -65,8 +65,12 @@ def test_the_prometheus_series_are_the_same_however_much_is_counted() -> None:
         stats.started()
         stats.finished_as(("ok", "failed", "timed_out")[i % 3], i / 100, i)
         stats.resumed(gap=i % 2 == 0)
+        # Whatever host a connection went to, its series are the decision's alone.
+        stats.network_connection(allowed=i % 4 == 0, sent=i, received=2 * i)
     text = prometheus.render(lambda: stats.figures(NOTHING_ALIVE)).decode()
     assert _series(text) == before
+    assert 'bashrpc_network_connections_total{decision="refused"} 750.0' in text
+    assert 'bashrpc_network_bytes_total{direction="received"} 999000.0' in text
     assert 'bashrpc_commands_finished_total{outcome="timed_out"} 333.0' in text
     assert 'bashrpc_resumes_total{result="gap"} 500.0' in text
     assert "bashrpc_command_duration_seconds_count 1000.0" in text

@@ -19,6 +19,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
+from bashrpc.server.runtime.network import gateway, handoff
 from bashrpc.server.runtime.sandbox import mounts, seccomp
 from bashrpc.server.runtime.sandbox.git import scan as gitscan
 from bashrpc.server.runtime.seam.policy import Policy
@@ -71,6 +72,9 @@ async def wrap(
     for notice in guard.notices:
         _log.warning("%s", notice)
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
+    inside = _egress(policy)
+    if inside is not None:
+        argv = handoff.helper_argv(inside, argv)
     wrapped = mounts.argv(
         policy,
         argv,
@@ -84,7 +88,20 @@ async def wrap(
         git=guard.binds,
         overlays=overlays,
     )
-    return Launch(wrapped, () if filter_fd is None else (filter_fd,), guard.notices)
+    passed = tuple(fd for fd in (filter_fd, inside) if fd is not None)
+    return Launch(wrapped, passed, guard.notices)
+
+
+def _egress(policy: Policy) -> int | None:
+    """With an allowlist, the sandbox's end of its listener's handoff to the
+    session's proxy (`network/handoff.py`); the proxy gets the other end. A
+    policy whose gateway is gone gets none, and no way out."""
+    found = gateway.find(policy.egress.gateway) if policy.egress is not None else None
+    if found is None:
+        return None
+    ends = handoff.pair()
+    found.attach(ends.outside)
+    return ends.inside
 
 
 def socket_filter_fd() -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server.runtime.seam.egress import Egress
 
 # Modes that limit neither the filesystem nor the network.
 UNCONFINED_MODES = ("off", "full")
@@ -27,6 +28,8 @@ class Policy(msgspec.Struct, frozen=True):
     shown: tuple[str, ...] = ()
     # Git dirs writable but for what decides what git runs (`sandbox/gitguard.py`).
     git_commits: bool = False
+    # Without `network`: the allowlist whose proxy is the only way out; None, none.
+    egress: Egress | None = None
 
     @property
     def confined(self) -> bool:

@@ -1,0 +1,155 @@
+"""A session's proxy: the listeners its sandboxes hand out, the connections
+accepted on them (at most the policy's `max_connections` at once; past that the
+kernel's backlog holds them), and the audit of each.
+
+The gateway is registered under a random key that the session's policy carries
+(`Egress.gateway`), so a sandbox started for that policy hands its listener to
+this session's proxy and no other. Closing the gateway cancels every connection.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import secrets
+import socket
+from collections.abc import Callable
+
+import anyio
+import msgspec
+
+from bashrpc.server import log
+from bashrpc.server.runtime.network import handoff, proxy, rawsocket
+from bashrpc.server.runtime.network.proxy import Record
+from bashrpc.server.runtime.network.rawsocket import RawSocket
+from bashrpc.server.runtime.network.resolver import Resolver
+from bashrpc.server.runtime.seam.egress import Egress
+
+# What `session/list` shows of a session's connections.
+RECENT = 100
+# Refusals kept for the commands that ask which hosts they were refused.
+REFUSALS_KEPT = 1000
+_log = log.get("network")
+_gateways: dict[str, Gateway] = {}
+
+
+def find(key: str) -> Gateway | None:
+    return _gateways.get(key)
+
+
+class Gateway:
+    def __init__(
+        self, egress: Egress, resolver: Resolver, on_record: Callable[[Record], None]
+    ) -> None:
+        self.key = secrets.token_hex(16)
+        self.egress = msgspec.structs.replace(egress, gateway=self.key)
+        self.context = proxy.Context(self.egress, resolver, egress.idle_seconds)
+        self.limiter = anyio.CapacityLimiter(egress.max_connections)
+        self.recent: collections.deque[Record] = collections.deque(maxlen=RECENT)
+        # (sequence number, host, port) of each refusal, for `refused_since`.
+        self.refusals: collections.deque[tuple[int, str, int]] = collections.deque(
+            maxlen=REFUSALS_KEPT
+        )
+        self.count = 0
+        self._on_record = on_record
+        self._send, self._receive = anyio.create_memory_object_stream[socket.socket](math.inf)
+        self._scope = anyio.CancelScope()
+        # Found from now on, before `run` starts: a sandbox started meanwhile waits
+        # in the stream, rather than going without a way out.
+        _gateways[self.key] = self
+
+    def attach(self, outside: socket.socket) -> None:
+        """A sandbox started for this gateway: its end of the handoff."""
+        try:
+            self._send.send_nowait(outside)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            outside.close()
+
+    async def run(self) -> None:
+        """Serve every sandbox attached, until `close`."""
+        try:
+            with self._scope:
+                async with anyio.create_task_group() as group:
+                    async for outside in self._receive:
+                        group.start_soon(self._sandbox, outside)
+        finally:
+            _gateways.pop(self.key, None)
+            self._send.close()
+            # Handoffs queued but never served: their sandboxes get no way out.
+            while True:
+                try:
+                    self._receive.receive_nowait().close()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            self._receive.close()
+
+    def close(self) -> None:
+        """Stop serving: every listener and connection closes."""
+        _gateways.pop(self.key, None)
+        self._send.close()
+        self._scope.cancel()
+
+    def mark(self) -> int:
+        return self.count
+
+    def refused_since(self, mark: int) -> list[str]:
+        """The hosts refused after `mark`, each once (`host:port`, the first port
+        it was refused on), in order."""
+        first: dict[str, int] = {}
+        for seq, host, port in self.refusals:
+            if seq > mark:
+                first.setdefault(host, port)
+        return [f"{host}:{port}" for host, port in first.items()]
+
+    async def _sandbox(self, outside: socket.socket) -> None:
+        listener = await handoff.receive(outside)
+        if listener is None:
+            _log.warning("a sandbox handed out no proxy listener: it has no network")
+            return
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._accept, listener.sock)
+                # The sandbox's command is gone: nothing can connect any more.
+                await anyio.wait_readable(listener.pidfd)
+                group.cancel_scope.cancel()
+        finally:
+            listener.close()
+
+    async def _accept(self, sock: socket.socket) -> None:
+        async with anyio.create_task_group() as group:
+            while True:
+                token = object()
+                await self.limiter.acquire_on_behalf_of(token)
+                try:
+                    stream = await rawsocket.accept(sock)
+                except BaseException:
+                    self.limiter.release_on_behalf_of(token)
+                    raise
+                group.start_soon(self._serve, stream, token)
+
+    async def _serve(self, stream: RawSocket, token: object) -> None:
+        try:
+            await proxy.serve(stream, self.context, self._done)
+        except Exception:
+            # One connection's bug must not end the session's proxy, or the server.
+            _log.exception("the network proxy failed on a connection")
+        finally:
+            self.limiter.release_on_behalf_of(token)
+
+    def _done(self, record: Record) -> None:
+        self.count += 1
+        self.recent.append(record)
+        if not record.allowed and record.host and record.reason in proxy.ALLOWABLE:
+            self.refusals.append((self.count, record.host, record.port))
+        _log.info(
+            "network %s %s:%d %s%s out=%d in=%d %.3fs",
+            record.protocol,
+            record.host or "-",
+            record.port,
+            "allowed" if record.allowed else "refused",
+            "" if record.allowed else f" ({record.reason})",
+            record.bytes_out,
+            record.bytes_in,
+            record.seconds,
+        )
+        self._on_record(record)
