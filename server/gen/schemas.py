@@ -11,7 +11,7 @@ from pathlib import Path
 from bashrpc.protocol.schema import generate, transcript_documents
 from bashrpc.server.gen import files as genfiles
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "schemas"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "schemas"
 PATTERN = "*.json"
 
 
