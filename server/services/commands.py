@@ -101,15 +101,11 @@ class CommandService:
         """The command, in its session's turn (`began` is told when it has it)."""
         runtime = self._runtime
         session, command_env = self._session_for(spec)
-        table = None
-        if spec.redact:
-            table = secrets.table_for(runtime, session, spec.env, spec.secret_env)
-        pipeline = Pipeline(
-            OutputSink(spec.max_bytes, runtime.artifacts.create, secrets.redactor(table)),
-            listener,
-            spec.terminal is not None,
-            table,
+        table = (
+            secrets.table_for(runtime, session, spec.env, spec.secret_env) if spec.redact else None
         )
+        sink = OutputSink(spec.max_bytes, runtime.artifacts.create, secrets.redactor(table))
+        pipeline = Pipeline(sink, listener, spec.terminal is not None, table)
         execution = Execution(
             spec.request_id,
             session.id,
