@@ -22,7 +22,7 @@ from bashrpc.protocol.methods import (
     described,
 )
 
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 BASH_TOOL = "bash"
 # The model's two tools for the jobs `run_in_background` starts.
@@ -36,6 +36,8 @@ MAX_CLIENT_ID_CHARS = 256
 MAX_SCOPE_CHARS = 256
 ARTIFACT_URI_TEMPLATE = "artifact://{id}"
 TEXT_MIME_TYPE = "text/plain"
+_ARTIFACT_URI = "The artifact's URI, artifact://N."
+_MIME_TYPE = "The media type of its content."
 
 # Terminal size limits shared by the host's `ui` and the PTY path.
 MIN_COLS, MAX_COLS = 20, 400
@@ -302,13 +304,39 @@ class JobToolArguments(Strict):
     ] = msgspec.field(name="terminal_id")
 
 
+class ToolAnnotations(Open):
+    """What the tool does to the world, as MCP's hints say it (since 2025-03-26)."""
+
+    read_only_hint: Annotated[bool, described("The tool changes nothing.")]
+    destructive_hint: Annotated[bool, described("The tool may destroy or overwrite.")]
+    idempotent_hint: Annotated[bool, described("Calling it twice does no more than once.")]
+    open_world_hint: Annotated[
+        bool,
+        described("It may reach the network: unless the sandbox has it off."),
+    ]
+
+
+class ToolExecution(Open):
+    """How the tool may run (2025-11-25)."""
+
+    task_support: Annotated[
+        Literal["forbidden", "optional", "required"],
+        described('"optional": a tools/call may ask for a task.'),
+    ]
+
+
 class Tool(Open, omit_defaults=True):
     name: Annotated[str, described("The tool's name, for tools/call.")]
     description: Annotated[str, described("What the tool does, for the model.")]
     input_schema: Annotated[dict[str, Any], described("The JSON Schema of its arguments.")]
+    title: Annotated[str | None, described("A name for people to read.")] = None
     output_schema: Annotated[
         dict[str, Any] | None, described("The JSON Schema of its structuredContent.")
     ] = None
+    annotations: Annotated[
+        ToolAnnotations | None, described("What the tool does to the world.")
+    ] = None
+    execution: Annotated[ToolExecution | None, described("How the tool may run.")] = None
 
 
 class ToolsListResult(Open):
@@ -345,9 +373,20 @@ class ToolsCallParams(Open, omit_defaults=True):
     )
 
 
-class TextContent(Open, kw_only=True):
-    type: Annotated[Literal["text"], described("The kind of content.")] = "text"
+class TextContent(Open, tag_field="type", tag="text"):
     text: Annotated[str, described("The text.")]
+
+
+class ResourceLink(Open, omit_defaults=True, tag_field="type", tag="resource_link"):
+    """An artifact the text names, as a resource to read (since 2025-06-18)."""
+
+    uri: Annotated[str, described(_ARTIFACT_URI)]
+    name: Annotated[str, described("A name to show for it.")]
+    mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
+    description: Annotated[str | None, described("What it holds.")] = None
+
+
+Content = TextContent | ResourceLink
 
 
 class ShownRange(Open):
@@ -429,7 +468,10 @@ class BashStructured(Open):
 
 
 class CallToolResult(Open, omit_defaults=True):
-    content: Annotated[list[TextContent], described("The result as text, for the model.")]
+    content: Annotated[
+        list[Content],
+        described("The result as text, for the model; then the artifacts it names, as links."),
+    ]
     structured_content: Annotated[
         BashStructured | None, described("The whole result, as structured data.")
     ] = None
@@ -437,6 +479,13 @@ class CallToolResult(Open, omit_defaults=True):
     details: Annotated[
         ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
     ] = None
+
+    @property
+    def text(self) -> str:
+        """The text the model reads: the first content, which is always text."""
+        first = self.content[0]
+        assert isinstance(first, TextContent)
+        return first.text
 
 
 class CancelledOutput(Open):
@@ -446,10 +495,6 @@ class CancelledOutput(Open):
 
 
 # -- resources ---------------------------------------------------------------
-
-
-_ARTIFACT_URI = "The artifact's URI, artifact://N."
-_MIME_TYPE = "The media type of its content."
 
 
 class Resource(Open, omit_defaults=True):

@@ -24,6 +24,11 @@ class InvalidArgument(BashrpcError):
         self.message = message
 
 
+class InvalidToolArguments(InvalidArgument):
+    """The arguments to a known tool are bad: from MCP 2025-11-25 a tool error
+    the model reads and corrects, not a protocol error its client swallows."""
+
+
 class TooManyShells(BashrpcError):
     def __init__(self, live: int) -> None:
         super().__init__(live)

@@ -26,17 +26,23 @@ from bashrpc.protocol.mcp import (
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
-    Tool,
     ToolsCallParams,
     ToolsListResult,
 )
 from bashrpc.protocol.methods import BashResult
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.resumable import Resumable, Resumables
-from bashrpc.server.services.tool import jobtools, toolargs, toolfinish, toolplan, toolupdates
+from bashrpc.server.services.tool import (
+    jobtools,
+    toolargs,
+    toolfinish,
+    toolmeta,
+    toolplan,
+    toolupdates,
+)
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
@@ -71,10 +77,11 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
     # A sandbox that would tighten a busy session, here or (under the daemon)
     # among those of the client it names:
-    connection.initialize(host, settings)
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION
+    connection.initialize(host, settings)
+    connection.protocol_version = version
     return InitializeResult(
         protocol_version=version,
         server_info=Implementation(name=SERVER_NAME, version=__version__),
@@ -107,10 +114,7 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    tools = [toolplan.tool_definition(ctx.connection.settings)]
-    for name, description, schema in jobtools.definitions():
-        tools.append(Tool(name=name, description=description, input_schema=schema))
-    return ToolsListResult(tools=tools)
+    return ToolsListResult(tools=toolmeta.tools(ctx.connection.settings))
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
@@ -124,10 +128,18 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
-    result = await _call(ctx, params)
+    revision = ctx.connection.protocol_version
+    try:
+        result = await _call(ctx, params)
+    except InvalidToolArguments as error:
+        answer = toolmeta.argument_error(error, params.name, revision)
+        if answer is None:
+            raise
+        result = answer
     # The model hears of its jobs' ends in the next result, whichever tool it is.
     ends = jobtools.untold_ends(ctx.services.terminals, toolplan.TOOL_SESSION_ID)
-    return jobtools.with_job_ends(result, ends)
+    result = jobtools.with_job_ends(result, ends)
+    return toolmeta.with_links(result, revision)
 
 
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
@@ -169,7 +181,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         began = None if record is None else record.begin
         outcome = await services.commands.stream(plan.spec, listener, ctx.tasks, ctx.flight, began)
         result = toolfinish.finish(outcome, plan.shaping, services.artifacts)
-        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
+        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.text)
         return result
     finally:
         if record is not None and resumables is not None:

@@ -130,8 +130,7 @@ def with_job_ends(result: CallToolResult, lines: list[str]) -> CallToolResult:
     if not lines or not result.content:
         return result
     tail = "".join(f"\n{line}" for line in lines)
-    first = result.content[0]
-    result.content[0] = TextContent(text=first.text + tail)
+    result.content[0] = TextContent(text=result.text + tail)
     if result.structured_content is not None:
         result.structured_content.output += tail
     return result

@@ -34,7 +34,7 @@ def arguments(params: ToolsCallParams) -> Sent:
     if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
         error = messages.NOT_FINITE.format(field="timeout")
         message = messages.invalid_params(invalidparams.reason(error, params.arguments))
-        raise errors.InvalidArgument(f"arguments: {error}", message)
+        raise errors.InvalidToolArguments(f"arguments: {error}", message)
     return Sent(args, nulls)
 
 
@@ -55,7 +55,7 @@ def _decoded(params: ToolsCallParams, kind: type[T]) -> tuple[T, frozenset[str]]
     except msgspec.DecodeError as exc:
         # The message names the argument as the model passed it: `timeout`, not a path.
         message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
-        raise errors.InvalidArgument(f"arguments: {exc}", message) from None
+        raise errors.InvalidToolArguments(f"arguments: {exc}", message) from None
 
 
 def given(value: T | msgspec.UnsetType) -> T | None:
