@@ -24,6 +24,9 @@ from bashrpc.protocol.methods import (
 
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
+# The revisions that have tasks, and the notification of a task's status.
+TASK_REVISIONS = frozenset({"2025-11-25"})
+TASK_STATUS = "notifications/tasks/status"
 BASH_TOOL = "bash"
 # The model's two tools for the jobs `run_in_background` starts.
 BASH_OUTPUT_TOOL = "bash_output"
@@ -215,6 +218,26 @@ class InitializeParams(Open, omit_defaults=True):
     ] = None
 
 
+class TaskRequests(Open):
+    tools: Annotated[dict[str, Any], described("`tools/call` may ask for a task.")] = msgspec.field(
+        default_factory=lambda: {"call": {}}
+    )
+
+
+class TasksCapability(Open):
+    """What this server does with tasks (2025-11-25)."""
+
+    list: Annotated[dict[str, Any], described("The server has tasks/list.")] = msgspec.field(
+        default_factory=dict
+    )
+    cancel: Annotated[dict[str, Any], described("The server has tasks/cancel.")] = msgspec.field(
+        default_factory=dict
+    )
+    requests: Annotated[TaskRequests, described("The requests that may ask for a task.")] = (
+        msgspec.field(default_factory=TaskRequests)
+    )
+
+
 class ServerCapabilities(Open):
     tools: Annotated[dict[str, Any], described("The server has tools.")] = msgspec.field(
         default_factory=dict
@@ -222,6 +245,10 @@ class ServerCapabilities(Open):
     resources: Annotated[dict[str, Any], described("The server has resources.")] = msgspec.field(
         default_factory=dict
     )
+    tasks: (
+        Annotated[TasksCapability, described("Tasks, from 2025-11-25: a bash call as a job.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class InitializeResult(Open):
@@ -362,6 +389,40 @@ class RequestMeta(CallMeta, rename="camel"):
         return token
 
 
+class TaskMetadata(Open, omit_defaults=True):
+    """A `tools/call`'s `task`: run it as a task (2025-11-25)."""
+
+    ttl: Annotated[
+        int | None,
+        described("Milliseconds to keep the task from its creation; the server may cut it."),
+    ] = None
+
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+
+class Task(Open, omit_defaults=True):
+    """A task: a `tools/call` run as a background job, polled for its result."""
+
+    task_id: Annotated[str, described("The task's id: the job's terminal id.")]
+    status: Annotated[
+        TaskStatus, described("working until the command ends, then completed or cancelled.")
+    ]
+    created_at: Annotated[str, described("When it was created, ISO 8601.")]
+    last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
+    ttl: Annotated[int | None, described("Milliseconds it is kept from its creation, once ended.")]
+    poll_interval: Annotated[int | None, described("Milliseconds between polls, suggested.")] = None
+    status_message: Annotated[str | None, described("How the command ended.")] = None
+
+
+class TaskParams(Open):
+    task_id: Annotated[str, described("The task's id.")]
+
+
+class TasksListResult(Open):
+    tasks: Annotated[list[Task], described("This client's tasks not yet expired, oldest first.")]
+
+
 class ToolsCallParams(Open, omit_defaults=True):
     name: Annotated[str, described("The tool to call: `bash`, `bash_output` or `bash_kill`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
@@ -371,6 +432,9 @@ class ToolsCallParams(Open, omit_defaults=True):
     meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
         default=None, name="_meta"
     )
+    task: Annotated[
+        TaskMetadata | None, described("Run the call as a task: the result is the task.")
+    ] = None
 
 
 class TextContent(Open, tag_field="type", tag="text"):
@@ -467,11 +531,23 @@ class BashStructured(Open):
     ] = 0.0
 
 
+class RelatedTask(Open):
+    task_id: Annotated[str, described("The task the result is of.")]
+
+
+class ResultMeta(Open):
+    related_task: Annotated[RelatedTask, described("The task the result is of.")] = msgspec.field(
+        name="io.modelcontextprotocol/related-task"
+    )
+
+
 class CallToolResult(Open, omit_defaults=True):
+    """A tool's result; or, for a call with `task`, MCP's CreateTaskResult: `task` alone."""
+
     content: Annotated[
         list[Content],
         described("The result as text, for the model; then the artifacts it names, as links."),
-    ]
+    ] = msgspec.field(default_factory=list)
     structured_content: Annotated[
         BashStructured | None, described("The whole result, as structured data.")
     ] = None
@@ -479,6 +555,10 @@ class CallToolResult(Open, omit_defaults=True):
     details: Annotated[
         ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
     ] = None
+    task: Annotated[Task | None, described("The task a call with `task` created.")] = None
+    meta: Annotated[ResultMeta | None, described("The task, for tasks/result.")] = msgspec.field(
+        default=None, name="_meta"
+    )
 
     @property
     def text(self) -> str:
@@ -577,6 +657,10 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "resources/list": (EmptyParams, ResourcesListResult),
     "resources/templates/list": (EmptyParams, ResourceTemplatesListResult),
     "resources/read": (ResourcesReadParams, ResourcesReadResult),
+    "tasks/get": (TaskParams, Task),
+    "tasks/result": (TaskParams, CallToolResult),
+    "tasks/list": (EmptyParams, TasksListResult),
+    "tasks/cancel": (TaskParams, Task),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
@@ -588,4 +672,5 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "tool/update": ToolUpdate,
     "notifications/progress": ProgressParams,
+    TASK_STATUS: Task,
 }

@@ -35,7 +35,7 @@ from bashrpc.server.runtime.containment.watchdog import Watchdog, remove_runtime
 from bashrpc.server.runtime.runtime import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import OnEof
-from bashrpc.server.surfaces import native, resources, terminals, tools
+from bashrpc.server.surfaces import native, resources, tasks, terminals, tools
 from bashrpc.server.wire import liveness, stdio
 from bashrpc.server.wire.dispatch import Dispatcher
 
@@ -47,7 +47,13 @@ _log = log.get("serve")
 def dispatcher() -> Dispatcher:
     """Every surface's methods, in one table; a name registered twice, or a
     method of the protocol with no handler, fails here."""
-    surfaces = (native.methods, tools.methods, resources.methods, terminals.methods)
+    surfaces = (
+        native.methods,
+        tools.methods,
+        tasks.methods,
+        resources.methods,
+        terminals.methods,
+    )
     table = Dispatcher(*surfaces, wrap=traces.spans())
     table.check_complete()
     return table

@@ -8,6 +8,7 @@ the host's `bash`.
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import msgspec
 
@@ -16,6 +17,8 @@ from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
+    TASK_REVISIONS,
+    TASK_STATUS,
     CallToolResult,
     CancelledParams,
     CancelRequestParams,
@@ -26,6 +29,8 @@ from bashrpc.protocol.mcp import (
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
+    TaskMetadata,
+    TasksCapability,
     ToolsCallParams,
     ToolsListResult,
 )
@@ -34,9 +39,11 @@ from bashrpc.server.connection import RequestContext
 from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import bashcall
 from bashrpc.server.services.api import Services
+from bashrpc.server.services.commands import CommandSpec
 from bashrpc.server.services.resumable import Resumable, Resumables
 from bashrpc.server.services.tool import (
     jobtools,
+    tasks,
     toolargs,
     toolfinish,
     toolmeta,
@@ -85,9 +92,16 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     return InitializeResult(
         protocol_version=version,
         server_info=Implementation(name=SERVER_NAME, version=__version__),
-        capabilities=ServerCapabilities(),
+        capabilities=_capabilities(version),
         instructions=INSTRUCTIONS,
     )
+
+
+def _capabilities(version: str) -> ServerCapabilities:
+    """Tasks from 2025-11-25, the revision that has them."""
+    if version in TASK_REVISIONS:
+        return ServerCapabilities(tasks=TasksCapability())
+    return ServerCapabilities()
 
 
 @methods.method("ping")
@@ -163,6 +177,9 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     if plan.spec is None:
         assert plan.early is not None
         return plan.early
+    if params.task is not None:
+        _runs_no_command(ctx)
+        return await _as_task(ctx, plan.spec, params.task)
     if toolargs.given(sent.arguments.run_in_background):
         _runs_no_command(ctx)
         return await jobtools.start(services.terminals, plan.spec)
@@ -186,6 +203,15 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     finally:
         if record is not None and resumables is not None:
             resumables.end(record, kept)
+
+
+async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata) -> CallToolResult:
+    """A call with `task`: its command as a job; the client hears of its end."""
+    result, job = await tasks.create(ctx.services.terminals, spec, asked)
+    if job is not None:
+        notify = partial(ctx.connection.notify, TASK_STATUS)
+        ctx.tasks.start_soon(tasks.tell_end, job, notify)
+    return result
 
 
 def _runs_no_command(ctx: Ctx) -> None:

@@ -18,6 +18,7 @@ import msgspec
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
+    TASK_STATUS,
     BashToolArguments,
     CancelledParams,
     CancelRequestParams,
@@ -28,6 +29,8 @@ from bashrpc.protocol.mcp import (
     InterceptorOverrides,
     RequestMeta,
     ResourcesReadParams,
+    TaskMetadata,
+    TaskParams,
     ToolsCallParams,
 )
 from bashrpc.protocol.mcpclient import initialize_params
@@ -246,6 +249,27 @@ def tools_call_results(host: Host) -> None:
     host.call("tools/call", tool("echo failing; exit 1"))
     host.call("tools/call", tool("seq 1 10", head=3))
     host.call("tools/call", tool("true"))
+
+
+@scenario()
+def tools_call_as_a_task(host: Host) -> None:
+    """2025-11-25's tasks: one polled to its result, one cancelled."""
+    initialize(host)
+    finished = TaskParams(task_id="term-1")
+    host.call("tools/call", as_task(tool("echo from a task; exit 3"), ttl=60_000))
+    host.call("tasks/result", finished)
+    host.notified(TASK_STATUS)
+    host.call("tasks/get", finished)
+    host.call("tools/call", as_task(tool("exec sleep 60")))
+    host.call("tasks/list")
+    host.call("tasks/cancel", TaskParams(task_id="term-2"))
+    host.notified(TASK_STATUS, 2)
+    host.call("tasks/get", TaskParams(task_id="term-9"))
+
+
+def as_task(call: ToolsCallParams, ttl: int | None = None) -> ToolsCallParams:
+    call.task = TaskMetadata(ttl=ttl)
+    return call
 
 
 @scenario()

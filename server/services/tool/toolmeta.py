@@ -15,6 +15,7 @@ from bashrpc.protocol.mcp import (
     ResourceLink,
     Tool,
     ToolAnnotations,
+    ToolExecution,
 )
 from bashrpc.server.errors import InvalidToolArguments
 from bashrpc.server.runtime.seam.policy import UNCONFINED_MODES
@@ -62,6 +63,8 @@ def tools(settings: Settings) -> list[Tool]:
         idempotent_hint=False,
         open_world_hint=open_world(settings),
     )
+    # A call may ask to run as a task (`tasks`): a background job polled to its end.
+    bash.execution = ToolExecution(task_support="optional")
     listed = [bash]
     for name, description, schema in jobtools.definitions():
         listed.append(
