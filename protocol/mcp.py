@@ -24,6 +24,14 @@ from bashrpc.protocol.methods import (
 
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
+# The revisions without `initialize`: each request names its revision in `_meta`.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+# Every revision served, for server/discover and the -32022 that names them.
+ALL_PROTOCOL_VERSIONS = (*MODERN_PROTOCOL_VERSIONS, *SUPPORTED_PROTOCOL_VERSIONS)
+# Methods the modern revisions removed: -32601 to a request of theirs.
+REMOVED_IN_MODERN = frozenset({"ping", "logging/setLevel"})
+SERVER_NAME = "bashrpc"
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 # The revisions that have tasks, and the notification of a task's status.
 TASK_REVISIONS = frozenset({"2025-11-25"})
 TASK_STATUS = "notifications/tasks/status"
@@ -133,6 +141,90 @@ class ConnectionSettings(Strict):
     ) = msgspec.UNSET
 
 
+# -- every request and result ---------------------------------------------------
+
+
+class Implementation(Open):
+    name: Annotated[str, described("The program's name.")]
+    version: Annotated[str, described("The program's version.")]
+
+
+class RequestMeta(CallMeta, rename="camel"):
+    """A tool call's `_meta`: its trace context, and the token of its progress."""
+
+    progress_token: Annotated[
+        object,
+        described(
+            "Send notifications/progress for this call with this token."
+            " Used when a string or an integer; a value of another type is ignored."
+        ),
+    ] = None
+
+    # 2026-07-28: every request names its revision, and says who the client is
+    # and what it can do; read by `bashrpc.server.surfaces.era`.
+    protocol_version: Annotated[
+        object, described("The MCP revision of this request (2026-07-28 on); a string.")
+    ] = msgspec.field(default=None, name=PROTOCOL_VERSION_KEY)
+    client_capabilities: Annotated[
+        object, described("What the client can do, for this request (2026-07-28 on).")
+    ] = msgspec.field(default=None, name="io.modelcontextprotocol/clientCapabilities")
+    client_info: Annotated[
+        object, described("The client program (2026-07-28 on), for the log.")
+    ] = msgspec.field(default=None, name="io.modelcontextprotocol/clientInfo")
+
+    @property
+    def progress(self) -> str | int | None:
+        token = self.progress_token
+        if isinstance(token, bool) or not isinstance(token, str | int):
+            return None
+        return token
+
+
+class Params(Open, omit_defaults=True):
+    """Base of MCP params: each may carry `_meta`."""
+
+    meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
+        default=None, name="_meta"
+    )
+
+
+class RelatedTask(Open):
+    task_id: Annotated[str, described("The task the result is of.")]
+
+
+class ResultMeta(Open, omit_defaults=True):
+    related_task: Annotated[RelatedTask | None, described("The task the result is of.")] = (
+        msgspec.field(default=None, name="io.modelcontextprotocol/related-task")
+    )
+    server_info: Annotated[Implementation | None, described("This server (2026-07-28 on).")] = (
+        msgspec.field(default=None, name="io.modelcontextprotocol/serverInfo")
+    )
+
+
+class Result(Open):
+    """Base of MCP results: from 2026-07-28 each says what kind it is."""
+
+    result_type: (
+        Annotated[str, described('"complete" (2026-07-28 on; absent before).')] | msgspec.UnsetType
+    ) = msgspec.UNSET
+    meta: Annotated[ResultMeta, described("MCP result metadata.")] | msgspec.UnsetType = (
+        msgspec.field(default=msgspec.UNSET, name="_meta")
+    )
+
+
+class Cacheable(Result, kw_only=True):
+    """A result a 2026-07-28 client may cache: for how long, and for whom."""
+
+    cache_scope: (
+        Annotated[Literal["private", "public"], described("Who may reuse it: this client.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    ttl_ms: (
+        Annotated[int, described("Milliseconds it stays fresh: 0, it follows the settings.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
 # -- initialize --------------------------------------------------------------
 
 
@@ -187,11 +279,6 @@ class HostOptions(Strict, omit_defaults=True):
             " --workspace` sends it to a daemon already running."
         ),
     ] = None
-
-
-class Implementation(Open):
-    name: Annotated[str, described("The program's name.")]
-    version: Annotated[str, described("The program's version.")]
 
 
 class Experimental(Open, omit_defaults=True):
@@ -260,11 +347,19 @@ class InitializeResult(Open):
     instructions: Annotated[str, described("How to use this server, for the model.")]
 
 
-class EmptyParams(Open):
+class DiscoverResult(Cacheable, kw_only=True):
+    """`server/discover` (2026-07-28): what `initialize` said, asked any time."""
+
+    supported_versions: Annotated[list[str], described("Every MCP revision served.")]
+    capabilities: Annotated[ServerCapabilities, described("What this server offers.")]
+    instructions: Annotated[str, described("How to use this server, for the model.")]
+
+
+class EmptyParams(Params, kw_only=True):
     pass
 
 
-class EmptyResult(Open):
+class EmptyResult(Result, kw_only=True):
     pass
 
 
@@ -366,27 +461,8 @@ class Tool(Open, omit_defaults=True):
     execution: Annotated[ToolExecution | None, described("How the tool may run.")] = None
 
 
-class ToolsListResult(Open):
+class ToolsListResult(Cacheable, kw_only=True):
     tools: Annotated[list[Tool], described("The tools: `bash`, `bash_output`, `bash_kill`.")]
-
-
-class RequestMeta(CallMeta, rename="camel"):
-    """A tool call's `_meta`: its trace context, and the token of its progress."""
-
-    progress_token: Annotated[
-        object,
-        described(
-            "Send notifications/progress for this call with this token."
-            " Used when a string or an integer; a value of another type is ignored."
-        ),
-    ] = None
-
-    @property
-    def progress(self) -> str | int | None:
-        token = self.progress_token
-        if isinstance(token, bool) or not isinstance(token, str | int):
-            return None
-        return token
 
 
 class TaskMetadata(Open, omit_defaults=True):
@@ -401,7 +477,7 @@ class TaskMetadata(Open, omit_defaults=True):
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
-class Task(Open, omit_defaults=True):
+class Task(Result, omit_defaults=True, kw_only=True):
     """A task: a `tools/call` run as a background job, polled for its result."""
 
     task_id: Annotated[str, described("The task's id: the job's terminal id.")]
@@ -415,23 +491,20 @@ class Task(Open, omit_defaults=True):
     status_message: Annotated[str | None, described("How the command ended.")] = None
 
 
-class TaskParams(Open):
+class TaskParams(Params, kw_only=True):
     task_id: Annotated[str, described("The task's id.")]
 
 
-class TasksListResult(Open):
+class TasksListResult(Result, kw_only=True):
     tasks: Annotated[list[Task], described("This client's tasks not yet expired, oldest first.")]
 
 
-class ToolsCallParams(Open, omit_defaults=True):
+class ToolsCallParams(Params, kw_only=True):
     name: Annotated[str, described("The tool to call: `bash`, `bash_output` or `bash_kill`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
     arguments: Annotated[
         msgspec.Raw, described("The tool's arguments, as its inputSchema says.")
     ] = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
-    meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
-        default=None, name="_meta"
-    )
     task: Annotated[
         TaskMetadata | None, described("Run the call as a task: the result is the task.")
     ] = None
@@ -531,17 +604,7 @@ class BashStructured(Open):
     ] = 0.0
 
 
-class RelatedTask(Open):
-    task_id: Annotated[str, described("The task the result is of.")]
-
-
-class ResultMeta(Open):
-    related_task: Annotated[RelatedTask, described("The task the result is of.")] = msgspec.field(
-        name="io.modelcontextprotocol/related-task"
-    )
-
-
-class CallToolResult(Open, omit_defaults=True):
+class CallToolResult(Result, omit_defaults=True, kw_only=True):
     """A tool's result; or, for a call with `task`, MCP's CreateTaskResult: `task` alone."""
 
     content: Annotated[
@@ -556,9 +619,6 @@ class CallToolResult(Open, omit_defaults=True):
         ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
     ] = None
     task: Annotated[Task | None, described("The task a call with `task` created.")] = None
-    meta: Annotated[ResultMeta | None, described("The task, for tasks/result.")] = msgspec.field(
-        default=None, name="_meta"
-    )
 
     @property
     def text(self) -> str:
@@ -584,7 +644,7 @@ class Resource(Open, omit_defaults=True):
     size: Annotated[int | None, described("Its size in bytes.")] = None
 
 
-class ResourcesListResult(Open):
+class ResourcesListResult(Cacheable, kw_only=True):
     resources: Annotated[list[Resource], described("The artifacts of this workspace.")]
 
 
@@ -595,11 +655,11 @@ class ResourceTemplate(Open):
     mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
 
 
-class ResourceTemplatesListResult(Open):
+class ResourceTemplatesListResult(Cacheable, kw_only=True):
     resource_templates: Annotated[list[ResourceTemplate], described("The templates.")]
 
 
-class ResourcesReadParams(Open):
+class ResourcesReadParams(Params, kw_only=True):
     uri: Annotated[str, described(_ARTIFACT_URI)]
 
 
@@ -620,7 +680,7 @@ class TextResourceContents(Open, omit_defaults=True):
     ] = msgspec.field(default=None, name="_meta")
 
 
-class ResourcesReadResult(Open):
+class ResourcesReadResult(Result, kw_only=True):
     contents: Annotated[list[TextResourceContents], described("The artifact's contents.")]
 
 
@@ -651,6 +711,7 @@ class ProgressParams(Open):
 
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "initialize": (InitializeParams, InitializeResult),
+    "server/discover": (EmptyParams, DiscoverResult),
     "ping": (EmptyParams, EmptyResult),
     "tools/list": (EmptyParams, ToolsListResult),
     "tools/call": (ToolsCallParams, CallToolResult),

@@ -16,6 +16,7 @@ from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
+    SERVER_NAME,
     SUPPORTED_PROTOCOL_VERSIONS,
     TASK_REVISIONS,
     TASK_STATUS,
@@ -53,12 +54,6 @@ from bashrpc.server.services.tool import (
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
 
-SERVER_NAME = "bashrpc"
-INSTRUCTIONS = (
-    "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
-    " Full outputs of long commands are resources at artifact://N."
-)
-
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
 # What a handler gets: the connection and these services, typed.
@@ -93,7 +88,7 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
         protocol_version=version,
         server_info=Implementation(name=SERVER_NAME, version=__version__),
         capabilities=_capabilities(version),
-        instructions=INSTRUCTIONS,
+        instructions=messages.SERVER_INSTRUCTIONS,
     )
 
 

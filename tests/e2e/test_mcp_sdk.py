@@ -174,26 +174,32 @@ def test_sdk_cancelled_call_is_killed_silently_and_the_next_call_says_so(
     took the shell's state with it."""
 
     async def body(session: ClientSession) -> None:
-        started = anyio.Event()
-
-        # Named as the SDK's progress callback protocol names them.
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            started.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(
-                lambda: session.call_tool(
-                    "bash", {"command": "echo started; sleep 60"}, progress_callback=progress
-                )
-            )
-            await started.wait()
-            tg.cancel_scope.cancel()
+        await give_up_on_a_call(session)
         # It waits its turn behind the cancelled call, whose shell is killed.
         again = await session.call_tool("bash", {"command": "echo still healthy"})
         assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
         assert await session.send_ping() is not None
 
     run_sdk(tmp_path, body)
+
+
+async def give_up_on_a_call(client: Any) -> None:
+    """Start a long call through `client` (a session or a Client), and cancel it
+    once its output shows it runs."""
+    started = anyio.Event()
+
+    # Named as the SDK's progress callback protocol names them.
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: client.call_tool(
+                "bash", {"command": "echo started; sleep 60"}, progress_callback=progress
+            )
+        )
+        await started.wait()
+        tg.cancel_scope.cancel()
 
 
 def server_of(tmp_path: Path) -> list[int]:

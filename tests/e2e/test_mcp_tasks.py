@@ -17,6 +17,7 @@ from bashrpc.protocol.mcp import (
     CallToolResult,
     EmptyParams,
     RelatedTask,
+    ResultMeta,
     Task,
     TaskMetadata,
     TaskParams,
@@ -73,7 +74,8 @@ def test_a_task_runs_as_a_job_and_its_result_is_the_bash_result(server: InProces
     assert result.is_error
     assert result.text.startswith("started\ndone\n")
     assert "exited with code 3" in result.text
-    assert result.meta is not None and result.meta.related_task == RelatedTask(task_id=task.task_id)
+    assert isinstance(result.meta, ResultMeta)
+    assert result.meta.related_task == RelatedTask(task_id=task.task_id)
     ended = get(server, task)
     assert ended.status == "completed" and ended.poll_interval is None
     assert ended.last_updated_at >= ended.created_at

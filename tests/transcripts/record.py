@@ -267,6 +267,24 @@ def tools_call_as_a_task(host: Host) -> None:
     host.call("tasks/get", TaskParams(task_id="term-9"))
 
 
+@scenario()
+def mcp_modern_without_initialize(host: Host) -> None:
+    """2026-07-28: no initialize; each request names its revision in `_meta`."""
+    modern = RequestMeta(
+        protocol_version="2026-07-28",
+        client_capabilities={},
+        client_info={"name": "golden-host", "version": "1"},
+    )
+    host.call("server/discover", EmptyParams(meta=modern))
+    host.call("tools/list", EmptyParams(meta=modern))
+    call = tool("echo modern")
+    call.meta = modern
+    host.call("tools/call", call)
+    host.call("ping", EmptyParams(meta=modern))
+    unknown = msgspec.structs.replace(modern, protocol_version="2099-01-01")
+    host.call("tools/list", EmptyParams(meta=unknown))
+
+
 def as_task(call: ToolsCallParams, ttl: int | None = None) -> ToolsCallParams:
     call.task = TaskMetadata(ttl=ttl)
     return call

@@ -1,0 +1,106 @@
+"""MCP's two eras on one connection, decided per request.
+
+A request whose `_meta` names a revision without `initialize` (2026-07-28) is
+of the modern era: its revision is checked (-32022 naming every revision
+served when it is not one of them), the methods that revision removed answer
+-32601, and its result says its kind (`resultType`), who answered (`_meta`'s
+serverInfo) and, when a client may cache it, for how long. Any other request
+is of the `initialize` era and is answered as before. `server/discover`,
+which the modern era must have, is here too.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from bashrpc.protocol import __version__, messages
+from bashrpc.protocol.mcp import (
+    ALL_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    REMOVED_IN_MODERN,
+    SERVER_NAME,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    Cacheable,
+    DiscoverResult,
+    EmptyParams,
+    Implementation,
+    Result,
+    ResultMeta,
+    ServerCapabilities,
+    ToolsCallParams,
+)
+from bashrpc.protocol.mcp import METHODS as MCP_METHODS
+from bashrpc.server.connection import RequestContext
+from bashrpc.server.errors import RemovedMethod, UnsupportedProtocolVersion
+from bashrpc.server.services.api import Services
+from bashrpc.server.wire.registry import Registry
+
+DISCOVER = "server/discover"
+# The methods whose requests may be of either era (initialize is of the old one).
+_EITHER_ERA = frozenset(MCP_METHODS) - {"initialize"}
+
+methods = Registry(answers_after_eof=False)
+Ctx = RequestContext[Services]
+
+
+@methods.method(DISCOVER)
+def discover(ctx: Ctx, params: EmptyParams) -> DiscoverResult:
+    """Every revision served; the capabilities a modern request gets (no tasks:
+    that era has them as an extension this server does not offer yet)."""
+    return DiscoverResult(
+        supported_versions=list(ALL_PROTOCOL_VERSIONS),
+        capabilities=ServerCapabilities(),
+        instructions=messages.SERVER_INSTRUCTIONS,
+    )
+
+
+def revision(method: str, params: object) -> str | None:
+    """The modern revision a request names; None: a request of the `initialize` era."""
+    meta = getattr(params, "meta", None)
+    version = None if meta is None else meta.protocol_version
+    if not isinstance(version, str) or version in SUPPORTED_PROTOCOL_VERSIONS:
+        return MODERN_PROTOCOL_VERSIONS[0] if method == DISCOVER else None
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise UnsupportedProtocolVersion(version)
+    if method in REMOVED_IN_MODERN:
+        raise RemovedMethod(method, version)
+    if isinstance(params, ToolsCallParams):
+        # A task is an extension of that era, not offered: the call runs as any.
+        params.task = None
+    return version
+
+
+def stamp(result: Any, modern: str | None) -> Any:
+    """The result as the request's era has it."""
+    if modern is None or not isinstance(result, Result):
+        return result
+    result.result_type = "complete"
+    meta = result.meta if isinstance(result.meta, ResultMeta) else ResultMeta()
+    meta.server_info = Implementation(name=SERVER_NAME, version=__version__)
+    result.meta = meta
+    if isinstance(result, Cacheable):
+        # Per client (its tenant's artifacts, its settings); refetched each time.
+        result.cache_scope, result.ttl_ms = "private", 0
+    return result
+
+
+def wrap(name: str, handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler` deciding its request's era; sync or async as it was."""
+    if name not in _EITHER_ERA:
+        return handler
+    if inspect.iscoroutinefunction(handler):
+
+        async def modern_async(ctx: Any, params: Any) -> Any:
+            era = revision(name, params)
+            return stamp(await handler(ctx, params), era)
+
+        return functools.wraps(handler)(modern_async)
+
+    def modern(ctx: Any, params: Any) -> Any:
+        era = revision(name, params)
+        return stamp(handler(ctx, params), era)
+
+    return functools.wraps(handler)(modern)
