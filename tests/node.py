@@ -30,12 +30,13 @@ def node_script(script: Path) -> Path:
     return placed
 
 
-def node_packages() -> Path:
-    """The folder holding package.json and its node_modules, installed."""
+def node_packages(package_json: Path = PACKAGE_JSON) -> Path:
+    """The folder holding `package_json` (as its package.json) and its
+    node_modules, installed."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed for this client")
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    manifest = PACKAGE_JSON.read_bytes()
+    manifest = package_json.read_bytes()
     root = cache / "bashrpc-tests" / f"node-{hashlib.sha256(manifest).hexdigest()[:16]}"
     root.mkdir(parents=True, exist_ok=True)
     ready = root / "ready"
