@@ -12,7 +12,17 @@ import anyio
 import pytest
 
 from bashrpc.protocol import messages
-from tests.e2e.test_mcp_sdk import HANG_SECONDS, give_up_on_a_call, params, text
+from bashrpc.protocol.mcp import SUPPORTED_PROTOCOL_VERSIONS
+from bashrpc.server.services.tool.toolmeta import RESOURCE_LINK_REVISIONS
+from tests.e2e.test_mcp_sdk import (
+    CLIENTS,
+    HANG_SECONDS,
+    give_up_on_a_call,
+    params,
+    run_client,
+    text,
+)
+from tests.node import node_script
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +51,7 @@ async def _script(client: Any) -> dict[str, Any]:
     return seen
 
 
-def run_client(tmp_path: Path, mode: str) -> dict[str, Any]:
+def run_python_client(tmp_path: Path, mode: str) -> dict[str, Any]:
     pytest.importorskip("mcp")
     from mcp import Client
 
@@ -63,10 +73,27 @@ def run_client(tmp_path: Path, mode: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
 def test_the_sdk_client_in_each_era(tmp_path: Path, mode: str, version: str) -> None:
-    seen = run_client(tmp_path, mode)
+    seen = run_python_client(tmp_path, mode)
     assert seen["version"] == version
     assert seen["tools"] == ["bash", "bash_output", "bash_kill"]
     assert seen["text"] == "one\ntwo\n" and seen["progress"]
     assert seen["after_cancel"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
     assert seen["read"] == "".join(f"{i}\n" for i in range(1, 100001))
     assert seen["listed"]
+
+
+TS_REVISIONS_SCRIPT = CLIENTS / "ts_revisions.mjs"
+
+
+@pytest.mark.parametrize("revision", SUPPORTED_PROTOCOL_VERSIONS)
+def test_the_typescript_sdk_at_each_revision(tmp_path: Path, revision: str) -> None:
+    report = run_client(["node", str(node_script(TS_REVISIONS_SCRIPT))], tmp_path, revision)
+    assert report["raised"] is None and report["errors"] == []
+    assert report["tools"] == ["bash", "bash_output", "bash_kill"]
+    assert report["text"] == "one\ntwo\n" and report["progress"] > 0
+    assert "test" in report["cancelled"]
+    assert report["next"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+    links = ["resource_link"] if revision in RESOURCE_LINK_REVISIONS else []
+    assert report["contentTypes"] == ["text", *links]
+    assert report["readLength"] == len("".join(f"{i}\n" for i in range(1, 100001)))
+    assert report["listed"] is True
