@@ -31,6 +31,10 @@ ALL_PROTOCOL_VERSIONS = (*MODERN_PROTOCOL_VERSIONS, *SUPPORTED_PROTOCOL_VERSIONS
 # Methods the modern revisions removed: -32601 to a request of theirs.
 REMOVED_IN_MODERN = frozenset({"ping", "logging/setLevel"})
 SERVER_NAME = "bashrpc"
+# 2026-07-28's tasks, an extension a client declares in its per-request capabilities.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# Its notification of a task's status.
+TASK_NOTIFICATION = "notifications/tasks"
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 # The revisions that have tasks, and the notification of a task's status.
 TASK_REVISIONS = frozenset({"2025-11-25"})
@@ -187,6 +191,20 @@ class Params(Open, omit_defaults=True):
         default=None, name="_meta"
     )
 
+    @property
+    def modern(self) -> bool:
+        """The request names a revision without `initialize` (2026-07-28)."""
+        return self.meta is not None and self.meta.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def wants_tasks(self) -> bool:
+        """A modern request whose client declares the tasks extension."""
+        capabilities = None if self.meta is None else self.meta.client_capabilities
+        if not self.modern or not isinstance(capabilities, dict):
+            return False
+        extensions = capabilities.get("extensions")
+        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
 
 class RelatedTask(Open):
     task_id: Annotated[str, described("The task the result is of.")]
@@ -335,6 +353,9 @@ class ServerCapabilities(Open):
     tasks: (
         Annotated[TasksCapability, described("Tasks, from 2025-11-25: a bash call as a job.")]
         | msgspec.UnsetType
+    ) = msgspec.UNSET
+    extensions: (
+        Annotated[dict[str, Any], described("Extensions (2026-07-28): tasks.")] | msgspec.UnsetType
     ) = msgspec.UNSET
 
 
@@ -489,10 +510,51 @@ class Task(Result, omit_defaults=True, kw_only=True):
     ttl: Annotated[int | None, described("Milliseconds it is kept from its creation, once ended.")]
     poll_interval: Annotated[int | None, described("Milliseconds between polls, suggested.")] = None
     status_message: Annotated[str | None, described("How the command ended.")] = None
+    # Never sent itself: what a 2026-07-28 task (`TaskV2`) holds once completed.
+    result: (
+        Annotated[CallToolResult, described("Unused in 2025-11-25: see TaskV2.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
+class TaskV2(Result, omit_defaults=True, kw_only=True):
+    """A task as 2026-07-28's tasks extension has it: made by a `tools/call`
+    (`resultType: "task"`), read with tasks/get, which holds the result once
+    the command ended."""
+
+    task_id: Annotated[str, described("The task's id: the job's terminal id.")]
+    status: Annotated[TaskStatus, described("working, then completed or cancelled.")]
+    created_at: Annotated[str, described("When it was created, ISO 8601.")]
+    last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
+    ttl_ms: Annotated[int | None, described("Milliseconds it is kept from its creation.")]
+    poll_interval_ms: Annotated[int | None, described("Milliseconds between polls.")] = None
+    status_message: Annotated[str | None, described("How the command ended.")] = None
+    result: Annotated[CallToolResult | None, described("The call's result, once completed.")] = None
+
+
+def task_v2(task: Task) -> TaskV2:
+    """The task as the 2026-07-28 extension names its fields."""
+    return TaskV2(
+        task_id=task.task_id,
+        status=task.status,
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
+        ttl_ms=task.ttl,
+        poll_interval_ms=task.poll_interval,
+        status_message=task.status_message,
+        result=None if isinstance(task.result, msgspec.UnsetType) else task.result,
+    )
 
 
 class TaskParams(Params, kw_only=True):
     task_id: Annotated[str, described("The task's id.")]
+
+
+class TaskUpdateParams(Params, kw_only=True):
+    task_id: Annotated[str, described("The task's id.")]
+    input_responses: Annotated[
+        dict[str, Any], described("Answers to the task's input requests.")
+    ] = msgspec.field(default_factory=dict)
 
 
 class TasksListResult(Result, kw_only=True):
@@ -722,6 +784,7 @@ METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "tasks/result": (TaskParams, CallToolResult),
     "tasks/list": (EmptyParams, TasksListResult),
     "tasks/cancel": (TaskParams, Task),
+    "tasks/update": (TaskUpdateParams, EmptyResult),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
@@ -734,4 +797,5 @@ NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "tool/update": ToolUpdate,
     "notifications/progress": ProgressParams,
     TASK_STATUS: Task,
+    TASK_NOTIFICATION: TaskV2,
 }

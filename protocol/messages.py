@@ -228,6 +228,7 @@ REMOVED_METHOD = "{method} is not a method of MCP {revision}"
 NO_SUCH_TASK = "taskId: no task {task_id!r} (never created here, expired, or another client's)"
 TASK_ALREADY_ENDED = "taskId: task {task_id!r} has already ended ({status})"
 TASK_CANCELLED = "Cancelled by tasks/cancel"
+TASK_TAKES_NO_INPUT = "taskId: task {task_id!r} never waits for input: it runs a command with none"
 SERVER_INSTRUCTIONS = (
     "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
     " Full outputs of long commands are resources at artifact://N."

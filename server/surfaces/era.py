@@ -23,19 +23,26 @@ from bashrpc.protocol.mcp import (
     REMOVED_IN_MODERN,
     SERVER_NAME,
     SUPPORTED_PROTOCOL_VERSIONS,
+    TASKS_EXTENSION,
     Cacheable,
+    CallToolResult,
     DiscoverResult,
     EmptyParams,
+    EmptyResult,
     Implementation,
     Result,
     ResultMeta,
     ServerCapabilities,
+    Task,
+    TaskMetadata,
     ToolsCallParams,
+    task_v2,
 )
 from bashrpc.protocol.mcp import METHODS as MCP_METHODS
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.errors import RemovedMethod, UnsupportedProtocolVersion
 from bashrpc.server.services.api import Services
+from bashrpc.server.services.tool import toolargs
 from bashrpc.server.wire.registry import Registry
 
 DISCOVER = "server/discover"
@@ -48,11 +55,11 @@ Ctx = RequestContext[Services]
 
 @methods.method(DISCOVER)
 def discover(ctx: Ctx, params: EmptyParams) -> DiscoverResult:
-    """Every revision served; the capabilities a modern request gets (no tasks:
-    that era has them as an extension this server does not offer yet)."""
+    """Every revision served; the capabilities a modern request gets (tasks as
+    that era's extension)."""
     return DiscoverResult(
         supported_versions=list(ALL_PROTOCOL_VERSIONS),
-        capabilities=ServerCapabilities(),
+        capabilities=ServerCapabilities(extensions={TASKS_EXTENSION: {}}),
         instructions=messages.SERVER_INSTRUCTIONS,
     )
 
@@ -68,16 +75,33 @@ def revision(method: str, params: object) -> str | None:
     if method in REMOVED_IN_MODERN:
         raise RemovedMethod(method, version)
     if isinstance(params, ToolsCallParams):
-        # A task is an extension of that era, not offered: the call runs as any.
-        params.task = None
+        # Tasks are that era's extension, and the server chooses which calls
+        # run as one: for a client that declares it, those the model asked to
+        # run in the background (the same job, polled as a task).
+        backgrounded = params.wants_tasks and toolargs.asks_background(params)
+        params.task = TaskMetadata() if backgrounded else None
     return version
 
 
-def stamp(result: Any, modern: str | None) -> Any:
+def stamp(method: str, result: Any, modern: str | None) -> Any:
     """The result as the request's era has it."""
     if modern is None or not isinstance(result, Result):
         return result
+    if method == "tasks/cancel":
+        # The extension's cancel answers nothing but that it was done.
+        result = EmptyResult()
+    elif isinstance(result, Task):
+        result = task_v2(result)
+    elif isinstance(result, CallToolResult) and result.task is not None:
+        created = task_v2(result.task)
+        created.result_type = "task"
+        return _with_server(created)
     result.result_type = "complete"
+    return _with_server(result)
+
+
+def _with_server(result: Result) -> Result:
+    """Who answered, and for a listing, for how long a client may keep it."""
     meta = result.meta if isinstance(result.meta, ResultMeta) else ResultMeta()
     meta.server_info = Implementation(name=SERVER_NAME, version=__version__)
     result.meta = meta
@@ -95,12 +119,12 @@ def wrap(name: str, handler: Callable[..., Any]) -> Callable[..., Any]:
 
         async def modern_async(ctx: Any, params: Any) -> Any:
             era = revision(name, params)
-            return stamp(await handler(ctx, params), era)
+            return stamp(name, await handler(ctx, params), era)
 
         return functools.wraps(handler)(modern_async)
 
     def modern(ctx: Any, params: Any) -> Any:
         era = revision(name, params)
-        return stamp(handler(ctx, params), era)
+        return stamp(name, handler(ctx, params), era)
 
     return functools.wraps(handler)(modern)

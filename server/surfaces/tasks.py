@@ -6,7 +6,15 @@ connection's owner, so it is found from any connection of that owner.
 
 from __future__ import annotations
 
-from bashrpc.protocol.mcp import CallToolResult, EmptyParams, Task, TaskParams, TasksListResult
+from bashrpc.protocol.mcp import (
+    CallToolResult,
+    EmptyParams,
+    EmptyResult,
+    Task,
+    TaskParams,
+    TasksListResult,
+    TaskUpdateParams,
+)
 from bashrpc.server.connection import RequestContext
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.tool import tasks
@@ -18,8 +26,13 @@ Ctx = RequestContext[Services]
 
 
 @methods.method("tasks/get")
-def tasks_get(ctx: Ctx, params: TaskParams) -> Task:
-    return tasks.task_of(tasks.find(ctx.services.terminals, params.task_id))
+async def tasks_get(ctx: Ctx, params: TaskParams) -> Task:
+    """2026-07-28's holds the result once completed."""
+    terminals = ctx.services.terminals
+    if not params.modern:
+        return tasks.task_of(tasks.find(terminals, params.task_id))
+    max_bytes = ctx.connection.settings.output.max_bytes
+    return await tasks.detailed(terminals, params.task_id, max_bytes)
 
 
 @methods.method("tasks/result")
@@ -35,6 +48,13 @@ async def tasks_result(ctx: Ctx, params: TaskParams) -> CallToolResult:
 async def tasks_list(ctx: Ctx, params: EmptyParams) -> TasksListResult:
     await tasks.sweep(ctx.services.terminals)
     return TasksListResult(tasks=tasks.listed(ctx.services.terminals))
+
+
+@methods.method("tasks/update")
+def tasks_update(ctx: Ctx, params: TaskUpdateParams) -> EmptyResult:
+    """2026-07-28: answers to input requests, which these tasks never make."""
+    tasks.refuse_input(ctx.services.terminals, params.task_id)
+    return EmptyResult()
 
 
 @methods.method("tasks/cancel")

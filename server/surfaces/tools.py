@@ -19,7 +19,6 @@ from bashrpc.protocol.mcp import (
     SERVER_NAME,
     SUPPORTED_PROTOCOL_VERSIONS,
     TASK_REVISIONS,
-    TASK_STATUS,
     CallToolResult,
     CancelledParams,
     CancelRequestParams,
@@ -174,7 +173,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         return plan.early
     if params.task is not None:
         _runs_no_command(ctx)
-        return await _as_task(ctx, plan.spec, params.task)
+        return await _as_task(ctx, plan.spec, params.task, v2=params.modern)
     if toolargs.given(sent.arguments.run_in_background):
         _runs_no_command(ctx)
         return await jobtools.start(services.terminals, plan.spec)
@@ -200,12 +199,14 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
             resumables.end(record, kept)
 
 
-async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata) -> CallToolResult:
+async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata, *, v2: bool) -> CallToolResult:
     """A call with `task`: its command as a job; the client hears of its end."""
-    result, job = await tasks.create(ctx.services.terminals, spec, asked)
+    terminals = ctx.services.terminals
+    result, job = await tasks.create(terminals, spec, asked)
     if job is not None:
-        notify = partial(ctx.connection.notify, TASK_STATUS)
-        ctx.tasks.start_soon(tasks.tell_end, job, notify)
+        max_bytes = ctx.connection.settings.output.max_bytes
+        end = partial(tasks.tell_end, job, ctx.connection.notify, terminals, max_bytes, v2=v2)
+        ctx.tasks.start_soon(end)
     return result
 
 

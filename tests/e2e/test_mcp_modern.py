@@ -14,6 +14,8 @@ from bashrpc.protocol.mcp import (
     ALL_PROTOCOL_VERSIONS,
     BASH_TOOL,
     PROTOCOL_VERSION_KEY,
+    TASK_NOTIFICATION,
+    TASKS_EXTENSION,
 )
 from tests.e2e.test_mcp_revisions import initialize_at, wire
 from tests.inprocess import InProcessServer
@@ -22,12 +24,15 @@ MODERN = "2026-07-28"
 CLIENT = {"name": "modern-test", "version": "1"}
 
 
-def meta(version: str = MODERN) -> dict[str, Any]:
+def meta(version: str = MODERN, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         PROTOCOL_VERSION_KEY: version,
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
         "io.modelcontextprotocol/clientInfo": CLIENT,
     }
+
+
+TASKS: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 
 
 def modern(server: InProcessServer, method: str, **params: Any) -> Any:
@@ -40,7 +45,11 @@ def test_discover_names_every_revision(server: InProcessServer) -> None:
     assert found["supportedVersions"][0] == MODERN
     assert found["resultType"] == "complete"
     assert found["cacheScope"] == "private" and found["ttlMs"] == 0
-    assert found["capabilities"] == {"tools": {}, "resources": {}}
+    assert found["capabilities"] == {
+        "tools": {},
+        "resources": {},
+        "extensions": {TASKS_EXTENSION: {}},
+    }
     assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "bashrpc"
     assert found["instructions"] == messages.SERVER_INSTRUCTIONS
 
@@ -87,3 +96,49 @@ def test_a_modern_task_request_runs_as_a_plain_call(server: InProcessServer) -> 
         server, "tools/call", name=BASH_TOOL, arguments={"command": "echo now"}, task={}
     )
     assert "task" not in called and called["content"][0]["text"] == "now\n"
+
+
+def with_tasks(server: InProcessServer, method: str, **params: Any) -> Any:
+    """A modern request of a client that declares the tasks extension."""
+    return wire(server.call_raw(method, {**params, "_meta": meta(capabilities=TASKS)}))
+
+
+def test_tasks_as_the_2026_extension(server: InProcessServer) -> None:
+    command = {"command": "echo from a task; sleep 0.2", "run_in_background": True}
+    created = with_tasks(server, "tools/call", name=BASH_TOOL, arguments=command)
+    assert created["resultType"] == "task" and created["status"] == "working"
+    assert created["ttlMs"] == 3_600_000 and created["pollIntervalMs"] == 1000
+    task_id = created["taskId"]
+    server.receive_until(lambda: bool(server.notifications(TASK_NOTIFICATION)))
+    told = msgspec.json.decode(server.notifications(TASK_NOTIFICATION)[0].params)
+    assert told["taskId"] == task_id and told["status"] == "completed"
+    got = with_tasks(server, "tasks/get", taskId=task_id)
+    assert got["resultType"] == "complete" and got["status"] == "completed"
+    assert got["result"]["content"][0]["text"] == "from a task\n"
+    # Exit 0: not a tool error (isError is left out when false).
+    assert "isError" not in got["result"]
+    assert told["result"] == got["result"]
+    error = server.error_raw("tasks/update", {"taskId": task_id, "inputResponses": {}})
+    assert error.data == messages.TASK_TAKES_NO_INPUT.format(task_id=task_id)
+
+
+def test_a_2026_task_is_cancelled(server: InProcessServer) -> None:
+    arguments = {"command": "exec sleep 60", "run_in_background": True}
+    task_id = with_tasks(server, "tools/call", name=BASH_TOOL, arguments=arguments)["taskId"]
+    cancelled = with_tasks(server, "tasks/cancel", taskId=task_id)
+    assert cancelled["resultType"] == "complete" and "status" not in cancelled
+    got = with_tasks(server, "tasks/get", taskId=task_id)
+    assert got["status"] == "cancelled" and "result" not in got
+
+
+def test_only_a_background_call_of_a_declaring_client_is_a_task(server: InProcessServer) -> None:
+    plain = with_tasks(server, "tools/call", name=BASH_TOOL, arguments={"command": "echo now"})
+    assert plain["resultType"] == "complete" and plain["content"][0]["text"] == "now\n"
+    undeclared = modern(
+        server,
+        "tools/call",
+        name=BASH_TOOL,
+        arguments={"command": "sleep 5", "run_in_background": True},
+    )
+    assert undeclared["resultType"] == "complete"
+    assert undeclared["content"][0]["text"].startswith("[Running in the background as term-")

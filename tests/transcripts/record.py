@@ -18,7 +18,9 @@ import msgspec
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
+    TASK_NOTIFICATION,
     TASK_STATUS,
+    TASKS_EXTENSION,
     BashToolArguments,
     CancelledParams,
     CancelRequestParams,
@@ -31,6 +33,7 @@ from bashrpc.protocol.mcp import (
     ResourcesReadParams,
     TaskMetadata,
     TaskParams,
+    TaskUpdateParams,
     ToolsCallParams,
 )
 from bashrpc.protocol.mcpclient import initialize_params
@@ -283,6 +286,16 @@ def mcp_modern_without_initialize(host: Host) -> None:
     host.call("ping", EmptyParams(meta=modern))
     unknown = msgspec.structs.replace(modern, protocol_version="2099-01-01")
     host.call("tools/list", EmptyParams(meta=unknown))
+    # A client that declares the tasks extension: a background call is a task.
+    tasking = msgspec.structs.replace(
+        modern, client_capabilities={"extensions": {TASKS_EXTENSION: {}}}
+    )
+    background = tool("echo from a task", run_in_background=True)
+    background.meta = tasking
+    host.call("tools/call", background)
+    host.notified(TASK_NOTIFICATION)
+    host.call("tasks/get", TaskParams(task_id="term-1", meta=tasking))
+    host.call("tasks/update", TaskUpdateParams(task_id="term-1", meta=tasking))
 
 
 def as_task(call: ToolsCallParams, ttl: int | None = None) -> ToolsCallParams:

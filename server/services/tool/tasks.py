@@ -17,12 +17,16 @@ from datetime import UTC, datetime
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import (
+    TASK_NOTIFICATION,
+    TASK_STATUS,
     CallToolResult,
     RelatedTask,
     ResultMeta,
     Task,
     TaskMetadata,
     TaskStatus,
+    TaskV2,
+    task_v2,
 )
 from bashrpc.server import errors
 from bashrpc.server.runtime.jobs.jobs import Job
@@ -36,7 +40,7 @@ DEFAULT_TTL_MS = 60 * 60 * 1000
 MAX_TTL_MS = 24 * 60 * 60 * 1000
 POLL_INTERVAL_MS = 1000
 
-Notify = Callable[[Task], Awaitable[None]]
+Notify = Callable[[str, Task | TaskV2], Awaitable[None]]
 
 
 def _now() -> datetime:
@@ -114,8 +118,15 @@ async def result(terminals: TerminalService, task_id: str, max_bytes: int) -> Ca
     job = find(terminals, task_id)
     await terminals.wait(job)
     text, _ = jobtools.output_after(job, 0, max_bytes)
-    answer = jobtools.text_result(text + end_line(job), None if job.exit is None else job.exit.code)
-    answer.is_error = job.exit is None or job.exit.code != 0
+    if job.ring.total == 0:
+        text = messages.NO_OUTPUT
+    failed = job.exit is None or job.exit.code != 0
+    # As the call would have said had it run in the foreground: how it ended
+    # only when that was a failure.
+    if failed:
+        text += end_line(job)
+    answer = jobtools.text_result(text, None if job.exit is None else job.exit.code)
+    answer.is_error = failed
     answer.meta = ResultMeta(related_task=RelatedTask(task_id=job.id))
     return answer
 
@@ -133,11 +144,34 @@ async def cancel(terminals: TerminalService, task_id: str) -> Task:
     return task_of(job)
 
 
-async def tell_end(job: Job, notify: Notify) -> None:
-    """`notifications/tasks/status` once the command ends, to the client that made it."""
+async def tell_end(
+    job: Job, notify: Notify, terminals: TerminalService, max_bytes: int, *, v2: bool
+) -> None:
+    """The task's status once the command ends, to the client that made it:
+    `notifications/tasks/status` (2025-11-25), or `notifications/tasks` with the
+    result (2026-07-28)."""
     await job.exited.wait()
-    if job in _records:
-        await notify(task_of(job))
+    if job not in _records:
+        return
+    if not v2:
+        await notify(TASK_STATUS, task_of(job))
+        return
+    await notify(TASK_NOTIFICATION, task_v2(await detailed(terminals, job.id, max_bytes)))
+
+
+async def detailed(terminals: TerminalService, task_id: str, max_bytes: int) -> Task:
+    """The task, with its result once completed (as 2026-07-28 has it)."""
+    job = find(terminals, task_id)
+    task = task_of(job)
+    if task.status == "completed":
+        task.result = await result(terminals, task_id, max_bytes)
+    return task
+
+
+def refuse_input(terminals: TerminalService, task_id: str) -> None:
+    """`tasks/update`: a command never asks its task for input."""
+    find(terminals, task_id)
+    raise errors.InvalidArgument(messages.TASK_TAKES_NO_INPUT.format(task_id=task_id))
 
 
 async def sweep(terminals: TerminalService) -> None:

@@ -38,6 +38,18 @@ def arguments(params: ToolsCallParams) -> Sent:
     return Sent(args, nulls)
 
 
+def asks_background(params: ToolsCallParams) -> bool:
+    """The call is of `bash` and asks for `run_in_background`; bad arguments are
+    not, and are refused when the call runs."""
+    if params.name != BASH_TOOL:
+        return False
+    try:
+        sent = msgspec.json.decode(params.arguments)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(sent, dict) and sent.get("run_in_background") is True
+
+
 def decoded(params: ToolsCallParams, kind: type[T]) -> T:
     """A tool's arguments as `kind`, leniently (see the module); bad ones are invalid params."""
     return _decoded(params, kind)[0]
