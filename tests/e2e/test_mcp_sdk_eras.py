@@ -20,6 +20,7 @@ from tests.e2e.test_mcp_sdk import (
     give_up_on_a_call,
     params,
     run_client,
+    run_mcp1_client,
     text,
 )
 from tests.node import node_script
@@ -96,4 +97,21 @@ def test_the_typescript_sdk_at_each_revision(tmp_path: Path, revision: str) -> N
     links = ["resource_link"] if revision in RESOURCE_LINK_REVISIONS else []
     assert report["contentTypes"] == ["text", *links]
     assert report["readLength"] == len("".join(f"{i}\n" for i in range(1, 100001)))
+    assert report["listed"] is True
+
+
+MCP1_REVISIONS_SCRIPT = CLIENTS / "mcp1_revisions.py"
+
+
+@pytest.mark.parametrize("revision", SUPPORTED_PROTOCOL_VERSIONS)
+def test_the_python_1x_sdk_at_each_revision(tmp_path: Path, revision: str) -> None:
+    report = run_mcp1_client(MCP1_REVISIONS_SCRIPT, tmp_path, revision)
+    assert report["raised"] is None and report["errors"] == [] and report["log"] == []
+    assert report["version"] == revision
+    assert report["tools"] == ["bash", "bash_output", "bash_kill"]
+    assert report["text"] == "one\ntwo\n" and report["progress"] > 0
+    assert report["next"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
+    links = ["resource_link"] if revision in RESOURCE_LINK_REVISIONS else []
+    assert report["content_types"] == ["text", *links]
+    assert report["read_length"] == len("".join(f"{i}\n" for i in range(1, 100001)))
     assert report["listed"] is True
