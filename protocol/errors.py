@@ -22,11 +22,19 @@ class ErrorCode(IntEnum):
     SANDBOX_UNAVAILABLE = -32006
     TOO_MANY_JOBS = -32008
     RESUME_GAP = -32009
+    # MCP 2026-07-28: the request's revision is not one this server speaks.
+    UNSUPPORTED_PROTOCOL_VERSION = -32022
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 
 
 # `data` of the server-defined errors, as clients decode it.
+
+
+class UnsupportedVersionData(msgspec.Struct, rename="camel"):
+    requested: str
+    # Every revision served: the client picks one and asks again.
+    supported: list[str]
 
 
 class TooManyShellsData(msgspec.Struct, rename="camel"):

@@ -23,8 +23,23 @@ from bashrpc.protocol.methods import (
     described,
 )
 
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
+# The revisions without `initialize`: each request names its revision in `_meta`.
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+# Every revision served, for server/discover and the -32022 that names them.
+ALL_PROTOCOL_VERSIONS = (*MODERN_PROTOCOL_VERSIONS, *SUPPORTED_PROTOCOL_VERSIONS)
+# Methods the modern revisions removed: -32601 to a request of theirs.
+REMOVED_IN_MODERN = frozenset({"ping", "logging/setLevel"})
+SERVER_NAME = "bashrpc"
+# 2026-07-28's tasks, an extension a client declares in its per-request capabilities.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# Its notification of a task's status.
+TASK_NOTIFICATION = "notifications/tasks"
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+# The revisions that have tasks, and the notification of a task's status.
+TASK_REVISIONS = frozenset({"2025-11-25"})
+TASK_STATUS = "notifications/tasks/status"
 BASH_TOOL = "bash"
 # The model's two tools for the jobs `run_in_background` starts.
 BASH_OUTPUT_TOOL = "bash_output"
@@ -37,6 +52,8 @@ MAX_CLIENT_ID_CHARS = 256
 MAX_SCOPE_CHARS = 256
 ARTIFACT_URI_TEMPLATE = "artifact://{id}"
 TEXT_MIME_TYPE = "text/plain"
+_ARTIFACT_URI = "The artifact's URI, artifact://N."
+_MIME_TYPE = "The media type of its content."
 
 # Terminal size limits shared by the host's `ui` and the PTY path.
 MIN_COLS, MAX_COLS = 20, 400
@@ -129,6 +146,104 @@ class ConnectionSettings(Strict):
     ) = msgspec.UNSET
 
 
+# -- every request and result ---------------------------------------------------
+
+
+class Implementation(Open):
+    name: Annotated[str, described("The program's name.")]
+    version: Annotated[str, described("The program's version.")]
+
+
+class RequestMeta(CallMeta, rename="camel"):
+    """A tool call's `_meta`: its trace context, and the token of its progress."""
+
+    progress_token: Annotated[
+        object,
+        described(
+            "Send notifications/progress for this call with this token."
+            " Used when a string or an integer; a value of another type is ignored."
+        ),
+    ] = None
+
+    # 2026-07-28: every request names its revision, and says who the client is
+    # and what it can do; read by `bashrpc.server.surfaces.era`.
+    protocol_version: Annotated[
+        object, described("The MCP revision of this request (2026-07-28 on); a string.")
+    ] = msgspec.field(default=None, name=PROTOCOL_VERSION_KEY)
+    client_capabilities: Annotated[
+        object, described("What the client can do, for this request (2026-07-28 on).")
+    ] = msgspec.field(default=None, name="io.modelcontextprotocol/clientCapabilities")
+    client_info: Annotated[
+        object, described("The client program (2026-07-28 on), for the log.")
+    ] = msgspec.field(default=None, name="io.modelcontextprotocol/clientInfo")
+
+    @property
+    def progress(self) -> str | int | None:
+        token = self.progress_token
+        if isinstance(token, bool) or not isinstance(token, str | int):
+            return None
+        return token
+
+
+class Params(Open, omit_defaults=True):
+    """Base of MCP params: each may carry `_meta`."""
+
+    meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
+        default=None, name="_meta"
+    )
+
+    @property
+    def modern(self) -> bool:
+        """The request names a revision without `initialize` (2026-07-28)."""
+        return self.meta is not None and self.meta.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def wants_tasks(self) -> bool:
+        """A modern request whose client declares the tasks extension."""
+        capabilities = None if self.meta is None else self.meta.client_capabilities
+        if not self.modern or not isinstance(capabilities, dict):
+            return False
+        extensions = capabilities.get("extensions")
+        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+class RelatedTask(Open):
+    task_id: Annotated[str, described("The task the result is of.")]
+
+
+class ResultMeta(Open, omit_defaults=True):
+    related_task: Annotated[RelatedTask | None, described("The task the result is of.")] = (
+        msgspec.field(default=None, name="io.modelcontextprotocol/related-task")
+    )
+    server_info: Annotated[Implementation | None, described("This server (2026-07-28 on).")] = (
+        msgspec.field(default=None, name="io.modelcontextprotocol/serverInfo")
+    )
+
+
+class Result(Open):
+    """Base of MCP results: from 2026-07-28 each says what kind it is."""
+
+    result_type: (
+        Annotated[str, described('"complete" (2026-07-28 on; absent before).')] | msgspec.UnsetType
+    ) = msgspec.UNSET
+    meta: Annotated[ResultMeta, described("MCP result metadata.")] | msgspec.UnsetType = (
+        msgspec.field(default=msgspec.UNSET, name="_meta")
+    )
+
+
+class Cacheable(Result, kw_only=True):
+    """A result a 2026-07-28 client may cache: for how long, and for whom."""
+
+    cache_scope: (
+        Annotated[Literal["private", "public"], described("Who may reuse it: this client.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    ttl_ms: (
+        Annotated[int, described("Milliseconds it stays fresh: 0, it follows the settings.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
 # -- initialize --------------------------------------------------------------
 
 
@@ -185,11 +300,6 @@ class HostOptions(Strict, omit_defaults=True):
     ] = None
 
 
-class Implementation(Open):
-    name: Annotated[str, described("The program's name.")]
-    version: Annotated[str, described("The program's version.")]
-
-
 class Experimental(Open, omit_defaults=True):
     bashrpc: Annotated[
         HostOptions | None,
@@ -214,6 +324,26 @@ class InitializeParams(Open, omit_defaults=True):
     ] = None
 
 
+class TaskRequests(Open):
+    tools: Annotated[dict[str, Any], described("`tools/call` may ask for a task.")] = msgspec.field(
+        default_factory=lambda: {"call": {}}
+    )
+
+
+class TasksCapability(Open):
+    """What this server does with tasks (2025-11-25)."""
+
+    list: Annotated[dict[str, Any], described("The server has tasks/list.")] = msgspec.field(
+        default_factory=dict
+    )
+    cancel: Annotated[dict[str, Any], described("The server has tasks/cancel.")] = msgspec.field(
+        default_factory=dict
+    )
+    requests: Annotated[TaskRequests, described("The requests that may ask for a task.")] = (
+        msgspec.field(default_factory=TaskRequests)
+    )
+
+
 class ServerCapabilities(Open):
     tools: Annotated[dict[str, Any], described("The server has tools.")] = msgspec.field(
         default_factory=dict
@@ -221,6 +351,13 @@ class ServerCapabilities(Open):
     resources: Annotated[dict[str, Any], described("The server has resources.")] = msgspec.field(
         default_factory=dict
     )
+    tasks: (
+        Annotated[TasksCapability, described("Tasks, from 2025-11-25: a bash call as a job.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+    extensions: (
+        Annotated[dict[str, Any], described("Extensions (2026-07-28): tasks.")] | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 class InitializeResult(Open):
@@ -236,11 +373,19 @@ class InitializeResult(Open):
     ] = None
 
 
-class EmptyParams(Open):
+class DiscoverResult(Cacheable, kw_only=True):
+    """`server/discover` (2026-07-28): what `initialize` said, asked any time."""
+
+    supported_versions: Annotated[list[str], described("Every MCP revision served.")]
+    capabilities: Annotated[ServerCapabilities, described("What this server offers.")]
+    instructions: Annotated[str, described("How to use this server, for the model.")]
+
+
+class EmptyParams(Params, kw_only=True):
     pass
 
 
-class EmptyResult(Open):
+class EmptyResult(Result, kw_only=True):
     pass
 
 
@@ -307,52 +452,145 @@ class JobToolArguments(Strict):
     ] = msgspec.field(name="terminal_id")
 
 
+class ToolAnnotations(Open):
+    """What the tool does to the world, as MCP's hints say it (since 2025-03-26)."""
+
+    read_only_hint: Annotated[bool, described("The tool changes nothing.")]
+    destructive_hint: Annotated[bool, described("The tool may destroy or overwrite.")]
+    idempotent_hint: Annotated[bool, described("Calling it twice does no more than once.")]
+    open_world_hint: Annotated[
+        bool,
+        described("It may reach the network: unless the sandbox has it off."),
+    ]
+
+
+class ToolExecution(Open):
+    """How the tool may run (2025-11-25)."""
+
+    task_support: Annotated[
+        Literal["forbidden", "optional", "required"],
+        described('"optional": a tools/call may ask for a task.'),
+    ]
+
+
 class Tool(Open, omit_defaults=True):
     name: Annotated[str, described("The tool's name, for tools/call.")]
     description: Annotated[str, described("What the tool does, for the model.")]
     input_schema: Annotated[dict[str, Any], described("The JSON Schema of its arguments.")]
+    title: Annotated[str | None, described("A name for people to read.")] = None
     output_schema: Annotated[
         dict[str, Any] | None, described("The JSON Schema of its structuredContent.")
     ] = None
+    annotations: Annotated[
+        ToolAnnotations | None, described("What the tool does to the world.")
+    ] = None
+    execution: Annotated[ToolExecution | None, described("How the tool may run.")] = None
 
 
-class ToolsListResult(Open):
+class ToolsListResult(Cacheable, kw_only=True):
     tools: Annotated[list[Tool], described("The tools: `bash`, `bash_output`, `bash_kill`.")]
 
 
-class RequestMeta(CallMeta, rename="camel"):
-    """A tool call's `_meta`: its trace context, and the token of its progress."""
+class TaskMetadata(Open, omit_defaults=True):
+    """A `tools/call`'s `task`: run it as a task (2025-11-25)."""
 
-    progress_token: Annotated[
-        object,
-        described(
-            "Send notifications/progress for this call with this token."
-            " Used when a string or an integer; a value of another type is ignored."
-        ),
+    ttl: Annotated[
+        int | None,
+        described("Milliseconds to keep the task from its creation; the server may cut it."),
     ] = None
 
-    @property
-    def progress(self) -> str | int | None:
-        token = self.progress_token
-        if isinstance(token, bool) or not isinstance(token, str | int):
-            return None
-        return token
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 
-class ToolsCallParams(Open, omit_defaults=True):
+class Task(Result, omit_defaults=True, kw_only=True):
+    """A task: a `tools/call` run as a background job, polled for its result."""
+
+    task_id: Annotated[str, described("The task's id: the job's terminal id.")]
+    status: Annotated[
+        TaskStatus, described("working until the command ends, then completed or cancelled.")
+    ]
+    created_at: Annotated[str, described("When it was created, ISO 8601.")]
+    last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
+    ttl: Annotated[int | None, described("Milliseconds it is kept from its creation, once ended.")]
+    poll_interval: Annotated[int | None, described("Milliseconds between polls, suggested.")] = None
+    status_message: Annotated[str | None, described("How the command ended.")] = None
+    # Never sent itself: what a 2026-07-28 task (`TaskV2`) holds once completed.
+    result: (
+        Annotated[CallToolResult, described("Unused in 2025-11-25: see TaskV2.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
+class TaskV2(Result, omit_defaults=True, kw_only=True):
+    """A task as 2026-07-28's tasks extension has it: made by a `tools/call`
+    (`resultType: "task"`), read with tasks/get, which holds the result once
+    the command ended."""
+
+    task_id: Annotated[str, described("The task's id: the job's terminal id.")]
+    status: Annotated[TaskStatus, described("working, then completed or cancelled.")]
+    created_at: Annotated[str, described("When it was created, ISO 8601.")]
+    last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
+    ttl_ms: Annotated[int | None, described("Milliseconds it is kept from its creation.")]
+    poll_interval_ms: Annotated[int | None, described("Milliseconds between polls.")] = None
+    status_message: Annotated[str | None, described("How the command ended.")] = None
+    result: Annotated[CallToolResult | None, described("The call's result, once completed.")] = None
+
+
+def task_v2(task: Task) -> TaskV2:
+    """The task as the 2026-07-28 extension names its fields."""
+    return TaskV2(
+        task_id=task.task_id,
+        status=task.status,
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
+        ttl_ms=task.ttl,
+        poll_interval_ms=task.poll_interval,
+        status_message=task.status_message,
+        result=None if isinstance(task.result, msgspec.UnsetType) else task.result,
+    )
+
+
+class TaskParams(Params, kw_only=True):
+    task_id: Annotated[str, described("The task's id.")]
+
+
+class TaskUpdateParams(Params, kw_only=True):
+    task_id: Annotated[str, described("The task's id.")]
+    input_responses: Annotated[
+        dict[str, Any], described("Answers to the task's input requests.")
+    ] = msgspec.field(default_factory=dict)
+
+
+class TasksListResult(Result, kw_only=True):
+    tasks: Annotated[list[Task], described("This client's tasks not yet expired, oldest first.")]
+
+
+class ToolsCallParams(Params, kw_only=True):
     name: Annotated[str, described("The tool to call: `bash`, `bash_output` or `bash_kill`.")]
     # Decoded later, strictly, into the named tool's own arguments type.
     arguments: Annotated[
         msgspec.Raw, described("The tool's arguments, as its inputSchema says.")
     ] = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
-    meta: Annotated[RequestMeta | None, described("MCP request metadata.")] = msgspec.field(
-        default=None, name="_meta"
-    )
+    task: Annotated[
+        TaskMetadata | None, described("Run the call as a task: the result is the task.")
+    ] = None
 
 
-class TextContent(Open, kw_only=True):
-    type: Annotated[Literal["text"], described("The kind of content.")] = "text"
+class TextContent(Open, tag_field="type", tag="text"):
     text: Annotated[str, described("The text.")]
+
+
+class ResourceLink(Open, omit_defaults=True, tag_field="type", tag="resource_link"):
+    """An artifact the text names, as a resource to read (since 2025-06-18)."""
+
+    uri: Annotated[str, described(_ARTIFACT_URI)]
+    name: Annotated[str, described("A name to show for it.")]
+    mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
+    description: Annotated[str | None, described("What it holds.")] = None
+
+
+Content = TextContent | ResourceLink
 
 
 class ShownRange(Open):
@@ -438,8 +676,13 @@ class BashStructured(Open):
     ] = 0.0
 
 
-class CallToolResult(Open, omit_defaults=True):
-    content: Annotated[list[TextContent], described("The result as text, for the model.")]
+class CallToolResult(Result, omit_defaults=True, kw_only=True):
+    """A tool's result; or, for a call with `task`, MCP's CreateTaskResult: `task` alone."""
+
+    content: Annotated[
+        list[Content],
+        described("The result as text, for the model; then the artifacts it names, as links."),
+    ] = msgspec.field(default_factory=list)
     structured_content: Annotated[
         BashStructured | None, described("The whole result, as structured data.")
     ] = None
@@ -447,6 +690,14 @@ class CallToolResult(Open, omit_defaults=True):
     details: Annotated[
         ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
     ] = None
+    task: Annotated[Task | None, described("The task a call with `task` created.")] = None
+
+    @property
+    def text(self) -> str:
+        """The text the model reads: the first content, which is always text."""
+        first = self.content[0]
+        assert isinstance(first, TextContent)
+        return first.text
 
 
 class CancelledOutput(Open):
@@ -458,10 +709,6 @@ class CancelledOutput(Open):
 # -- resources ---------------------------------------------------------------
 
 
-_ARTIFACT_URI = "The artifact's URI, artifact://N."
-_MIME_TYPE = "The media type of its content."
-
-
 class Resource(Open, omit_defaults=True):
     uri: Annotated[str, described(_ARTIFACT_URI)]
     name: Annotated[str, described("A name to show for it.")]
@@ -469,7 +716,7 @@ class Resource(Open, omit_defaults=True):
     size: Annotated[int | None, described("Its size in bytes.")] = None
 
 
-class ResourcesListResult(Open):
+class ResourcesListResult(Cacheable, kw_only=True):
     resources: Annotated[list[Resource], described("The artifacts of this workspace.")]
 
 
@@ -480,11 +727,11 @@ class ResourceTemplate(Open):
     mime_type: Annotated[str, described(_MIME_TYPE)] = TEXT_MIME_TYPE
 
 
-class ResourceTemplatesListResult(Open):
+class ResourceTemplatesListResult(Cacheable, kw_only=True):
     resource_templates: Annotated[list[ResourceTemplate], described("The templates.")]
 
 
-class ResourcesReadParams(Open):
+class ResourcesReadParams(Params, kw_only=True):
     uri: Annotated[str, described(_ARTIFACT_URI)]
 
 
@@ -505,7 +752,7 @@ class TextResourceContents(Open, omit_defaults=True):
     ] = msgspec.field(default=None, name="_meta")
 
 
-class ResourcesReadResult(Open):
+class ResourcesReadResult(Result, kw_only=True):
     contents: Annotated[list[TextResourceContents], described("The artifact's contents.")]
 
 
@@ -536,12 +783,18 @@ class ProgressParams(Open):
 
 METHODS: dict[str, tuple[type[msgspec.Struct], type[msgspec.Struct] | None]] = {
     "initialize": (InitializeParams, InitializeResult),
+    "server/discover": (EmptyParams, DiscoverResult),
     "ping": (EmptyParams, EmptyResult),
     "tools/list": (EmptyParams, ToolsListResult),
     "tools/call": (ToolsCallParams, CallToolResult),
     "resources/list": (EmptyParams, ResourcesListResult),
     "resources/templates/list": (EmptyParams, ResourceTemplatesListResult),
     "resources/read": (ResourcesReadParams, ResourcesReadResult),
+    "tasks/get": (TaskParams, Task),
+    "tasks/result": (TaskParams, CallToolResult),
+    "tasks/list": (EmptyParams, TasksListResult),
+    "tasks/cancel": (TaskParams, Task),
+    "tasks/update": (TaskUpdateParams, EmptyResult),
 }
 
 NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
@@ -553,4 +806,6 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "tool/update": ToolUpdate,
     "notifications/progress": ProgressParams,
+    TASK_STATUS: Task,
+    TASK_NOTIFICATION: TaskV2,
 }

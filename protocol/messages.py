@@ -219,6 +219,27 @@ BASH_KILL_TOOL_DESCRIPTION = """\
 Stop a background job (started with `run_in_background`) and everything it started.
 
 - Pass the `terminal_id` the bash tool gave; its final output is returned."""
+# A tool call's bad arguments, as the model reads them (MCP 2025-11-25 on).
+INVALID_TOOL_ARGUMENTS = "Invalid arguments for the {tool} tool: {detail}"
+# MCP 2026-07-28: a request names its revision.
+UNSUPPORTED_PROTOCOL_VERSION = "Unsupported protocol version {requested!r}; supported: {supported}"
+REMOVED_METHOD = "{method} is not a method of MCP {revision}"
+# MCP tasks: a tools/call run as a background job.
+NO_SUCH_TASK = "taskId: no task {task_id!r} (never created here, expired, or another client's)"
+TASK_ALREADY_ENDED = "taskId: task {task_id!r} has already ended ({status})"
+TASK_CANCELLED = "Cancelled by tasks/cancel"
+TASK_TAKES_NO_INPUT = "taskId: task {task_id!r} never waits for input: it runs a command with none"
+SERVER_INSTRUCTIONS = (
+    "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
+    " Full outputs of long commands are resources at artifact://N."
+)
+# Tool titles, for people (a host's list of tools, its approval prompt).
+BASH_TOOL_TITLE = "Run a bash command"
+BASH_OUTPUT_TOOL_TITLE = "Read a background job's output"
+BASH_KILL_TOOL_TITLE = "Stop a background job"
+# The resource link beside a result whose text names an artifact.
+ARTIFACT_LINK_NAME = "artifact {id}"
+ARTIFACT_LINK_DESCRIPTION = "The command's whole output"
 RUN_IN_BACKGROUND_HELP = (
     "Start the command in the background and return at once with its terminal_id: for"
     " servers, watchers and long builds. It has no timeout. Read its output with"

@@ -17,7 +17,8 @@ their values are equal. Version 1 (the header's `normalization`):
   chunks it replays of the request it names.
 - Volatile values become placeholders: `pid` fields `<PID>`; durations
   `<DURATION>`; ISO 8601 timestamps in any string `<TIMESTAMP>`; the
-  server's version in `initialize`'s `serverInfo` `<VERSION>`. Artifact ids
+  server's version in `initialize`'s `serverInfo` (and in the `_meta` key
+  `io.modelcontextprotocol/serverInfo` of 2026-07-28 results) `<VERSION>`. Artifact ids
   (`artifactId`, `artifact://N`, `artifact N`, the `id` of `artifact/read`)
   are renumbered 1, 2, ... in order of appearance. A path's placeholder is
   not as long as the path, so in a request whose messages hold one, byte
@@ -51,7 +52,8 @@ SEQ = "<SEQ>"
 SEQ_KEY = "seq"
 # The server's own version (initialize's serverInfo): an upgrade alone changes no transcript.
 VERSION = "<VERSION>"
-SERVER_INFO = "serverInfo"
+# `initialize`'s, and the `_meta` key that names the server in 2026-07-28 results.
+SERVER_INFO = ("serverInfo", "io.modelcontextprotocol/serverInfo")
 TIMESTAMP = "<TIMESTAMP>"
 PID_KEYS = re.compile(r"^(pid|[a-z]+Pid)$")
 DURATION_KEYS = re.compile(r"^(duration|elapsed|[a-z]*(Duration|Elapsed))(Ms|Seconds)?$")
@@ -296,7 +298,7 @@ def _volatile(value: Any) -> Any:
                 out[k] = PID
             elif k == SEQ_KEY and isinstance(v, int):
                 out[k] = SEQ
-            elif k == SERVER_INFO and isinstance(v, dict) and "version" in v:
+            elif k in SERVER_INFO and isinstance(v, dict) and "version" in v:
                 out[k] = {**_volatile(v), "version": VERSION}
             elif DURATION_KEYS.match(k) and isinstance(v, (int, float)):
                 out[k] = DURATION

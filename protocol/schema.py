@@ -19,6 +19,8 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 PARAMS_DESCRIPTION = "The message's params."
 RESULT_DESCRIPTION = "The method's result."
 NULL_RESULT_DESCRIPTION = "The method answers null."
+# The `type` that tells a tagged union's members apart (MCP content).
+CONTENT_TAG_DESCRIPTION = "The kind of content."
 
 
 def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
@@ -29,6 +31,14 @@ def inline_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     if defs:
         top["$defs"] = defs
     return top
+
+
+def _describe_tags(defs: dict[str, Any], description: str) -> None:
+    """A tag field has no annotation to carry its description: it is given one here."""
+    for definition in defs.values():
+        tag = definition.get("properties", {}).get("type")
+        if tag is not None and "description" not in tag:
+            tag["description"] = description
 
 
 def file_name(kind: str, name: str) -> str:
@@ -42,6 +52,7 @@ def _document(
     """Methods without a result (shutdown) answer null."""
     types: list[Any] = [params] if result is None else [params, result]
     refs, defs = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
+    _describe_tags(defs, CONTENT_TAG_DESCRIPTION)
     properties: dict[str, Any] = {"params": {**refs[0], "description": PARAMS_DESCRIPTION}}
     if result is None:
         properties["result"] = {"type": "null", "description": NULL_RESULT_DESCRIPTION}
@@ -88,9 +99,6 @@ TRANSCRIPT_TITLE = "A line of a bashrpc transcript (JSON Lines): the header, or 
 def transcript_documents() -> dict[str, bytes]:
     """The schema of a transcript's lines, any of which validates against it."""
     refs, defs = msgspec.json.schema_components([transcript.Line], ref_template="#/$defs/{name}")
-    for definition in defs.values():
-        tag = definition.get("properties", {}).get("type")
-        if tag is not None:
-            tag["description"] = TAG_DESCRIPTION
+    _describe_tags(defs, TAG_DESCRIPTION)
     doc = {"$schema": SCHEMA_DIALECT, "title": TRANSCRIPT_TITLE, **refs[0], "$defs": defs}
     return {TRANSCRIPT_SCHEMA: (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()}

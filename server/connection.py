@@ -159,6 +159,8 @@ class Connection(Generic[S]):
         # Per connection: `initialize` may override parts of the file's settings.
         self.file_settings = settings
         self._state = ConnectionState(services, HostOptions(), settings)
+        # The MCP revision `initialize` settled; None before it.
+        self.protocol_version: str | None = None
         self._tenancy = tenancy
         self.stop = anyio.Event()
         self.phase: Phase = "open"

@@ -24,6 +24,28 @@ class InvalidArgument(BashrpcError):
         self.message = message
 
 
+class InvalidToolArguments(InvalidArgument):
+    """The arguments to a known tool are bad: from MCP 2025-11-25 a tool error
+    the model reads and corrects, not a protocol error its client swallows."""
+
+
+class UnsupportedProtocolVersion(BashrpcError):
+    """A request names an MCP revision this server does not speak."""
+
+    def __init__(self, requested: str) -> None:
+        super().__init__(requested)
+        self.requested = requested
+
+
+class RemovedMethod(BashrpcError):
+    """A method the request's MCP revision no longer has (`ping` in 2026-07-28)."""
+
+    def __init__(self, method: str, revision: str) -> None:
+        super().__init__(method)
+        self.method = method
+        self.revision = revision
+
+
 class TooManyShells(BashrpcError):
     def __init__(self, live: int) -> None:
         super().__init__(live)

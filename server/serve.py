@@ -35,9 +35,9 @@ from bashrpc.server.runtime.containment.watchdog import Watchdog, remove_runtime
 from bashrpc.server.runtime.instance import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.services.api import Services
 from bashrpc.server.settings import OnEof
-from bashrpc.server.surfaces import native, resources, terminals, tools
+from bashrpc.server.surfaces import era, native, resources, tasks, terminals, tools
 from bashrpc.server.wire import liveness, stdio
-from bashrpc.server.wire.dispatch import Dispatcher
+from bashrpc.server.wire.dispatch import Dispatcher, Wrap
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -47,10 +47,24 @@ _log = log.get("serve")
 def dispatcher() -> Dispatcher:
     """Every surface's methods, in one table; a name registered twice, or a
     method of the protocol with no handler, fails here."""
-    surfaces = (native.methods, tools.methods, resources.methods, terminals.methods)
-    table = Dispatcher(*surfaces, wrap=traces.spans())
+    surfaces = (
+        native.methods,
+        tools.methods,
+        era.methods,
+        tasks.methods,
+        resources.methods,
+        terminals.methods,
+    )
+    table = Dispatcher(*surfaces, wrap=_both(era.wrap, traces.spans()))
     table.check_complete()
     return table
+
+
+def _both(inner: Wrap, outer: Wrap | None) -> Wrap:
+    """`inner` around each handler, then `outer` (tracing) around that."""
+    if outer is None:
+        return inner
+    return lambda name, handler: outer(name, inner(name, handler))
 
 
 class Guard(msgspec.Struct, frozen=True):

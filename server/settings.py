@@ -153,7 +153,7 @@ class SandboxSettings(_Section, frozen=True):
     # relative paths are taken in each root.
     protected_paths: tuple[str, ...] = ()
     # workspace-write: git dirs writable but for what decides what git runs, so
-    # commits work; this makes files in the repositories (`gitguard.py`).
+    # commits work; this makes files in the repositories (`git/guard.py`).
     git_commits: bool = False
 
     @property

@@ -8,12 +8,15 @@ the host's `bash`.
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
+    SERVER_NAME,
     SUPPORTED_PROTOCOL_VERSIONS,
+    TASK_REVISIONS,
     CallToolResult,
     CancelledParams,
     CancelRequestParams,
@@ -24,25 +27,21 @@ from bashrpc.protocol.mcp import (
     InitializeParams,
     InitializeResult,
     ServerCapabilities,
-    Tool,
+    TaskMetadata,
+    TasksCapability,
     ToolsCallParams,
     ToolsListResult,
 )
 from bashrpc.server.connection import RequestContext
-from bashrpc.server.errors import InvalidArgument
+from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
-from bashrpc.server.services.tool import args, jobtools
+from bashrpc.server.services.commands import CommandSpec
+from bashrpc.server.services.tool import args, jobtools, tasks, toolmeta
 from bashrpc.server.services.tool import call as toolcall
 from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
 from bashrpc.server.wire.registry import Registry
-
-SERVER_NAME = "bashrpc"
-INSTRUCTIONS = (
-    "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
-    " Full outputs of long commands are resources at artifact://N."
-)
 
 # An MCP client that closed our stdin reads nothing more (see Registry).
 methods = Registry(answers_after_eof=False)
@@ -69,17 +68,25 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     settings = for_connection(connection.settings, connection.file_settings, host.settings)
     # A sandbox that would tighten a busy session, here or (under the daemon)
     # among those of the client it names:
-    connection.initialize(host, settings)
     version = params.protocol_version
     if version not in SUPPORTED_PROTOCOL_VERSIONS:
         version = LATEST_PROTOCOL_VERSION
+    connection.initialize(host, settings)
+    connection.protocol_version = version
     return InitializeResult(
         protocol_version=version,
         server_info=Implementation(name=SERVER_NAME, version=__version__),
-        capabilities=ServerCapabilities(),
-        instructions=INSTRUCTIONS,
+        capabilities=_capabilities(version),
+        instructions=messages.SERVER_INSTRUCTIONS,
         network=settings.sandbox.network_policy(),
     )
+
+
+def _capabilities(version: str) -> ServerCapabilities:
+    """Tasks from 2025-11-25, the revision that has them."""
+    if version in TASK_REVISIONS:
+        return ServerCapabilities(tasks=TasksCapability())
+    return ServerCapabilities()
 
 
 @methods.method("ping")
@@ -106,10 +113,7 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    tools = [toolplan.tool_definition(ctx.connection.settings)]
-    for name, description, schema in jobtools.definitions():
-        tools.append(Tool(name=name, description=description, input_schema=schema))
-    return ToolsListResult(tools=tools)
+    return ToolsListResult(tools=toolmeta.tools(ctx.connection.settings))
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
@@ -123,10 +127,18 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
-    result = await _call(ctx, params)
+    revision = ctx.connection.protocol_version
+    try:
+        result = await _call(ctx, params)
+    except InvalidToolArguments as error:
+        answer = toolmeta.argument_error(error, params.name, revision)
+        if answer is None:
+            raise
+        result = answer
     # The model hears of its jobs' ends in the next result, whichever tool it is.
     ends = jobtools.untold_ends(ctx.services.jobs, toolplan.TOOL_SESSION_ID)
-    return jobtools.with_job_ends(result, ends)
+    result = jobtools.with_job_ends(result, ends)
+    return toolmeta.with_links(result, revision)
 
 
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
@@ -147,6 +159,9 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         home=services.home(toolplan.TOOL_SESSION_ID, connection.settings.sandbox.mode),
         directory=services.directory,
     )
+    if plan.spec is not None and params.task is not None:
+        _runs_no_command(ctx)
+        return await _as_task(ctx, plan.spec, params.task, v2=params.modern)
     context = toolcall.Context(
         ctx.id,
         connection.host,
@@ -157,6 +172,17 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     )
     background = bool(args.given(sent.arguments.run_in_background))
     return await request.serve(ctx, services, toolcall.planned(plan, background, context))
+
+
+async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata, *, v2: bool) -> CallToolResult:
+    """A call with `task`: its command as a job; the client hears of its end."""
+    terminals = ctx.services.jobs
+    result, job = await tasks.create(terminals, spec, asked)
+    if job is not None:
+        max_bytes = ctx.connection.settings.output.max_bytes
+        end = partial(tasks.tell_end, job, ctx.connection.notify, terminals, max_bytes, v2=v2)
+        ctx.tasks.start_soon(end)
+    return result
 
 
 def _runs_no_command(ctx: Ctx) -> None:

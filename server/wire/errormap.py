@@ -24,8 +24,9 @@ from bashrpc.protocol.errors import (
     ResumeGapData,
     TooManyJobsData,
     TooManyShellsData,
+    UnsupportedVersionData,
 )
-from bashrpc.protocol.mcp import CancelledOutput
+from bashrpc.protocol.mcp import ALL_PROTOCOL_VERSIONS, CancelledOutput
 from bashrpc.server import errors, log
 
 _log = log.get("errors")
@@ -89,6 +90,18 @@ _TABLE: dict[type[BaseException], Callable[[Any], ErrorObject]] = {
     errors.ServerBusy: lambda _exc: ErrorObject(ErrorCode.SERVER_BUSY, messages.SERVER_BUSY),
     errors.ShuttingDown: lambda _exc: ErrorObject(ErrorCode.SHUTTING_DOWN, messages.SHUTTING_DOWN),
     errors.RequestCancelled: _cancelled,
+    errors.UnsupportedProtocolVersion: lambda exc: ErrorObject(
+        ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+        messages.UNSUPPORTED_PROTOCOL_VERSION.format(
+            requested=exc.requested, supported=", ".join(ALL_PROTOCOL_VERSIONS)
+        ),
+        UnsupportedVersionData(exc.requested, list(ALL_PROTOCOL_VERSIONS)),
+    ),
+    errors.RemovedMethod: lambda exc: ErrorObject(
+        ErrorCode.METHOD_NOT_FOUND,
+        messages.REMOVED_METHOD.format(method=exc.method, revision=exc.revision),
+        exc.method,
+    ),
     errors.ResumeGap: lambda exc: ErrorObject(
         ErrorCode.RESUME_GAP,
         messages.RESUME_GAP.format(

@@ -122,7 +122,7 @@ def test_a_file_of_dependent_requests_is_answered_in_full_and_in_order(tmp_path:
     assert big.exit_code == 0 and big.truncated and big.artifact_id == 1
     assert result_of(by_id[6], ArtifactReadResult).text == "1\n2\n3\n4\n5\n6\n"
     tool = result_of(by_id[8], CallToolResult)
-    assert not tool.is_error and tool.content[0].text == "tool\n"
+    assert not tool.is_error and tool.text == "tool\n"
     assert first.chunks["5"].endswith(f"{BIG_LINES}\n")
     for n, (other, _) in enumerate(runs[1:], 1):
         assert other == first, f"run {n} differs"

@@ -103,10 +103,14 @@ def test_sdk_handshake_and_tool_list(tmp_path: Path) -> None:
     async def body(session: ClientSession) -> None:
         init = await session.initialize()
         assert init.server_info.name == "bashrpc"
-        assert init.protocol_version == "2025-06-18"
+        assert init.protocol_version == "2025-11-25"
         tools = await session.list_tools()
         assert [t.name for t in tools.tools] == ["bash", "bash_output", "bash_kill"]
-        assert "command" in tools.tools[0].input_schema["properties"]
+        bash = tools.tools[0]
+        assert "command" in bash.input_schema["properties"]
+        assert bash.title == messages.BASH_TOOL_TITLE
+        assert bash.annotations is not None and bash.annotations.destructive_hint is True
+        assert bash.annotations.open_world_hint is True
 
     run_sdk(tmp_path, body)
 
@@ -153,6 +157,9 @@ def test_sdk_big_output_is_a_listed_readable_resource(tmp_path: Path) -> None:
         assert isinstance(content, TextResourceContents), content
         assert str(content.uri) == f"artifact://{artifact}"
         assert content.text == "".join(f"{i}\n" for i in range(1, 100001))
+        # 2025-06-18 on: the artifact is also a link beside the text.
+        link = big.content[1]
+        assert link.type == "resource_link" and str(link.uri) == f"artifact://{artifact}"
         listed = await session.list_resources()
         assert f"artifact://{artifact}" in {str(r.uri) for r in listed.resources}
 
@@ -171,6 +178,16 @@ def test_sdk_cancelled_call_is_killed_silently_and_the_next_call_says_so(
 
 async def cancel_a_running_call(session: ClientSession) -> None:
     """Give up on a running call; the next call and a ping are answered."""
+    await give_up_on_a_call(session)
+    # It waits its turn behind the cancelled call, whose shell is killed.
+    again = await session.call_tool("bash", {"command": "echo still healthy"})
+    assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
+    assert await session.send_ping() is not None
+
+
+async def give_up_on_a_call(client: Any) -> None:
+    """Start a long call through `client` (a session or a Client), and cancel it
+    once its output shows it runs."""
     started = anyio.Event()
 
     # Named as the SDK's progress callback protocol names them.
@@ -179,16 +196,12 @@ async def cancel_a_running_call(session: ClientSession) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(
-            lambda: session.call_tool(
+            lambda: client.call_tool(
                 "bash", {"command": "echo started; sleep 60"}, progress_callback=progress
             )
         )
         await started.wait()
         tg.cancel_scope.cancel()
-    # It waits its turn behind the cancelled call, whose shell is killed.
-    again = await session.call_tool("bash", {"command": "echo still healthy"})
-    assert text(again) == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
-    assert await session.send_ping() is not None
 
 
 def server_of(tmp_path: Path) -> list[int]:

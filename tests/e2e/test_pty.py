@@ -253,7 +253,7 @@ def test_start_failure_is_a_pty_error(server: InProcessServer) -> None:
 def test_tool_path_pty_timeout_reads_like_pipes(server: InProcessServer) -> None:
     initialize(server, ui=HOST_UI, settings=ConnectionSettings(bash=VIRTUAL_TERMINAL))
     reply = call_tool(server, "tty >/dev/null && echo on-tty; sleep 30", timeout=1)
-    text = reply.content[0].text
+    text = reply.text
     assert reply.is_error
     assert reply.structured_content is not None and reply.structured_content.timed_out
     assert text.startswith(messages.timed_out_notice(1) + "\non-tty\n")
@@ -364,7 +364,7 @@ def test_tool_call_input_sent_with_the_call_is_applied(server: InProcessServer) 
     typed = server.response("typed", timeout=HANG_SECONDS)
     assert result_of(typed, PtyInputResult) == PtyInputResult(bytes_written=3), typed
     reply = server.response("run", timeout=HANG_SECONDS)
-    assert "got=hi" in result_of(reply, CallToolResult).content[0].text, reply
+    assert "got=hi" in result_of(reply, CallToolResult).text, reply
 
 
 def test_screen_asked_with_the_request_waits_for_the_program(server: InProcessServer) -> None:

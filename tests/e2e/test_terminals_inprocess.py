@@ -147,7 +147,7 @@ def test_a_background_tool_call_past_the_job_limit_is_a_tool_error(
     assert not first.is_error
     refused = server.typed(CallToolResult, "tools/call", call, BOUND_SECONDS)
     assert refused.is_error
-    assert refused.content[0].text == messages.TOO_MANY_JOBS_TOOL.format(live=1, limit=1)
+    assert refused.text == messages.TOO_MANY_JOBS_TOOL.format(live=1, limit=1)
     assert [t.state for t in listing(server).terminals] == ["running"]
 
 

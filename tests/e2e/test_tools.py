@@ -45,6 +45,7 @@ from bashrpc.protocol.mcp import (
     ResourcesReadResult,
     ResourceTemplatesListResult,
     ShownRange,
+    TextContent,
     TextResourceContents,
     ToolOverrides,
     ToolsCallParams,
@@ -103,8 +104,8 @@ def call_tool_raw(server: RpcClient, arguments: dict[str, Any]) -> CallToolResul
 
 
 def text_of(result: CallToolResult) -> str:
-    assert [c.type for c in result.content] == ["text"]
-    return result.content[0].text
+    assert [type(c) for c in result.content] == [TextContent]
+    return result.text
 
 
 def structured(result: CallToolResult) -> BashStructured:

@@ -30,7 +30,7 @@ BOUND_SECONDS = 60.0
 def bash(server: ServerProcess, command: str, **arguments: Any) -> str:
     call = bash_tool_call(BashToolArguments(command=command, **arguments))
     result = server.typed(CallToolResult, "tools/call", call, BOUND_SECONDS)
-    return result.content[0].text
+    return result.text
 
 
 def job_tool(server: ServerProcess, name: str, terminal_id: str) -> CallToolResult:
@@ -57,7 +57,7 @@ def test_a_background_job_read_in_pieces_then_killed(process: ServerProcess) -> 
     reads: list[str] = []
 
     def read() -> str:
-        reads.append(job_tool(process, BASH_OUTPUT_TOOL, terminal).content[0].text)
+        reads.append(job_tool(process, BASH_OUTPUT_TOOL, terminal).text)
         return reads[-1]
 
     assert read().endswith(running)
@@ -66,7 +66,7 @@ def test_a_background_job_read_in_pieces_then_killed(process: ServerProcess) -> 
     # Each read has only what is new; together, everything once.
     printed = "".join(reads).replace(running, "").replace(messages.JOB_NO_NEW_OUTPUT + "\n", "")
     assert printed == "one\ntwo\n"
-    killed = job_tool(process, BASH_KILL_TOOL, terminal).content[0].text
+    killed = job_tool(process, BASH_KILL_TOOL, terminal).text
     assert killed.startswith(messages.JOB_NO_NEW_OUTPUT)
     assert killed.endswith(" was ended by SIGKILL]")
     assert marked_processes("model-job-mark") == []
@@ -96,4 +96,4 @@ def test_a_jobs_end_shows_once_in_the_next_tool_result(process: ServerProcess) -
 def test_an_unknown_job_is_a_tool_error(process: ServerProcess) -> None:
     result = job_tool(process, BASH_OUTPUT_TOOL, "term-99")
     assert result.is_error
-    assert result.content[0].text == messages.NO_SUCH_TERMINAL.format(terminal_id="term-99")
+    assert result.text == messages.NO_SUCH_TERMINAL.format(terminal_id="term-99")

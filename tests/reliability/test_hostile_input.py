@@ -373,7 +373,7 @@ def _race_wave(server: ServerProcess, idents: list[str], head_start: float) -> d
                 continue
             text = result.output
         else:
-            text = result_of(reply, CallToolResult).content[0].text
+            text = result_of(reply, CallToolResult).text
         # A command run after an aborted one is on a new shell, and says so.
         assert text in ("x\n", f"{messages.SHELL_RESTARTED}\nx\n"), text
         outcomes["completed"] += 1

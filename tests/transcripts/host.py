@@ -137,9 +137,9 @@ class Host:
     def output_has(self, ident: RequestId, text: str) -> None:
         self._until(lambda: text in self.output(ident), f"{text!r} in the output of {ident!r}")
 
-    def notified(self, method: str) -> None:
-        """Wait for a `method` notification about no request (`terminal/exited`)."""
-        self._until(lambda: any(m.method == method for m in self.messages), method)
+    def notified(self, method: str, count: int = 1) -> None:
+        """Wait for `count` `method` notifications about no request (`terminal/exited`)."""
+        self._until(lambda: sum(m.method == method for m in self.messages) >= count, method)
 
     def notified_for(self, method: str, ident: RequestId) -> None:
         """Wait for a `method` notification about request `ident`."""

@@ -18,6 +18,9 @@ import msgspec
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
+    TASK_NOTIFICATION,
+    TASK_STATUS,
+    TASKS_EXTENSION,
     BashToolArguments,
     CancelledParams,
     CancelRequestParams,
@@ -28,6 +31,9 @@ from bashrpc.protocol.mcp import (
     InterceptorOverrides,
     RequestMeta,
     ResourcesReadParams,
+    TaskMetadata,
+    TaskParams,
+    TaskUpdateParams,
     ToolsCallParams,
 )
 from bashrpc.protocol.mcpclient import initialize_params
@@ -261,6 +267,55 @@ def tools_call_results(host: Host) -> None:
     host.call("tools/call", tool("echo failing; exit 1"))
     host.call("tools/call", tool("seq 1 10", head=3))
     host.call("tools/call", tool("true"))
+
+
+@scenario()
+def tools_call_as_a_task(host: Host) -> None:
+    """2025-11-25's tasks: one polled to its result, one cancelled."""
+    initialize(host)
+    finished = TaskParams(task_id="term-1")
+    host.call("tools/call", as_task(tool("echo from a task; exit 3"), ttl=60_000))
+    host.call("tasks/result", finished)
+    host.notified(TASK_STATUS)
+    host.call("tasks/get", finished)
+    host.call("tools/call", as_task(tool("exec sleep 60")))
+    host.call("tasks/list")
+    host.call("tasks/cancel", TaskParams(task_id="term-2"))
+    host.notified(TASK_STATUS, 2)
+    host.call("tasks/get", TaskParams(task_id="term-9"))
+
+
+@scenario()
+def mcp_modern_without_initialize(host: Host) -> None:
+    """2026-07-28: no initialize; each request names its revision in `_meta`."""
+    modern = RequestMeta(
+        protocol_version="2026-07-28",
+        client_capabilities={},
+        client_info={"name": "golden-host", "version": "1"},
+    )
+    host.call("server/discover", EmptyParams(meta=modern))
+    host.call("tools/list", EmptyParams(meta=modern))
+    call = tool("echo modern")
+    call.meta = modern
+    host.call("tools/call", call)
+    host.call("ping", EmptyParams(meta=modern))
+    unknown = msgspec.structs.replace(modern, protocol_version="2099-01-01")
+    host.call("tools/list", EmptyParams(meta=unknown))
+    # A client that declares the tasks extension: a background call is a task.
+    tasking = msgspec.structs.replace(
+        modern, client_capabilities={"extensions": {TASKS_EXTENSION: {}}}
+    )
+    background = tool("echo from a task", run_in_background=True)
+    background.meta = tasking
+    host.call("tools/call", background)
+    host.notified(TASK_NOTIFICATION)
+    host.call("tasks/get", TaskParams(task_id="term-1", meta=tasking))
+    host.call("tasks/update", TaskUpdateParams(task_id="term-1", meta=tasking))
+
+
+def as_task(call: ToolsCallParams, ttl: int | None = None) -> ToolsCallParams:
+    call.task = TaskMetadata(ttl=ttl)
+    return call
 
 
 @scenario()

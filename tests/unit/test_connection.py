@@ -252,7 +252,7 @@ def test_cwd_and_terminal_questions_go_to_the_backend(tmp_path: Path) -> None:
         )
         replies = {m.id: m for m in [await client.receive() for _ in range(3)]}
         missing = messages.CWD_MISSING.format(path=tmp_path / "gone")
-        assert result_of(replies[1], CallToolResult).content[0].text == missing
+        assert result_of(replies[1], CallToolResult).text == missing
         assert error_code(replies[2]) == ErrorCode.INVALID_PARAMS
         assert NO_TERMINALS in bash_result(replies[3]).output
         assert client.backend.ran == []

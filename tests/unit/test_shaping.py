@@ -36,7 +36,7 @@ def outcome(
 
 
 def body(result: CallToolResult) -> str:
-    return result.content[0].text
+    return result.text
 
 
 def structured(result: CallToolResult) -> BashStructured:

@@ -198,6 +198,13 @@ def test_the_servers_version_is_not_compared() -> None:
     assert entry["result"]["protocolVersion"] == "x"
 
 
+def test_the_servers_version_in_a_2026_result_meta_is_not_compared() -> None:
+    key = "io.modelcontextprotocol/serverInfo"
+    said = {"_meta": {key: {"name": "bashrpc", "version": "9.9.9"}}, "tools": []}
+    entry = normalize([sent(1, "tools/list"), result(1, said)])["requests"]["1"]
+    assert entry["result"]["_meta"][key] == {"name": "bashrpc", "version": VERSION}
+
+
 def test_a_seq_in_a_reply_is_not_compared() -> None:
     info = {"requestId": 2, "method": "bash", "seq": 3, "state": "finished"}
     listed = {"sessions": [{"sessionId": "s", "requests": [info]}]}

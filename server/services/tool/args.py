@@ -34,8 +34,20 @@ def arguments(params: ToolsCallParams) -> Sent:
     if isinstance(args.timeout, float) and not math.isfinite(args.timeout):
         error = messages.NOT_FINITE.format(field="timeout")
         message = messages.invalid_params(invalidparams.reason(error, params.arguments))
-        raise errors.InvalidArgument(f"arguments: {error}", message)
+        raise errors.InvalidToolArguments(f"arguments: {error}", message)
     return Sent(args, nulls)
+
+
+def asks_background(params: ToolsCallParams) -> bool:
+    """The call is of `bash` and asks for `run_in_background`; bad arguments are
+    not, and are refused when the call runs."""
+    if params.name != BASH_TOOL:
+        return False
+    try:
+        sent = msgspec.json.decode(params.arguments)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(sent, dict) and sent.get("run_in_background") is True
 
 
 def decoded(params: ToolsCallParams, kind: type[T]) -> T:
@@ -55,7 +67,7 @@ def _decoded(params: ToolsCallParams, kind: type[T]) -> tuple[T, frozenset[str]]
     except msgspec.DecodeError as exc:
         # The message names the argument as the model passed it: `timeout`, not a path.
         message = messages.invalid_params(invalidparams.reason(str(exc), params.arguments))
-        raise errors.InvalidArgument(f"arguments: {exc}", message) from None
+        raise errors.InvalidToolArguments(f"arguments: {exc}", message) from None
 
 
 def given(value: T | msgspec.UnsetType) -> T | None:

@@ -63,7 +63,7 @@ def planned(plan: Plan, background: bool, context: Context) -> Planned[CallToolR
 
     def finish(outcome: Outcome) -> tuple[CallToolResult, BashResult]:
         result = toolfinish.finish(outcome, plan.shaping, context.artifacts)
-        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.content[0].text)
+        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.text)
         return result, kept
 
     return Command(spec, "tools/call", listener, finish, logged=PROGRESS)
@@ -71,7 +71,7 @@ def planned(plan: Plan, background: bool, context: Context) -> Planned[CallToolR
 
 def _kept(result: CallToolResult) -> BashResult:
     """A tool result with no command behind it (a job started), as a resume gets it."""
-    text = result.content[0].text
+    text = result.text
     lines, size = count_lines(text.encode()), len(text.encode())
     return BashResult(
         output=text,

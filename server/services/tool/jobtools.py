@@ -44,7 +44,7 @@ def definitions() -> list[tuple[str, str, dict[str, object]]]:
     ]
 
 
-def _text_result(text: str, exit_code: int | None = None) -> CallToolResult:
+def text_result(text: str, exit_code: int | None = None) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(text=text)],
         structured_content=BashStructured(
@@ -54,9 +54,17 @@ def _text_result(text: str, exit_code: int | None = None) -> CallToolResult:
 
 
 async def start(terminals: JobService, spec: CommandSpec) -> CallToolResult:
-    """`run_in_background`: the planned command as a job of the tool session; past
-    the job limit, a tool error the model reads (a JSON-RPC error would reach the
-    client, not the model)."""
+    """`run_in_background`: the planned command as a job of the tool session."""
+    job = await launch(terminals, spec)
+    if isinstance(job, CallToolResult):
+        return job
+    return text_result(messages.JOB_STARTED.format(terminal_id=job.id))
+
+
+async def launch(terminals: JobService, spec: CommandSpec) -> Job | CallToolResult:
+    """The planned command as a job of the tool session; past the job limit, a
+    tool error the model reads (a JSON-RPC error would reach the client, not the
+    model)."""
     what = JobStart(
         spec.session_id,
         spec.command,
@@ -65,10 +73,9 @@ async def start(terminals: JobService, spec: CommandSpec) -> CallToolResult:
         field_prefix=spec.field_prefix,
     )
     try:
-        job = await terminals.start(what, announce=False)
+        return await terminals.start(what, announce=False)
     except errors.TooManyJobs as exc:
         return tool_error(messages.TOO_MANY_JOBS_TOOL.format(live=exc.live, limit=exc.limit))
-    return _text_result(messages.JOB_STARTED.format(terminal_id=job.id))
 
 
 async def call(
@@ -91,14 +98,20 @@ async def call(
     if params.name == BASH_KILL_TOOL:
         await terminals.release(job)
     exit_code = None if job.exit is None else job.exit.code
-    return _text_result(text + status, exit_code)
+    return text_result(text + status, exit_code)
 
 
 def _new_output(job: Job, max_bytes: int) -> str:
     """What came since the model last read, its tail within `max_bytes`, gaps said."""
     view = jobview.of(job)
-    piece = job.ring.after(view.cursor)
-    view.cursor = piece.end
+    text, view.cursor = output_after(job, view.cursor, max_bytes)
+    return text
+
+
+def output_after(job: Job, cursor: int, max_bytes: int) -> tuple[str, int]:
+    """The output from `cursor` on, its tail within `max_bytes`, gaps said; and
+    where it ends."""
+    piece = job.ring.after(cursor)
     data = piece.data
     missed = 0 if piece.missed_from is None else piece.start - piece.missed_from
     cut = char_start(data, max(0, len(data) - max_bytes))
@@ -110,7 +123,7 @@ def _new_output(job: Job, max_bytes: int) -> str:
     if missed:
         notice = messages.JOB_OUTPUT_MISSED.format(count=missed, artifact=job.artifact_id)
         text = notice + text
-    return text or messages.JOB_NO_NEW_OUTPUT + "\n"
+    return text or messages.JOB_NO_NEW_OUTPUT + "\n", piece.end
 
 
 def untold_ends(terminals: JobService, session_id: str) -> list[str]:
@@ -130,8 +143,7 @@ def with_job_ends(result: CallToolResult, lines: list[str]) -> CallToolResult:
     if not lines or not result.content:
         return result
     tail = "".join(f"\n{line}" for line in lines)
-    first = result.content[0]
-    result.content[0] = TextContent(text=first.text + tail)
+    result.content[0] = TextContent(text=result.text + tail)
     if result.structured_content is not None:
         result.structured_content.output += tail
     return result

@@ -18,65 +18,22 @@ never bashrpc.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import traceback
 from typing import Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
-
-LONG_COMMAND = "echo started; sleep 60"
-HANG_SECONDS = 30
+from mcp1kit import give_up, session_to
 
 
 async def main(server_python: str, artifacts: str, cancel: bool, report: dict[str, Any]) -> None:
-    params = StdioServerParameters(
-        command=server_python,
-        args=["-m", "bashrpc", "--artifacts-dir", artifacts],
-        env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")},
-    )
-
-    async def on_message(message: object) -> None:
-        if isinstance(message, Exception):
-            report["errors"].append(str(message))
-
-    with open(os.devnull, "w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as streams,
-            ClientSession(*streams, message_handler=on_message) as session,
-        ):
-            with anyio.fail_after(HANG_SECONDS):
-                await session.initialize()
-                started = anyio.Event()
-
-                # Named as the SDK's progress callback protocol names them.
-                async def progress(
-                    progress: float, total: float | None, message: str | None
-                ) -> None:
-                    started.set()
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(
-                        lambda: session.call_tool(
-                            "bash", {"command": LONG_COMMAND}, progress_callback=progress
-                        )
-                    )
-                    await started.wait()
-                    if cancel:
-                        # The id the SDK gave the call: its last one.
-                        said = CancelledNotificationParams(
-                            requestId=session._request_id - 1, reason="test"
-                        )
-                        notice = CancelledNotification(params=said)
-                        await session.send_notification(ClientNotification(notice))
-                    tg.cancel_scope.cancel()
-                if cancel:
-                    again = await session.call_tool("bash", {"command": "echo still healthy"})
-                    report["next"] = again.content[0].text
-                report["pinged"] = await session.send_ping() is not None
+    async with session_to(server_python, artifacts, report) as session:
+        await session.initialize()
+        await give_up(session, cancel)
+        if cancel:
+            again = await session.call_tool("bash", {"command": "echo still healthy"})
+            report["next"] = again.content[0].text
+        report["pinged"] = await session.send_ping() is not None
 
 
 if __name__ == "__main__":
