@@ -186,12 +186,15 @@ def test_metrics_keep_their_label_sets_under_32_connections_and_1000_commands(
     daemon = spawn_daemon("--http", "127.0.0.1:0")
     probes = http_of(daemon)
     errors: list[BaseException] = []
+    exit_codes: list[int | None] = []
 
     def connection(commands: list[str]) -> None:
         try:
             client = daemon.connect()
             for command in commands:
-                client.bash(command, timeout=5.0)
+                # No deadline of the command's own: one counts its shell's start, and
+                # under load an `exit 3` would end timed out, not failed.
+                exit_codes.append(client.bash(command).exit_code)
             client.close()
         except BaseException as exc:  # reported below, in the test's own thread
             errors.append(exc)
@@ -202,9 +205,9 @@ def test_metrics_keep_their_label_sets_under_32_connections_and_1000_commands(
         thread.start()
     assert wait_until(lambda: daemon_connections(probes) >= 8, timeout=HANG_SECONDS)
     during = probes.get("/metrics")[1].decode()
-    for thread in threads:
-        thread.join(HANG_SECONDS)
+    _join(threads, HANG_SECONDS)
     assert errors == []
+    assert sorted(exit_codes, key=str) == [0] * 48 + [3] * 16
     before = probes.get("/metrics")[1].decode()
     assert metric(before, "bashrpc_commands_started_total") == 64
     assert metric(before, 'bashrpc_commands_finished_total{outcome="failed"}') == 16
@@ -215,12 +218,18 @@ def test_metrics_keep_their_label_sets_under_32_connections_and_1000_commands(
     ]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join(HANG_SECONDS * 4)
+    _join(threads, HANG_SECONDS * 4)
     assert errors == []
     after = probes.get("/metrics")[1].decode()
     assert metric(after, "bashrpc_commands_started_total") == 1064
     assert _series(after) == _series(before)
+
+
+def _join(threads: list[threading.Thread], timeout: float) -> None:
+    """Every thread ended: the figures are read after the last command, not beside it."""
+    for thread in threads:
+        thread.join(timeout)
+    assert not [thread for thread in threads if thread.is_alive()]
 
 
 def daemon_connections(probes: Http) -> float:

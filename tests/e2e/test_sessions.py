@@ -280,6 +280,28 @@ def test_an_rc_cut_short_by_shutdown_runs_its_exit_trap(
     assert not lock.exists()
 
 
+# An rc that sleeps: at the end there is nothing in it to let finish.
+SLEEPING_RC = 'touch "$HOME/started"; sleep 30\n'
+# The end's wait for a capture that makes no progress (a few hundred ms), 10x;
+# below the 5 s a progressing capture may take, which it once always got.
+SLEEPING_RC_EXIT_BOUND_SECONDS = 3.0
+
+
+def test_a_sleeping_rc_does_not_hold_up_the_end(tmp_path: Path) -> None:
+    """The end lets a capture finish only while it makes progress: a user whose
+    rc sleeps does not wait seconds for every server's exit."""
+    write_rc(tmp_path, SLEEPING_RC)
+    server = ServerProcess(tmp=tmp_path)
+    try:
+        started = tmp_path / "home" / "started"
+        assert wait_until(started.exists, timeout=SNAPSHOT_BOUND_SECONDS)
+        begun = time.monotonic()
+        assert server.close(timeout=CLOSE_BOUND_SECONDS) == 0
+        assert time.monotonic() - begun < SLEEPING_RC_EXIT_BOUND_SECONDS
+    finally:
+        server.kill()
+
+
 # Servers shut down at once, so that some are preempted between the signals of
 # one hang-up: the shell must hold its SIGHUP before its foreground child can
 # die of one, or it takes the child's death for the end of its script, runs
@@ -317,9 +339,14 @@ def test_captures_hung_up_at_once_all_finish_their_exit_traps(tmp_path: Path) ->
 
 # pyenv's rehash, in a process of its own as `pyenv init -` runs it: it takes its
 # lock, and only then sets the trap that lets go of it. A signal between the two
-# (here a second wide) leaves the lock behind, whatever the trap.
+# (here a second wide) leaves the lock behind, whatever the trap. The window is
+# work, as pyenv's is (forks, CPU): an rc that sleeps there cannot be told from
+# one that sleeps for good, which the end does not wait for.
+BUSY_SECOND = (
+    "end=$((${EPOCHREALTIME/./} + 1000000)); while ((${EPOCHREALTIME/./} < end)); do :; done"
+)
 UNGUARDED_LOCK_RC = (
-    'bash -c \'( set -o noclobber; : > "$HOME/lock" ) || exit 1; sleep 1;'
+    'bash -c \'( set -o noclobber; : > "$HOME/lock" ) || exit 1; ' + BUSY_SECOND + ";"
     ' trap "rm -f \\"\\$HOME/lock\\"" EXIT; sleep 0.3\'\n'
     "alias mark='echo marked'\n"
 )

@@ -151,10 +151,13 @@ def test_a_background_tool_call_past_the_job_limit_is_a_tool_error(
     assert [t.state for t in listing(server).terminals] == ["running"]
 
 
-# `(a+)+$` over this many a's and a `!` backtracks for seconds (2^25 ways to split).
-CATASTROPHIC_LINE = "a" * 25 + "!"
-# A ping takes about a millisecond; one the event loop cannot answer this fast is frozen.
-PING_BOUND_SECONDS = 1.0
+# `(a+)+$` over this many a's and a `!` backtracks for minutes (2^30 ways to split,
+# about 0.1 us each): a search on the event loop would freeze it far longer than
+# any machine's load delays a ping.
+CATASTROPHIC_LINE = "a" * 30 + "!"
+# A ping takes about a millisecond, and up to a second on a loaded machine (the
+# OS runs the loop late): a gap ten times that is a frozen loop.
+PING_BOUND_SECONDS = 10.0
 
 
 def test_a_catastrophic_ready_pattern_never_freezes_the_server(

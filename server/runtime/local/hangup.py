@@ -1,4 +1,5 @@
-"""Hanging up on an rc capture, and how long it may go on running its EXIT traps.
+"""Hanging up on an rc capture, and how long it may go on running its EXIT traps
+(or, at shutdown, its rc, before the hang-up).
 
 A trap releases what the rc holds (pyenv's lock), so it is never cut short
 while it still makes progress: a process of the capture started or ended,
@@ -64,7 +65,13 @@ async def hang_up(tracker: Tracker, spared: set[int] | None = None) -> None:
     died of the SIGHUP first would take that for the end of its script, run its
     EXIT trap as at a normal exit, and then be ended mid-trap by its own SIGHUP."""
     procs.signal_all(procs.parents_first(tracker.members() - (spared or set())), signal.SIGHUP)
-    progress = Progress(anyio.current_time())
+    await while_progressing(tracker, HANGUP_STALL_SECONDS, HANGUP_BOUND_SECONDS)
+
+
+async def while_progressing(tracker: Tracker, stall: float, bound: float) -> None:
+    """Wait for the tracker's processes to be gone, while they make progress
+    (`Progress`, with `stall` and `bound`)."""
+    progress = Progress(anyio.current_time(), stall, bound)
     for pause in polling.intervals():
         members = tracker.members()
         if not members:

@@ -15,11 +15,14 @@ it would undo the sandbox at the next capture. With the sandbox off it runs on
 the host, as the user's own shell would.
 
 A capture is a task of the runtime's, not of the request that first needed it,
-and is let finish: at shutdown it gets up to its deadline (at most
-WIND_DOWN_FINISH_SECONDS) before it is hung up on. No moment of a signal is safe:
-pyenv's `rehash` takes its lock before it sets the trap that frees it, and a
-signal between the two left the lock behind, so every later shell of the user
-that sourced the rc waited 60 s for it. One given up on (at its deadline, or at
+and is let finish: at shutdown it gets up to WIND_DOWN_FINISH_SECONDS while it
+makes progress (`hangup.Progress`) before it is hung up on. No moment of a
+signal is safe: pyenv's `rehash` takes its lock before it sets the trap that
+frees it, and a signal between the two left the lock behind, so every later
+shell of the user that sourced the rc waited 60 s for it. That window is work
+(forks, CPU), so it is waited out; an rc that sleeps or waits on something is
+given up on after WIND_DOWN_STALL_SECONDS without progress, so a slow rc does
+not hold up every end of the server. One given up on (at its deadline, or at
 shutdown) is hung up on before it is killed: bash runs its EXIT traps on SIGHUP.
 """
 
@@ -49,8 +52,10 @@ MAX_SNAPSHOT_BYTES = 16 * 1024 * 1024
 DUMP_READ_BYTES = 64 * 1024
 # Once the capture and all it started are gone, how long the pipe may take to end.
 DUMP_EOF_SECONDS = 1.0
-# At shutdown, the most a running capture may go on to finish by itself.
+# At shutdown, the most a running capture may go on to finish by itself,
 WIND_DOWN_FINISH_SECONDS = 5.0
+# and how long it may make no progress meanwhile (an rc that sleeps).
+WIND_DOWN_STALL_SECONDS = 0.3
 
 _log = log.get("snapshot")
 
@@ -109,6 +114,14 @@ class Capture:
         # Set once it is gone with all it started.
         self.gone = anyio.Event()
 
+    async def wind_down(self) -> None:
+        """Let it finish while it makes progress; hang up on what is left."""
+        await hangup.while_progressing(
+            self.tracker, WIND_DOWN_STALL_SECONDS, WIND_DOWN_FINISH_SECONDS
+        )
+        if not self.gone.is_set():
+            await self.hang_up()
+
     async def hang_up(self) -> None:
         """SIGHUP to the shells, not to bwrap and its init: their death would kill
         every process in the sandbox at once, mid-trap."""
@@ -151,15 +164,12 @@ class SnapshotStore:
         self.winding_down = False
 
     async def wind_down(self) -> None:
-        """Let every running capture finish, within its deadline and at most
-        WIND_DOWN_FINISH_SECONDS; hang up on those still running then."""
+        """Let every running capture finish while it makes progress (at most
+        WIND_DOWN_FINISH_SECONDS, and within its deadline); then hang up on it."""
         self.winding_down = True
-        with anyio.move_on_after(WIND_DOWN_FINISH_SECONDS):
-            for capture in list(self._running):
-                await capture.gone.wait()
         async with anyio.create_task_group() as tg:
             for capture in list(self._running):
-                tg.start_soon(capture.hang_up)
+                tg.start_soon(capture.wind_down)
 
     async def get(self, shell: str, env: Mapping[str, str], policy: Policy | None) -> Path | None:
         """The snapshot for shells of `shell` with `env` under `policy`; None
