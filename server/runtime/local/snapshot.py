@@ -193,6 +193,8 @@ class SnapshotStore:
             capture = await self._start(shell, env, policy, tracker, dump)
         except (OSError, SandboxUnavailable):
             # A sandbox that cannot start fails the session's shell too, and says why there.
+            capture = None
+        if capture is None:
             dump.close()
             tracker.release()
             return None
@@ -214,14 +216,19 @@ class SnapshotStore:
         policy: Policy | None,
         tracker: Tracker,
         dump: Dump,
-    ) -> Capture:
+    ) -> Capture | None:
         """Start the capture behind the gate (in `policy`'s sandbox) and let it
-        through once it is placed."""
+        through once it is placed; None once the runtime winds down."""
         argv = [shell, "--posix", "-c", GATE, "gate", shell, "-l", "-c"]
         argv.append(capture_script(shell, dump.write_end))
         launch = await bwrap.wrap(
             argv, policy, cwd=_capture_cwd(policy), runtime_dir=str(self._dir)
         )
+        if self.winding_down:
+            # Its wind-down did not wait for a capture not yet started: a tenant's
+            # end removes its cgroups (the tracker's too) and its directory next.
+            launch.close()
+            return None
         gate_in, go = os.pipe()
         try:
             process = child.spawn(
@@ -270,11 +277,14 @@ class SnapshotStore:
         self, shell: str, number: int, dump: Dump, timed_out: bool, status: int | None
     ) -> Path | None:
         """The snapshot file, written from a complete dump; else a warning."""
+        if self.winding_down:
+            # Cut short or not, the runtime starts no shell now, and its directory
+            # goes next; a capture cut short says nothing about the rc.
+            return None
         if timed_out or not dump.complete:
-            if not self.winding_down:
-                reason = self._failure(timed_out, dump.oversized, status)
-                _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
-                STATS.rc_captured(ok=False)
+            reason = self._failure(timed_out, dump.oversized, status)
+            _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
+            STATS.rc_captured(ok=False)
             return None
         path = self._dir / f"snapshot-{number}.sh"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
