@@ -2,7 +2,8 @@
 socket filter), as root and as uid 65534, a command finds neither the daemon's
 socket, its directory nor its token file, and a connection it makes anyway (to
 the socket linked into its workspace) is refused, though its uid is the daemon's.
-And a capture of the rc whose tenant ends before it starts never starts."""
+And a capture of the rc whose tenant ends before it starts never starts; one that
+fails costs a warning, never the daemon."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from bashrpc.protocol import messages
+from bashrpc.protocol.methods import ServerStatsParams, ServerStatsResult
 from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, DaemonProcess, introduce
 from tests.githost import AS_NOBODY, USERS, Host
@@ -171,4 +173,31 @@ def test_a_client_that_names_itself_runs_commands_with_its_rc(host: Host, mode: 
         assert FAILED not in daemon.stderr()
     finally:
         client.kill()
+        daemon.kill()
+
+
+def test_a_capture_that_fails_costs_a_warning_not_the_daemon(host: Host) -> None:
+    """An rc that takes the file its snapshot was to be written to (the sandbox off,
+    so it can) fails the capture: one warning, counted, shells without the setup,
+    and the daemon serves on."""
+    runtime = host.base / "runtime"
+    host.write(runtime / "README", "")
+    host.write(host.base / "ws" / "README", "")
+    taken = f'for d in {runtime}/bashrpc-*/t*/; do : > "$d"snapshot-1.sh; done\n'
+    host.write(host.home / ".bashrc", taken + "alias mark='echo marked'\n")
+    daemon = host_daemon(host, '[sandbox]\nmode = "off"\n', env={"TMPDIR": str(runtime)})
+    first = host_client(host, daemon)
+    second = None
+    try:
+        assert first.bash("type mark || echo none").output.endswith("none\n")
+        stats = first.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+        assert stats.rc_capture_failures == 1
+        assert daemon.stderr().count(FAILED) == 1, daemon.stderr()
+        second = host_client(host, daemon)
+        assert second.bash("echo alive").output == "alive\n"
+        assert daemon.proc.poll() is None
+    finally:
+        for client in (first, second):
+            if client is not None:
+                client.kill()
         daemon.kill()
