@@ -260,6 +260,7 @@ SNAPSHOT_FAILED = "could not capture the shell setup from {rc} ({reason}); shell
 SNAPSHOT_TIMED_OUT = "it did not finish within {seconds} s"
 SNAPSHOT_EXITED = "it exited with status {status} before finishing"
 SNAPSHOT_TOO_LARGE = "what it defined came to more than {mib} MiB"
+SNAPSHOT_ERROR = "it could not be run or kept: {error}"
 STDOUT_GONE = "stdout is gone ({reason}); shutting down"
 CLIENT_GONE = "a client connection is gone ({reason})"
 DRAINING = "received SIGTERM; draining: no new commands, {seconds} s for the running ones"

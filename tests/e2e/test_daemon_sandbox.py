@@ -1,7 +1,9 @@
 """No way back to the daemon from a sandbox it started: with the network on (no
 socket filter), as root and as uid 65534, a command finds neither the daemon's
 socket, its directory nor its token file, and a connection it makes anyway (to
-the socket linked into its workspace) is refused, though its uid is the daemon's."""
+the socket linked into its workspace) is refused, though its uid is the daemon's.
+And a capture of the rc whose tenant ends before it starts never starts; one that
+fails costs a warning, never the daemon."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol import messages
+from bashrpc.protocol.methods import ServerStatsParams, ServerStatsResult
 from bashrpc.server.daemon import socketpath
-from tests.daemon import AttachProcess, DaemonProcess
+from tests.daemon import AttachProcess, DaemonProcess, introduce
 from tests.githost import AS_NOBODY, USERS, Host
 from tests.rpc import wait_until
 from tests.sandboxing import skip_without_sandbox
@@ -39,6 +43,8 @@ except (BrokenPipeError, ConnectionResetError):
 except OSError as exc:
     print("reply:", type(exc).__name__)
 """
+# How the warning of a failed rc capture starts.
+FAILED = messages.SNAPSHOT_FAILED.partition("{")[0]
 
 
 @pytest.fixture(params=USERS)
@@ -57,6 +63,28 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def host_daemon(
+    host: Host, settings: str, *args: str, env: dict[str, str] | None = None
+) -> DaemonProcess:
+    """`bashrpc daemon` as the host's user, with `settings`, on the workspace `ws`."""
+    host.write(host.base / "settings.toml", settings)
+    return DaemonProcess(
+        *("--config", str(host.base / "settings.toml"), "--workspace", str(host.base / "ws")),
+        *args,
+        tmp=host.base,
+        env=env,
+        launcher=AS_NOBODY if host.user == "nobody" else (),
+    )
+
+
+def host_client(host: Host, daemon: DaemonProcess) -> AttachProcess:
+    """A host of the daemon's user connected to it (a peer of another uid is refused)."""
+    launcher = AS_NOBODY if host.user == "nobody" else ()
+    return AttachProcess(
+        tmp=host.base, socket_path=daemon.wait_listening().socket_path, launcher=launcher
+    )
+
+
 @pytest.mark.parametrize(
     ("mode", "network"),
     [("read-only", True), ("workspace-write", True), ("workspace-write", False), ("full", True)],
@@ -66,20 +94,17 @@ def test_a_sandboxed_command_cannot_reach_the_daemon(host: Host, mode: str, netw
     host.write(workspace / "probe.py", PROBE)
     host.write(host.base / "secret" / "token", TOKEN + "\n", mode=0o600)
     settings = f'[sandbox]\nmode = "{mode}"\nnetwork = {str(network).lower()}\n'
-    host.write(host.base / "settings.toml", settings)
-    launcher = AS_NOBODY if host.user == "nobody" else ()
-    daemon = DaemonProcess(
-        *("--config", str(host.base / "settings.toml"), "--workspace", str(workspace)),
+    daemon = host_daemon(
+        host,
+        settings,
         *("--http", "127.0.0.1:0", "--token-file", str(host.base / "secret" / "token")),
-        tmp=host.base,
-        launcher=launcher,
     )
     client = None
     try:
         daemon.wait_listening()
         # Another way to the socket than its own path: a second name in the workspace.
         os.link(daemon.socket_path, workspace / "back.sock")
-        client = AttachProcess(tmp=host.base, socket_path=daemon.socket_path, launcher=launcher)
+        client = host_client(host, daemon)
         sock = daemon.socket_path
         seen = client.bash(
             f"ls -A {sock.parent}; test -e {sock} && echo socket-seen; "
@@ -129,3 +154,50 @@ def test_a_peer_in_a_pid_namespace_below_ours_is_told_apart(tmp_path: Path) -> N
             finally:
                 peer.kill()
                 peer.wait()
+
+
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write", "full"])
+def test_a_client_that_names_itself_runs_commands_with_its_rc(host: Host, mode: str) -> None:
+    """The connection's own tenant ends as the connection names its client, while
+    that tenant's first capture still waits for the sandbox's probe: a capture
+    then started in the cgroup the tenant's end had removed, its child failed
+    before exec, and the daemon died. The client's own tenant captures the rc."""
+    host.write(host.base / "ws" / "README", "")
+    host.write(host.home / ".bashrc", "alias mark='echo marked'\n")
+    daemon = host_daemon(host, f'[sandbox]\nmode = "{mode}"\n')
+    client = host_client(host, daemon)
+    try:
+        introduce(client, "alice")
+        assert client.bash("mark").output == "marked\n", daemon.stderr()
+        assert daemon.proc.poll() is None
+        assert FAILED not in daemon.stderr()
+    finally:
+        client.kill()
+        daemon.kill()
+
+
+def test_a_capture_that_fails_costs_a_warning_not_the_daemon(host: Host) -> None:
+    """An rc that takes the file its snapshot was to be written to (the sandbox off,
+    so it can) fails the capture: one warning, counted, shells without the setup,
+    and the daemon serves on."""
+    runtime = host.base / "runtime"
+    host.write(runtime / "README", "")
+    host.write(host.base / "ws" / "README", "")
+    taken = f'for d in {runtime}/bashrpc-*/t*/; do : > "$d"snapshot-1.sh; done\n'
+    host.write(host.home / ".bashrc", taken + "alias mark='echo marked'\n")
+    daemon = host_daemon(host, '[sandbox]\nmode = "off"\n', env={"TMPDIR": str(runtime)})
+    first = host_client(host, daemon)
+    second = None
+    try:
+        assert first.bash("type mark || echo none").output.endswith("none\n")
+        stats = first.typed(ServerStatsResult, "server/stats", ServerStatsParams())
+        assert stats.rc_capture_failures == 1
+        assert daemon.stderr().count(FAILED) == 1, daemon.stderr()
+        second = host_client(host, daemon)
+        assert second.bash("echo alive").output == "alive\n"
+        assert daemon.proc.poll() is None
+    finally:
+        for client in (first, second):
+            if client is not None:
+                client.kill()
+        daemon.kill()

@@ -28,6 +28,7 @@ shutdown) is hung up on before it is killed: bash runs its EXIT traps on SIGHUP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -184,8 +185,12 @@ class SnapshotStore:
         return self._cache[key]
 
     async def _make_for(self, key: Key, env: Mapping[str, str], made: anyio.Event) -> None:
+        """A task of the runtime's (a daemon's, for a tenant's capture): whatever
+        fails in it costs what a failing rc does, never the server."""
         try:
             self._cache[key] = await self._make(key[0], env, key[2])
+        except Exception as exc:
+            self._failed(key[0], messages.SNAPSHOT_ERROR.format(error=exc))
         finally:
             self._cache.setdefault(key, None)
             del self._pending[key]
@@ -197,14 +202,18 @@ class SnapshotStore:
             return None
         self._count += 1
         number = self._count
-        tracker = self._containment.tracker(f"snapshot{number}")
         dump = Dump()
+        tracker = self._containment.tracker(f"snapshot{number}")
+        capture = None
         try:
-            capture = await self._start(shell, env, policy, tracker, dump)
-        except (OSError, SandboxUnavailable):
             # A sandbox that cannot start fails the session's shell too, and says why there.
-            dump.close()
-            tracker.release()
+            with contextlib.suppress(OSError, SandboxUnavailable):
+                capture = await self._start(shell, env, policy, tracker, dump)
+        finally:
+            if capture is None:
+                dump.close()
+                tracker.release()
+        if capture is None:
             return None
         try:
             async with anyio.create_task_group() as reading:
@@ -224,14 +233,19 @@ class SnapshotStore:
         policy: Policy | None,
         tracker: Tracker,
         dump: Dump,
-    ) -> Capture:
+    ) -> Capture | None:
         """Start the capture behind the gate (in `policy`'s sandbox) and let it
-        through once it is placed."""
+        through once it is placed; None once the runtime winds down."""
         argv = [shell, "--posix", "-c", GATE, "gate", shell, "-l", "-c"]
         argv.append(capture_script(shell, dump.write_end))
         launch = await bwrap.wrap(
             argv, policy, cwd=_capture_cwd(policy), runtime_dir=str(self._dir)
         )
+        if self.winding_down:
+            # Its wind-down did not wait for a capture not yet started: a tenant's
+            # end removes its cgroups (the tracker's too) and its directory next.
+            launch.close()
+            return None
         gate_in, go = os.pipe()
         try:
             process = child.spawn(
@@ -280,11 +294,12 @@ class SnapshotStore:
         self, shell: str, number: int, dump: Dump, timed_out: bool, status: int | None
     ) -> Path | None:
         """The snapshot file, written from a complete dump; else a warning."""
+        if self.winding_down:
+            # Cut short or not, the runtime starts no shell now, and its directory
+            # goes next; a capture cut short says nothing about the rc.
+            return None
         if timed_out or not dump.complete:
-            if not self.winding_down:
-                reason = self._failure(timed_out, dump.oversized, status)
-                _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
-                STATS.rc_captured(ok=False)
+            self._failed(shell, self._failure(timed_out, dump.oversized, status))
             return None
         path = self._dir / f"snapshot-{number}.sh"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -292,6 +307,13 @@ class SnapshotStore:
             file.write(dump.data)
         STATS.rc_captured(ok=True)
         return path
+
+    def _failed(self, shell: str, reason: str) -> None:
+        """One warning, one failure counted; none for a capture the wind-down cut
+        short, which says nothing about the rc."""
+        if not self.winding_down:
+            _log.warning(messages.SNAPSHOT_FAILED.format(rc=rc_file(shell), reason=reason))
+            STATS.rc_captured(ok=False)
 
     def _failure(self, timed_out: bool, oversized: bool, status: int | None) -> str:
         if timed_out:
