@@ -42,6 +42,9 @@ ENV_TOO_LARGE = (
     " (a pointer each included), where an exec takes {limit} (ARG_MAX) and {room}"
     " of them are kept for command lines - at `$.{field}`"
 )
+# An editor's stand-in says this where a command has no terminal (the script
+# `runtime/seam/noterminal/editor` carries the text; a test holds them equal).
+NO_TERMINAL = "{program}: no terminal; use a PTY session or edit the file with a command"
 CWD_NOT_DIRECTORY = "Not a directory: {path}"
 ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"
