@@ -290,6 +290,13 @@ class SessionInfo(Result, omit_defaults=True):
         list[RequestId] | None,
         described("The ids of the commands waiting for their turn, first in line first."),
     ] = None
+    needs_input: Annotated[
+        list[NeedsInput] | None,
+        described(
+            "Its PTY commands that wait for their person now, as `bash/needsInput` told"
+            " them; absent when none does."
+        ),
+    ] = None
 
 
 class SessionListResult(Result):
@@ -411,6 +418,27 @@ class PtyOutput(Result):
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
     seq: Annotated[int, described("The notification's number for its request, from 0.")]
     data: Annotated[str, described("Raw terminal bytes, base64.")]
+
+
+class NeedsInput(Result):
+    """Params of ``bash/needsInput``: a PTY command waits for its person, told once
+    per wait, after its processes have sat blocked on their terminal for the settle
+    time (``input.settleSeconds``). The command keeps running: answer with
+    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``."""
+
+    request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
+    session_id: Annotated[str, described(_SESSION_ID)]
+    prompt: Annotated[str, described("The terminal's line at its cursor: what it asks.")]
+    secret: Annotated[
+        bool,
+        described(
+            "The terminal reads a line without echoing it: a password or a passphrase."
+            " Only the user should answer it."
+        ),
+    ]
+    since: Annotated[float, described("When the wait was first seen, in seconds since the epoch.")]
+    pid: Annotated[int | None, described("The process blocked on the terminal.")]
+    program: Annotated[str | None, described("That process's name (its `comm`).")]
 
 
 class BashChunk(Result, omit_defaults=True):
@@ -576,5 +604,6 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "bash/chunk": BashChunk,
     "pty/output": PtyOutput,
+    "bash/needsInput": NeedsInput,
     "server/draining": ServerDraining,
 }

@@ -14,7 +14,13 @@ from bashrpc.protocol.methods import BashChunk, BashParams, BashResult, PtySize
 from bashrpc.server.services.commands import CommandSpec, Terminal, clamp_timeout, terminal
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.resumable import Resumable
-from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
+from bashrpc.server.services.streams import (
+    ListenerFactory,
+    Notify,
+    command_streams,
+    input_emitter,
+    raw_emitter,
+)
 from bashrpc.server.settings import Settings
 
 
@@ -74,7 +80,9 @@ def listener(notify: Notify, spec: CommandSpec, record: Resumable | None = None)
             record.add(seq, data, 0)
         await send_raw(seq, data)
 
-    return command_streams(emit_chunk, emit_raw, terminal=spec.terminal is not None)
+    return command_streams(
+        emit_chunk, emit_raw, terminal=spec.terminal is not None, emit_input=input_emitter(notify)
+    )
 
 
 def finish(outcome: Outcome) -> BashResult:

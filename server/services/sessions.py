@@ -10,6 +10,7 @@ from bashrpc.protocol import messages, paths
 from bashrpc.protocol.methods import RequestId, SandboxMode
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
+from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.runtime import Runtime
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.sessions import Session, resolve_path
@@ -28,6 +29,8 @@ class SessionView(msgspec.Struct, frozen=True):
     owner: str | None
     # The ids of its commands waiting for their turn, first in line first.
     queued: list[RequestId]
+    # Its commands that wait for their person now.
+    input_waits: list[InputWait] = msgspec.field(default_factory=list)
 
 
 class SessionReset(msgspec.Struct, frozen=True):
@@ -139,6 +142,7 @@ class SessionService:
                 queued=[
                     t.request_id for t in s.line.waiting if isinstance(t.request_id, str | int)
                 ],
+                input_waits=self._commands.input_waits(s.id),
             )
             for s, n in zip(sessions, jobs, strict=True)
         ]

@@ -50,6 +50,7 @@ from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec, terminal
 from bashrpc.server.services.keys import encode_keys
 from bashrpc.server.services.resumable import Resumable, Resumables
+from bashrpc.server.services.streams import needs_input
 from bashrpc.server.settings import tightened
 from bashrpc.server.wire.registry import Registry
 
@@ -181,6 +182,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 owner=view.owner,
                 requests=_requests(ctx, view.id),
                 queued=view.queued or None,
+                needs_input=[needs_input(w) for w in view.input_waits] or None,
             )
         )
     return SessionListResult(sessions=infos)

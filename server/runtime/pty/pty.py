@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import termios
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -19,11 +20,11 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from bashrpc.server import fdio, log
-from bashrpc.server.runtime.containment import child, procs
+from bashrpc.server.runtime.containment import child, inputwait, procfacts, procs
 from bashrpc.server.runtime.containment.containment import Tracker
 from bashrpc.server.runtime.pty.screen import TerminalScreen
 from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.seam.backend import Snapshot
+from bashrpc.server.runtime.seam.backend import InputLook, Snapshot
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess
@@ -160,6 +161,21 @@ class PtyRun:
         async with self.screen.lock:
             render = self.screen.take()
             return await anyio.to_thread.run_sync(render)
+
+    def input_look(self) -> InputLook:
+        """The kernel's view of the program's processes (`inputwait`), and whether
+        its terminal reads lines without echoing them (a password's prompt)."""
+        if self._process is None or self._process.closed:
+            return InputLook(False)
+        found = inputwait.verdict(procfacts.look(self.tracker.members()))
+        if not found.waiting:
+            return InputLook(False, cpu=found.cpu)
+        try:
+            lflag = termios.tcgetattr(self._process.fd)[3]
+        except termios.error:
+            lflag = termios.ECHO
+        secret = not lflag & termios.ECHO and bool(lflag & termios.ICANON)
+        return InputLook(True, found.pid, found.program, secret, found.cpu)
 
     async def kill(self, grace_seconds: float) -> None:
         """Kill the program first, then whatever it left running."""
