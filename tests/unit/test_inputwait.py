@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from bashrpc.server.runtime.containment import inputwait
 from bashrpc.server.runtime.containment.inputwait import Descriptor, Kind, ProcFacts, verdict
 from bashrpc.server.runtime.run.inputwatch import Settling, prompt_of
@@ -97,3 +99,24 @@ def test_the_prompt_is_the_cursors_line_or_the_last_above_it() -> None:
     assert prompt_of(screen) == "[sudo] password:"
     blank_cursor = Snapshot(20, 4, ["Continue? [Y/n]", "", "", ""], 0, 1)
     assert prompt_of(blank_cursor) == "Continue? [Y/n]"
+
+
+def test_a_writer_held_up_by_a_reader_of_its_own_command_decides_nothing() -> None:
+    """`man` writing into `less`, which reads its terminal: waiting."""
+    pipe_out = (Descriptor(1, Kind.PIPE, inode=9, writes=True),)
+    writer = proc(30, "write", 1, pipe_out)
+    pager = proc(31, "read", 3, (Descriptor(0, Kind.PIPE, inode=9), Descriptor(3, Kind.TERMINAL)))
+    assert verdict([writer, pager]).waiting
+    # Writing to a pipe nobody of the command reads (the host's): busy.
+    assert not verdict([writer, proc(32, "read")]).waiting
+
+
+def test_a_daemon_of_the_command_sleeping_on_its_clients_decides_nothing() -> None:
+    """gpg-agent (a session of its own, no terminal) polls its sockets while gpg
+    reads the passphrase from the terminal."""
+    sockets = (Descriptor(0, Kind.OTHER), Descriptor(3, Kind.SOCKET))
+    agent = msgspec.structs.replace(proc(40, "poll", 3, sockets), sid=40)
+    gpg = msgspec.structs.replace(proc(41, "read"), sid=1)
+    assert verdict([gpg, agent]).waiting
+    # In the reader's own session, a process polling sockets is the network: busy.
+    assert not verdict([gpg, msgspec.structs.replace(agent, sid=1)]).waiting

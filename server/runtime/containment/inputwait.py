@@ -26,6 +26,7 @@ _POLLS = {
     "x86_64": {7, 23, 232, 270, 271, 281, 441},  # poll, select, epoll_wait, pselect6, ppoll...
     "aarch64": {22, 72, 73, 441},
 }
+_WRITES = {"x86_64": {1, 18, 20, 296}, "aarch64": {64, 66, 68, 70}}  # write, pwrite64, writev...
 _LOCKS = {"x86_64": {73, 202}, "aarch64": {32, 98}}  # flock, futex
 _SLEEPS = {"x86_64": {35, 230}, "aarch64": {101, 115}}  # nanosleep, clock_nanosleep
 # wait4, waitid, pause, rt_sigsuspend, rt_sigtimedwait: a child or a signal decides.
@@ -65,6 +66,8 @@ class ProcFacts(msgspec.Struct, frozen=True):
     cpu: int
     program: str
     fds: tuple[Descriptor, ...] = ()
+    # Its session: a daemon the command started (gpg-agent) has one of its own.
+    sid: int = 0
 
 
 class Activity(enum.Enum):
@@ -93,18 +96,43 @@ def _machine() -> str:
 MACHINE = _machine()
 
 
-def activity(proc: ProcFacts, writers: dict[int, set[int]]) -> Activity:
-    """One process's part: `writers` maps a pipe inode to the pids of the command
-    that hold it open for writing."""
+class Pipes(msgspec.Struct, frozen=True):
+    """Who of the command holds each pipe (by inode) open, for writing and for reading."""
+
+    writers: dict[int, set[int]]
+    readers: dict[int, set[int]]
+
+    @classmethod
+    def of(cls, procs: list[ProcFacts]) -> Pipes:
+        pipes = cls({}, {})
+        for proc in procs:
+            for d in proc.fds:
+                if d.kind is Kind.PIPE and d.inode is not None:
+                    side = pipes.writers if d.writes else pipes.readers
+                    side.setdefault(d.inode, set()).add(proc.pid)
+        return pipes
+
+    def others(self, side: dict[int, set[int]], d: Descriptor | None, pid: int) -> bool:
+        """Whether another process of the command holds that side of `d`'s pipe."""
+        if d is None or d.kind is not Kind.PIPE or d.inode is None:
+            return False
+        return bool(side.get(d.inode, set()) - {pid})
+
+
+def activity(proc: ProcFacts, pipes: Pipes) -> Activity:
+    """One process's part, given who of the command holds which pipe."""
     if proc.state in ("Z", "X", "T", "t"):
         return Activity.NEUTRAL
     if proc.state != "S" or proc.syscall is None:
         return Activity.BUSY
+    target = next((d for d in proc.fds if d.fd == proc.arg0), None)
     if proc.syscall in _READS[MACHINE]:
-        target = next((d for d in proc.fds if d.fd == proc.arg0), None)
-        return _reading(proc, target, writers)
+        return _reading(proc, target, pipes)
+    if proc.syscall in _WRITES[MACHINE] and pipes.others(pipes.readers, target, proc.pid):
+        # Held up by a reader of its own command (a pager): that one decides.
+        return Activity.NEUTRAL
     if proc.syscall in _POLLS[MACHINE]:
-        return _polling(proc, writers)
+        return _polling(proc, pipes)
     if proc.syscall in _LOCKS[MACHINE] or proc.syscall in _SLEEPS[MACHINE]:
         return Activity.BUSY
     if proc.syscall in _WAITS[MACHINE]:
@@ -112,50 +140,47 @@ def activity(proc: ProcFacts, writers: dict[int, set[int]]) -> Activity:
     return Activity.BUSY
 
 
-def _reading(proc: ProcFacts, target: Descriptor | None, writers: dict[int, set[int]]) -> Activity:
+def _reading(proc: ProcFacts, target: Descriptor | None, pipes: Pipes) -> Activity:
     if target is None:
         return Activity.BUSY
     if target.kind is Kind.TERMINAL:
         return Activity.INPUT
     if target.kind is Kind.SIGNAL:
         return Activity.NEUTRAL
-    if target.kind is Kind.PIPE and target.inode is not None:
-        # Fed by another of the command's processes: that one decides.
-        others = writers.get(target.inode, set()) - {proc.pid}
-        return Activity.NEUTRAL if others else Activity.BUSY
-    return Activity.BUSY
+    # Fed by another of the command's processes: that one decides.
+    return Activity.NEUTRAL if pipes.others(pipes.writers, target, proc.pid) else Activity.BUSY
 
 
-def _polling(proc: ProcFacts, writers: dict[int, set[int]]) -> Activity:
+def _polling(proc: ProcFacts, pipes: Pipes) -> Activity:
     """A program polling many descriptors (a REPL, a full-screen program): it waits
     for a person when its terminal is among them and nothing else could wake it
     (no socket, no pipe another of its processes writes)."""
     kinds = {d.kind for d in proc.fds}
     if Kind.TERMINAL not in kinds or Kind.SOCKET in kinds:
         return Activity.BUSY
-    fed = any(
-        d.kind is Kind.PIPE and not d.writes and writers.get(d.inode or -1, set()) - {proc.pid}
-        for d in proc.fds
-    )
+    fed = any(not d.writes and pipes.others(pipes.writers, d, proc.pid) for d in proc.fds)
     return Activity.BUSY if fed else Activity.INPUT
 
 
 def verdict(procs: list[ProcFacts]) -> Verdict:
-    """The command's state at one look: waiting when none is busy and one reads
-    its terminal (the deepest such process names it: the program, not its shell)."""
-    writers: dict[int, set[int]] = {}
-    for proc in procs:
-        for d in proc.fds:
-            if d.kind is Kind.PIPE and d.writes and d.inode is not None:
-                writers.setdefault(d.inode, set()).add(proc.pid)
+    """The command's state at one look: waiting when one reads its terminal (the
+    deepest such process names it: the program, not its shell) and none is busy,
+    but for daemons it started (another session, no terminal) sleeping on their
+    clients: they serve the command, which waits for its person."""
+    pipes = Pipes.of(procs)
     cpu = sum(p.cpu for p in procs)
-    asking: ProcFacts | None = None
-    for proc in procs:
-        part = activity(proc, writers)
-        if part is Activity.BUSY:
-            return Verdict(False, cpu=cpu)
-        if part is Activity.INPUT and (asking is None or proc.pid > asking.pid):
-            asking = proc
-    if asking is None:
+    parts = [(proc, activity(proc, pipes)) for proc in procs]
+    readers = [proc for proc, part in parts if part is Activity.INPUT]
+    if not readers:
+        return Verdict(False, cpu=cpu)
+    asking = max(readers, key=lambda proc: proc.pid)
+    if any(part is Activity.BUSY and not _daemon(proc, asking.sid) for proc, part in parts):
         return Verdict(False, cpu=cpu)
     return Verdict(True, asking.pid, asking.program, cpu)
+
+
+def _daemon(proc: ProcFacts, sid: int) -> bool:
+    """A sleeping process of another session than the asking one, without a terminal."""
+    return (
+        proc.state == "S" and proc.sid != sid and not any(d.kind is Kind.TERMINAL for d in proc.fds)
+    )

@@ -91,7 +91,7 @@ def facts(pid: int) -> ProcFacts | None:
     number, arg0 = _syscall(pid) if info.state == "S" else (None, None)
     fds = descriptors(pid) if info.state == "S" else ()
     program = raw_comm.decode(errors="replace").strip()
-    return ProcFacts(pid, info.state, wchan, number, arg0, info.cpu, program, fds)
+    return ProcFacts(pid, info.state, wchan, number, arg0, info.cpu, program, fds, info.sid)
 
 
 def look(pids: Iterable[int]) -> list[ProcFacts]:

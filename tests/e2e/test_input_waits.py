@@ -1,0 +1,85 @@
+"""The input issue's list through the real `bashrpc`: thirty commands that wait
+for their person, each told once by `bash/needsInput` (a secret one as such),
+and twenty busy ones never told (`tests/inputcases.py` holds the list)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.inputcases import BOUND_SECONDS, BUSY, WAITING, Case, missing, run_case
+from tests.rpc import ServerProcess
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[None]:
+    """An sshd of the case's own on loopback, its port in `sshd/port` beside the
+    case's directory."""
+    binary = shutil.which("sshd") or "/usr/sbin/sshd"
+    if os.geteuid() != 0 or not os.path.exists(binary):
+        pytest.skip("needs root and sshd (.ci/run installs openssh-server)")
+    here = tmp_path / "sshd"
+    here.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", here / "key"], check=True)
+    port = _free_port()
+    config = here / "config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {here / 'key'}\n"
+        "PasswordAuthentication yes\nUsePAM no\nPidFile none\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    server = subprocess.Popen([binary, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    try:
+        (here / "port").write_text(str(port))
+        yield
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _prepare(process: ServerProcess, case: Case, tmp_path: Path) -> str:
+    if reason := missing(case):
+        pytest.skip(reason)
+    directory = tmp_path / "case"
+    directory.mkdir()
+    if case.setup:
+        done = process.bash(case.setup, cwd=str(directory), timeout=BOUND_SECONDS)
+        assert done.exit_code == 0, done.output
+    return str(directory / case.cwd)
+
+
+@pytest.mark.parametrize("case", WAITING, ids=[c.name for c in WAITING])
+def test_a_wait_for_input_is_told_once(
+    process: ServerProcess, tmp_path: Path, case: Case, request: pytest.FixtureRequest
+) -> None:
+    if "sshd" in case.needs:
+        request.getfixturevalue("sshd")
+    seen = run_case(process, case, _prepare(process, case, tmp_path))
+    assert seen.wait is not None, f"{case.name}: not told"
+    assert seen.wait.secret == case.secret, seen.wait
+    assert seen.after_output is not None and seen.after_output < BOUND_SECONDS
+    assert seen.wait.pid is not None and seen.wait.program
+    told = [m for m in process.notifications("bash/needsInput")]
+    assert len(told) == 1, told
+
+
+@pytest.mark.parametrize("case", BUSY, ids=[c.name for c in BUSY])
+def test_a_busy_command_is_never_told(process: ServerProcess, tmp_path: Path, case: Case) -> None:
+    seen = run_case(process, case, _prepare(process, case, tmp_path))
+    assert seen.ended, f"{case.name}: did not end"
+    assert seen.wait is None, seen.wait
+    assert process.notifications("bash/needsInput") == []
