@@ -365,6 +365,13 @@ class PtyInputParams(Params):
     keys: Annotated[
         list[str] | None, described("Named keys to press: enter, tab, up, ctrl+c, alt+x, f5...")
     ] = None
+    secret: Annotated[
+        bool,
+        described(
+            "`data` is a secret (a password, a passphrase): refused while the terminal"
+            " echoes, and kept out of transcripts and logs."
+        ),
+    ] = False
 
 
 class PtyInputResult(Result):
@@ -436,7 +443,7 @@ class NeedsInput(Result):
             " Only the user should answer it."
         ),
     ]
-    since: Annotated[float, described("When the wait was first seen, in seconds since the epoch.")]
+    since: Annotated[str, described("When the wait was first seen: ISO 8601, UTC.")]
     pid: Annotated[int | None, described("The process blocked on the terminal.")]
     program: Annotated[str | None, described("That process's name (its `comm`).")]
 

@@ -251,6 +251,8 @@ def _admit_input(ctx: Ctx, params: PtyInputParams) -> None:
 @methods.method("pty/input", admit=_admit_input)
 async def pty_input(ctx: Ctx, params: PtyInputParams) -> PtyInputResult:
     lane = ctx.services.pty(params.request_id)
+    if params.secret and params.data and (await lane.running()).echoes():
+        raise errors.InvalidArgument(messages.SECRET_WOULD_ECHO)
 
     def encode(app_cursor: bool) -> bytes:
         return (params.data or "").encode() + encode_keys(params.keys or [], app_cursor=app_cursor)

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from bashrpc.protocol import messages
+from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.methods import BashParams, NeedsInput, PtyInputParams, PtyInputResult
 from tests.inputcases import BOUND_SECONDS, BUSY, WAITING, Case, missing, run_case
 from tests.rpc import ServerProcess
 
@@ -83,3 +87,50 @@ def test_a_busy_command_is_never_told(process: ServerProcess, tmp_path: Path, ca
     assert seen.ended, f"{case.name}: did not end"
     assert seen.wait is None, seen.wait
     assert process.notifications("bash/needsInput") == []
+
+
+SECRET = "hunter2-correct-horse"
+
+
+def _told(process: ServerProcess, ident: object) -> NeedsInput:
+    message = process.wait_for(
+        lambda m: (
+            m.method == "bash/needsInput" and notification_params(m, NeedsInput).request_id == ident
+        ),
+        BOUND_SECONDS,
+    )
+    return notification_params(message, NeedsInput)
+
+
+def test_a_secret_answer_is_written_nowhere(process: ServerProcess, tmp_path: Path) -> None:
+    command = "read -s -p 'Password: ' x; echo; echo \"got ${#x} characters\""
+    ident = process.request("bash", BashParams(command=command, pty=True, timeout=BOUND_SECONDS))
+    told = _told(process, ident)
+    assert told.secret and told.prompt == "Password:"
+    listed = process.sessions()["default"].needs_input
+    assert listed is not None and [w.request_id for w in listed] == [ident]
+    written = process.typed(
+        PtyInputResult,
+        "pty/input",
+        PtyInputParams(request_id=ident, data=SECRET, keys=["enter"], secret=True),
+    )
+    assert written.bytes_written == len(SECRET) + 1
+    result = process.bash_result(ident, BOUND_SECONDS)
+    assert f"got {len(SECRET)} characters" in result.output
+    assert process.sessions()["default"].needs_input is None
+    wrote = [line.decode(errors="replace") for line in process.raw_lines]
+    assert not [line for line in wrote if SECRET in line]
+    assert SECRET not in process.stderr()
+    kept = [p for p in tmp_path.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert kept == []
+
+
+def test_a_secret_is_refused_while_the_terminal_echoes(process: ServerProcess) -> None:
+    ident = process.request(
+        "bash", BashParams(command="read -p 'Name: ' x", pty=True, timeout=BOUND_SECONDS)
+    )
+    assert not _told(process, ident).secret
+    refused = process.error("pty/input", PtyInputParams(request_id=ident, data=SECRET, secret=True))
+    assert (refused.code, refused.data) == (ErrorCode.INVALID_PARAMS, messages.SECRET_WOULD_ECHO)
+    assert process.abort(request_id=ident)
+    assert SECRET not in process.bash_result(ident, BOUND_SECONDS).output

@@ -162,6 +162,18 @@ class PtyRun:
             render = self.screen.take()
             return await anyio.to_thread.run_sync(render)
 
+    def echoes(self) -> bool:
+        return bool(self._local_modes() & termios.ECHO)
+
+    def _local_modes(self) -> int:
+        """The terminal's lflag; ECHO when it cannot be read (assume the worst)."""
+        if self._process is None or self._process.closed:
+            return termios.ECHO
+        try:
+            return int(termios.tcgetattr(self._process.fd)[3])
+        except termios.error:
+            return termios.ECHO
+
     def input_look(self) -> InputLook:
         """The kernel's view of the program's processes (`inputwait`), and whether
         its terminal reads lines without echoing them (a password's prompt)."""
@@ -170,10 +182,7 @@ class PtyRun:
         found = inputwait.verdict(procfacts.look(self.tracker.members()))
         if not found.waiting:
             return InputLook(False, cpu=found.cpu)
-        try:
-            lflag = termios.tcgetattr(self._process.fd)[3]
-        except termios.error:
-            lflag = termios.ECHO
+        lflag = self._local_modes()
         secret = not lflag & termios.ECHO and bool(lflag & termios.ICANON)
         return InputLook(True, found.pid, found.program, secret, found.cpu)
 

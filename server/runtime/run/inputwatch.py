@@ -11,6 +11,7 @@ command moved on (printed, or stopped waiting).
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Awaitable, Callable
 
@@ -33,8 +34,8 @@ class InputWait(msgspec.Struct, frozen=True):
     # The terminal's last line: what the program asks.
     prompt: str
     secret: bool
-    # When it was first seen waiting (seconds since the epoch).
-    since: float
+    # When it was first seen waiting: ISO 8601, UTC.
+    since: str
     pid: int | None
     program: str | None
 
@@ -86,11 +87,11 @@ def prompt_of(screen: Snapshot) -> str:
 async def watch(
     run: PtyHandle,
     settle: float,
-    tell: Callable[[InputLook, str, float], Awaitable[None]],
+    tell: Callable[[InputLook, str, str], Awaitable[None]],
     ended: Callable[[], None],
 ) -> None:
     """Look while the program runs (cancelled by its runner); `tell` a wait with
-    its prompt and when it began (epoch seconds), `ended` when a told wait is over."""
+    its prompt and when it began (ISO 8601), `ended` when a told wait is over."""
     rule = Settling(settle)
     interval = min(POLL_SECONDS, settle / 4)
     while True:
@@ -104,6 +105,7 @@ async def watch(
         look = run.input_look()
         if rule.look(look, now):
             since = time.time() - (now - rule.first_seen)
-            await tell(look, prompt_of(await run.snapshot()), since)
+            stamp = datetime.datetime.fromtimestamp(since, datetime.UTC).isoformat()
+            await tell(look, prompt_of(await run.snapshot()), stamp.replace("+00:00", "Z"))
         elif was_told and not rule.told:
             ended()

@@ -122,7 +122,7 @@ async def _drive(
 async def _watch_input(run: PtyHandle, execution: Execution) -> None:
     """Keep `execution.input_wait` as the program stands, telling each new wait."""
 
-    async def tell(look: InputLook, prompt: str, since: float) -> None:
+    async def tell(look: InputLook, prompt: str, since: str) -> None:
         wait = InputWait(
             execution.request_id,
             execution.session_id,

@@ -138,6 +138,10 @@ class PtyHandle(Protocol):
 
     async def snapshot(self) -> Snapshot: ...
 
+    def echoes(self) -> bool:
+        """Whether the terminal echoes what is typed (a secret must not be typed then)."""
+        ...
+
     def input_look(self) -> InputLook:
         """Whether the program and what it started wait for their terminal now,
         from the kernel's view of their processes (a few reads of /proc)."""
