@@ -30,6 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
+from bench.inputwait import input_waits
 from bench.rows import MB, Row, percentile
 from bench.streamfloor import READY
 
@@ -77,6 +78,7 @@ class Sizes:
     many_sessions: int = 128
     daemon_connections: int = 64
     daemon_calls: int = 200
+    input_prompts: int = 20
 
 
 QUICK = Sizes(
@@ -101,6 +103,7 @@ QUICK = Sizes(
     many_sessions=4,
     daemon_connections=4,
     daemon_calls=5,
+    input_prompts=2,
 )
 
 
@@ -573,6 +576,7 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "interceptor": Bench.interceptor,
     "sandbox": Bench.sandbox,
     "fairness": lambda b: fairness(b) + daemon_connections(b),
+    "input": input_waits,
 }
 
 

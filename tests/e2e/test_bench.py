@@ -41,6 +41,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "sandbox",
         "fairness",
         "daemon",
+        "input",
     }
     measured = [row for row in data["rows"] if row["values"]]
     # A difference of two medians may come out below zero on a noisy machine.
