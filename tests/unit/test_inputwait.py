@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 
-from bashrpc.server.runtime.containment import inputwait
+from bashrpc.server.runtime.containment import inputwait, procfacts
 from bashrpc.server.runtime.containment.inputwait import Descriptor, Kind, ProcFacts, verdict
 from bashrpc.server.runtime.run.inputwatch import Settling, prompt_of
 from bashrpc.server.runtime.seam.backend import InputLook, Snapshot
@@ -120,3 +122,24 @@ def test_a_daemon_of_the_command_sleeping_on_its_clients_decides_nothing() -> No
     assert verdict([gpg, agent]).waiting
     # In the reader's own session, a process polling sockets is the network: busy.
     assert not verdict([gpg, msgspec.structs.replace(agent, sid=1)]).waiting
+
+
+def test_descriptors_are_known_by_their_links_alone() -> None:
+    """Nothing is followed: the link's text says the kind, fdinfo a pipe's ends."""
+    me = str(os.getpid())
+    assert procfacts.describe(0, "0", "/dev/pts/3").kind is Kind.TERMINAL
+    assert procfacts.describe(0, "0", "/dev/tty").kind is Kind.TERMINAL
+    assert procfacts.describe(0, "3", "socket:[77]").kind is Kind.SOCKET
+    assert procfacts.describe(0, "4", "anon_inode:[signalfd]").kind is Kind.SIGNAL
+    assert procfacts.describe(0, "5", "/dev/null").kind is Kind.OTHER
+    read_end, write_end = os.pipe()
+    try:
+        link = os.readlink(f"/proc/self/fd/{read_end}")
+        reading = procfacts.describe(int(me), str(read_end), link)
+        writing = procfacts.describe(int(me), str(write_end), link)
+        inode = int(link.removeprefix("pipe:[").removesuffix("]"))
+        assert (reading.kind, reading.inode, reading.writes) == (Kind.PIPE, inode, False)
+        assert (writing.inode, writing.writes) == (inode, True)
+    finally:
+        os.close(read_end)
+        os.close(write_end)

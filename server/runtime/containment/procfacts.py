@@ -1,22 +1,25 @@
 """The facts `inputwait` judges, read from /proc for a set of processes: each
 one's state, the kernel function and the syscall it sleeps in, and what its
-descriptors are. Descriptors are looked at through /proc's own links (stat and
-lstat), never opened, so a FIFO or a device a command made costs nothing."""
+descriptors are. A descriptor is known by its link's text and its fdinfo alone:
+nothing a command opened is followed, stat'ed or opened (a FIFO, a device, a
+file on a hung FUSE mount, anything a sandboxed command made)."""
 
 from __future__ import annotations
 
 import os
-import stat
+import re
 from collections.abc import Iterable
 
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.inputwait import Descriptor, Kind, ProcFacts
 
-# Character devices that are terminals: the pseudo-terminals' slaves, the
-# virtual consoles, /dev/tty and /dev/console (a PTY's master, 5:2, is not).
-_PTS_MAJORS = range(136, 144)
-_TTY_MAJOR = 4
-_ALT_TTY_MAJOR, _ALT_TTY_MINORS = 5, (0, 1)
+# The links of terminals: pseudo-terminals' slaves, /dev/tty, the consoles.
+_TERMINAL = re.compile(r"^/dev/(pts/\d+|tty\d*|console)$")
+_ANON = re.compile(r"^(pipe|socket):\[(\d+)\]$")
+_SIGNALFD = "anon_inode:[signalfd]"
+# fdinfo's flags are octal; the access mode is their low two bits.
+_ACCESS_MODE = 0o3
+_READ_ONLY = 0
 
 
 def _read(path: str) -> bytes | None:
@@ -27,24 +30,34 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def _kind(path: str, mode: int, rdev: int) -> Kind:
-    if stat.S_ISFIFO(mode):
-        return Kind.PIPE
-    if stat.S_ISSOCK(mode):
-        return Kind.SOCKET
-    if stat.S_ISCHR(mode):
-        major, minor = os.major(rdev), os.minor(rdev)
-        if major in _PTS_MAJORS or major == _TTY_MAJOR:
-            return Kind.TERMINAL
-        if major == _ALT_TTY_MAJOR and minor in _ALT_TTY_MINORS:
-            return Kind.TERMINAL
-        return Kind.OTHER
-    try:
-        if os.readlink(path) == "anon_inode:[signalfd]":
-            return Kind.SIGNAL
-    except OSError:
-        pass
-    return Kind.OTHER
+def _fdinfo(pid: int, fd: str) -> tuple[bool, int | None]:
+    """Whether the descriptor was opened for writing, and its inode."""
+    raw = _read(f"/proc/{pid}/fdinfo/{fd}") or b""
+    writes, inode = False, None
+    for line in raw.splitlines():
+        key, _, value = line.partition(b":")
+        if key == b"flags":
+            writes = int(value.strip(), 8) & _ACCESS_MODE != _READ_ONLY
+        elif key == b"ino":
+            inode = int(value.strip())
+    return writes, inode
+
+
+def describe(pid: int, fd: str, link: str) -> Descriptor:
+    """One descriptor from the text of its /proc link (and fdinfo for pipes)."""
+    if _TERMINAL.match(link):
+        return Descriptor(int(fd), Kind.TERMINAL)
+    if link == _SIGNALFD:
+        return Descriptor(int(fd), Kind.SIGNAL)
+    anon = _ANON.match(link)
+    if anon is not None and anon.group(1) == "socket":
+        return Descriptor(int(fd), Kind.SOCKET)
+    if anon is None and (not link.startswith("/") or link.startswith("/dev/")):
+        return Descriptor(int(fd), Kind.OTHER)
+    # A pipe, or a path: a read that sleeps on a path sleeps on a FIFO (a file's
+    # read waits for the disk, in state D), so both count as pipes by inode.
+    writes, inode = _fdinfo(pid, fd)
+    return Descriptor(int(fd), Kind.PIPE, inode, writes)
 
 
 def descriptors(pid: int) -> tuple[Descriptor, ...]:
@@ -56,15 +69,11 @@ def descriptors(pid: int) -> tuple[Descriptor, ...]:
         return ()
     found = []
     for name in names:
-        path = f"{base}/{name}"
         try:
-            link = os.lstat(path)
-            target = os.stat(path)
+            link = os.readlink(f"{base}/{name}")
         except OSError:
             continue
-        kind = _kind(path, target.st_mode, target.st_rdev)
-        inode = target.st_ino if kind is Kind.PIPE else None
-        found.append(Descriptor(int(name), kind, inode, bool(link.st_mode & stat.S_IWUSR)))
+        found.append(describe(pid, name, link))
     return tuple(found)
 
 
