@@ -94,13 +94,16 @@ async def watch(
     its prompt and when it began (ISO 8601), `ended` when a told wait is over."""
     rule = Settling(settle)
     interval = min(POLL_SECONDS, settle / 4)
+    looked = 0.0
     while True:
-        await anyio.sleep(interval)
+        # A told wait may last hours (a REPL): looked at once per settle time then.
+        await anyio.sleep(settle if rule.told else interval)
         now = anyio.current_time()
+        if run.last_data >= looked and rule.moved():
+            ended()  # it printed since the last look: that wait is over
         if now - run.last_data < interval:
-            if rule.moved():
-                ended()
             continue
+        looked = now
         was_told = rule.told
         look = run.input_look()
         if rule.look(look, now):
