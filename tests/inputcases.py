@@ -56,6 +56,14 @@ MAKEFILE = (
     " && printf 'int main(void){return 0;}\\n' > m.c"
     " && printf 'all: a.o b.o m.o\\n\\tcc -o p a.o b.o m.o\\n' > Makefile"
 )
+# A distribution pip finds on PYTHONPATH and may uninstall (nothing of the system's:
+# hence --break-system-packages, which a distribution's own Python asks for).
+FAKE_DIST = (
+    "mkdir -p site/fakepkg-1.0.dist-info && touch site/fakepkg.py"
+    " && printf 'Metadata-Version: 2.1\\nName: fakepkg\\nVersion: 1.0\\n'"
+    " > site/fakepkg-1.0.dist-info/METADATA"
+    " && printf 'fakepkg.py,,\\n' > site/fakepkg-1.0.dist-info/RECORD"
+)
 ROOT_ONLY = "" if os.geteuid() == 0 else "runs as root (it asks root's password)"
 
 WAITING = [
@@ -100,8 +108,16 @@ WAITING = [
     ),
     Case("git-add-p", "echo c >> a && git add -p", needs=("git",), setup=REPO, cwd="r"),
     Case("npm-init", "npm init --yes=false", needs=("npm",)),
-    Case("pip-uninstall", "pip uninstall x", skip="needs a package pip may remove"),
-    Case("apt-get-install", "apt-get install x", skip="needs the network and changes the system"),
+    # The server turns pip's prompts off (PIP_NO_INPUT); a user may turn them on.
+    Case(
+        "pip-uninstall",
+        "env -u PIP_NO_INPUT PYTHONPATH=site"
+        " python3 -m pip uninstall --break-system-packages fakepkg",
+        needs=("python3",),
+        setup=FAKE_DIST,
+    ),
+    # It asks before it downloads anything; the case ends at the question.
+    Case("apt-get-install", "apt-get install emacs-nox", needs=("apt-get",), skip=ROOT_ONLY),
     Case("rm-i", "rm -i f", setup="touch f"),
     Case("cp-i", "cp -i a b", setup="touch a b"),
     Case("mv-i", "mv -i a b", setup="touch a b"),
