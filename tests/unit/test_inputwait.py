@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import termios
 
 import msgspec
 
@@ -143,3 +144,20 @@ def test_descriptors_are_known_by_their_links_alone() -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_terminals_modes_are_read_from_the_process_own_descriptor() -> None:
+    master, slave = os.openpty()
+    try:
+        modes = termios.tcgetattr(slave)
+        modes[3] &= ~termios.ECHO
+        termios.tcsetattr(slave, termios.TCSANOW, modes)
+        lflag = procfacts.terminal_modes(os.getpid(), slave)
+        assert lflag is not None and not lflag & termios.ECHO and lflag & termios.ICANON
+        read_end, write_end = os.pipe()
+        assert procfacts.terminal_modes(os.getpid(), read_end) is None  # no terminal
+        os.close(read_end)
+        os.close(write_end)
+    finally:
+        os.close(master)
+        os.close(slave)

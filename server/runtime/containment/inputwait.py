@@ -86,6 +86,9 @@ class Verdict(msgspec.Struct, frozen=True):
     program: str | None = None
     # All processes' CPU time: a wait that holds across looks never adds to it.
     cpu: int = 0
+    # The asking process's descriptor of the terminal it waits on (its own: a
+    # program may run another on a terminal of its own, as `su -P` does).
+    terminal_fd: int | None = None
 
 
 def _machine() -> str:
@@ -176,7 +179,15 @@ def verdict(procs: list[ProcFacts]) -> Verdict:
     asking = max(readers, key=lambda proc: proc.pid)
     if any(part is Activity.BUSY and not _daemon(proc, asking.sid) for proc, part in parts):
         return Verdict(False, cpu=cpu)
-    return Verdict(True, asking.pid, asking.program, cpu)
+    return Verdict(True, asking.pid, asking.program, cpu, _terminal_fd(asking))
+
+
+def _terminal_fd(proc: ProcFacts) -> int | None:
+    """The terminal it reads, or the first it holds (when it polls)."""
+    read = next((d for d in proc.fds if d.fd == proc.arg0), None)
+    if read is not None and read.kind is Kind.TERMINAL:
+        return read.fd
+    return next((d.fd for d in proc.fds if d.kind is Kind.TERMINAL), None)
 
 
 def _daemon(proc: ProcFacts, sid: int) -> bool:

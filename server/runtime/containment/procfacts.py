@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import termios
 from collections.abc import Iterable
 
 from bashrpc.server.runtime.containment import procs
@@ -106,3 +107,34 @@ def facts(pid: int) -> ProcFacts | None:
 def look(pids: Iterable[int]) -> list[ProcFacts]:
     """The facts of each process still there."""
     return [found for pid in sorted(pids) if (found := facts(pid)) is not None]
+
+
+# pidfd_getfd(2), the same number on every architecture.
+_PIDFD_GETFD = 438
+
+
+def terminal_modes(pid: int, fd: int) -> int | None:
+    """The local modes (lflag) of the terminal a process holds as `fd`, or None.
+
+    The process's own open file is duplicated (pidfd_getfd), never a path
+    opened: what the descriptor is cannot make this block, and a descriptor
+    that is no terminal just fails the ioctl."""
+    libc = procs.libc()
+    if libc is None:
+        return None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return None
+    try:
+        mine = int(libc.syscall(_PIDFD_GETFD, pidfd, fd, 0))
+        if mine < 0:
+            return None
+        try:
+            return int(termios.tcgetattr(mine)[3])
+        except termios.error:
+            return None
+        finally:
+            os.close(mine)
+    finally:
+        os.close(pidfd)

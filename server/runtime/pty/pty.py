@@ -182,7 +182,11 @@ class PtyRun:
         found = inputwait.verdict(procfacts.look(self.tracker.members()))
         if not found.waiting:
             return InputLook(False, cpu=found.cpu)
-        lflag = self._local_modes()
+        lflag = None
+        if found.pid is not None and found.terminal_fd is not None:
+            lflag = procfacts.terminal_modes(found.pid, found.terminal_fd)
+        if lflag is None:
+            lflag = self._local_modes()
         secret = not lflag & termios.ECHO and bool(lflag & termios.ICANON)
         return InputLook(True, found.pid, found.program, secret, found.cpu)
 
