@@ -215,3 +215,13 @@ def test_each_wait_is_told_once_and_the_next_one_again(process: ServerProcess) -
     process.typed(PtyInputResult, "pty/input", PtyInputParams(request_id=ident, data="two\r"))
     assert "one two" in process.bash_result(ident, BOUND_SECONDS).output
     assert len(process.notifications("bash/needsInput")) == 2
+
+
+def test_a_full_screen_program_that_redraws_is_told_once(process: ServerProcess) -> None:
+    """`top` redraws every 3 s while it waits for a key: one wait, not one per redraw."""
+    if shutil.which("top") is None:
+        pytest.skip("not installed: top")
+    ident = process.request("bash", BashParams(command="top", pty=True, timeout=10))
+    assert _told(process, ident).program == "top"
+    process.bash_result(ident, BOUND_SECONDS)
+    assert len(process.notifications("bash/needsInput")) == 1

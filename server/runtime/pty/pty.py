@@ -67,6 +67,7 @@ class PtyRun:
         self._process: PtyProcess | None = None
         self.eof = anyio.Event()
         self.last_data = 0.0
+        self.last_input = 0.0
         self.returncode: int | None = None
         self.finished = False
 
@@ -147,6 +148,7 @@ class PtyRun:
 
     async def write(self, data: bytes) -> None:
         assert self._process is not None
+        self.last_input = anyio.current_time()
         await fdio.write_all(self._process.fd, data)
 
     def resize(self, cols: int, rows: int) -> None:

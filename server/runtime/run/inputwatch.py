@@ -5,8 +5,9 @@ into waits (`Settling`).
 Nothing is looked at while the terminal prints: a look happens only once it has
 been quiet for a poll's interval, so a command that never waits costs a timer.
 A wait is told when the looks agree for the settle time: waiting, the same
-process, and no CPU spent meanwhile; told once, then again only after the
-command moved on (printed, or stopped waiting).
+process, and no CPU spent meanwhile; told once, then again only after it
+ended: the person answered, or a look found the command busy or another
+process asking. A full-screen program that redraws (`top`) waits on.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class Settling:
         self.told = False
 
     def moved(self) -> bool:
-        """The command printed: whatever was seen is over. True when a told wait ended."""
+        """Whatever was seen is over (the command printed, or was answered). True
+        when a told wait ended."""
         ended = self.told
         self._first, self.told = None, False
         return ended
@@ -99,8 +101,10 @@ async def watch(
         # A told wait may last hours (a REPL): looked at once per settle time then.
         await anyio.sleep(settle if rule.told else interval)
         now = anyio.current_time()
-        if run.last_data >= looked and rule.moved():
-            ended()  # it printed since the last look: that wait is over
+        if run.last_data >= looked and not rule.told:
+            rule.moved()  # it printed since the last look: the settle starts again
+        if run.last_input >= looked and rule.moved():
+            ended()  # it was answered: that wait is over
         if now - run.last_data < interval:
             continue
         looked = now

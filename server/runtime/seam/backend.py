@@ -116,6 +116,8 @@ class PtyHandle(Protocol):
     # Set when the terminal's output ended; `last_data` is when bytes last came.
     eof: anyio.Event
     last_data: float
+    # When input was last written to it (0: never).
+    last_input: float
 
     @property
     def pid(self) -> int | None: ...
