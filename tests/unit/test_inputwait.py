@@ -97,6 +97,17 @@ def test_cpu_spent_or_another_process_starts_the_settle_again() -> None:
     assert rule.look(InputLook(True, 13, cpu=6), 4.0)
 
 
+def test_another_process_asking_is_another_wait() -> None:
+    rule = Settling(1.0)
+    assert not rule.look(InputLook(True, 12, cpu=5), 0.0)
+    assert rule.look(InputLook(True, 12, cpu=5), 1.0)
+    assert not rule.look(InputLook(True, 12, cpu=9), 2.0)  # a redraw: the same wait
+    assert rule.told
+    assert not rule.look(InputLook(True, 14, cpu=9), 3.0)  # its child asks now
+    assert not rule.told
+    assert rule.look(InputLook(True, 14, cpu=9), 4.0)
+
+
 def test_the_prompt_is_the_cursors_line_or_the_last_above_it() -> None:
     screen = Snapshot(20, 4, ["$ sudo -k true", "[sudo] password: ", "", ""], 17, 1)
     assert prompt_of(screen) == "[sudo] password:"

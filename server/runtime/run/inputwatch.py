@@ -59,13 +59,19 @@ class Settling:
         return ended
 
     def look(self, look: InputLook, now: float) -> bool:
-        """A look at `now`; True when a wait is to be told now."""
+        """A look at `now`; True when a wait is to be told now. Another process
+        asking is another wait; CPU spent restarts the settle of a wait not yet
+        told, and leaves a told one as it is (a full-screen program redraws)."""
         first = self._first
-        if not look.waiting or first is None or (look.pid, look.cpu) != (first.pid, first.cpu):
-            if not look.waiting:
-                self.moved()
-            else:
+        if not look.waiting or first is None or look.pid != first.pid:
+            self.moved()
+            if look.waiting:
                 self._first, self._first_at = look, now
+            return False
+        if look.cpu != first.cpu:
+            self._first = look
+            if not self.told:
+                self._first_at = now
             return False
         if self.told or now - self._first_at < self.settle:
             return False
