@@ -30,6 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
+from bench.inputwait import input_waits
 from bench.network import network
 from bench.redaction import redaction
 from bench.rows import MB, Row, percentile
@@ -528,6 +529,7 @@ CASES: dict[str, Callable[[Bench], list[Row]]] = {
     "fairness": lambda b: fairness(b) + daemon_connections(b),
     "redaction": redaction,
     "network": network,
+    "input": input_waits,
 }
 
 

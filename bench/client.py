@@ -89,6 +89,10 @@ class BenchServer:
             self._in.flush()
         return ident
 
+    def next_message(self) -> ServerMessage:
+        """The server's next message, whatever it is."""
+        return self._next()
+
     def _next(self) -> ServerMessage:
         line = self._out.readline()
         if not line:

@@ -34,6 +34,7 @@ class Sizes:
     many_sessions: int = 128
     daemon_connections: int = 64
     daemon_calls: int = 200
+    input_prompts: int = 20
     network_requests: int = 200
     network_megabytes: int = 100
 
@@ -60,6 +61,7 @@ QUICK = Sizes(
     many_sessions=4,
     daemon_connections=4,
     daemon_calls=5,
+    input_prompts=2,
     network_requests=5,
     network_megabytes=4,
 )

@@ -42,6 +42,15 @@ ENV_TOO_LARGE = (
     " (a pointer each included), where an exec takes {limit} (ARG_MAX) and {room}"
     " of them are kept for command lines - at `$.{field}`"
 )
+# An editor's stand-in says this where a command has no terminal (the script
+# `runtime/seam/noterminal/editor` carries the text; a test holds them equal).
+NO_TERMINAL = "{program}: no terminal; use a PTY session or edit the file with a command"
+SECRET_WOULD_ECHO = (
+    "secret: the terminal echoes what is typed; a secret is written only while echo is off"
+    " (at a password prompt)"
+)
+# What a transcript holds in place of a secret's text.
+SECRET_WITHHELD = "[secret withheld]"
 CWD_NOT_DIRECTORY = "Not a directory: {path}"
 ENVELOPE_JSONRPC = '`jsonrpc` must be "2.0"'
 EMPTY_BATCH = "empty batch"

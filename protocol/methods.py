@@ -407,6 +407,13 @@ class SessionInfo(Result, omit_defaults=True):
         list[NetworkConnection] | None,
         described("With an allowlist: the session's last 100 connections, oldest first."),
     ] = None
+    needs_input: Annotated[
+        list[NeedsInput] | None,
+        described(
+            "Its PTY commands that wait for their person now, as `bash/needsInput` told"
+            " them; absent when none does."
+        ),
+    ] = None
 
 
 class SessionListResult(Result):
@@ -475,6 +482,13 @@ class PtyInputParams(Params):
     keys: Annotated[
         list[str] | None, described("Named keys to press: enter, tab, up, ctrl+c, alt+x, f5...")
     ] = None
+    secret: Annotated[
+        bool,
+        described(
+            "`data` is a secret (a password, a passphrase): refused while the terminal"
+            " echoes, and kept out of transcripts and logs."
+        ),
+    ] = False
 
 
 class PtyInputResult(Result):
@@ -528,6 +542,27 @@ class PtyOutput(Result):
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
     seq: Annotated[int, described("The notification's number for its request, from 0.")]
     data: Annotated[str, described("Raw terminal bytes, base64.")]
+
+
+class NeedsInput(Result):
+    """Params of ``bash/needsInput``: a PTY command waits for its person, told once
+    per wait, after its processes have sat blocked on their terminal for the settle
+    time (``input.settleSeconds``). The command keeps running: answer with
+    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``."""
+
+    request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
+    session_id: Annotated[str, described(_SESSION_ID)]
+    prompt: Annotated[str, described("The terminal's line at its cursor: what it asks.")]
+    secret: Annotated[
+        bool,
+        described(
+            "The terminal reads a line without echoing it: a password or a passphrase."
+            " Only the user should answer it."
+        ),
+    ]
+    since: Annotated[str, described("When the wait was first seen: ISO 8601, UTC.")]
+    pid: Annotated[int | None, described("The process blocked on the terminal.")]
+    program: Annotated[str | None, described("That process's name (its `comm`).")]
 
 
 class BashChunk(Result, omit_defaults=True):
@@ -715,5 +750,6 @@ NOTIFICATIONS_FROM_CLIENT: dict[str, type[msgspec.Struct]] = {
 NOTIFICATIONS_FROM_SERVER: dict[str, type[msgspec.Struct]] = {
     "bash/chunk": BashChunk,
     "pty/output": PtyOutput,
+    "bash/needsInput": NeedsInput,
     "server/draining": ServerDraining,
 }

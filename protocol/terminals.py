@@ -169,6 +169,9 @@ class TerminalEmptyResult(Result):
 
 class TerminalWriteParams(TerminalParams, kw_only=True):
     data: Annotated[str, described("Text to write to the job's stdin, as UTF-8.")]
+    secret: Annotated[bool, described("`data` is a secret: kept out of transcripts and logs.")] = (
+        False
+    )
 
 
 class TerminalWriteResult(Result):

@@ -187,7 +187,26 @@ def line_record(line: bytes, client: bool, waited: bool = True) -> Record:
                 return ClientRecord(waited=waited, line_base64=base64.b64encode(body).decode())
             return ServerRecord(line=body.decode(errors="replace"))
         return ClientRecord(waited=waited, line=text) if client else ServerRecord(line=text)
-    return ClientRecord(waited=waited, message=message) if client else ServerRecord(message=message)
+    if client:
+        return ClientRecord(waited=waited, message=withheld(message))
+    return ServerRecord(message=message)
+
+
+# The methods whose `data` may be a secret (`secret: true`).
+SECRET_INPUTS = ("pty/input", "terminal/write")
+
+
+def withheld(message: Any) -> Any:
+    """A host's message with the text of a secret input replaced: a transcript
+    never holds a password (its replay types the placeholder instead)."""
+    if isinstance(message, list):
+        return [withheld(m) for m in message]
+    if not isinstance(message, dict) or message.get("method") not in SECRET_INPUTS:
+        return message
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("secret") is not True or "data" not in params:
+        return message
+    return {**message, "params": {**params, "data": messages.SECRET_WITHHELD}}
 
 
 def client_line(record: ClientRecord, change: Callable[[str], str]) -> bytes:

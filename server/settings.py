@@ -46,6 +46,7 @@ MIN_LINE_BYTES = 1024
 MAX_CLIENT_TIMEOUT_SECONDS = 86400.0
 # An hour: longer than any orchestrator's termination grace.
 MAX_DRAIN_SECONDS = 3600.0
+DEFAULT_INPUT_SETTLE_SECONDS = 1.0
 ENV_EXCLUDE_KEY = "exclude"
 DEFAULT_MAX_CLIENTS = 64
 MAX_CLIENTS_LIMIT = 4096
@@ -224,6 +225,14 @@ class SecretSettings(_Section, frozen=True):
             host_format(index, pattern)
 
 
+class InputSettings(_Section, frozen=True):
+    """Commands that wait for their person (`bash/needsInput`)."""
+
+    # How long a PTY command's processes must sit blocked on their terminal, and
+    # nothing else, before the wait is told.
+    settle_seconds: Annotated[float, msgspec.Meta(ge=0.1, le=60)] = DEFAULT_INPUT_SETTLE_SECONDS
+
+
 class ToolSettings(_Section, frozen=True):
     default_timeout: TimeoutSeconds = DEFAULT_TOOL_TIMEOUT_SECONDS
 
@@ -240,6 +249,7 @@ class Settings(_Section, frozen=True):
     interceptor: InterceptorSettings = InterceptorSettings()
     bash: BashSettings = BashSettings()
     tool: ToolSettings = ToolSettings()
+    input: InputSettings = InputSettings()
     sessions: SessionSettings = SessionSettings()
     jobs: JobSettings = JobSettings()
     sandbox: SandboxSettings = SandboxSettings()

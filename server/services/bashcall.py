@@ -21,7 +21,13 @@ from bashrpc.server.services.jobs import JobService
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.request import Background, Command, Planned
 from bashrpc.server.services.resumable import Logged
-from bashrpc.server.services.streams import ListenerFactory, Notify, command_streams, raw_emitter
+from bashrpc.server.services.streams import (
+    ListenerFactory,
+    Notify,
+    command_streams,
+    input_emitter,
+    raw_emitter,
+)
 from bashrpc.server.settings import Settings
 
 
@@ -109,7 +115,9 @@ def listener(notify: Notify, spec: CommandSpec) -> ListenerFactory:
         await notify("bash/chunk", bash_chunk(request_id, session_id, seq, text, skipped))
 
     emit_raw = raw_emitter(notify, request_id)
-    return command_streams(emit_chunk, emit_raw, terminal=spec.terminal is not None)
+    return command_streams(
+        emit_chunk, emit_raw, terminal=spec.terminal is not None, emit_input=input_emitter(notify)
+    )
 
 
 def finish(outcome: Outcome) -> BashResult:

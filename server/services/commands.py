@@ -25,6 +25,7 @@ from bashrpc.server.output.sink import OutputSink
 from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run import ptyrunner, runners
+from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.ptyrunner import Terminal, clamp_size
 from bashrpc.server.runtime.run.runners import Execution, RunResult
@@ -115,6 +116,8 @@ class CommandService:
             timeout=spec.timeout,
             feed=pipeline.feed,
             one_shot=spec.one_shot,
+            on_input=listener.on_input,
+            settle=runtime.settings.input.settle_seconds,
         )
         STATS.started()
         self._executions.add(execution)
@@ -182,6 +185,14 @@ class CommandService:
         if table is not None:
             lane.screen_filter = secrets.screen(table)
         return await ptyrunner.on_pty(runtime.pool, session, execution, lane)
+
+    def input_waits(self, session_id: str) -> list[InputWait]:
+        """The session's commands that wait for their person now."""
+        return [
+            e.input_wait
+            for e in self._runtime.executions
+            if e.session_id == session_id and e.input_wait is not None
+        ]
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs (on its shell, a one-shot one or a

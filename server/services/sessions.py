@@ -18,6 +18,7 @@ from bashrpc.protocol.methods import (
 from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.instance import Runtime
+from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.sessions import reset
 from bashrpc.server.runtime.sessions.session import Session, resolve_path
 from bashrpc.server.services import secrets, tightening
@@ -38,6 +39,8 @@ class SessionView(msgspec.Struct, frozen=True):
     network: NetworkPolicy | None = None
     # With an allowlist, its last connections.
     connections: list[NetworkConnection] | None = None
+    # Its commands that wait for their person now.
+    input_waits: list[InputWait] = msgspec.field(default_factory=list)
 
 
 class SessionReset(msgspec.Struct, frozen=True):
@@ -164,6 +167,7 @@ class SessionService:
                 ],
                 network=network,
                 connections=connections,
+                input_waits=self._commands.input_waits(s.id),
             )
             for s, n in zip(sessions, jobs, strict=True)
             for network, connections in [self._runtime.network_view(s)]

@@ -19,12 +19,15 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bashrpc.protocol.methods import PtyOutput
+from bashrpc.protocol.methods import NeedsInput, PtyOutput
 from bashrpc.server.output.chunks import ChunkStream, RawStream
+from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
 EmitRaw = Callable[[int, str], Awaitable[None]]
+# Told when a PTY command waits for its person.
+EmitInput = Callable[[InputWait], Awaitable[None]]
 # A request's way to send a notification (it knows whether the client still reads).
 Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 
@@ -43,10 +46,12 @@ class Listener:
         text: Sequence[Stream] = (),
         raw: Sequence[Stream] = (),
         backpressure: Backpressure | None = None,
+        on_input: EmitInput | None = None,
     ) -> None:
         self._text = tuple(text)
         self._raw = tuple(raw)
         self._backpressure = backpressure
+        self.on_input = on_input
 
     @property
     def backpressure(self) -> Backpressure | None:
@@ -89,12 +94,37 @@ def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
     return emit_raw
 
 
-def command_streams(emit_chunk: EmitChunk, emit_raw: EmitRaw, *, terminal: bool) -> ListenerFactory:
-    """The host's `bash`: `bash/chunk` text on pipes, `pty/output` bytes on a PTY."""
+def needs_input(wait: InputWait) -> NeedsInput:
+    """A wait for input as the wire tells it."""
+    return NeedsInput(
+        request_id=wait.request_id if isinstance(wait.request_id, str | int) else None,
+        session_id=wait.session_id,
+        prompt=wait.prompt,
+        secret=wait.secret,
+        since=wait.since,
+        pid=wait.pid,
+        program=wait.program,
+    )
+
+
+def input_emitter(notify: Notify) -> EmitInput:
+    """A wait for input as `bash/needsInput`."""
+
+    async def emit_input(wait: InputWait) -> None:
+        await notify("bash/needsInput", needs_input(wait))
+
+    return emit_input
+
+
+def command_streams(
+    emit_chunk: EmitChunk, emit_raw: EmitRaw, *, terminal: bool, emit_input: EmitInput | None = None
+) -> ListenerFactory:
+    """The host's `bash`: `bash/chunk` text on pipes, `pty/output` bytes on a PTY,
+    and on a PTY `bash/needsInput` when it waits for its person."""
 
     def make(tg: anyio.abc.TaskGroup) -> Listener:
         if terminal:
-            return Listener(raw=[RawStream(emit_raw, tg)])
+            return Listener(raw=[RawStream(emit_raw, tg)], on_input=emit_input)
         chunks = ChunkStream(emit_chunk, tg)
         return Listener(text=[chunks], backpressure=chunks)
 

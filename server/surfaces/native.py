@@ -47,6 +47,7 @@ from bashrpc.server.services import bashcall, bashjobs, request
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import terminal
 from bashrpc.server.services.keys import encode_keys
+from bashrpc.server.services.streams import needs_input
 from bashrpc.server.settings import tightened
 from bashrpc.server.wire.registry import Registry
 
@@ -153,6 +154,7 @@ def session_list(ctx: Ctx, params: SessionListParams) -> SessionListResult:
                 queued=view.queued or None,
                 network=view.network,
                 connections=view.connections,
+                needs_input=[needs_input(w) for w in view.input_waits] or None,
             )
         )
     return SessionListResult(sessions=infos)
@@ -221,6 +223,8 @@ def _admit_input(ctx: Ctx, params: PtyInputParams) -> None:
 @methods.method("pty/input", admit=_admit_input)
 async def pty_input(ctx: Ctx, params: PtyInputParams) -> PtyInputResult:
     lane = ctx.services.pty(params.request_id)
+    if params.secret and params.data and (await lane.running()).echoes():
+        raise errors.InvalidArgument(messages.SECRET_WOULD_ECHO)
 
     def encode(app_cursor: bool) -> bytes:
         return (params.data or "").encode() + encode_keys(params.keys or [], app_cursor=app_cursor)

@@ -23,6 +23,7 @@ from bashrpc.protocol.methods import (
     SessionOpenParams,
     SessionOpenResult,
 )
+from bashrpc.server.runtime.seam import noterminal
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import wait_until
@@ -67,7 +68,7 @@ def test_non_interactive_defaults_and_guards(server: InProcessServer) -> None:
         'echo "$PAGER $GIT_PAGER $TERM $CI $GIT_EDITOR $GIT_TERMINAL_PROMPT [$AWS_PAGER]"',
         env={"CI": "0", "GIT_EDITOR": "vim", "PAGER": "less"},
     ).output
-    assert out == "less cat dumb 1 true 0 []\n"
+    assert out == f"less cat dumb 1 {noterminal.EDITOR} 0 []\n"
 
 
 def test_background_job_does_not_hold_the_result(server: InProcessServer) -> None:

@@ -43,6 +43,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "daemon",
         "redaction",
         "network",
+        "input",
     }
     measured = [row for row in data["rows"] if row["values"]]
     # A difference of two medians may come out below zero on a noisy machine.

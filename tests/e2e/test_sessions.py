@@ -15,6 +15,7 @@ from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams, SessionOpenParams
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.local import snapshot
+from bashrpc.server.runtime.seam import noterminal
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.rpc import ServerProcess, marked_processes, process_gone, wait_until
 
@@ -45,10 +46,11 @@ def test_the_next_command_sees_the_users_shell(spawn: SpawnInProcess, tmp_path: 
     server = spawn()
     out = server.bash(
         "ll; greet a 'b c'; shopt -q globstar && echo globstar;"
-        ' [[ -o noclobber ]] && echo noclobber; echo "${PATH%%:*}"'
+        ' [[ -o noclobber ]] && echo noclobber; p=${PATH#*:}; echo "${PATH%%:*} ${p%%:*}"'
     ).output
     assert out == (
-        f'aliased ll\n<a><b c> it\'s "quoted" $HOME\nglobstar\nnoclobber\n{tmp_path}/home/rc-bin\n'
+        f'aliased ll\n<a><b c> it\'s "quoted" $HOME\nglobstar\nnoclobber\n'
+        f"{noterminal.FOLDER} {tmp_path}/home/rc-bin\n"
     )
     # Names starting with _ and shadows of common tools are not carried over.
     listed = server.bash("type -t _hidden || echo no-hidden; echo x | grep -c x; ls /dev/null")

@@ -51,6 +51,7 @@ from bashrpc.protocol.methods import (
     SecretValue,
     ServerStatsParams,
     SessionCloseParams,
+    SessionListParams,
     SessionOpenParams,
     SessionResetParams,
     ShutdownParams,
@@ -227,6 +228,18 @@ def pty_input_answers_a_prompt(host: Host) -> None:
     ident = host.request("bash", bash("read -p 'name? ' who; echo \"hello $who\"", pty=True))
     host.output_has(ident, "name? ")
     host.call("pty/input", PtyInputParams(request_id=ident, data="ada", keys=["enter"]))
+    host.reply(ident)
+
+
+@scenario()
+def pty_needs_input_and_a_secret(host: Host) -> None:
+    command = "read -s -p 'Password: ' pw; echo; echo done"
+    ident = host.request("bash", bash(command, pty=True))
+    host.notified_for("bash/needsInput", ident)
+    host.call("session/list", SessionListParams())
+    # As long as the placeholder a replay types in its place.
+    data = "not-a-real-passwd"
+    host.call("pty/input", PtyInputParams(request_id=ident, data=data, keys=["enter"], secret=True))
     host.reply(ident)
 
 

@@ -94,6 +94,13 @@ def test_screen_renders_and_tracks_cursor_mode() -> None:
     assert (snapshot(screen).cols, snapshot(screen).rows) == (40, 10)
 
 
+def test_a_private_rendition_sequence_is_dropped_not_fatal() -> None:
+    # vim asks for xterm's modifyOtherKeys mode (CSI ? 4 m); pyte used to raise on it.
+    screen = TerminalScreen(20, 3)
+    screen.feed(b"\x1b[>4;2m\x1b[?4m\x1b[1mvim\x1b[m")
+    assert snapshot(screen).lines[0] == "vim"
+
+
 def test_cursor_mode_sequence_split_across_reads() -> None:
     screen = TerminalScreen(20, 5)
     screen.feed(b"hello \x1b[?")

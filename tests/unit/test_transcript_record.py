@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.placeholders import Substitution
-from bashrpc.protocol.transcript import ClientRecord, Header, Record, ServerRecord, dump_line, loads
+from bashrpc.protocol.transcript import (
+    ClientRecord,
+    Header,
+    Record,
+    ServerRecord,
+    dump_line,
+    line_record,
+    loads,
+)
 from bashrpc.server.cli.main import split_server_args
 from bashrpc.server.cli.record import Recorder
 from bashrpc.server.cli.runroot import flag_value, portable_args
@@ -83,3 +92,18 @@ def test_a_header_keeps_no_path_of_the_run() -> None:
     assert flag_value(args, "--workspace") == "/w"
     assert flag_value(args, "--socket") == "/s"
     assert flag_value(args, "--config") is None
+
+
+def test_a_secret_input_is_withheld_from_the_transcript() -> None:
+    secret = (
+        b'{"jsonrpc":"2.0","id":3,"method":"pty/input",'
+        b'"params":{"requestId":1,"data":"pw1","secret":true}}\n'
+    )
+    record = line_record(secret, client=True)
+    assert isinstance(record, ClientRecord)
+    assert record.message["params"]["data"] == messages.SECRET_WITHHELD
+    written = b'[{"jsonrpc":"2.0","method":"terminal/write","params":{"data":"pw2","secret":true}}]'
+    assert b"pw1" not in dump_line(record)
+    assert b"pw2" not in dump_line(line_record(written, client=True))
+    plain = b'{"jsonrpc":"2.0","id":4,"method":"pty/input","params":{"requestId":1,"data":"ls"}}'
+    assert b'"data":"ls"' in dump_line(line_record(plain, client=True))

@@ -54,6 +54,11 @@ def _c() -> ctypes.CDLL | None:
     return _libc
 
 
+def libc() -> ctypes.CDLL | None:
+    """The C library, for a syscall Python does not wrap."""
+    return _c()
+
+
 def prctl(option: int, arg: int) -> bool:
     """Call prctl(2); also safe in a child between fork and exec."""
     libc = _c()

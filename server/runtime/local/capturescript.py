@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from bashrpc.server.runtime.seam.noterminal import EDITORS
+
 COMPLETE_MARKER = "# bashrpc snapshot complete"
 
 # Names that agent commands rely on behaving as documented: functions and
@@ -81,6 +83,9 @@ SHADOWED_TOOLS = [
     "local",
     "return",
     "exit",
+    # An editor's stand-in fails clearly where there is no terminal: an alias
+    # or function by its name would reach the real editor, which waits.
+    *EDITORS,
 ]
 # `set -o` options that would break or pollute non-interactive command runs.
 UNCARRIED_OPTIONS = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import termios
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -19,11 +20,11 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from bashrpc.server import fdio, log
-from bashrpc.server.runtime.containment import child, procs
+from bashrpc.server.runtime.containment import child, inputwait, procfacts, procs
 from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.pty.screen import TerminalScreen
 from bashrpc.server.runtime.sandbox.startlog import StartLog
-from bashrpc.server.runtime.seam.backend import Snapshot
+from bashrpc.server.runtime.seam.backend import InputLook, Snapshot
 
 if TYPE_CHECKING:
     from ptyprocess import PtyProcess
@@ -68,6 +69,7 @@ class PtyRun:
         self._process: PtyProcess | None = None
         self.eof = anyio.Event()
         self.last_data = 0.0
+        self.last_input = 0.0
         self.returncode: int | None = None
         self.finished = False
 
@@ -148,6 +150,7 @@ class PtyRun:
 
     async def write(self, data: bytes) -> None:
         assert self._process is not None
+        self.last_input = anyio.current_time()
         await fdio.write_all(self._process.fd, data)
 
     def resize(self, cols: int, rows: int) -> None:
@@ -162,6 +165,34 @@ class PtyRun:
         async with self.screen.lock:
             render = self.screen.take()
             return await anyio.to_thread.run_sync(render)
+
+    def echoes(self) -> bool:
+        return bool(self._local_modes() & termios.ECHO)
+
+    def _local_modes(self) -> int:
+        """The terminal's lflag; ECHO when it cannot be read (assume the worst)."""
+        if self._process is None or self._process.closed:
+            return termios.ECHO
+        try:
+            return int(termios.tcgetattr(self._process.fd)[3])
+        except termios.error:
+            return termios.ECHO
+
+    def input_look(self) -> InputLook:
+        """The kernel's view of the program's processes (`inputwait`), and whether
+        its terminal reads lines without echoing them (a password's prompt)."""
+        if self._process is None or self._process.closed:
+            return InputLook(False)
+        found = inputwait.verdict(procfacts.look(self.tracker.members()))
+        if not found.waiting:
+            return InputLook(False, cpu=found.cpu)
+        lflag = None
+        if found.pid is not None and found.terminal_fd is not None:
+            lflag = procfacts.terminal_modes(found.pid, found.terminal_fd)
+        if lflag is None:
+            lflag = self._local_modes()
+        secret = not lflag & termios.ECHO and bool(lflag & termios.ICANON)
+        return InputLook(True, found.pid, found.program, secret, found.cpu)
 
     async def kill(self, grace_seconds: float) -> None:
         """Kill the program first, then whatever it left running."""

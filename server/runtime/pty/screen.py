@@ -12,6 +12,7 @@ is tracked on every byte, with a regex, since it must never be stale.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -73,7 +74,7 @@ class TerminalScreen:
             # Imported here: only PTY commands need it, and startup time matters.
             import pyte
 
-            self._screen = pyte.Screen(cols, rows)
+            self._screen = _screen_class()(cols, rows)
             self._stream = pyte.ByteStream(self._screen)
         if unseen:
             self._stream.feed(unseen)
@@ -87,3 +88,19 @@ class TerminalScreen:
             cursor_x=screen.cursor.x,
             cursor_y=screen.cursor.y,
         )
+
+
+@functools.cache
+def _screen_class() -> Any:
+    """pyte's screen, minus its one crash: pyte hands `CSI ? Ps m` (an xterm
+    query of a key mode, which vim sends) to the rendition handler with `private`,
+    which that handler does not take. It sets no rendition, so it is dropped."""
+    # Imported here: only PTY commands need it, and startup time matters.
+    import pyte
+
+    class Screen(pyte.Screen):
+        def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+            if not private:
+                super().select_graphic_rendition(*attrs)
+
+    return Screen

@@ -8,7 +8,10 @@ re-enables an editor or a password prompt would hang the command.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Mapping
+
+from bashrpc.server.runtime.seam import noterminal
 
 NON_INTERACTIVE_DEFAULTS: dict[str, str] = {
     "PAGER": "cat",
@@ -43,9 +46,7 @@ NON_INTERACTIVE_DEFAULTS: dict[str, str] = {
 TERMINAL_TERM = "xterm-256color"
 
 GUARDS: dict[str, str] = {
-    "GIT_EDITOR": "true",
-    "EDITOR": "true",
-    "VISUAL": "true",
+    **dict.fromkeys(noterminal.EDITOR_VARIABLES, noterminal.EDITOR),
     "GIT_TERMINAL_PROMPT": "0",
     "SSH_ASKPASS": "false",
     "GIT_ASKPASS": "false",
@@ -70,6 +71,7 @@ def build(inherited: Mapping[str, str], *overlays: Mapping[str, str] | None) -> 
         if overlay:
             env.update(overlay)
     env.update(GUARDS)
+    env["PATH"] = noterminal.first_on_path(env.get("PATH", os.defpath))
     return env
 
 
@@ -88,9 +90,14 @@ def for_terminal(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str,
     """A PTY's environment: a terminal is really there, so say so and allow colour.
 
     The server's own COLUMNS and LINES describe some other terminal; programs
-    prefer them to the PTY's size, so they go and the PTY answers instead."""
+    prefer them to the PTY's size, so they go and the PTY answers instead. An
+    editor works there, so the editor variables go too, and programs pick their
+    own (git its `core.editor`)."""
     env = dict(base)
     env.update(without_guards(extra))
+    for name in noterminal.EDITOR_VARIABLES:
+        if env.get(name) == noterminal.EDITOR:
+            del env[name]
     env["TERM"] = TERMINAL_TERM
     for name in ("NO_COLOR", *TERMINAL_SIZE_VARS):
         env.pop(name, None)

@@ -11,10 +11,12 @@ import msgspec
 
 from bashrpc.protocol.mcp import MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS
 from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run import inputwatch
+from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.run.ptylane import PtyLane
 from bashrpc.server.runtime.run.runners import Execution, RunResult
 from bashrpc.server.runtime.seam import drain
-from bashrpc.server.runtime.seam.backend import PtySpec, PtyStartFailed
+from bashrpc.server.runtime.seam.backend import InputLook, PtyHandle, PtySpec, PtyStartFailed
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.pool import PtyLease, ShellPool
 from bashrpc.server.runtime.sessions.session import Session
@@ -106,8 +108,12 @@ async def _drive(
         if run.start_log is not None:
             tg.start_soon(run.start_log.collect)
         with execution.arm():
-            exit_code = await lease.wait()
-            await drain.until_quiet(run.eof, lambda: run.last_data)
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(_watch_input, run, execution)
+                exit_code = await lease.wait()
+                await drain.until_quiet(run.eof, lambda: run.last_data)
+                watching.cancel_scope.cancel()
+        execution.input_wait = None
         lane.close()
         await run.kill(pool.grace_seconds)
         with anyio.move_on_after(drain.POST_KILL_SECONDS):
@@ -117,3 +123,26 @@ async def _drive(
         with anyio.CancelScope(shield=True), anyio.move_on_after(PTY_EXIT_WAIT_SECONDS):
             await run.wait()
     return exit_code, execution.timed_out
+
+
+async def _watch_input(run: PtyHandle, execution: Execution) -> None:
+    """Keep `execution.input_wait` as the program stands, telling each new wait."""
+
+    async def tell(look: InputLook, prompt: str, since: str) -> None:
+        wait = InputWait(
+            execution.request_id,
+            execution.session_id,
+            prompt,
+            look.secret,
+            since,
+            look.pid,
+            look.program,
+        )
+        execution.input_wait = wait
+        if execution.on_input is not None:
+            await execution.on_input(wait)
+
+    def ended() -> None:
+        execution.input_wait = None
+
+    await inputwatch.watch(run, execution.settle, tell, ended)

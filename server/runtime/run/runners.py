@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 
 import anyio
 import msgspec
 
+from bashrpc.server.runtime.run.inputwatch import SETTLE_SECONDS, InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.pool import ShellPool
 from bashrpc.server.runtime.sessions.session import Session, expand_home
@@ -71,6 +72,8 @@ class Execution:
         timeout: float | None,
         feed: Callable[[bytes], None],
         one_shot: bool = False,
+        on_input: Callable[[InputWait], Awaitable[None]] | None = None,
+        settle: float = SETTLE_SECONDS,
     ) -> None:
         self.request_id = request_id
         self.session_id = session_id
@@ -90,6 +93,11 @@ class Execution:
         self.aborted = False
         # Its run is over (set by `arm` alone): an abort now changes nothing.
         self.finished = False
+        # Told when a PTY command waits for its person; `input_wait` is the wait
+        # until the command moves on (shown by `session/list`).
+        self.on_input = on_input
+        self.settle = settle
+        self.input_wait: InputWait | None = None
 
     def abort(self) -> bool:
         if self.finished or self.aborted:

@@ -63,6 +63,19 @@ class Snapshot(msgspec.Struct, frozen=True):
     cursor_y: int
 
 
+class InputLook(msgspec.Struct, frozen=True):
+    """One look at whether a program waits for a person (see `PtyHandle.input_look`)."""
+
+    waiting: bool
+    # The process that reads the terminal, and its name.
+    pid: int | None = None
+    program: str | None = None
+    # The terminal does not echo, yet reads lines: a password's prompt.
+    secret: bool = False
+    # All its processes' CPU time, in clock ticks: a real wait adds nothing to it.
+    cpu: int = 0
+
+
 class ShellHandle(Protocol):
     """A persistent shell: started by `serve` (in the pool's task group), then
     one command at a time."""
@@ -105,6 +118,8 @@ class PtyHandle(Protocol):
     last_data: float
     # What its sandbox's start did that its result says (the git guard's notices).
     start_notices: tuple[str, ...]
+    # When input was last written to it (0: never).
+    last_input: float
 
     @property
     def pid(self) -> int | None: ...
@@ -126,6 +141,15 @@ class PtyHandle(Protocol):
     def resize(self, cols: int, rows: int) -> None: ...
 
     async def snapshot(self) -> Snapshot: ...
+
+    def echoes(self) -> bool:
+        """Whether the terminal echoes what is typed (a secret must not be typed then)."""
+        ...
+
+    def input_look(self) -> InputLook:
+        """Whether the program and what it started wait for their terminal now,
+        from the kernel's view of their processes (a few reads of /proc)."""
+        ...
 
     async def kill(self, grace_seconds: float) -> None: ...
 

@@ -47,6 +47,8 @@ from collections.abc import Mapping
 
 import msgspec
 
+from bashrpc.server.runtime.seam.noterminal import PATH_FIRST
+
 SNAPSHOT_ENV = "BASHRPC_SNAPSHOT"
 # A sandboxed shell's stderr is bwrap's (`startlog.py`): its first act marks where
 # bwrap's words end. A PTY's command puts its own stderr on the terminal then.
@@ -84,7 +86,7 @@ def after_snapshot(command: str) -> str:
     line of its own, so it is parsed after the snapshot's aliases exist, under
     `eval`, so its lines are numbered from 1 as in a `bash -c` of its own."""
     reset = RESET_LINENO.format(line=1)
-    return f"{SOURCE_SNAPSHOT}\n\\command eval {reset} {shlex.quote(command)}"
+    return f"{SOURCE_SNAPSHOT}\n{PATH_FIRST}\n\\command eval {reset} {shlex.quote(command)}"
 
 
 def one_shot(command: str, prefix: str | None, snapshot: str | None) -> tuple[str, dict[str, str]]:
@@ -108,7 +110,8 @@ def bootstrap(status_path: str, fields_path: str, snapshot: bool) -> bytes:
     the alias and alias expansion back after every command, so a user's
     `unalias -a` costs nothing.
     """
-    source = f"{SOURCE_SNAPSHOT}\n" if snapshot else ""
+    # The rc's PATH replaces the server's: the editors' stand-ins go back in front.
+    source = f"{SOURCE_SNAPSHOT}\n{PATH_FIRST}\n" if snapshot else ""
     return (
         f"""
 {HAND_OVER_START_LOG} 2>/dev/null

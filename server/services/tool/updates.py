@@ -11,7 +11,13 @@ import anyio.abc
 from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
 from bashrpc.server.output.chunks import RawStream
 from bashrpc.server.output.throttle import Throttle
-from bashrpc.server.services.streams import Listener, ListenerFactory, Notify, raw_emitter
+from bashrpc.server.services.streams import (
+    Listener,
+    ListenerFactory,
+    Notify,
+    input_emitter,
+    raw_emitter,
+)
 from bashrpc.server.settings import Settings
 
 TOOL_UPDATE_INTERVAL_SECONDS = 0.1
@@ -95,6 +101,7 @@ def listener(
         )
         text = [tool_updates] if tool_updates.active else []
         raw = [RawStream(raw_emitter(notify, request_id), tg)] if terminal else []
-        return Listener(text=text, raw=raw)
+        # On a PTY (a host with a UI), the host is told when the command waits for its person.
+        return Listener(text=text, raw=raw, on_input=input_emitter(notify) if terminal else None)
 
     return make
