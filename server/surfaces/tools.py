@@ -37,7 +37,7 @@ from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.tool import args, jobtools, tasks, toolmeta
+from bashrpc.server.services.tool import args, jobtools, meta, tasks
 from bashrpc.server.services.tool import call as toolcall
 from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
@@ -113,7 +113,7 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    return ToolsListResult(tools=toolmeta.tools(ctx.connection.settings))
+    return ToolsListResult(tools=meta.tools(ctx.connection.settings))
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
@@ -131,14 +131,14 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     try:
         result = await _call(ctx, params)
     except InvalidToolArguments as error:
-        answer = toolmeta.argument_error(error, params.name, revision)
+        answer = meta.argument_error(error, params.name, revision)
         if answer is None:
             raise
         result = answer
     # The model hears of its jobs' ends in the next result, whichever tool it is.
     ends = jobtools.untold_ends(ctx.services.jobs, toolplan.TOOL_SESSION_ID)
     result = jobtools.with_job_ends(result, ends)
-    return toolmeta.with_links(result, revision)
+    return meta.with_links(result, revision)
 
 
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:

@@ -13,7 +13,7 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import SUPPORTED_PROTOCOL_VERSIONS
-from bashrpc.server.services.tool.toolmeta import RESOURCE_LINK_REVISIONS
+from bashrpc.server.services.tool.meta import RESOURCE_LINK_REVISIONS
 from tests.e2e.test_mcp_sdk import (
     CLIENTS,
     HANG_SECONDS,
