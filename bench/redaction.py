@@ -110,7 +110,10 @@ def redaction(bench: Workbench) -> list[Row]:
                 rows[f"{key} on"].values[-1] / rows[f"{key} off"].values[-1]
             )
         for key, ratio in (("streamed cpu", "cpu ratio"), ("kept cpu", "kept cpu ratio")):
-            rows[ratio].values.append(rows[f"{key} on"].values[-1] / rows[f"{key} off"].values[-1])
+            off = rows[f"{key} off"].values[-1]
+            # Quick sizes can take less CPU than the clock's tick shows: no ratio then.
+            if off > 0:
+                rows[ratio].values.append(rows[f"{key} on"].values[-1] / off)
         for key in ("true", "first"):
             rows[f"{key} difference"].values.append(
                 rows[f"{key} on"].values[-1] - rows[f"{key} off"].values[-1]

@@ -40,6 +40,7 @@ from bashrpc.protocol.mcp import (
     InterceptorRule,
     ProgressParams,
     Recovery,
+    ResourceLink,
     ResourcesListResult,
     ResourcesReadParams,
     ResourcesReadResult,
@@ -104,7 +105,10 @@ def call_tool_raw(server: RpcClient, arguments: dict[str, Any]) -> CallToolResul
 
 
 def text_of(result: CallToolResult) -> str:
-    assert [type(c) for c in result.content] == [TextContent]
+    """The text the model reads; any content after it links the artifacts it names."""
+    first, *links = result.content or []
+    assert isinstance(first, TextContent)
+    assert all(isinstance(link, ResourceLink) for link in links)
     return result.text
 
 
