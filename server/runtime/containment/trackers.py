@@ -357,8 +357,15 @@ class Containment:
     def unclaimed(self, scan: Scan) -> set[int]:
         """The server's children nobody answers for: orphans re-parented to it. Only
         these are asked for their tag (reading every shell's environment on every
-        question made each kill cost O(shells))."""
-        return scan.children(os.getpid()) - self.accounted()
+        question made each kill cost O(shells)). A child in the server's own session
+        is none: no process can join a session, so the server started it itself (the
+        sandbox's probe, git for the guard), and a shell that ends never takes it."""
+        own = os.getsid(0)
+        return {
+            pid
+            for pid in scan.children(os.getpid()) - self.accounted()
+            if (info := scan.info(pid)) is None or info.sid != own
+        }
 
     def outside(self, session: int | None, namespace: int | None) -> set[int]:
         """The processes of `session` and of the cgroup namespace `namespace` (each
