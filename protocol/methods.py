@@ -313,6 +313,10 @@ class NetworkConnection(Result, omit_defaults=True):
     rule: Annotated[
         str | None, described("The entry (or address, or server name) that decided.")
     ] = None
+    open: Annotated[
+        bool,
+        described("Still open: its bytes and seconds are those so far. Listed after those ended."),
+    ] = False
 
 
 class SecretValue(Params):
@@ -405,7 +409,10 @@ class SessionInfo(Result, omit_defaults=True):
     ] = None
     connections: Annotated[
         list[NetworkConnection] | None,
-        described("With an allowlist: the session's last 100 connections, oldest first."),
+        described(
+            "With an allowlist: the session's last 100 connections that ended, oldest first,"
+            " then those still open (`open`)."
+        ),
     ] = None
     needs_input: Annotated[
         list[NeedsInput] | None,
