@@ -43,8 +43,8 @@ MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
 # Kills that start together (a shutdown) share the pass over /proc that finds a
-# shell's session and what left its group; a fork since is found by its parent,
-# which that pass saw and the kill stopped.
+# shell's session and what left its group; each look lists /proc again and reads
+# only the processes born since (`Scan.session`, `Scan.in_cgroup_namespace`).
 SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
@@ -142,8 +142,9 @@ class CgroupTracker(Tracker):
         self.group = group
         self._owner = owner
         self.needs_setup = owner.cgroup_namespaces
-        # The leader's session (its own: every child starts in a new one), if known.
-        self._session: int | None = None
+        # The leader's session (its own: every child starts in a new one), as the
+        # leader's (pid, start time), while it may have members.
+        self._session: tuple[int, int] | None = None
         # (pid, start time) of every stray seen, the leader first.
         self._strays: dict[int, int] = {}
         # The leader's cgroup namespace (its number), held open (see `adopt`).
@@ -170,7 +171,7 @@ class CgroupTracker(Tracker):
             return
         self._strays[pid] = info.start
         if info.sid == pid:
-            self._session = pid
+            self._session = (pid, info.start)
         if self.needs_setup and self._namespace_fd is None:
             self._namespace_fd = procs.hold_cgroup_namespace(pid, info.start)
             if self._namespace_fd is not None:
@@ -183,8 +184,8 @@ class CgroupTracker(Tracker):
         """Processes of this tracker outside its group: root may move a process to
         any group. The second net, for kills: everything below the group and what
         was seen before (the leader first); `thorough`ly, also the leader's session
-        and its cgroup namespace (`Containment.outside`), which kills ask while
-        stopping and at the end, not on every poll.
+        and its cgroup namespace (`_outside`), which kills ask while stopping and
+        at the end, not on every poll.
 
         Leaving the group, the session, the parentage and the environment keeps
         the cgroup namespace, so an escaped process is this tracker's alone: no
@@ -198,12 +199,27 @@ class CgroupTracker(Tracker):
         group = self.group.procs()
         seen = self._seen(scan)
         if thorough:
-            seen |= self._owner.outside(self._session, self._namespace)
+            seen |= self._outside(self._owner.shared_scan())
         found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
             if info is not None:
                 self._strays.setdefault(pid, info.start)
+        return found
+
+    def _outside(self, shared: Scan) -> set[int]:
+        """The processes of the leader's session and of its cgroup namespace. A
+        session that has no member left is over for good (no process joins one):
+        it is forgotten, and its number, once handed out again, names nothing of
+        this tracker's."""
+        found: set[int] = set()
+        if self._session is not None:
+            members = shared.session(*self._session)
+            if not members:
+                self._session = None
+            found |= members
+        if self._namespace is not None:
+            found |= shared.in_cgroup_namespace(self._namespace)
         return found
 
     def _remaining(self, *, thorough: bool = False) -> set[int]:
@@ -367,17 +383,14 @@ class Containment:
             if (info := scan.info(pid)) is None or info.sid != own
         }
 
-    def outside(self, session: int | None, namespace: int | None) -> set[int]:
-        """The processes of `session` and of the cgroup namespace `namespace` (each
-        when given), from one pass over /proc shared by the kills that look within
+    def shared_scan(self) -> Scan:
+        """The view of /proc that the thorough looks of kills share within
         `SHARED_SCAN_SECONDS` of each other: fifty shells killed together (a
-        shutdown, a reset of them all) make one pass, not fifty."""
+        shutdown, a reset of them all) read each process once, not fifty times."""
         now = time.monotonic()
         if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
             self._shared = (now, Scan())
-        scan = self._shared[1]
-        found = set() if session is None else scan.session(session)
-        return found if namespace is None else found | scan.in_cgroup_namespace(namespace)
+        return self._shared[1]
 
     def forget(self, tracker: AncestryTracker) -> None:
         self._ancestry.discard(tracker)
