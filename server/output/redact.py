@@ -224,6 +224,13 @@ class Redactor:
         hits, held = table.quiet(data)
         if held is None:
             return self._run(data, False, hits)
+        if not held and not self._released:
+            # The common read: nothing found, nothing held, nothing released.
+            self._carry = b""
+            self._behind = (
+                data[-_BEHIND:] if len(data) >= _BEHIND else (self._behind + data)[-_BEHIND:]
+            )
+            return data, data
         # Nothing found: all but the end that may begin a secret goes on, uncopied.
         edge = len(data) - held
         kept = data[:edge] if held else data
