@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.abc
 
 from bashrpc.protocol import messages
 from bashrpc.server.output.chunks import CHUNK_INTERVAL_SECONDS
@@ -38,6 +39,10 @@ class Pipeline:
         self._holding = secrets is not None
         self._feeds = 0
         self._holds = Pulse()
+        # While the command runs: where the releasing task starts, at the first
+        # read that leaves something held (most commands never do).
+        self._group: anyio.abc.TaskGroup | None = None
+        self._releaser = False
 
     def feed(self, data: bytes) -> None:
         self._feeds += 1
@@ -48,7 +53,10 @@ class Pipeline:
                 self._raw_out(self._raw.feed_both(data)[1])
             data = self._folder.feed(data)
         self._text(self.sink.feed(data))
-        if self._holding and self._held():
+        if self._group is not None and self._held():
+            if not self._releaser:
+                self._releaser = True
+                self._group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
             self._holds.fire()
 
     def feed_text(self, data: bytes) -> None:
@@ -63,9 +71,12 @@ class Pipeline:
             yield
             return
         async with anyio.create_task_group() as group:
-            group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
-            yield
-            group.cancel_scope.cancel()
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
 
     def _held(self) -> bool:
         return bool(self.sink.held or (self._raw is not None and self._raw.held))
