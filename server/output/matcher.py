@@ -60,6 +60,8 @@ class HyperscanMatcher:
         assert hyperscan is not None
         self._lengths = [len(literal) for literal in literals]
         self._hits: list[Hit] = []
+        # Bound once: a bound method made per scan costs a read's worth of matching.
+        self._handler = self._on_match
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(
             expressions=[b"".join(b"\\x%02x" % byte for byte in literal) for literal in literals],
@@ -72,7 +74,7 @@ class HyperscanMatcher:
         # One callback for every scan (made once: most reads find nothing, and the
         # scan's own cost is then a few microseconds).
         self._hits = []
-        self._db.scan(data, match_event_handler=self._on_match)
+        self._db.scan(data, match_event_handler=self._handler)
         return self._hits
 
     def _on_match(self, ident: int, _from: int, to: int, _flags: int, _context: object) -> None:

@@ -7,7 +7,10 @@ what may be the start of a secret at its edge: for values, the longest
 suffix that begins one of their forms (at most the longest form less a
 byte); for a token format, a match that may still grow, or an anchor whose
 line is not over yet, within the format's bound. Everything held is let go
-at `finish`. Found secrets that overlap, or one inside another, become one
+at `finish`. A stream that may not wait (a quiet command) takes the held
+bytes early (`release`); they stay carried, so the kept copy still gets every
+secret whole and the stream the rest of one they begin as a marker. Found
+secrets that overlap, or one inside another, become one
 redaction, named for the one that starts first (the longer at a tie, then a value's
 name before a format's).
 """
@@ -191,6 +194,9 @@ class Redactor:
         self._source = table
         self._table = table.current()
         self._carry = b""
+        # How much of the carry a stream already has (`release`): it is still
+        # carried, for the kept copy and for what the next read completes.
+        self._released = 0
         # The last bytes let go, for the formats' look-behind (`_START`).
         self._behind = b""
         self.counts: Counter[str] = Counter()
@@ -199,33 +205,72 @@ class Redactor:
 
     @property
     def held(self) -> int:
-        return len(self._carry)
+        """Bytes held back from the stream (and not `release`d)."""
+        return len(self._carry) - self._released
 
     def feed(self, data: bytes) -> bytes:
+        """The bytes let go, split-safe: what a kept copy (a result, an artifact) takes."""
+        return self.feed_both(data)[0]
+
+    def feed_both(self, data: bytes) -> tuple[bytes, bytes]:
+        """The bytes let go for a kept copy, and for a stream that was given the held
+        bytes early (`release`): the same bytes unless it was."""
         # A value registered meanwhile counts from this read on.
         self._table = table = self._source.current()
         if self._carry:
             data = self._carry + data
         elif table.empty:
-            return data
+            return data, data
         hits, held = table.quiet(data)
         if held is None:
             return self._run(data, False, hits)
+        if not held and not self._released:
+            # The common read: nothing found, nothing held, nothing released.
+            self._carry = b""
+            self._behind = (
+                data[-_BEHIND:] if len(data) >= _BEHIND else (self._behind + data)[-_BEHIND:]
+            )
+            return data, data
         # Nothing found: all but the end that may begin a secret goes on, uncopied.
         edge = len(data) - held
-        self._carry = data[edge:] if held else b""
+        kept = data[:edge] if held else data
+        return kept, self._let_go(data, edge, kept)
+
+    def finish(self) -> bytes:
+        return self.finish_both()[0]
+
+    def finish_both(self) -> tuple[bytes, bytes]:
+        data = self._carry
+        return self._run(data, final=True) if data else (b"", b"")
+
+    def release(self) -> bytes:
+        """The held bytes for a stream that must not wait longer (a quiet command),
+        redacted of every secret they hold whole. They stay carried: the kept copy
+        still waits for them, and the next read still redacts the rest of a secret
+        they begin (its first piece, at most the longest secret less a byte, is
+        then in the stream only)."""
+        if not self.held:
+            return b""
+        data = self._carry
+        spans = _merge(self._table.spans(data, True, self._behind)[0])
+        out = self._render(data, spans, self._released, len(data), count=False)
+        self._released = len(data)
+        return out
+
+    def _let_go(self, data: bytes, edge: int, kept: bytes) -> bytes:
+        """Carry `data` from `edge` on; the stream's part of `kept` (`data[:edge]`)."""
+        self._carry = data[edge:] if edge < len(data) else b""
         self._behind = (
             data[edge - _BEHIND : edge]
             if edge >= _BEHIND
             else (self._behind + data[:edge])[-_BEHIND:]
         )
-        return data[:edge] if held else data
+        released, self._released = self._released, max(self._released - edge, 0)
+        if not released:
+            return kept
+        return data[released:edge] if edge > released else b""
 
-    def finish(self) -> bytes:
-        data, self._carry = self._carry, b""
-        return self._run(data, final=True) if data else b""
-
-    def _run(self, data: bytes, final: bool, hits: list[Hit] | None = None) -> bytes:
+    def _run(self, data: bytes, final: bool, hits: list[Hit] | None = None) -> tuple[bytes, bytes]:
         spans, hold = self._table.spans(data, final, self._behind, hits)
         # Nothing is held longer than the longest secret can be.
         cap = len(data) - self._table.max_hold
@@ -244,23 +289,33 @@ class Redactor:
                     kept.append((start, end, name))
             break
         edge = max(hold, kept[-1][1]) if kept else hold
-        self._carry = data[edge:] if edge < len(data) else b""
-        self._behind = (
-            data[edge - _BEHIND : edge]
-            if edge >= _BEHIND
-            else (self._behind + data[:edge])[-_BEHIND:]
-        )
+        released = self._released
         if not kept:
-            return data if edge == len(data) else data[:edge]
+            out = data if edge == len(data) else data[:edge]
+            return out, self._let_go(data, edge, out)
+        out = self._render(data, kept, 0, edge, count=True)
+        self._let_go(data, edge, out)
+        if not released:
+            return out, out
+        return out, self._render(data, kept, released, edge, count=False)
+
+    def _render(
+        self, data: bytes, spans: list[Span], start: int, edge: int, *, count: bool
+    ) -> bytes:
+        """`data[start:edge]` with each span in it replaced by its marker (a span
+        that began before `start` by one marker at `start`)."""
         out: list[bytes] = []
-        at = 0
-        for start, end, name in kept:
-            out.append(data[at:start])
+        at = start
+        for first, end, name in spans:
+            if end <= start or first >= edge:
+                continue
+            out.append(data[at:first] if first > at else b"")
             out.append(messages.REDACTED.format(name=name).encode())
-            self.counts[name] += 1
+            if count:
+                self.counts[name] += 1
+                self.lines_removed += data.count(b"\n", first, end)
             at = end
         out.append(data[at:edge])
-        self.lines_removed += sum(data.count(b"\n", start, end) for start, end, _ in kept)
         return b"".join(out)
 
 

@@ -92,23 +92,35 @@ class OutputSink:
     def feed(self, data: bytes) -> bytes:
         """Take raw output; return it sanitized (UTF-8) for streaming, its CRs as the
         command printed them (what is kept folds them instead)."""
-        clean = self._sanitizer.feed(data)
+        clean = streamed = self._sanitizer.feed(data)
         if self._redactor is not None:
-            clean = self._redactor.feed(clean)
+            clean, streamed = self._redactor.feed_both(clean)
         if clean:
             kept = self._folder.feed(clean)
             if kept:
                 self._append(kept)
-        return clean
+        return streamed
+
+    @property
+    def held(self) -> int:
+        """Bytes the redactor holds back from the stream (they may begin a secret)."""
+        return 0 if self._redactor is None else self._redactor.held
+
+    def release(self) -> bytes:
+        """What the stream was held back, for a command gone quiet (the kept copy
+        still waits for the next read: `Redactor.release`)."""
+        return b"" if self._redactor is None else self._redactor.release()
 
     def finish(self) -> bytes:
-        clean = self._sanitizer.finish()
+        clean = streamed = self._sanitizer.finish()
         if self._redactor is not None:
-            clean = self._redactor.feed(clean) + self._redactor.finish()
+            clean, streamed = self._redactor.feed_both(clean)
+            rest, streamed_rest = self._redactor.finish_both()
+            clean, streamed = clean + rest, streamed + streamed_rest
         kept = self._folder.feed(clean) + self._folder.finish()
         if kept:
             self._append(kept)
-        return clean
+        return streamed
 
     def _append(self, data: bytes) -> None:
         self.total_bytes += len(data)

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.abc
 
 from bashrpc.protocol import messages
 from bashrpc.server.output.chunks import CHUNK_INTERVAL_SECONDS
@@ -35,20 +36,28 @@ class Pipeline:
         self._folder = CarriageReturnFolder() if terminal else None
         # A terminal's raw bytes are redacted on their own (the sink redacts the text).
         self._raw = Redactor(secrets) if terminal and secrets is not None else None
-        self._raw_feeds = 0
-        self._raw_holds = Pulse()
+        self._holding = secrets is not None
+        self._feeds = 0
+        self._holds = Pulse()
+        # While the command runs: where the releasing task starts, at the first
+        # read that leaves something held (most commands never do).
+        self._group: anyio.abc.TaskGroup | None = None
+        self._releaser = False
 
     def feed(self, data: bytes) -> None:
+        self._feeds += 1
         if self._folder is not None:
             if self._raw is None:
                 self._raw_out(data)
             else:
-                self._raw_feeds += 1
-                self._raw_out(self._raw.feed(data))
-                if self._raw.held:
-                    self._raw_holds.fire()
+                self._raw_out(self._raw.feed_both(data)[1])
             data = self._folder.feed(data)
         self._text(self.sink.feed(data))
+        if self._group is not None and self._held():
+            if not self._releaser:
+                self._releaser = True
+                self._group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
+            self._holds.fire()
 
     def feed_text(self, data: bytes) -> None:
         """A message of the server's own, as text only (never as terminal bytes)."""
@@ -56,28 +65,35 @@ class Pipeline:
 
     @asynccontextmanager
     async def releasing(self) -> AsyncIterator[None]:
-        """While the command runs, a terminal's held bytes are let go in time."""
-        if self._raw is None:
+        """While the command runs, bytes held back from the streams (they may begin a
+        secret) are let go in time: never a chunk interval past the last read."""
+        if not self._holding:
             yield
             return
         async with anyio.create_task_group() as group:
-            group.start_soon(self._release_raw, CHUNK_INTERVAL_SECONDS)
-            yield
-            group.cancel_scope.cancel()
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
 
-    async def _release_raw(self, interval: float) -> None:
-        """A terminal's held bytes go after `interval` without a read: an interactive
-        program's prompt is never held back from its host (until cancelled)."""
-        raw = self._raw
-        if raw is None:
-            return
+    def _held(self) -> bool:
+        return bool(self.sink.held or (self._raw is not None and self._raw.held))
+
+    async def _release(self, interval: float) -> None:
+        """Held bytes go after `interval` without a read: a quiet command's last words
+        (a prompt, a line still being written) are never held back from its host; the
+        result and the artifact still wait for them (until cancelled)."""
         while True:
-            if not raw.held:
-                await self._raw_holds.wait()
-            seen = self._raw_feeds
+            if not self._held():
+                await self._holds.wait()
+            seen = self._feeds
             await anyio.sleep(interval)
-            if self._raw_feeds == seen and raw.held:
-                self._raw_out(raw.finish())
+            if self._feeds == seen:
+                if self._raw is not None:
+                    self._raw_out(self._raw.release())
+                self._text(self.sink.release())
 
     def _raw_out(self, raw: bytes) -> None:
         if raw:
@@ -90,7 +106,7 @@ class Pipeline:
     def finish(self) -> None:
         if self._folder is not None:
             if self._raw is not None:
-                self._raw_out(self._raw.finish())
+                self._raw_out(self._raw.finish_both()[1])
             self._text(self.sink.feed(self._folder.finish()))
         self._text(self.sink.finish())
 

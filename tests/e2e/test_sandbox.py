@@ -277,6 +277,20 @@ def test_the_rc_snapshot_and_ptys_work_inside(spawn: SpawnInProcess, tmp_path: P
     assert lines[2] == "hello from rc"
 
 
+def test_sessions_with_an_allowlist_share_one_rc_snapshot(
+    spawn: SpawnInProcess, tmp_path: Path
+) -> None:
+    """Each session's proxy has a key of its own, which nothing inside a sandbox
+    sees: a new session replays the snapshot already made rather than run the rc
+    again (a user's rc can take a good part of a second, per session)."""
+    rc = 'eval "captured() { echo $(cat /proc/sys/kernel/random/uuid); }"\n'
+    (tmp_path / "home" / ".bashrc").write_text(rc)
+    extra = '[sandbox.network]\nmode = "allowlist"\nallow = ["example.org"]\n'
+    server = sandboxed(spawn, "workspace-write", extra)
+    captures = {server.bash("captured", session_id=f"s{i}").output for i in range(3)}
+    assert len(captures) == 1 and len(captures.pop()) == 37
+
+
 def test_the_servers_environment_is_out_of_reach(
     spawn_process: SpawnProcess, tmp_path: Path
 ) -> None:

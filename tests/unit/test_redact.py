@@ -183,6 +183,57 @@ def test_holds_back_at_most_the_longest_form_less_a_byte() -> None:
     assert redactor.feed(b"done\n") == b"done\n" and redactor.held == 0
 
 
+def released_run(pieces: list[bytes], table: SecretTable | None = None) -> tuple[bytes, bytes]:
+    """The kept copy and the stream of `pieces`, the stream given what is held
+    after each piece (as when the command goes quiet between them)."""
+    redactor = Redactor(table or SecretTable({"API_TOKEN": TOKEN}, formats=()))
+    kept = stream = b""
+    for piece in pieces:
+        let_go, streamed = redactor.feed_both(piece)
+        kept, stream = kept + let_go, stream + streamed + redactor.release()
+    let_go, streamed = redactor.finish_both()
+    return kept + let_go, stream + streamed
+
+
+@pytest.mark.parametrize("cut", range(1, len(TOKEN)))
+def test_a_release_keeps_the_overlap(cut: int) -> None:
+    """What is held goes to the stream when released; the kept copy still waits,
+    and the rest of a secret begun in the released bytes is still redacted."""
+    kept, stream = released_run([b"key: " + TOKEN[:cut], TOKEN[cut:] + b"\n"])
+    assert kept == b"key: " + r("API_TOKEN") + b"\n"
+    assert stream == b"key: " + TOKEN[:cut] + r("API_TOKEN") + b"\n"
+    assert TOKEN not in stream
+
+
+@pytest.mark.parametrize(("data", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_each_case_released_at_every_split_point(data: bytes, expected: bytes | None) -> None:
+    """The kept copy is the same whatever was released; the stream has no secret whole."""
+    whole, _ = run(TABLE, [data])
+    for cut in range(len(data) + 1):
+        kept, stream = released_run([data[:cut], data[cut:]], TABLE)
+        assert kept == whole, cut
+        for raw in RAW:
+            if raw in data and raw not in (expected or b""):
+                assert raw not in stream, (cut, raw)
+
+
+def test_a_release_of_a_tail_that_begins_no_secret_costs_nothing() -> None:
+    kept, stream = released_run([b"Password: " + TOKEN[:3], b"\n", TOKEN + b"\n"])
+    assert kept == stream == b"Password: " + TOKEN[:3] + b"\n" + r("API_TOKEN") + b"\n"
+
+
+def test_a_release_redacts_a_secret_it_holds_whole() -> None:
+    """`LONGER` may still follow a whole `TOKEN`: the release redacts the one it has."""
+    redactor = Redactor(TABLE)
+    assert redactor.feed_both(b"prefix-" + TOKEN) == (b"", b"")
+    assert redactor.held and redactor.release() == b"prefix-" + r("API_TOKEN")
+    assert redactor.held == 0 and redactor.release() == b""
+    kept, streamed = redactor.feed_both(b"-suffix\n")
+    assert kept == r("LONGER") + b"\n"
+    assert streamed.endswith(b"\n") and b"suffix" not in streamed
+    assert redactor.counts == {"LONGER": 1}
+
+
 def test_patterns_off_and_host_patterns() -> None:
     from bashrpc.server.output.secretforms import host_format
 

@@ -12,7 +12,8 @@ The capture runs in the sandbox of the shells that replay it (the same policy).
 An rc in a writable root (HOME in the workspace), or one that sources a file in
 one (`. ~/.cargo/env`), is a file a command could have written: run on the host,
 it would undo the sandbox at the next capture. With the sandbox off it runs on
-the host, as the user's own shell would.
+the host, as the user's own shell would. Under a network allowlist it runs
+with no way out (no session's proxy), so every session shares one capture.
 
 A capture is a task of the runtime's, not of the request that first needed it,
 and is let finish: at shutdown it gets up to WIND_DOWN_FINISH_SECONDS while it
@@ -175,7 +176,8 @@ class SnapshotStore:
     async def get(self, shell: str, env: Mapping[str, str], policy: Policy | None) -> Path | None:
         """The snapshot for shells of `shell` with `env` under `policy`; None
         without one. Cancelling this leaves the capture running for the next."""
-        key: Key = (shell, tuple(sorted(env.items())), policy)
+        # One capture for every session's gateway: the rc runs with no way out.
+        key: Key = (shell, tuple(sorted(env.items())), policy and policy.unserved)
         while key not in self._cache:
             made = self._pending.get(key)
             if made is None:

@@ -45,3 +45,13 @@ class Policy(msgspec.Struct, frozen=True):
     @property
     def writable(self) -> tuple[str, ...]:
         return self.writable_roots if self.mode == "workspace-write" else ()
+
+    @property
+    def unserved(self) -> Policy:
+        """The policy without the key of the gateway that serves it (one per
+        session): a sandbox looks the same from inside under either, and one made
+        under this one has no way out at all."""
+        if self.egress is None or not self.egress.gateway:
+            return self
+        egress = msgspec.structs.replace(self.egress, gateway="")
+        return msgspec.structs.replace(self, egress=egress)
