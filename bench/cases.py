@@ -30,7 +30,7 @@ from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
 from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
-from bench.floors import LatencyFloors, StartupFloors
+from bench.floors import LatencyFloors, StartupFloors, compile_server
 from bench.inputwait import input_waits
 from bench.network import network
 from bench.redaction import redaction
@@ -176,6 +176,7 @@ class Bench:
         Its floors run beside it: the interpreter, its imports, one bash."""
         empty_home = self.workdir / "home"
         empty_home.mkdir(exist_ok=True)
+        compile_server()
         floors = StartupFloors()
         clean = floors.targeted(Row("startup", "spawn to first `bash` result (empty HOME)", "ms"))
         real = Row("startup", "spawn to first `bash` result (this machine's HOME)", "ms")

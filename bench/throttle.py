@@ -30,6 +30,8 @@ TRICKLE = (
     "    print('tick', flush=True)\n"
     "    time.sleep(0.001)\n"
 )
+# The flood's lines per line of the echo loop: enough to be cut by size many times over.
+FLOOD_LINES_PER_WRITE = 10
 BURNER = ("bash", "--noprofile", "--norc", "-c", "while :; do :; done")
 
 
@@ -38,33 +40,50 @@ def throttle(bench: Workbench) -> list[Row]:
 
 
 def flood_rows(bench: Workbench) -> list[Row]:
+    """Many small writes (an `echo` loop: one write per line) and a flood (`seq`,
+    written in blocks): both coalesced; the flood is cut by size alone."""
     n = bench.sizes.small_writes
-    seconds = Row("throttle", f"flood: {n} echo lines: time", "s")
-    count = Row("throttle", f"flood: {n} echo lines: notifications sent", "")
-    size = Row(
-        "throttle", "flood: KiB per notification", "KiB", target="≥ 32", check=lambda v: v >= 32
+    seconds = Row("throttle", f"small writes: {n} echo lines: time", "s")
+    count = Row("throttle", f"small writes: {n} echo lines: notifications sent", "")
+    echo_size = Row("throttle", "small writes: KiB per notification", "KiB")
+    flood = f"seq {n * FLOOD_LINES_PER_WRITE}"
+    flood_size = Row(
+        "throttle",
+        f"flood: `{flood}`: KiB per notification",
+        "KiB",
+        target="≥ 32",
+        check=lambda v: v >= 32,
     )
     for _ in range(bench.sizes.repeat):
         server = BenchServer(bench.artifacts)
-        text = 0
-
-        def count_text(chunk: bytes) -> None:
-            nonlocal text
-            text += len(chunk)
-
         try:
             server.call("bash", BashParams(command="true"))
-            server.notifications = 0
-            server.on_chunk = count_text
             started = time.perf_counter()
-            server.call("bash", BashParams(command=f"for i in $(seq {n}); do echo $i; done"))
-            elapsed = time.perf_counter() - started
+            notifications, kib = _kib_per_notification(
+                server, f"for i in $(seq {n}); do echo $i; done"
+            )
+            seconds.values.append(time.perf_counter() - started)
+            count.values.append(notifications)
+            echo_size.values.append(kib)
+            flood_size.values.append(_kib_per_notification(server, flood)[1])
         finally:
             server.close()
-        seconds.values.append(elapsed)
-        count.values.append(server.notifications)
-        size.values.append(text / 1024 / server.notifications)
-    return [seconds, count, size]
+    return [seconds, count, echo_size, flood_size]
+
+
+def _kib_per_notification(server: BenchServer, command: str) -> tuple[int, float]:
+    """The notifications `command` sent, and the KiB of text each carried."""
+    text = 0
+
+    def count_text(chunk: bytes) -> None:
+        nonlocal text
+        text += len(chunk)
+
+    server.notifications = 0
+    server.on_chunk = count_text
+    server.call("bash", BashParams(command=command))
+    server.on_chunk = None
+    return server.notifications, text / 1024 / server.notifications
 
 
 def trickle_rows(bench: Workbench, *, loaded: bool) -> list[Row]:

@@ -72,6 +72,8 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
     # The throttle's trickle ran, on the machine as it is and beside a burner.
     trickles = [row for row in measured if row["metric"].startswith("trickle")]
     assert len(trickles) == 4
+    flood = next(row for row in measured if row["metric"].startswith("flood: `seq"))
+    assert flood["target"] == "≥ 32"
     swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
     assert swerex["values"] or "skipped" in swerex["note"]
 
