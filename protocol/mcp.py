@@ -44,6 +44,7 @@ BASH_TOOL = "bash"
 # The model's two tools for the jobs `run_in_background` starts.
 BASH_OUTPUT_TOOL = "bash_output"
 BASH_KILL_TOOL = "bash_kill"
+BASH_INPUT_TOOL = "bash_input"
 DEFAULT_TOOL_TIMEOUT_SECONDS = 300.0
 ARTIFACT_URI_SCHEME = "artifact://"
 # A clientId names an owner; longer ones are a mistake, not a name.
@@ -450,6 +451,18 @@ class JobToolArguments(Strict):
             description="The background job's id, as the bash tool gave it (term-N).",
         ),
     ] = msgspec.field(name="terminal_id")
+
+
+class JobInputArguments(JobToolArguments):
+    """What a model passes to `bash_input`: the job, and what to type."""
+
+    text: Annotated[
+        str,
+        msgspec.Meta(max_length=65536, description="The text to type (one answer, one line)."),
+    ]
+    enter: Annotated[
+        bool, msgspec.Meta(description="Press Enter after the text (default true).")
+    ] = True
 
 
 class ToolAnnotations(Open):

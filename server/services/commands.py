@@ -194,6 +194,13 @@ class CommandService:
             if e.session_id == session_id and e.input_wait is not None
         ]
 
+    def input_wait_of(self, request_id: Any, session_id: str) -> InputWait | None:
+        """What this request's command waits for from its person now, if anything."""
+        for e in self._executions:
+            if e.request_id == request_id and e.session_id == session_id:
+                return e.input_wait
+        return None
+
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs (on its shell, a one-shot one or a
         PTY) or waits for its turn."""

@@ -37,6 +37,7 @@ from bashrpc.server.runtime.sessions.session import Session, resolve_path
 from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
+from bashrpc.server.services.held import Hold
 
 # How a job's end reaches its owner's connection.
 TellExit = Callable[[Job], Awaitable[None]]
@@ -139,6 +140,23 @@ class JobService:
                 raise errors.InvalidArgument(
                     messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
                 ) from None
+
+    def adopt(
+        self,
+        hold: Hold,
+        command: str,
+        cwd: str | None,
+        *,
+        announce: bool,
+    ) -> Job:
+        """A request's command that waits for its person, going on as a job of its
+        session (`services/held.py`); TooManyJobs past the limits."""
+        runtime = self._runtime
+        session = runtime.session(hold.session_id, owner=self.owner)
+        workdir = session.cwd if cwd is None else resolve_path(session.cwd, cwd, session.home)
+        launch = JobLaunch(command, None, session.config, workdir, {})
+        spec = JobSpec(launch, command, announce=announce, terminal=True)
+        return runtime.jobs.adopt(session.id, self.owner, spec, hold, hold.waiting)
 
     async def _spec(
         self, what: JobStart, session: Session, extra: dict[str, str], announce: bool

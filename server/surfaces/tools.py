@@ -37,7 +37,7 @@ from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.tool import args, jobtools, meta, tasks
+from bashrpc.server.services.tool import args, jobtools, meta, tasks, waits
 from bashrpc.server.services.tool import call as toolcall
 from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
@@ -171,7 +171,12 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         services.jobs,
     )
     background = bool(args.given(sent.arguments.run_in_background))
-    return await request.serve(ctx, services, toolcall.planned(plan, background, context))
+    planned = toolcall.planned(plan, background, context)
+    if isinstance(planned, request.Command) and planned.spec.terminal is not None:
+        # On a terminal it may wait for input: then answered at once, going on as a job.
+        max_bytes = connection.settings.output.max_bytes
+        return await waits.serve(ctx, services, planned, services.jobs, max_bytes)
+    return await request.serve(ctx, services, planned)
 
 
 async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata, *, v2: bool) -> CallToolResult:

@@ -35,9 +35,15 @@ from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.state import Event, ExitStatus, exit_status, step
 from bashrpc.server.runtime.seam import drain
-from bashrpc.server.runtime.seam.backend import Backend, JobLaunch, ProcessHandle
+from bashrpc.server.runtime.seam.backend import Backend, InputWait, JobLaunch, ProcessHandle
 
 _log = log.get("jobs")
+# What a job's program waits for from its person now, if anything.
+Waiting = Callable[[], InputWait | None]
+
+
+def _nothing() -> InputWait | None:
+    return None
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -53,6 +59,9 @@ class JobSpec(msgspec.Struct, frozen=True):
     announce: bool = True
     # What its output never shows; None: nothing is redacted.
     secrets: TableSource | None = None
+    # It runs on a terminal (a request's PTY command gone on as a job): what it is
+    # typed goes there, and Enter is a carriage return.
+    terminal: bool = False
 
     @property
     def cwd(self) -> str:
@@ -83,6 +92,7 @@ class Job:
         self._redactor = None if spec.secrets is None else Redactor(spec.secrets)
         self._changed = Pulse()
         self._process: ProcessHandle | None = None
+        self._waiting: Waiting = _nothing
         self._last_data = anyio.current_time()
         self._eof = anyio.Event()
         # Set once the job's process and tree are gone and its files closed.
@@ -122,6 +132,15 @@ class Job:
     async def start(self, backend: Backend) -> None:
         """Spawn; raises OSError (or SandboxUnavailable) when it cannot start."""
         self._process = await backend.job(self.spec.launch)
+
+    def take(self, process: ProcessHandle, waiting: Waiting) -> None:
+        """A program that runs already (see `JobTable.adopt`), and what tells its waits."""
+        self._process, self._waiting = process, waiting
+
+    @property
+    def input_wait(self) -> InputWait | None:
+        """What it waits for from its person now, while it runs."""
+        return None if self.exited.is_set() else self._waiting()
 
     async def run(self, grace: Callable[[], float]) -> None:
         """Pump its output and await its exit; then kill what it left and close up."""

@@ -17,28 +17,15 @@ import time
 from collections.abc import Awaitable, Callable
 
 import anyio
-import msgspec
 
-from bashrpc.server.runtime.seam.backend import InputLook, PtyHandle, Snapshot
+from bashrpc.server.runtime.seam.backend import InputLook, InputWait, PtyHandle, Snapshot
+
+__all__ = ["SETTLE_SECONDS", "InputWait", "Settling", "prompt_of", "watch"]
 
 # The default settle time: how long looks must agree before a wait is told.
 SETTLE_SECONDS = 1.0
 # At most this long between looks (less for a shorter settle).
 POLL_SECONDS = 0.25
-
-
-class InputWait(msgspec.Struct, frozen=True):
-    """A command that waits for its person, as told to the host."""
-
-    request_id: object
-    session_id: str
-    # The terminal's last line: what the program asks.
-    prompt: str
-    secret: bool
-    # When it was first seen waiting: ISO 8601, UTC.
-    since: str
-    pid: int | None
-    program: str | None
 
 
 class Settling:

@@ -76,6 +76,20 @@ class InputLook(msgspec.Struct, frozen=True):
     cpu: int = 0
 
 
+class InputWait(msgspec.Struct, frozen=True):
+    """A command that waits for its person, as told to the host."""
+
+    request_id: object
+    session_id: str
+    # The terminal's last line: what the program asks.
+    prompt: str
+    secret: bool
+    # When it was first seen waiting: ISO 8601, UTC.
+    since: str
+    pid: int | None
+    program: str | None
+
+
 class ShellHandle(Protocol):
     """A persistent shell: started by `serve` (in the pool's task group), then
     one command at a time."""
