@@ -154,6 +154,16 @@ class BashParams(Params):
             " ([secrets] hostMayOptOut)."
         ),
     ] = True
+    on_input: Annotated[
+        Literal["wait", "return"],
+        described(
+            "When the command waits for its person (on a PTY, `bash/needsInput`):"
+            " `wait` (the default) runs on until it ends, the host answering with"
+            " `pty/input`; `return` answers at once with the output so far and the"
+            " wait (`needsInput`), the command going on as the background job"
+            " `terminalId`."
+        ),
+    ] = "wait"
 
 
 class BashResult(Result, omit_defaults=True):
@@ -218,11 +228,22 @@ class BashResult(Result, omit_defaults=True):
     ] = None
     terminal_id: Annotated[
         str | None,
-        described("The background job the command runs on as (`background`, `backgroundAfter`)."),
+        described(
+            "The background job the command runs on as (`background`, `backgroundAfter`,"
+            " `onInput`)."
+        ),
     ] = None
     redactions: Annotated[
         dict[str, int] | None,
         described("Secrets replaced with `[REDACTED:NAME]` in the output, counted by name."),
+    ] = None
+    needs_input: Annotated[
+        NeedsInput | None,
+        described(
+            'With `onInput: "return"`: the command waits for its person and runs on as'
+            " the job `terminalId` (answer it with `terminal/write` or `pty/input`, stop"
+            " it with `terminal/kill`); what it asks, as `bash/needsInput` told."
+        ),
     ] = None
 
 

@@ -25,6 +25,7 @@ import msgspec
 
 from bashrpc.server import errors
 from bashrpc.server.pulse import Pulse
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.seam.backend import InputWait
 from bashrpc.server.services import request
 from bashrpc.server.services.commands import CommandService
@@ -50,6 +51,8 @@ class Hold:
         self._unread = bytearray()
         # Bytes of output so far, all told (what the answer showed ends here).
         self.total = 0
+        self._newlines = 0
+        self._unfinished = False
         self._eof = False
         self._changed = Pulse()
         self._input_closed = False
@@ -65,6 +68,8 @@ class Hold:
 
     def take(self, data: bytes) -> None:
         self.total += len(data)
+        self._newlines += data.count(b"\n")
+        self._unfinished = not data.endswith(b"\n")
         self._unread += data
         if len(self._unread) > MAX_HELD_BYTES:
             del self._unread[: len(self._unread) - MAX_HELD_BYTES]
@@ -85,6 +90,11 @@ class Hold:
             self._status = None if exit_code is None else (exit_code & 0xFF) << 8
             self.ended.set()
             self.settled.set()
+
+    @property
+    def lines(self) -> int:
+        """Lines of its output so far, a last one without LF counted."""
+        return self._newlines + (1 if self._unfinished else 0)
 
     def so_far(self, max_bytes: int) -> bytes:
         """The newest of what it printed, within `max_bytes`."""
@@ -112,6 +122,13 @@ class Hold:
     def waiting(self) -> InputWait | None:
         """What the command waits for now (its wait ends when it is answered)."""
         return self.commands.input_wait_of(self.request_id, self.session_id)
+
+    async def echoes(self) -> bool:
+        try:
+            run = await self.commands.pty(self.request_id).running()
+        except errors.NoSuchPty:
+            return False
+        return run.echoes()
 
     async def read(self) -> bytes:
         while not self._unread and not self._eof:
@@ -178,6 +195,42 @@ class _Heard:
 
     async def close(self) -> None:
         self._hold.end_of_output()
+
+
+class Adopted(msgspec.Struct, frozen=True):
+    """A request's command that waits for its person, gone on as a job: its first
+    wait, and what it printed before (the answer shows it)."""
+
+    job: Job
+    wait: InputWait
+    # Its newest output, within the spec's `max_bytes`; all it printed, in bytes
+    # and in lines.
+    so_far: bytes
+    total: int
+    lines: int
+
+
+async def serve(
+    caller: Caller,
+    services: Services,
+    planned: Command[R],
+    exit_code: Callable[[R], int | None],
+    adopt: Callable[[Hold], Job],
+) -> R | Adopted:
+    """The request's reply when its command ends before it waits (or waits when
+    `adopt` finds no room for its job: then at its end); else the job it goes on
+    as, `adopt`ed, its request answered from now on."""
+    hold = Hold(services.commands, caller.id, planned.spec.session_id)
+    running = await held(caller, services, planned, hold, exit_code)
+    wait = hold.first_wait
+    if wait is None or hold.ended.is_set():
+        return await running.reply()
+    try:
+        job = adopt(hold)
+    except errors.TooManyJobs:
+        return await running.reply()
+    answered(caller, hold)
+    return Adopted(job, wait, hold.so_far(planned.spec.max_bytes), hold.total, hold.lines)
 
 
 class Running(Generic[R]):

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.methods import NeedsInput, SandboxMode
 from bashrpc.protocol.terminals import (
     OutputGap,
     Readiness,
@@ -38,6 +38,7 @@ from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.held import Hold
+from bashrpc.server.services.streams import needs_input
 
 # How a job's end reaches its owner's connection.
 TellExit = Callable[[Job], Awaitable[None]]
@@ -155,8 +156,8 @@ class JobService:
         session = runtime.session(hold.session_id, owner=self.owner)
         workdir = session.cwd if cwd is None else resolve_path(session.cwd, cwd, session.home)
         launch = JobLaunch(command, None, session.config, workdir, {})
-        spec = JobSpec(launch, command, announce=announce, terminal=True)
-        return runtime.jobs.adopt(session.id, self.owner, spec, hold, hold.waiting)
+        spec = JobSpec(launch, command, announce=announce)
+        return runtime.jobs.adopt(session.id, self.owner, spec, hold, hold)
 
     async def _spec(
         self, what: JobStart, session: Session, extra: dict[str, str], announce: bool
@@ -235,6 +236,7 @@ class JobService:
             next_offset=piece.end,
             exit_status=wire_status(job.exit) if job.exited.is_set() else None,
             gap=gap,
+            needs_input=_told(job),
         )
 
     async def wait(self, job: Job) -> ExitStatus:
@@ -262,6 +264,7 @@ class JobService:
                 stdin_open=job.stdin_open,
                 exit_status=wire_status(job.exit) if job.exited.is_set() else None,
                 artifact_id=job.artifact_id,
+                needs_input=_told(job),
             )
             for job in self._runtime.jobs.of_session(session_id)
         ]
@@ -276,6 +279,11 @@ class JobService:
     def jobs(self, session_id: str) -> list[Job]:
         """The session's jobs, running or ended, not yet released."""
         return self._runtime.jobs.of_session(session_id)
+
+
+def _told(job: Job) -> NeedsInput | None:
+    wait = job.input_wait
+    return None if wait is None else needs_input(wait)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:

@@ -174,8 +174,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     planned = toolcall.planned(plan, background, context)
     if isinstance(planned, request.Command) and planned.spec.terminal is not None:
         # On a terminal it may wait for input: then answered at once, going on as a job.
-        max_bytes = connection.settings.output.max_bytes
-        return await waits.serve(ctx, services, planned, services.jobs, max_bytes)
+        return await waits.serve(ctx, services, planned, services.jobs)
     return await request.serve(ctx, services, planned)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
     BASH_INPUT_TOOL,
     BASH_KILL_TOOL,
@@ -22,7 +23,24 @@ from bashrpc.protocol.mcp import (
     ToolsCallParams,
 )
 from bashrpc.protocol.mcpclient import bash_tool_call
-from bashrpc.protocol.methods import NeedsInput, SessionListParams, SessionListResult
+from bashrpc.protocol.methods import (
+    BashParams,
+    BashResult,
+    NeedsInput,
+    SessionListParams,
+    SessionListResult,
+)
+from bashrpc.protocol.terminals import (
+    TerminalEmptyResult,
+    TerminalExited,
+    TerminalListParams,
+    TerminalListResult,
+    TerminalOutputResult,
+    TerminalParams,
+    TerminalWaitResult,
+    TerminalWriteParams,
+    TerminalWriteResult,
+)
 from tests.e2e.test_tools_jobs import job_tool
 from tests.inputcases import BOUND_SECONDS, on_a_terminal
 from tests.rpc import ServerProcess
@@ -118,3 +136,72 @@ def test_waiting_notice_names_its_prompt(process: ServerProcess) -> None:
     assert told.prompt == "Overwrite notes.txt? [y/N]"
     assert '"Overwrite notes.txt? [y/N]"' in result.text
     assert "said y" in _answer(process, "term-1", "y").text
+
+
+# -- the host's `bash` with onInput: "return" ----------------------------------
+
+
+def _terminal(terminal_id: str) -> TerminalParams:
+    return TerminalParams(session_id="default", terminal_id=terminal_id)
+
+
+def _returned(process: ServerProcess, command: str) -> BashResult:
+    """`bash` on a PTY with `onInput: "return"`, answered."""
+    params = BashParams(command=command, pty=True, on_input="return", timeout=120)
+    return process.bash_result(process.request("bash", params), BOUND_SECONDS)
+
+
+def test_bash_that_asked_to_return_answers_with_the_wait_and_goes_on_as_a_job(
+    process: ServerProcess,
+) -> None:
+    result = _returned(process, 'echo starting; python3 -c \'print("Hello", input("Name: "))\'')
+    assert result.terminal_id == "term-1" and result.exit_code is None
+    assert result.needs_input is not None
+    assert (result.needs_input.prompt, result.needs_input.secret) == ("Name:", False)
+    assert "starting" in result.output
+    # The job shows the wait, in terminal/output and terminal/list.
+    output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
+    assert output.needs_input is not None and output.needs_input.prompt == "Name:"
+    assert output.exit_status is None
+    listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert [t.needs_input.prompt for t in listed.terminals if t.needs_input] == ["Name:"]
+    write = TerminalWriteParams(session_id="default", terminal_id="term-1", data="Ada\r")
+    process.typed(TerminalWriteResult, "terminal/write", write)
+    ended = process.typed(TerminalWaitResult, "terminal/wait_for_exit", _terminal("term-1"))
+    assert ended.exit_code == 0
+    output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
+    assert "Hello Ada" in output.output and output.needs_input is None
+    exited = process.wait_for(lambda m: m.method == "terminal/exited", BOUND_SECONDS)
+    assert notification_params(exited, TerminalExited).terminal_id == "term-1"
+
+
+def test_a_secret_answer_to_a_returned_bash_is_typed_without_echo(
+    process: ServerProcess,
+) -> None:
+    result = _returned(process, "read -s -p 'Password: ' p; echo; echo \"got ${#p} characters\"")
+    assert result.needs_input is not None and result.needs_input.secret
+    write = TerminalWriteParams(
+        session_id="default", terminal_id="term-1", data="hunter22\r", secret=True
+    )
+    process.typed(TerminalWriteResult, "terminal/write", write)
+    process.typed(TerminalWaitResult, "terminal/wait_for_exit", _terminal("term-1"))
+    output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
+    assert "got 8 characters" in output.output and "hunter22" not in output.output
+
+
+def test_a_secret_is_not_typed_into_a_terminal_that_echoes(process: ServerProcess) -> None:
+    assert _returned(process, "read -p 'Name: ' n").terminal_id == "term-1"
+    write = TerminalWriteParams(
+        session_id="default", terminal_id="term-1", data="hunter22\r", secret=True
+    )
+    error = process.error("terminal/write", write)
+    assert error.code == ErrorCode.INVALID_PARAMS and error.data == messages.SECRET_WOULD_ECHO
+    process.typed(TerminalEmptyResult, "terminal/kill", _terminal("term-1"))
+
+
+def test_bash_that_asked_to_return_but_never_waits_ends_as_ever(process: ServerProcess) -> None:
+    for pty in (True, False):
+        params = BashParams(command="sleep 1.5; echo done", pty=pty, on_input="return")
+        result = process.bash_result(process.request("bash", params), BOUND_SECONDS)
+        assert result.exit_code == 0 and "done" in result.output
+        assert result.terminal_id is None and result.needs_input is None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -38,12 +39,18 @@ from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backend, InputWait, JobLaunch, ProcessHandle
 
 _log = log.get("jobs")
-# What a job's program waits for from its person now, if anything.
-Waiting = Callable[[], InputWait | None]
 
 
-def _nothing() -> InputWait | None:
-    return None
+class OnTerminal(Protocol):
+    """A job's program on a terminal (a request's PTY command gone on as a job)."""
+
+    def waiting(self) -> InputWait | None:
+        """What it waits for from its person now, if anything."""
+        ...
+
+    async def echoes(self) -> bool:
+        """Whether its terminal echoes what is typed (a secret must not be typed then)."""
+        ...
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -59,9 +66,6 @@ class JobSpec(msgspec.Struct, frozen=True):
     announce: bool = True
     # What its output never shows; None: nothing is redacted.
     secrets: TableSource | None = None
-    # It runs on a terminal (a request's PTY command gone on as a job): what it is
-    # typed goes there, and Enter is a carriage return.
-    terminal: bool = False
 
     @property
     def cwd(self) -> str:
@@ -92,7 +96,8 @@ class Job:
         self._redactor = None if spec.secrets is None else Redactor(spec.secrets)
         self._changed = Pulse()
         self._process: ProcessHandle | None = None
-        self._waiting: Waiting = _nothing
+        # Its terminal, when it runs on one (what it is typed goes there).
+        self.terminal: OnTerminal | None = None
         self._last_data = anyio.current_time()
         self._eof = anyio.Event()
         # Set once the job's process and tree are gone and its files closed.
@@ -133,14 +138,21 @@ class Job:
         """Spawn; raises OSError (or SandboxUnavailable) when it cannot start."""
         self._process = await backend.job(self.spec.launch)
 
-    def take(self, process: ProcessHandle, waiting: Waiting) -> None:
-        """A program that runs already (see `JobTable.adopt`), and what tells its waits."""
-        self._process, self._waiting = process, waiting
+    def take(self, process: ProcessHandle, terminal: OnTerminal) -> None:
+        """A program that runs already on a terminal (see `JobTable.adopt`)."""
+        self._process, self.terminal = process, terminal
 
     @property
     def input_wait(self) -> InputWait | None:
-        """What it waits for from its person now, while it runs."""
-        return None if self.exited.is_set() else self._waiting()
+        """What it waits for from its person now, while it runs (only a program on
+        a terminal is watched)."""
+        if self.terminal is None or self.exited.is_set():
+            return None
+        return self.terminal.waiting()
+
+    async def echoes(self) -> bool:
+        """Whether what it is typed shows in its output (a pipe echoes nothing)."""
+        return self.terminal is not None and await self.terminal.echoes()
 
     async def run(self, grace: Callable[[], float]) -> None:
         """Pump its output and await its exit; then kill what it left and close up."""

@@ -19,7 +19,7 @@ import msgspec
 
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.jobs.job import Job, JobSpec, Waiting
+from bashrpc.server.runtime.jobs.job import Job, JobSpec, OnTerminal
 from bashrpc.server.runtime.seam.backend import Backend, ProcessHandle
 from bashrpc.server.settings import (
     DEFAULT_JOB_RING_BYTES,
@@ -95,13 +95,13 @@ class JobTable:
         owner: str | None,
         spec: JobSpec,
         process: ProcessHandle,
-        waiting: Waiting,
+        terminal: OnTerminal,
     ) -> Job:
-        """A program already running (a request's command that waits for its
-        person, answered before its end) kept from now on as a job; `waiting`
-        says what it waits for. TooManyJobs past the limits, as `start`."""
+        """A program already running on a terminal (a request's command that waits
+        for its person, answered before its end) kept from now on as a job.
+        TooManyJobs past the limits, as `start`."""
         job = self._new(session_id, owner, spec)
-        job.take(process, waiting)
+        job.take(process, terminal)
         self._keep_running(job)
         return job
 

@@ -150,7 +150,7 @@ async def _type(
         return tool_error(messages.INPUT_TO_SECRET.format(terminal_id=job.id))
     if job.exited.is_set():
         return None
-    enter = ("\r" if job.spec.terminal else "\n") if answer.enter else ""
+    enter = ("\r" if job.terminal is not None else "\n") if answer.enter else ""
     try:
         await job.write((answer.text + enter).encode())
     except errors.InvalidArgument as exc:

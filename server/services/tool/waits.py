@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import CallToolResult
-from bashrpc.server import errors
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.services import held
 from bashrpc.server.services.held import Hold
 from bashrpc.server.services.jobs import JobService
@@ -33,25 +33,22 @@ async def serve(
     services: Services,
     planned: Command[CallToolResult],
     jobs: JobService,
-    max_bytes: int,
 ) -> CallToolResult:
     """The call run to its end, or answered when its command first waits."""
     spec = planned.spec
-    hold = Hold(services.commands, caller.id, spec.session_id)
-    running = await held.held(caller, services, planned, hold, _exit_code)
-    wait = hold.first_wait
-    if wait is None or hold.ended.is_set():
-        return await running.reply()
-    try:
-        job = jobs.adopt(hold, spec.command, spec.cwd, announce=False)
-    except errors.TooManyJobs:
-        return await running.reply()
-    held.answered(caller, hold)
+
+    def adopt(hold: Hold) -> Job:
+        return jobs.adopt(hold, spec.command, spec.cwd, announce=False)
+
+    done = await held.serve(caller, services, planned, _exit_code, adopt)
+    if not isinstance(done, held.Adopted):
+        return done
+    job, wait = done.job, done.wait
     # The model has read what the answer shows; `bash_output` goes on from there.
-    jobview.of(job).cursor = hold.total
+    jobview.of(job).cursor = done.total
     template = messages.TOOL_WAITS_FOR_SECRET if wait.secret else messages.TOOL_WAITS_FOR_INPUT
     notice = template.format(prompt=jobtools.quoted_prompt(wait.prompt), terminal_id=job.id)
-    text = hold.so_far(max_bytes).decode("utf-8", "replace")
+    text = done.so_far.decode("utf-8", "replace")
     if text and not text.endswith("\n"):
         text += "\n"
     return jobtools.text_result(text + notice)
