@@ -565,7 +565,7 @@ class PtyOutput(Result):
     data: Annotated[str, described("Raw terminal bytes, base64.")]
 
 
-class NeedsInput(Result):
+class NeedsInput(Result, omit_defaults=True):
     """Params of ``bash/needsInput``: a PTY command waits for its person, told once
     per wait, after its processes have sat blocked on their terminal for the settle
     time (``input.settleSeconds``). The command keeps running: answer with
@@ -584,6 +584,13 @@ class NeedsInput(Result):
     since: Annotated[str, described("When the wait was first seen: ISO 8601, UTC.")]
     pid: Annotated[int | None, described("The process blocked on the terminal.")]
     program: Annotated[str | None, described("That process's name (its `comm`).")]
+    terminal_id: Annotated[
+        str | None,
+        described(
+            "The background job that waits (a job reading its stdin, or a command gone on"
+            " as one); absent for a request's command."
+        ),
+    ] = None
 
 
 class BashChunk(Result, omit_defaults=True):

@@ -26,7 +26,7 @@ import msgspec
 from bashrpc.server import errors
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.job import Job
-from bashrpc.server.runtime.seam.backend import InputWait
+from bashrpc.server.runtime.seam.backend import InputLook, InputWait
 from bashrpc.server.services import request
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.request import Caller, Command, Services
@@ -122,6 +122,10 @@ class Hold:
     def waiting(self) -> InputWait | None:
         """What the command waits for now (its wait ends when it is answered)."""
         return self.commands.input_wait_of(self.request_id, self.session_id)
+
+    def input_look(self) -> InputLook:
+        """Never waiting here: its runner watches its terminal (`waiting`)."""
+        return InputLook(False)
 
     async def echoes(self) -> bool:
         try:

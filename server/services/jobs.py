@@ -178,7 +178,12 @@ class JobService:
         if what.redact:
             table = secrets.table_for(self._runtime, session, extra, what.secret_env)
         return JobSpec(
-            launch, shown, output_limit=what.output_limit, announce=announce, secrets=table
+            launch,
+            shown,
+            output_limit=what.output_limit,
+            announce=announce,
+            secrets=table,
+            settle=self._runtime.settings.input.settle_seconds,
         )
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:

@@ -116,6 +116,7 @@ def needs_input(wait: InputWait) -> NeedsInput:
         since=wait.since,
         pid=wait.pid,
         program=wait.program,
+        terminal_id=wait.terminal_id,
     )
 
 

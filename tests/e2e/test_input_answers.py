@@ -31,6 +31,8 @@ from bashrpc.protocol.methods import (
     SessionListResult,
 )
 from bashrpc.protocol.terminals import (
+    TerminalCreateParams,
+    TerminalCreateResult,
     TerminalEmptyResult,
     TerminalExited,
     TerminalListParams,
@@ -41,7 +43,8 @@ from bashrpc.protocol.terminals import (
     TerminalWriteParams,
     TerminalWriteResult,
 )
-from tests.e2e.test_tools_jobs import job_tool
+from tests.e2e.test_tools_jobs import bash as job_text
+from tests.e2e.test_tools_jobs import job_tool, started_id
 from tests.inputcases import BOUND_SECONDS, on_a_terminal
 from tests.rpc import ServerProcess
 
@@ -205,3 +208,74 @@ def test_bash_that_asked_to_return_but_never_waits_ends_as_ever(process: ServerP
         result = process.bash_result(process.request("bash", params), BOUND_SECONDS)
         assert result.exit_code == 0 and "done" in result.output
         assert result.terminal_id is None and result.needs_input is None
+
+
+# -- background jobs on pipes: a wait on their stdin ----------------------------
+
+
+def _job_output(process: ServerProcess, session: str, terminal_id: str) -> TerminalOutputResult:
+    params = TerminalParams(session_id=session, terminal_id=terminal_id)
+    return process.typed(TerminalOutputResult, "terminal/output", params)
+
+
+def _until_waiting(process: ServerProcess, session: str, terminal_id: str) -> NeedsInput:
+    """The job's wait, once terminal/output shows one (looked at a few times a second)."""
+    deadline = time.monotonic() + BOUND_SECONDS
+    while time.monotonic() < deadline:
+        wait = _job_output(process, session, terminal_id).needs_input
+        if wait is not None:
+            return wait
+        time.sleep(0.2)
+    raise AssertionError(f"{terminal_id} was never shown waiting")
+
+
+def test_a_job_that_reads_its_stdin_shows_its_wait(process: ServerProcess) -> None:
+    command = 'python3 -c \'print("Hello", input("Name: "))\''
+    create = TerminalCreateParams(session_id="default", command=command)
+    terminal = process.typed(TerminalCreateResult, "terminal/create", create).terminal_id
+    wait = _until_waiting(process, "default", terminal)
+    assert (wait.prompt, wait.secret, wait.terminal_id) == ("Name:", False, terminal)
+    assert wait.program == "python3"
+    listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
+    assert [t.needs_input for t in listed.terminals] == [wait]
+    sessions = process.typed(SessionListResult, "session/list", SessionListParams())
+    assert {s.session_id: s for s in sessions.sessions}["default"].needs_input == [wait]
+    write = TerminalWriteParams(session_id="default", terminal_id=terminal, data="Ada\n")
+    process.typed(TerminalWriteResult, "terminal/write", write)
+    params = TerminalParams(session_id="default", terminal_id=terminal)
+    assert process.typed(TerminalWaitResult, "terminal/wait_for_exit", params).exit_code == 0
+    output = _job_output(process, "default", terminal)
+    assert "Hello Ada" in output.output and output.needs_input is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sleep 4",
+        "for i in 1 2 3 4 5 6 7 8; do echo tick; sleep 0.5; done",
+        "(sleep 4; echo late) | cat",
+        "python3 -c 'import time; time.sleep(4)' < /dev/null",
+    ],
+)
+def test_a_busy_job_is_never_shown_waiting(process: ServerProcess, command: str) -> None:
+    create = TerminalCreateParams(session_id="default", command=command)
+    terminal = process.typed(TerminalCreateResult, "terminal/create", create).terminal_id
+    params = TerminalParams(session_id="default", terminal_id=terminal)
+    seen = []
+    while (output := _job_output(process, "default", terminal)).exit_status is None:
+        seen.append(output.needs_input)
+        time.sleep(0.2)
+    assert seen and not any(seen)
+    assert process.typed(TerminalWaitResult, "terminal/wait_for_exit", params).exit_code == 0
+
+
+def test_the_model_answers_its_background_job(process: ServerProcess) -> None:
+    """A job of the model's reads its stdin: `bash_output` says it waits (bash prints
+    no prompt without a terminal), `bash_input` answers it."""
+    started = job_text(process, 'read -r name; echo "hi $name"', run_in_background=True)
+    terminal = started_id(started)
+    _until_waiting(process, TOOL_SESSION, terminal)
+    waits = messages.JOB_WAITS.format(terminal_id=terminal, prompt=messages.NO_PROMPT_TEXT)
+    assert job_tool(process, BASH_OUTPUT_TOOL, terminal).text.endswith(waits)
+    answered = _answer(process, terminal, "Bob")
+    assert "hi Bob" in answered.text and "exited with code 0" in answered.text, answered.text

@@ -88,6 +88,8 @@ class InputWait(msgspec.Struct, frozen=True):
     since: str
     pid: int | None
     program: str | None
+    # The background job that waits (its request, if it had one, is over).
+    terminal_id: str | None = None
 
 
 class ShellHandle(Protocol):
@@ -226,6 +228,11 @@ class ProcessHandle(Protocol):
 
     def listens(self, port: int) -> bool:
         """Whether one of its processes (in its tree) listens on this TCP port."""
+        ...
+
+    def input_look(self) -> InputLook:
+        """Whether its processes wait for their person now: blocked reading its stdin
+        (the pipe its owner writes), from the kernel's view (a few reads of /proc)."""
         ...
 
     async def wait(self) -> int | None:
