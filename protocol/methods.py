@@ -569,7 +569,9 @@ class NeedsInput(Result, omit_defaults=True):
     """Params of ``bash/needsInput``: a PTY command waits for its person, told once
     per wait, after its processes have sat blocked on their terminal for the settle
     time (``input.settleSeconds``). The command keeps running: answer with
-    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``."""
+    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``.
+    The same shape tells a job's wait in ``terminal/output`` and ``session/list``,
+    and a returned ``bash``'s in its result (``onInput``)."""
 
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
     session_id: Annotated[str, described(_SESSION_ID)]
