@@ -36,6 +36,9 @@ R = TypeVar("R")
 
 # What of a held command's output waits for its job to read it, at most (its tail).
 MAX_HELD_BYTES = 1024 * 1024
+# How long a killed command may take to end, past its kill's grace, before its
+# request is cancelled under it.
+KILL_SETTLE_SECONDS = 5.0
 # What a request sends once its command went on as a job: its terminal's bytes and
 # its waits (a host's UI follows them); its progress ended with its answer.
 _AFTER_ANSWER = frozenset({"pty/output", "bash/needsInput"})
@@ -63,6 +66,8 @@ class Hold:
         self._status: int | None = None
         # Set once its request answered: the command goes on as a job.
         self.answered = False
+        # Where its request runs (`held`): cancelled, the command goes with it.
+        self.scope = anyio.CancelScope()
 
     # -- the command's side: a text stream, and its waits -------------------
 
@@ -165,10 +170,15 @@ class Hold:
         return self._status
 
     async def kill(self, grace_seconds: float) -> None:
-        """The command aborted, as `abort_bash` would (its whole tree goes)."""
-        if not self.ended.is_set():
-            self.commands.abort(request_id=self.request_id)
+        """The command aborted, as `abort_bash` would (its whole tree goes); its
+        request cancelled if it has not ended after the kill's grace."""
+        if self.ended.is_set():
+            return
+        self.commands.abort(request_id=self.request_id)
+        with anyio.move_on_after(grace_seconds + KILL_SETTLE_SECONDS):
             await self.ended.wait()
+        self.scope.cancel()
+        await self.ended.wait()
 
     def close(self) -> None:
         return None
@@ -295,7 +305,7 @@ async def held(
     answer), until its command ends or first waits, whichever comes first;
     `hold` is told its end. Cancelled meanwhile, the command is too."""
     running: Running[R] = Running(hold)
-    scope = anyio.CancelScope()
+    scope = hold.scope
     wrapped = msgspec.structs.replace(planned, listener=lambda n: hold.wrap(planned.listener(n)))
 
     async def run() -> None:

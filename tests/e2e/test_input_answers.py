@@ -279,3 +279,14 @@ def test_the_model_answers_its_background_job(process: ServerProcess) -> None:
     assert job_tool(process, BASH_OUTPUT_TOOL, terminal).text.endswith(waits)
     answered = _answer(process, terminal, "Bob")
     assert "hi Bob" in answered.text and "exited with code 0" in answered.text, answered.text
+
+
+def test_commands_gone_on_as_jobs_end_with_the_server(process: ServerProcess) -> None:
+    """At the input's end every job goes, those a waiting command became too:
+    the server exits and leaves no process behind."""
+    on_a_terminal(process)
+    result, _ = _call(process, "python3 -c 'input(\"Name: \")'")
+    assert "term-1" in result.text
+    assert _returned(process, "read -p 'Again: ' x").terminal_id == "term-2"
+    assert process.close(BOUND_SECONDS) == 0
+    assert process.owned_commands() == []
