@@ -269,6 +269,23 @@ REMOVED_METHOD = "{method} is not a method of MCP {revision}"
 NO_SUCH_TASK = "taskId: no task {task_id!r} (never created here, expired, or another client's)"
 TASK_ALREADY_ENDED = "taskId: task {task_id!r} has already ended ({status})"
 TASK_CANCELLED = "Cancelled by tasks/cancel"
+# MCP 2026-07-28: a call answered `input_required`, sent again with its answer.
+REQUEST_STATE_FORGED = "requestState: not one this server made (its signature does not match)"
+REQUEST_STATE_EXPIRED = "requestState: expired; send the call again without it"
+REQUEST_STATE_REPLAYED = "requestState: already used; each is taken once"
+REQUEST_STATE_OTHER_TENANT = "requestState: made for another client"
+REQUEST_STATE_OTHER_CALL = (
+    "requestState: made for another call; send the same tool and arguments with it"
+)
+REQUEST_STATE_UNEXPECTED = (
+    "requestState: only a 2026-07-28 tools/call of bash, answering its input_required"
+    " result, takes requestState or inputResponses"
+)
+REQUEST_STATE_NO_ANSWER = "inputResponses: no answer under {key!r}"
+ELICIT_MESSAGE = "The command `{command}` is waiting for input. It asks: {prompt}"
+ELICIT_FIELD_TITLE = "Your answer"
+ELICIT_FIELD_DESCRIPTION = "Typed into the command, then Enter."
+INPUT_DECLINED = "[The user declined to answer; {terminal_id} was stopped]"
 TASK_TAKES_NO_INPUT = "taskId: task {task_id!r} never waits for input: it runs a command with none"
 SERVER_INSTRUCTIONS = (
     "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."

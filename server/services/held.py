@@ -44,6 +44,10 @@ KILL_SETTLE_SECONDS = 5.0
 _AFTER_ANSWER = frozenset({"pty/output", "bash/needsInput"})
 
 
+def _nothing() -> None:
+    return None
+
+
 class Hold:
     """One command that may go on as a job: its output, its waits, its end."""
 
@@ -68,6 +72,8 @@ class Hold:
         self.answered = False
         # Where its request runs (`held`): cancelled, the command goes with it.
         self.scope = anyio.CancelScope()
+        # Told of each wait (its job's, once it is one: see `JobService.adopt`).
+        self.changed: Callable[[], None] = _nothing
 
     # -- the command's side: a text stream, and its waits -------------------
 
@@ -88,6 +94,7 @@ class Hold:
         if self.first_wait is None:
             self.first_wait = wait
         self.settled.set()
+        self.changed()
 
     def finished(self, exit_code: int | None) -> None:
         """The command's end (None: it was stopped, or it failed)."""

@@ -157,7 +157,9 @@ class JobService:
         workdir = session.cwd if cwd is None else resolve_path(session.cwd, cwd, session.home)
         launch = JobLaunch(command, None, session.config, workdir, {})
         spec = JobSpec(launch, command, announce=announce)
-        return runtime.jobs.adopt(session.id, self.owner, spec, hold, hold)
+        job = runtime.jobs.adopt(session.id, self.owner, spec, hold, hold)
+        hold.changed = job.poke
+        return job
 
     async def _spec(
         self, what: JobStart, session: Session, extra: dict[str, str], announce: bool

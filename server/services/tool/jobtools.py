@@ -106,17 +106,23 @@ async def call(
     if params.name == BASH_KILL_TOOL:
         await terminals.kill(job)
     if params.name == BASH_INPUT_TOOL:
-        refused = await _type(terminals, job, answer)
-        if isinstance(refused, CallToolResult):
+        refused = await type_into(job, answer.text, enter=answer.enter)
+        if refused is not None:
             return refused
-    text = _new_output(job, settings.output.max_bytes)
+    result = report(job, settings.output.max_bytes)
+    if params.name == BASH_KILL_TOOL:
+        await terminals.release(job)
+    return result
+
+
+def report(job: Job, max_bytes: int) -> CallToolResult:
+    """What the job printed since the model last read, and how it stands."""
+    text = _new_output(job, max_bytes)
     if not job.exited.is_set():
         status = status_line(job)
     else:
         jobview.of(job).told_end = True
         status = end_line(job)
-    if params.name == BASH_KILL_TOOL:
-        await terminals.release(job)
     exit_code = None if job.exit is None else job.exit.code
     return text_result(text + status, exit_code)
 
@@ -139,20 +145,18 @@ def quoted_prompt(prompt: str) -> str:
     )
 
 
-async def _type(
-    terminals: JobService, job: Job, answer: JobInputArguments
-) -> CallToolResult | None:
-    """The model's line typed into the job, then what it brings: the job's end or
-    its next wait, or what it printed within `INPUT_REPLY_SECONDS`. A secret
-    prompt is refused: only the user answers one."""
+async def type_into(job: Job, text: str, *, enter: bool) -> CallToolResult | None:
+    """A line typed into the job, then what it brings awaited: the job's end or
+    its next wait, or `INPUT_REPLY_SECONDS`. A secret prompt is refused (the tool
+    error returned): only the user answers one."""
     before = job.input_wait
     if before is not None and before.secret:
         return tool_error(messages.INPUT_TO_SECRET.format(terminal_id=job.id))
     if job.exited.is_set():
         return None
-    enter = ("\r" if job.terminal is not None else "\n") if answer.enter else ""
+    end = ("\r" if job.terminal is not None else "\n") if enter else ""
     try:
-        await job.write((answer.text + enter).encode())
+        await job.write((text + end).encode())
     except errors.InvalidArgument as exc:
         return tool_error(str(exc))
     with anyio.move_on_after(INPUT_REPLY_SECONDS):

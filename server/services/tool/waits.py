@@ -21,6 +21,7 @@ from bashrpc.server.services.held import Hold
 from bashrpc.server.services.jobs import JobService
 from bashrpc.server.services.request import Caller, Command, Services
 from bashrpc.server.services.tool import jobtools, jobview
+from bashrpc.server.services.tool.inputrequired import Asking
 
 
 def _exit_code(result: CallToolResult) -> int | None:
@@ -33,8 +34,10 @@ async def serve(
     services: Services,
     planned: Command[CallToolResult],
     jobs: JobService,
+    asking: Asking | None = None,
 ) -> CallToolResult:
-    """The call run to its end, or answered when its command first waits."""
+    """The call run to its end, or answered when its command first waits: its
+    user asked (`input_required`) when the client can ask and it is no secret."""
     spec = planned.spec
 
     def adopt(hold: Hold) -> Job:
@@ -44,6 +47,8 @@ async def serve(
     if not isinstance(done, held.Adopted):
         return done
     job, wait = done.job, done.wait
+    if asking is not None and not wait.secret:
+        return asking.ask(job, wait)
     # The model has read what the answer shows; `bash_output` goes on from there.
     jobview.of(job).cursor = done.total
     template = messages.TOOL_WAITS_FOR_SECRET if wait.secret else messages.TOOL_WAITS_FOR_INPUT
