@@ -15,6 +15,16 @@ import time
 import msgspec
 
 from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.mcp import (
+    LATEST_PROTOCOL_VERSION,
+    BashOverrides,
+    ConnectionSettings,
+    HostOptions,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    UiSize,
+)
 from bashrpc.protocol.methods import BashParams, NeedsInput, PtyOutput
 from tests.rpc import RpcClient
 
@@ -194,6 +204,20 @@ BUSY = [
         needs=("expect",),
     ),
 ]
+
+
+def on_a_terminal(server: RpcClient) -> None:
+    """`initialize` as a host with a UI and `virtualTerminal` on: tool calls run on a PTY."""
+    on = HostOptions(
+        ui=UiSize(cols=100, rows=30),
+        settings=ConnectionSettings(bash=BashOverrides(virtual_terminal="on")),
+    )
+    initialize = InitializeParams(
+        protocol_version=LATEST_PROTOCOL_VERSION,
+        client_info=Implementation(name="test", version="0"),
+        initialization_options=on,
+    )
+    server.typed(InitializeResult, "initialize", initialize)
 
 
 def missing(case: Case) -> str:

@@ -96,6 +96,9 @@ def stamp(method: str, result: Any, modern: str | None) -> Any:
         created = task_v2(result.task)
         created.result_type = "task"
         return _with_server(created)
+    elif isinstance(result, CallToolResult) and result.request_state is not None:
+        result.result_type = "input_required"
+        return _with_server(result)
     result.result_type = "complete"
     return _with_server(result)
 

@@ -37,7 +37,15 @@ from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.tool import args, jobtools, meta, tasks
+from bashrpc.server.services.tool import (
+    args,
+    inputrequired,
+    jobtools,
+    meta,
+    requeststate,
+    tasks,
+    waits,
+)
 from bashrpc.server.services.tool import call as toolcall
 from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
@@ -135,6 +143,9 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         if answer is None:
             raise
         result = answer
+    if result.request_state is not None:
+        # input_required: the user's answer first, nothing for the model yet.
+        return result
     # The model hears of its jobs' ends in the next result, whichever tool it is.
     ends = jobtools.untold_ends(ctx.services.jobs, toolplan.TOOL_SESSION_ID)
     result = jobtools.with_job_ends(result, ends)
@@ -143,6 +154,16 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
 
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
+    if inputrequired.unexpected(params) or (
+        params.request_state is not None and params.name != BASH_TOOL
+    ):
+        raise InvalidArgument(messages.REQUEST_STATE_UNEXPECTED)
+    asking = None
+    if params.name == BASH_TOOL and params.wants_elicitation:
+        asking = inputrequired.Asking(params, services.commands.owner, requeststate.sealer())
+    if asking is not None and params.request_state is not None:
+        _runs_no_command(ctx)
+        return await asking.resume(params, services.jobs, connection.settings.output.max_bytes)
     if params.name in jobtools.TOOLS:
         _runs_no_command(ctx)
         session = toolplan.TOOL_SESSION_ID
@@ -171,7 +192,11 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         services.jobs,
     )
     background = bool(args.given(sent.arguments.run_in_background))
-    return await request.serve(ctx, services, toolcall.planned(plan, background, context))
+    planned = toolcall.planned(plan, background, context)
+    if isinstance(planned, request.Command) and planned.spec.terminal is not None:
+        # On a terminal it may wait for input: then answered at once, going on as a job.
+        return await waits.serve(ctx, services, planned, services.jobs, asking)
+    return await request.serve(ctx, services, planned)
 
 
 async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata, *, v2: bool) -> CallToolResult:

@@ -56,7 +56,12 @@ def test_discover_names_every_revision(server: InProcessServer) -> None:
 
 def test_modern_requests_need_no_initialize_and_say_their_kind(server: InProcessServer) -> None:
     listed = modern(server, "tools/list")
-    assert [t["name"] for t in listed["tools"]] == ["bash", "bash_output", "bash_kill"]
+    assert [t["name"] for t in listed["tools"]] == [
+        "bash",
+        "bash_output",
+        "bash_kill",
+        "bash_input",
+    ]
     assert listed["resultType"] == "complete" and listed["cacheScope"] == "private"
     called = modern(server, "tools/call", name=BASH_TOOL, arguments={"command": "echo hi"})
     assert called["resultType"] == "complete" and called["content"][0]["text"] == "hi\n"

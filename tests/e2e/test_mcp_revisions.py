@@ -58,14 +58,20 @@ def test_tools_have_titles_and_annotations_in_a_fixed_order(server: InProcessSer
         ("bash", messages.BASH_TOOL_TITLE),
         ("bash_output", messages.BASH_OUTPUT_TOOL_TITLE),
         ("bash_kill", messages.BASH_KILL_TOOL_TITLE),
+        ("bash_input", messages.BASH_INPUT_TOOL_TITLE),
     ]
-    bash, output, kill = first
+    bash, output, kill, answer = first
     # No sandbox: a command reaches the network.
     assert bash.annotations == ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
     )
     assert output.annotations is not None and output.annotations.read_only_hint
     assert kill.annotations is not None and kill.annotations.destructive_hint
+    # What a program does with an answer is its own, and typing twice types twice.
+    assert answer.annotations == ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    )
+    assert answer.input_schema["required"] == ["terminal_id", "text"]
     raw = wire(server.call_raw("tools/list", {}))
     assert raw["tools"][0]["annotations"] == {
         "readOnlyHint": False,

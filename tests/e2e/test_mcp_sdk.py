@@ -105,7 +105,7 @@ def test_sdk_handshake_and_tool_list(tmp_path: Path) -> None:
         assert init.server_info.name == "bashrpc"
         assert init.protocol_version == "2025-11-25"
         tools = await session.list_tools()
-        assert [t.name for t in tools.tools] == ["bash", "bash_output", "bash_kill"]
+        assert [t.name for t in tools.tools] == ["bash", "bash_output", "bash_kill", "bash_input"]
         bash = tools.tools[0]
         assert "command" in bash.input_schema["properties"]
         assert bash.title == messages.BASH_TOOL_TITLE

@@ -76,7 +76,7 @@ def run_python_client(tmp_path: Path, mode: str) -> dict[str, Any]:
 def test_the_sdk_client_in_each_era(tmp_path: Path, mode: str, version: str) -> None:
     seen = run_python_client(tmp_path, mode)
     assert seen["version"] == version
-    assert seen["tools"] == ["bash", "bash_output", "bash_kill"]
+    assert seen["tools"] == ["bash", "bash_output", "bash_kill", "bash_input"]
     assert seen["text"] == "one\ntwo\n" and seen["progress"]
     assert seen["after_cancel"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
     assert seen["read"] == "".join(f"{i}\n" for i in range(1, 100001))
@@ -90,7 +90,7 @@ TS_REVISIONS_SCRIPT = CLIENTS / "ts_revisions.mjs"
 def test_the_typescript_sdk_at_each_revision(tmp_path: Path, revision: str) -> None:
     report = run_client(["node", str(node_script(TS_REVISIONS_SCRIPT))], tmp_path, revision)
     assert report["raised"] is None and report["errors"] == []
-    assert report["tools"] == ["bash", "bash_output", "bash_kill"]
+    assert report["tools"] == ["bash", "bash_output", "bash_kill", "bash_input"]
     assert report["text"] == "one\ntwo\n" and report["progress"] > 0
     assert "test" in report["cancelled"]
     assert report["next"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
@@ -108,7 +108,7 @@ def test_the_python_1x_sdk_at_each_revision(tmp_path: Path, revision: str) -> No
     report = run_mcp1_client(MCP1_REVISIONS_SCRIPT, tmp_path, revision)
     assert report["raised"] is None and report["errors"] == [] and report["log"] == []
     assert report["version"] == revision
-    assert report["tools"] == ["bash", "bash_output", "bash_kill"]
+    assert report["tools"] == ["bash", "bash_output", "bash_kill", "bash_input"]
     assert report["text"] == "one\ntwo\n" and report["progress"] > 0
     assert report["next"] == f"{messages.SHELL_RESTARTED}\nhealthy\n"
     links = ["resource_link"] if revision in RESOURCE_LINK_REVISIONS else []

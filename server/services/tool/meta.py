@@ -1,14 +1,16 @@
 """What `tools/list` says of each tool beyond its schema, and the links a result
 adds beside its text: MCP's metadata, by the revision the client speaks.
 
-The list is in one fixed order (`bash`, `bash_output`, `bash_kill`), so a
-client that caches or diffs it sees no change where there is none.
+The list is in one fixed order (`bash`, `bash_output`, `bash_kill`,
+`bash_input`), so a client that caches or diffs it sees no change where there
+is none.
 """
 
 from __future__ import annotations
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import (
+    BASH_INPUT_TOOL,
     BASH_KILL_TOOL,
     BASH_OUTPUT_TOOL,
     CallToolResult,
@@ -32,15 +34,21 @@ ARGUMENT_ERROR_REVISIONS = frozenset({"2025-11-25"})
 _TITLES = {
     BASH_OUTPUT_TOOL: messages.BASH_OUTPUT_TOOL_TITLE,
     BASH_KILL_TOOL: messages.BASH_KILL_TOOL_TITLE,
+    BASH_INPUT_TOOL: messages.BASH_INPUT_TOOL_TITLE,
 }
 # Reading a job's output changes nothing; stopping it ends its processes, and
-# stopping it twice does no more than once. Neither reaches past the job.
+# stopping it twice does no more than once; what an answer typed into it does is
+# the program's (a "y" may delete), and typing it twice types it twice. None
+# reaches past the job.
 _JOB_ANNOTATIONS = {
     BASH_OUTPUT_TOOL: ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     ),
     BASH_KILL_TOOL: ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+    BASH_INPUT_TOOL: ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
     ),
 }
 
