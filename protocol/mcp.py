@@ -150,9 +150,22 @@ class ConnectionSettings(Strict):
 # -- every request and result ---------------------------------------------------
 
 
-class Implementation(Open):
+class Icon(Open, omit_defaults=True):
+    """An image a client may show for the server or a tool (2025-11-25 on)."""
+
+    src: Annotated[str, described("The image, here a data: URI: nothing to fetch.")]
+    mime_type: Annotated[str | None, described("Its media type.")] = None
+    sizes: Annotated[list[str] | None, described('The sizes it suits ("any": a vector image).')] = (
+        None
+    )
+
+
+class Implementation(Open, omit_defaults=True):
     name: Annotated[str, described("The program's name.")]
     version: Annotated[str, described("The program's version.")]
+    icons: Annotated[
+        list[Icon] | None, described("Images a client may show for it (2025-11-25 on).")
+    ] = None
 
 
 class RequestMeta(CallMeta, rename="camel"):
@@ -205,6 +218,11 @@ class Params(Open, omit_defaults=True):
             return None
         declared = capabilities.get(name)
         return declared if isinstance(declared, dict) else None
+
+    def revision(self, negotiated: str | None) -> str | None:
+        """The revision the request is of: the modern one it names, else the one
+        its connection's `initialize` settled (`negotiated`)."""
+        return str(self.meta.protocol_version) if self.modern and self.meta else negotiated
 
     @property
     def wants_tasks(self) -> bool:
@@ -512,6 +530,9 @@ class Tool(Open, omit_defaults=True):
         ToolAnnotations | None, described("What the tool does to the world.")
     ] = None
     execution: Annotated[ToolExecution | None, described("How the tool may run.")] = None
+    icons: Annotated[
+        list[Icon] | None, described("Images a client may show for it (2025-11-25 on).")
+    ] = None
 
 
 class ToolsListResult(Cacheable, kw_only=True):

@@ -18,6 +18,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
+from bashrpc.server.daemon import mcpversion
 from bashrpc.server.daemon.httpframe import JSON, SSE, HttpRequest
 from bashrpc.server.daemon.mcpgate import error_body
 from bashrpc.server.daemon.mcpsession import Message, Session, Stream, parse_event_id
@@ -58,14 +59,24 @@ class Answer(msgspec.Struct, frozen=True):
     hold: anyio.Event | None = None
 
 
-def primes(request: HttpRequest) -> bool:
-    """Whether the client's revision (its header; dates order as text) takes a
-    priming event."""
-    return (request.header("mcp-protocol-version") or "") >= PRIMING_REVISION
+def primes(revision: str) -> bool:
+    """Whether a client of `revision` takes a priming event (dates order as text)."""
+    return revision >= PRIMING_REVISION
 
 
 def refusal(status: int, text: str) -> Answer:
     return Answer(status, error_body(text), [("Content-Type", JSON)])
+
+
+def version_refusal(
+    request: HttpRequest, session: Session | None, parsed: list[Message]
+) -> Answer | None:
+    """A 400 for a `MCP-Protocol-Version` the request may not name (`mcpversion`)."""
+    negotiated = None if session is None else session.revision
+    error = mcpversion.refusal(request.header(mcpversion.HEADER), negotiated, parsed)
+    if error is None:
+        return None
+    return Answer(400, msgspec.json.encode(error), [("Content-Type", JSON)])
 
 
 class Endpoint:
@@ -87,6 +98,9 @@ class Endpoint:
         session = self._session(request)
         if isinstance(session, Answer):
             return session
+        refused = version_refusal(request, session, [])
+        if refused is not None:
+            return refused
         session.last_used = anyio.current_time()
         if request.method == "GET":
             return self._get(request, session)
@@ -137,14 +151,22 @@ class Endpoint:
         await session.deliver(raws)
         headers = [] if session.id is None else [(SESSION_HEADER, session.id)]
         if sse:
-            return Answer(200, headers=headers, stream=stream, prime=primes(request))
+            revision = mcpversion.revision(request.header(mcpversion.HEADER), session.revision)
+            return Answer(200, headers=headers, stream=stream, prime=primes(revision))
         await stream.finished()
         stream.delivered = True
         return Answer(200, _json_body(request.body, stream), [*headers, ("Content-Type", JSON)])
 
     def _post_session(self, request: HttpRequest, parsed: list[Message]) -> Session | Answer:
+        """The session a POST goes to (a new one, unless it names one), or its refusal."""
         if request.header("mcp-session-id") is not None:
-            return self._session(request)
+            found = self._session(request)
+            if isinstance(found, Answer):
+                return found
+            return version_refusal(request, found, parsed) or found
+        refused = version_refusal(request, None, parsed)
+        if refused is not None:
+            return refused
         if self._running >= MAX_SESSIONS:
             return refusal(503, messages.MCP_HTTP_TOO_MANY_SESSIONS.format(limit=MAX_SESSIONS))
         session = Session(registered=any(message.method == "initialize" for message in parsed))

@@ -56,6 +56,16 @@ class CancelledParams(msgspec.Struct):
     requestId: int | str | None = None
 
 
+class _Settled(msgspec.Struct):
+    protocolVersion: str | None = None
+
+
+class InitializeAnswer(msgspec.Struct):
+    """What routing reads of the answer to `initialize`: the revision it settled."""
+
+    result: _Settled | None = None
+
+
 class Message(msgspec.Struct):
     """What routing reads of a JSON-RPC message, either way."""
 
@@ -178,7 +188,10 @@ class Session:
         self._numbers = 0
         self._by_request: dict[bytes, Stream] = {}
         self._by_token: dict[bytes, Stream] = {}
+        self._initialize: set[bytes] = set()
         self.dropped = 0
+        # The revision `initialize` settled (read from its answer); None before.
+        self.revision: str | None = None
 
     def transport(self) -> Transport:
         return Transport(self._inbox, Router(self))
@@ -190,6 +203,8 @@ class Session:
         stream = Stream(self._numbers, {id_key(m.id) for m in requests}, sse)
         for message in requests:
             self._by_request[id_key(message.id)] = stream
+            if message.method == "initialize":
+                self._initialize.add(id_key(message.id))
             token = progress_token(message, RequestParams)
             if token is not None and sse:
                 self._by_token[token] = stream
@@ -248,11 +263,22 @@ class Session:
         if not is_answer:
             return  # the stream waits on
         key = id_key(message.id)
+        if key in self._initialize:
+            self._initialize.discard(key)
+            self._settled(line)
         if key in stream.pending:
             stream.pending.discard(key)
             self._by_request.pop(key, None)
             if not stream.pending:
                 self._close(stream)
+
+    def _settled(self, line: bytes) -> None:
+        try:
+            answer = msgspec.json.decode(line, type=InitializeAnswer)
+        except msgspec.DecodeError:
+            return  # not a result that names a revision: none settled
+        if answer.result is not None and answer.result.protocolVersion is not None:
+            self.revision = answer.result.protocolVersion
 
     def _stream_for(self, message: Message) -> Stream | None:
         if message.method is None and message.id is not UNSET:

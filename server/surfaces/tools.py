@@ -11,6 +11,7 @@ import os
 from functools import partial
 
 from bashrpc.protocol import __version__, messages
+from bashrpc.protocol.icons import icons
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
@@ -83,7 +84,7 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     connection.protocol_version = version
     return InitializeResult(
         protocol_version=version,
-        server_info=Implementation(name=SERVER_NAME, version=__version__),
+        server_info=Implementation(name=SERVER_NAME, version=__version__, icons=icons(version)),
         capabilities=_capabilities(version),
         instructions=messages.SERVER_INSTRUCTIONS,
         network=settings.sandbox.network_policy(),
@@ -121,7 +122,8 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    return ToolsListResult(tools=meta.tools(ctx.connection.settings))
+    revision = params.revision(ctx.connection.protocol_version)
+    return ToolsListResult(tools=meta.tools(ctx.connection.settings, icons(revision)))
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:

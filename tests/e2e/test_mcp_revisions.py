@@ -3,18 +3,21 @@ resource links (2025-06-18 on), bad arguments as tool errors (2025-11-25 on)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
+from xml.etree import ElementTree
 
 import msgspec
 import pytest
 
-from bashrpc.protocol import messages
+from bashrpc.protocol import icons, messages
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.envelope import ServerMessage
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
+    PROTOCOL_VERSION_KEY,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallToolResult,
     InitializeParams,
@@ -139,3 +142,31 @@ def test_bad_arguments_are_a_tool_error_from_2025_11_25(server: InProcessServer)
     # An unknown tool stays a protocol error: there is no tool to answer.
     error = server.error_raw("tools/call", {"name": "python", "arguments": {}})
     assert error.code == ErrorCode.INVALID_PARAMS
+
+
+def test_the_server_and_its_tools_show_an_icon_from_2025_11_25(server: InProcessServer) -> None:
+    """2025-11-25 added icons: a client of it, or of 2026-07-28 (in `server/discover`
+    and `tools/list`), gets the SVG; an older client's schema has no such field."""
+    for revision, shown in (("2025-11-25", True), ("2025-06-18", False), ("2024-11-05", False)):
+        initialized = wire(server.call_raw("initialize", {"protocolVersion": revision}))
+        assert ("icons" in initialized["serverInfo"]) is shown
+        listed = wire(server.call_raw("tools/list", {}))["tools"]
+        assert [("icons" in tool) for tool in listed] == [shown] * 3
+    [icon] = initialize_at(server, "2025-11-25").server_info.icons or []
+    assert icon.mime_type == icons.MIME_TYPE and icon.sizes == ["any"]
+    media, _, encoded = icon.src.partition(";base64,")
+    assert media == f"data:{icons.MIME_TYPE}"
+    svg = ElementTree.fromstring(base64.b64decode(encoded))
+    # Shapes only: nothing a client would run or fetch.
+    kinds = {element.tag.rpartition("}")[2] for element in svg.iter()}
+    assert kinds == {"svg", "rect", "path"}
+    assert not any(k.startswith("on") or "href" in k for e in svg.iter() for k in e.attrib)
+    modern_meta = {"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}
+    discovered = wire(server.call_raw("server/discover", modern_meta))
+    assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["icons"] == [
+        {"src": icon.src, "mimeType": icons.MIME_TYPE, "sizes": ["any"]}
+    ]
+    listed = wire(server.call_raw("tools/list", modern_meta))
+    assert all(tool["icons"][0]["src"] == icon.src for tool in listed["tools"])
+    # Named once, where a client learns who the server is: not on every result.
+    assert "icons" not in listed["_meta"]["io.modelcontextprotocol/serverInfo"]

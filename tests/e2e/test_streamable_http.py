@@ -53,6 +53,9 @@ INITIALIZE = {
     },
 }
 TS_CLIENT = Path(__file__).parent / "clients" / "ts_http_session.mjs"
+VERSION = "MCP-Protocol-Version"
+UNSUPPORTED = -32022
+MISMATCH = -32020
 
 
 class HttpDaemon:
@@ -272,11 +275,12 @@ def test_a_non_loopback_listener_without_a_token_does_not_start(tmp_path: Path) 
     )
 
 
-def initialized_session(url: str) -> str:
+def initialized_session(url: str, revision: str = "2025-06-18") -> str:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    connection.request("POST", parts.path, json.dumps(INITIALIZE), headers)
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": revision}}  # type: ignore[dict-item]
+    connection.request("POST", parts.path, json.dumps(initialize), headers)
     answer = connection.getresponse()
     answer.read()
     session = answer.getheader("Mcp-Session-Id")
@@ -386,23 +390,27 @@ def test_one_daemon_serves_websocket_and_streamable_http_side_by_side(
         client.close()
 
 
-@pytest.mark.parametrize(("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False)])
+@pytest.mark.parametrize(
+    ("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False), ("2025-03-26", False)]
+)
 def test_a_client_of_2025_11_25_gets_a_priming_event_first(
     start_daemon: StartDaemon, revision: str, primed: bool
 ) -> None:
     listener = start_daemon()
-    session = initialized_session(listener.url)
+    session = initialized_session(listener.url, revision)
     parts = urlsplit(listener.url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "Mcp-Session-Id": session,
-        "MCP-Protocol-Version": revision,
     }
+    if revision >= "2025-06-18":  # the revisions whose clients send the header
+        headers[VERSION] = revision
     ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
     connection.request("POST", parts.path, json.dumps(ping), headers)
     answer = connection.getresponse()
+    assert answer.status == 200
     first_event = b"".join(iter(lambda: answer.fp.readline(), b"\n"))
     assert (b"data: \n" in first_event and b"id: " in first_event) is primed
     assert b"retry: " in first_event
@@ -484,3 +492,53 @@ def test_a_session_holds_a_bounded_number_of_open_streams(start_daemon: StartDae
         ender = http.client.HTTPConnection(urlsplit(listener.url).netloc, timeout=HANG_SECONDS)
         ender.request("DELETE", urlsplit(listener.url).path, headers={"Mcp-Session-Id": session})
         assert ender.getresponse().status == 200
+
+
+def version_error(url: str, body: object, headers: dict[str, str]) -> tuple[int, int | None]:
+    """The status a POST gets, and the JSON-RPC error code of its body when it has one."""
+    status, answer = post(url, body, {"Accept": "application/json", **headers})
+    decoded = json.loads(answer) if answer else None
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    return status, None if error is None else error["code"]
+
+
+def test_the_protocol_version_header_must_be_a_revision_served_and_the_sessions(
+    start_daemon: StartDaemon,
+) -> None:
+    """A session's requests name its revision (2025-06-18 here), or none (the
+    negotiated one holds); an unknown or another revision is a 400, in a session
+    or before one."""
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    in_session = {"Mcp-Session-Id": session}
+    assert version_error(listener.url, ping, in_session)[0] == 200
+    assert version_error(listener.url, ping, {**in_session, VERSION: "2025-06-18"})[0] == 200
+    for wrong in ("2099-01-01", "not-a-version", "2000-01-01"):
+        for headers in (in_session, {}):
+            assert version_error(listener.url, ping, {**headers, VERSION: wrong}) == (
+                400,
+                UNSUPPORTED,
+            )
+    # Served, but not the one this session speaks.
+    assert version_error(listener.url, ping, {**in_session, VERSION: "2025-11-25"})[0] == 400
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    stream = {**in_session, "Accept": "text/event-stream", VERSION: "2099-01-01"}
+    connection.request("GET", parts.path, headers=stream)
+    assert connection.getresponse().status == 400
+
+
+def test_a_2026_request_names_its_revision_in_the_header_as_in_its_meta(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}
+    assert version_error(listener.url, listing, {VERSION: "2026-07-28"})[0] == 200
+    assert version_error(listener.url, listing, {VERSION: "2025-11-25"}) == (400, MISMATCH)
+    assert version_error(listener.url, listing, {}) == (400, MISMATCH)

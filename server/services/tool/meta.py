@@ -14,6 +14,7 @@ from bashrpc.protocol.mcp import (
     BASH_KILL_TOOL,
     BASH_OUTPUT_TOOL,
     CallToolResult,
+    Icon,
     ResourceLink,
     Tool,
     ToolAnnotations,
@@ -60,10 +61,11 @@ def open_world(settings: Settings) -> bool:
     return sandbox.mode in UNCONFINED_MODES or sandbox.net.mode != "off"
 
 
-def tools(settings: Settings) -> list[Tool]:
-    """Every tool, in the fixed order, with its title and annotations."""
+def tools(settings: Settings, icons: list[Icon] | None = None) -> list[Tool]:
+    """Every tool, in the fixed order, with its title, annotations and `icons`."""
     bash = plan.tool_definition(settings)
     bash.title = messages.BASH_TOOL_TITLE
+    bash.icons = icons
     # A command may write, delete and overwrite anything the sandbox lets it,
     # and running it twice may do twice as much.
     bash.annotations = ToolAnnotations(
@@ -83,6 +85,7 @@ def tools(settings: Settings) -> list[Tool]:
                 description=description,
                 input_schema=schema,
                 annotations=_JOB_ANNOTATIONS[name],
+                icons=icons,
             )
         )
     return listed
