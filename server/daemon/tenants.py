@@ -47,7 +47,7 @@ from bashrpc.server.daemon.grace import Grace
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.pulse import Pulse
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services

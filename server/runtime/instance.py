@@ -28,7 +28,7 @@ from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.output.secretbook import SecretBook
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.jobs.table import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
 from bashrpc.server.runtime.network import rules

@@ -27,6 +27,7 @@ from bashrpc.protocol.mcp import (
     ToolAnnotations,
     ToolsListResult,
 )
+from bashrpc.server.services.tool import jobtools
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, structured
 from tests.inprocess import InProcessServer
@@ -151,7 +152,7 @@ def test_the_server_and_its_tools_show_an_icon_from_2025_11_25(server: InProcess
         initialized = wire(server.call_raw("initialize", {"protocolVersion": revision}))
         assert ("icons" in initialized["serverInfo"]) is shown
         listed = wire(server.call_raw("tools/list", {}))["tools"]
-        assert [("icons" in tool) for tool in listed] == [shown] * 3
+        assert [("icons" in tool) for tool in listed] == [shown] * (1 + len(jobtools.TOOLS))
     [icon] = initialize_at(server, "2025-11-25").server_info.icons or []
     assert icon.mime_type == icons.MIME_TYPE and icon.sizes == ["any"]
     media, _, encoded = icon.src.partition(";base64,")

@@ -17,7 +17,8 @@ import anyio
 
 from bashrpc.server import fdio
 from bashrpc.server.runtime.containment import child, inputwait, procfacts, procs
-from bashrpc.server.runtime.containment.trackers import Containment, Tracker
+from bashrpc.server.runtime.containment.registry import Containment
+from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.local import listeners
 from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.backend import InputLook, JobLaunch
