@@ -168,6 +168,8 @@ def test_bash_that_asked_to_return_answers_with_the_wait_and_goes_on_as_a_job(
     assert output.exit_status is None
     listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
     assert [t.needs_input.prompt for t in listed.terminals if t.needs_input] == ["Name:"]
+    # Its pid is the program's on the terminal.
+    assert [t.pid is not None and t.pid > 0 for t in listed.terminals] == [True]
     write = TerminalWriteParams(session_id="default", terminal_id="term-1", data="Ada\r")
     process.typed(TerminalWriteResult, "terminal/write", write)
     ended = process.typed(TerminalWaitResult, "terminal/wait_for_exit", _terminal("term-1"))
