@@ -238,7 +238,6 @@ INPUT_TO_SECRET = (
     "{terminal_id} is waiting for a secret (a password or a passphrase): only the user"
     " may answer it, in their terminal. Do not ask them for it."
 )
-INPUT_NOT_WAITING = "[{terminal_id} was not waiting for input; the text was typed anyway]\n"
 JOB_KILLED = "[{terminal_id} was killed]"
 # The longest command a job's end line quotes.
 JOB_COMMAND_SHOWN_CHARS = 60

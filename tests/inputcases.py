@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import msgspec
+import pytest
 
 from bashrpc.protocol.client import notification_params
 from bashrpc.protocol.mcp import (
@@ -26,7 +32,9 @@ from bashrpc.protocol.mcp import (
     UiSize,
 )
 from bashrpc.protocol.methods import BashParams, NeedsInput, PtyOutput
-from tests.rpc import RpcClient
+from tests.githost import NOBODY, as_nobody, nobody_interpreter
+from tests.rpc import RpcClient, ServerProcess
+from tests.sandboxing import skip_without_sandbox
 
 # Generous: a wait is told about a settle time (1 s) after its prompt.
 BOUND_SECONDS = 30.0
@@ -204,6 +212,34 @@ BUSY = [
         needs=("expect",),
     ),
 ]
+
+
+@contextmanager
+def sandboxed_server(user: str) -> Iterator[tuple[ServerProcess, Path]]:
+    """A server in `workspace-write`, run by root (`server-user`) or by uid 65534
+    (`uid-65534`, whose server reads only its own processes' /proc), and its
+    workspace; skipped where the sandbox, or that user, cannot be had."""
+    skip_without_sandbox()
+    nobody = user == "uid-65534"
+    if nobody and os.geteuid() != 0:
+        pytest.skip("running a server as uid 65534 needs root")
+    workspace = Path(tempfile.mkdtemp(prefix="bashrpc-input-"))
+    (workspace / "home").mkdir()
+    if nobody:
+        for path in (workspace, workspace / "home"):
+            os.chown(path, NOBODY, NOBODY)
+    server = ServerProcess(
+        "--sandbox",
+        "workspace-write",
+        tmp=workspace,
+        preexec_fn=as_nobody if nobody else None,
+        interpreter=nobody_interpreter() if nobody else (sys.executable,),
+    )
+    try:
+        yield server, workspace
+    finally:
+        server.kill()
+        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def on_a_terminal(server: RpcClient) -> None:

@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bashrpc.server import errors
+from bashrpc.server import errors, log
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.seam.backend import InputLook, InputWait
@@ -33,6 +33,9 @@ from bashrpc.server.services.request import Caller, Command, Services
 from bashrpc.server.services.streams import Listener, ListenerFactory
 
 R = TypeVar("R")
+# A reply's exit code (None: none).
+Exit = Callable[[R], int | None]
+_log = log.get("held")
 
 # What of a held command's output waits for its job to read it, at most (its tail).
 MAX_HELD_BYTES = 1024 * 1024
@@ -124,8 +127,13 @@ class Hold:
 
     @property
     def pid(self) -> int:
-        wait = self.waiting()
-        return 0 if wait is None or wait.pid is None else wait.pid
+        """The program on the terminal (0 once it is gone)."""
+        try:
+            run = self.commands.pty(self.request_id).run
+        except errors.NoSuchPty:
+            return 0
+        pid = None if run is None else run.pid
+        return 0 if pid is None else pid
 
     @property
     def input_open(self) -> bool:
@@ -235,7 +243,7 @@ async def serve(
     caller: Caller,
     services: Services,
     planned: Command[R],
-    exit_code: Callable[[R], int | None],
+    exit_code: Exit[R],
     adopt: Callable[[Hold], Job],
 ) -> R | Adopted:
     """The request's reply when its command ends before it waits (or waits when
@@ -255,8 +263,8 @@ async def serve(
 
 
 class Running(Generic[R]):
-    """A request whose command waits for its person before its end: answered by
-    its surface now, or, when it cannot go on as a job, with `reply` at its end."""
+    """A request whose command may wait for its person before its end: answered by
+    its surface then, or, when it cannot go on as a job, with `reply` at its end."""
 
     def __init__(self, hold: Hold) -> None:
         self.hold = hold
@@ -270,6 +278,23 @@ class Running(Generic[R]):
             raise self._error
         assert self._reply is not None
         return self._reply
+
+    async def run(
+        self, caller: Caller, services: Services, planned: Command[R], exit_code: Exit[R]
+    ) -> None:
+        """The request to its reply, in the hold's scope; the hold told its end. A
+        failure after its answer is logged: nobody awaits its reply any more."""
+        hold = self.hold
+        try:
+            with hold.scope:
+                self._reply = await request.serve(_Answered(caller, hold), services, planned)
+        except Exception as exc:
+            self._error = exc
+            if hold.answered:
+                _log.exception("a command gone on as a job failed")
+        finally:
+            hold.finished(None if self._reply is None else exit_code(self._reply))
+            self._done.set()
 
 
 class _Answered:
@@ -306,30 +331,17 @@ async def held(
     services: Services,
     planned: Command[R],
     hold: Hold,
-    exit_code: Callable[[R], int | None],
+    exit_code: Exit[R],
 ) -> Running[R]:
     """The request run in the connection's requests group (where it outlives its
     answer), until its command ends or first waits, whichever comes first;
     `hold` is told its end. Cancelled meanwhile, the command is too."""
     running: Running[R] = Running(hold)
-    scope = hold.scope
     wrapped = msgspec.structs.replace(planned, listener=lambda n: hold.wrap(planned.listener(n)))
-
-    async def run() -> None:
-        try:
-            with scope:
-                running._reply = await request.serve(_Answered(caller, hold), services, wrapped)
-        except Exception as exc:
-            running._error = exc
-        finally:
-            reply = running._reply
-            hold.finished(None if reply is None else exit_code(reply))
-            running._done.set()
-
-    caller.tasks.start_soon(run)
+    caller.tasks.start_soon(running.run, caller, services, wrapped, exit_code)
     try:
         await hold.settled.wait()
     except BaseException:
-        scope.cancel()
+        hold.scope.cancel()
         raise
     return running

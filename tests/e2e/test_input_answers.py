@@ -45,7 +45,7 @@ from bashrpc.protocol.terminals import (
 )
 from tests.e2e.test_tools_jobs import bash as job_text
 from tests.e2e.test_tools_jobs import job_tool, started_id
-from tests.inputcases import BOUND_SECONDS, on_a_terminal
+from tests.inputcases import BOUND_SECONDS, on_a_terminal, sandboxed_server
 from tests.rpc import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -168,6 +168,8 @@ def test_bash_that_asked_to_return_answers_with_the_wait_and_goes_on_as_a_job(
     assert output.exit_status is None
     listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
     assert [t.needs_input.prompt for t in listed.terminals if t.needs_input] == ["Name:"]
+    # Its pid is the program's on the terminal.
+    assert [t.pid is not None and t.pid > 0 for t in listed.terminals] == [True]
     write = TerminalWriteParams(session_id="default", terminal_id="term-1", data="Ada\r")
     process.typed(TerminalWriteResult, "terminal/write", write)
     ended = process.typed(TerminalWaitResult, "terminal/wait_for_exit", _terminal("term-1"))
@@ -290,3 +292,28 @@ def test_commands_gone_on_as_jobs_end_with_the_server(process: ServerProcess) ->
     assert _returned(process, "read -p 'Again: ' x").terminal_id == "term-2"
     assert process.close(BOUND_SECONDS) == 0
     assert process.owned_commands() == []
+
+
+@pytest.mark.parametrize("user", ["server-user", "uid-65534"])
+def test_sandboxed_waits_go_on_as_jobs_as_root_and_as_nobody(user: str) -> None:
+    """In the sandbox, run by root and by uid 65534: a job reading its stdin is
+    seen waiting, and a returned `bash` goes on as a job its host answers."""
+    with sandboxed_server(user) as (server, _):
+        create = TerminalCreateParams(session_id="default", command='read -r n; echo "hi $n"')
+        reader = server.typed(TerminalCreateResult, "terminal/create", create).terminal_id
+        assert _until_waiting(server, "default", reader).terminal_id == reader
+        write = TerminalWriteParams(session_id="default", terminal_id=reader, data="Bob\n")
+        server.typed(TerminalWriteResult, "terminal/write", write)
+        ended = server.typed(TerminalWaitResult, "terminal/wait_for_exit", _terminal(reader))
+        assert ended.exit_code == 0
+        assert "hi Bob" in _job_output(server, "default", reader).output
+        result = _returned(server, "read -s -p 'Password: ' p; echo; echo \"got ${#p}\"")
+        assert result.needs_input is not None and result.needs_input.secret
+        assert result.terminal_id is not None
+        answer = TerminalWriteParams(
+            session_id="default", terminal_id=result.terminal_id, data="hunter22\r", secret=True
+        )
+        server.typed(TerminalWriteResult, "terminal/write", answer)
+        done = _terminal(result.terminal_id)
+        assert server.typed(TerminalWaitResult, "terminal/wait_for_exit", done).exit_code == 0
+        assert "got 8" in _job_output(server, "default", result.terminal_id).output

@@ -11,12 +11,21 @@ import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
-from bashrpc.protocol.mcp import BASH_TOOL
+from bashrpc.protocol.mcp import (
+    BASH_TOOL,
+    BashOverrides,
+    ConnectionSettings,
+    HostOptions,
+    UiSize,
+)
+from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.server.services.tool.inputrequired import ANSWER_FIELD, INPUT_KEY
+from tests.daemon import DaemonProcess
 from tests.e2e.test_mcp_modern import meta
 from tests.e2e.test_mcp_revisions import wire
 from tests.inprocess import InProcessServer
 from tests.inputcases import BOUND_SECONDS, on_a_terminal
+from tests.rpc import RpcClient
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +43,7 @@ def _params(command: str, extra: dict[str, Any]) -> dict[str, Any]:
     return {**params, **extra}
 
 
-def _call(server: InProcessServer, command: str, **extra: Any) -> Any:
+def _call(server: RpcClient, command: str, **extra: Any) -> Any:
     return wire(server.call_raw("tools/call", _params(command, extra), BOUND_SECONDS))
 
 
@@ -42,7 +51,7 @@ def _answer(text: str, action: str = "accept") -> dict[str, Any]:
     return {INPUT_KEY: {"result": {"action": action, "content": {ANSWER_FIELD: text}}}}
 
 
-def _refused(server: InProcessServer, command: str, **extra: Any) -> str:
+def _refused(server: RpcClient, command: str, **extra: Any) -> str:
     error = server.error_raw("tools/call", _params(command, extra), BOUND_SECONDS)
     assert error.code == ErrorCode.INVALID_PARAMS, error
     assert isinstance(error.data, str)
@@ -133,3 +142,29 @@ def test_an_answer_outside_the_modern_era_is_refused(asked: InProcessServer) -> 
     error = asked.error_raw("tools/call", params)
     assert error.code == ErrorCode.INVALID_PARAMS
     assert error.data == messages.REQUEST_STATE_UNEXPECTED
+
+
+def _on_a_terminal_as(client: RpcClient, client_id: str) -> None:
+    """A daemon's client named `client_id`, whose tool calls run on a terminal."""
+    host = HostOptions(
+        client_id=client_id,
+        ui=UiSize(cols=100, rows=30),
+        settings=ConnectionSettings(bash=BashOverrides(virtual_terminal="on")),
+    )
+    client.result("initialize", initialize_params(host))
+
+
+def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) -> None:
+    """One key for the daemon, each state bound to the client it was made for."""
+    ada, eve = daemon.connect(), daemon.connect()
+    try:
+        _on_a_terminal_as(ada, "ada")
+        _on_a_terminal_as(eve, "eve")
+        state = _call(ada, GREETER)["requestState"]
+        taken = _refused(eve, GREETER, inputResponses=_answer("Eve"), requestState=state)
+        assert taken == messages.REQUEST_STATE_OTHER_TENANT
+        done = _call(ada, GREETER, inputResponses=_answer("Ada"), requestState=state)
+        assert "Hello Ada" in done["content"][0]["text"]
+    finally:
+        ada.close()
+        eve.close()

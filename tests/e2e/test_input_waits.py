@@ -8,8 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,10 +22,17 @@ from bashrpc.protocol.mcp import (
 )
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams, NeedsInput, PtyInputParams, PtyInputResult
-from tests.githost import NOBODY, as_nobody, nobody_interpreter
-from tests.inputcases import BOUND_SECONDS, BUSY, WAITING, Case, missing, on_a_terminal, run_case
+from tests.inputcases import (
+    BOUND_SECONDS,
+    BUSY,
+    WAITING,
+    Case,
+    missing,
+    on_a_terminal,
+    run_case,
+    sandboxed_server,
+)
 from tests.rpc import ServerProcess
-from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -146,34 +151,15 @@ def test_a_secret_is_refused_while_the_terminal_echoes(process: ServerProcess) -
 
 
 @pytest.mark.parametrize("user", ["server-user", "uid-65534"])
-def test_a_sandboxed_wait_is_told_as_root_and_as_nobody(tmp_path: Path, user: str) -> None:
+def test_a_sandboxed_wait_is_told_as_root_and_as_nobody(user: str) -> None:
     """In the sandbox (bwrap's own processes wait on their child and signals), run
     by root and by uid 65534, whose server reads only its own processes' /proc."""
-    skip_without_sandbox()
-    nobody = user == "uid-65534"
-    if nobody and os.geteuid() != 0:
-        pytest.skip("running a server as uid 65534 needs root")
-    workspace = Path(tempfile.mkdtemp(prefix="bashrpc-input-"))
-    (workspace / "home").mkdir()
-    if nobody:
-        for path in (workspace, workspace / "home"):
-            os.chown(path, NOBODY, NOBODY)
-    server = ServerProcess(
-        "--sandbox",
-        "workspace-write",
-        tmp=workspace,
-        preexec_fn=as_nobody if nobody else None,
-        interpreter=nobody_interpreter() if nobody else (sys.executable,),
-    )
-    try:
+    with sandboxed_server(user) as (server, workspace):
         secret = next(c for c in WAITING if c.name == "read-s")
         seen = run_case(server, secret, str(workspace))
         assert seen.wait is not None and seen.wait.secret
         busy = run_case(server, next(c for c in BUSY if c.name == "slow-pipe"), str(workspace))
         assert busy.ended and busy.wait is None
-    finally:
-        server.kill()
-        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_a_tool_call_on_a_terminal_tells_its_host(process: ServerProcess) -> None:

@@ -138,11 +138,9 @@ def status_line(job: Job) -> str:
 
 
 def quoted_prompt(prompt: str) -> str:
-    return (
-        json.dumps(prompt.strip(), ensure_ascii=False)
-        if prompt.strip()
-        else (messages.NO_PROMPT_TEXT)
-    )
+    """The prompt quoted as the model reads it, or that there is no text."""
+    text = prompt.strip()
+    return json.dumps(text, ensure_ascii=False) if text else messages.NO_PROMPT_TEXT
 
 
 async def type_into(job: Job, text: str, *, enter: bool) -> CallToolResult | None:
