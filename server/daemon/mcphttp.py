@@ -152,7 +152,8 @@ async def _requests(
         request = await _read(stream, reader, head_only=False)
         if request is None:
             return None
-        if not await _send(stream, await endpoint.answer(request), request.keep_alive):
+        answer = await endpoint.answer(request, peer.principal)
+        if not await _send(stream, answer, request.keep_alive):
             return None
     return None
 
@@ -180,10 +181,15 @@ async def _send(stream: anyio.abc.SocketStream, answer: Answer, keep_alive: bool
         return keep_alive
     headers = [*answer.headers, ("Content-Type", SSE)]
     await stream.send(response_head(answer.status, headers, None, keep_alive=False))
-    async with anyio.create_task_group() as group:
-        group.start_soon(_until_gone, stream, group.cancel_scope)
-        await _pump(stream, answer.stream, answer)
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_until_gone, stream, group.cancel_scope)
+            await _pump(stream, answer.stream, answer)
+            group.cancel_scope.cancel()
+    finally:
+        if answer.abandons is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_SECONDS):
+                await answer.abandons.abandon(answer.stream)
     return False
 
 

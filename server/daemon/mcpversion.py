@@ -45,17 +45,12 @@ def revision(header: str | None, negotiated: str | None) -> str:
     return header or negotiated or ASSUMED_REVISION
 
 
-def refusal(
-    header: str | None, negotiated: str | None, parsed: list[Message]
-) -> ErrorResponse | None:
+def refusal(header: str | None, parsed: list[Message]) -> ErrorResponse | None:
     """Why a request's header is refused (a 400 with this body); None: it is not."""
     if header is not None and header not in ALL_PROTOCOL_VERSIONS:
         method = next((m.method for m in parsed if m.method is not None), "")
         error = error_object(UnsupportedProtocolVersion(header), method)
         return ErrorResponse(id=None, error=error)
-    if header is not None and negotiated is not None and header != negotiated:
-        text = messages.MCP_HTTP_OTHER_REVISION.format(header=header, negotiated=negotiated)
-        return error_response(ErrorCode.INVALID_REQUEST, text)
     for named in (_named(message) for message in parsed):
         if named is not None and named != header:
             text = (
