@@ -538,6 +538,7 @@ MCP_HTTP_TOO_BIG = "the body is over --max-line-bytes"
 MCP_HTTP_HEADER_MISSING = (
     "the request's _meta names revision {named}: send the header MCP-Protocol-Version: {named}"
 )
+MCP_HTTP_MIRROR_MISMATCH = "header {header} is {sent!r}, but the request's body says {value!r}"
 MCP_HTTP_HEADER_MISMATCH = (
     "MCP-Protocol-Version {header} does not match the revision the request's _meta names ({named})"
 )

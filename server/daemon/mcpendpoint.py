@@ -18,7 +18,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
-from bashrpc.server.daemon import mcpversion
+from bashrpc.server.daemon import mcpheaders
 from bashrpc.server.daemon.httpframe import JSON, SSE, HttpRequest
 from bashrpc.server.daemon.mcpgate import error_body
 from bashrpc.server.daemon.mcpsession import Message, Session, Stream, parse_event_id
@@ -72,11 +72,9 @@ def refusal(status: int, text: str) -> Answer:
     return Answer(status, error_body(text), [("Content-Type", JSON)])
 
 
-def version_refusal(
-    request: HttpRequest, session: Session | None, parsed: list[Message]
-) -> Answer | None:
-    """A 400 for a `MCP-Protocol-Version` the request may not name (`mcpversion`)."""
-    error = mcpversion.refusal(request.header(mcpversion.HEADER), parsed)
+def header_refusal(request: HttpRequest, parsed: list[Message]) -> Answer | None:
+    """A 400 for protocol headers the request may not carry (`mcpheaders`)."""
+    error = mcpheaders.refusal(request, parsed)
     if error is None:
         return None
     return Answer(400, msgspec.json.encode(error), [("Content-Type", JSON)])
@@ -102,7 +100,7 @@ class Endpoint:
         session = self._session(request)
         if isinstance(session, Answer):
             return session
-        refused = version_refusal(request, session, [])
+        refused = header_refusal(request, [])
         if refused is not None:
             return refused
         session.last_used = anyio.current_time()
@@ -155,7 +153,7 @@ class Endpoint:
         await session.deliver(raws)
         headers = [] if session.id is None else [(SESSION_HEADER, session.id)]
         if sse:
-            revision = mcpversion.revision(request.header(mcpversion.HEADER), session.revision)
+            revision = mcpheaders.revision(request.header(mcpheaders.HEADER), session.revision)
             abandons = session if session.id is None else None
             return Answer(
                 200, headers=headers, stream=stream, prime=primes(revision), abandons=abandons
@@ -172,8 +170,8 @@ class Endpoint:
             found = self._session(request)
             if isinstance(found, Answer):
                 return found
-            return version_refusal(request, found, parsed) or found
-        refused = version_refusal(request, None, parsed)
+            return header_refusal(request, parsed) or found
+        refused = header_refusal(request, parsed)
         if refused is not None:
             return refused
         if self._running >= MAX_SESSIONS:

@@ -6,6 +6,8 @@ revision in `test_mcp_sdk_eras.py`.
 
 from __future__ import annotations
 
+import base64
+
 # The forked client of another uid cannot import what it needs once it is that
 # user (the interpreter's library may be unreadable to it): loaded here first.
 import encodings.idna  # noqa: F401
@@ -445,6 +447,24 @@ def test_a_2026_request_names_its_revision_in_the_header_as_in_its_meta(
         "io.modelcontextprotocol/clientCapabilities": {},
     }
     listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}
-    assert version_error(listener.url, listing, {VERSION: "2026-07-28"})[0] == 200
-    assert version_error(listener.url, listing, {VERSION: "2025-11-25"}) == (400, MISMATCH)
-    assert version_error(listener.url, listing, {}) == (400, MISMATCH)
+    mirrored = {VERSION: "2026-07-28", "Mcp-Method": "tools/list"}
+    assert version_error(listener.url, listing, mirrored)[0] == 200
+    assert version_error(listener.url, listing, {**mirrored, VERSION: "2025-11-25"}) == (
+        400,
+        MISMATCH,
+    )
+    assert version_error(listener.url, listing, {"Mcp-Method": "tools/list"}) == (400, MISMATCH)
+    # The method and the name the body carries are mirrored in headers too.
+    assert version_error(listener.url, listing, {VERSION: "2026-07-28"}) == (400, MISMATCH)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": "echo hi"}, "_meta": meta},
+    }
+    calling = {VERSION: "2026-07-28", "Mcp-Method": "tools/call"}
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": "bash"})[0] == 200
+    encoded = "=?base64?" + base64.b64encode(b"bash").decode() + "?="
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": encoded})[0] == 200
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": "python"}) == (400, MISMATCH)
+    assert version_error(listener.url, call, calling) == (400, MISMATCH)
