@@ -261,8 +261,9 @@ class Session:
             )
             for key in stream.pending
         ]
-        self.withdrawn([msgspec.json.decode(raw, type=Message) for raw in raws])
+        # In before the withdrawal, which ends a stateless exchange's input.
         await self.deliver(raws)
+        self.withdrawn([msgspec.json.decode(raw, type=Message) for raw in raws])
 
     async def deliver(self, raws: list[bytes]) -> None:
         """The POSTed messages, in order, into the connection's input."""
