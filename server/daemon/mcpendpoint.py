@@ -57,6 +57,9 @@ class Answer(msgspec.Struct, frozen=True):
     # Outside a session: the stream's requests are this session's to cancel
     # when its client leaves before their answers (`Session.abandon`).
     abandons: Session | None = None
+    # A 2026-07-28 request: an answer that is an error with a status of its own
+    # (`mcpheaders.answer_status`) goes as that status and JSON, not in a stream.
+    stateless: bool = False
     # A resumed stream that ends without having given this GET an answer stays
     # open until this is set (or `idle` passes): an SSE client reconnects at
     # once a GET that ends without an answer, again and again.
@@ -152,15 +155,23 @@ class Endpoint:
         stream = session.open_stream(parsed, sse)
         await session.deliver(raws)
         headers = [] if session.id is None else [(SESSION_HEADER, session.id)]
+        stateless = mcpheaders.stateless(parsed)
         if sse:
             revision = mcpheaders.revision(request.header(mcpheaders.HEADER), session.revision)
             abandons = session if session.id is None else None
             return Answer(
-                200, headers=headers, stream=stream, prime=primes(revision), abandons=abandons
+                200,
+                headers=headers,
+                stream=stream,
+                prime=primes(revision),
+                abandons=abandons,
+                stateless=stateless,
             )
         await stream.finished()
         stream.delivered = True
-        return Answer(200, _json_body(request.body, stream), [*headers, ("Content-Type", JSON)])
+        body = _json_body(request.body, stream)
+        status = mcpheaders.answer_status(body) if stateless else 200
+        return Answer(status, body, [*headers, ("Content-Type", JSON)])
 
     def _post_session(
         self, request: HttpRequest, parsed: list[Message], principal: str

@@ -39,6 +39,12 @@ HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 NAME_BEARING = frozenset({"tools/call", "prompts/get", "resources/read"})
+# 2026-07-28's HTTP status of an answer that is one of these errors.
+ERROR_STATUS: dict[int, int] = {
+    ErrorCode.METHOD_NOT_FOUND: 404,
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    ErrorCode.HEADER_MISMATCH: 400,
+}
 # A header value that is not plain ASCII comes as `=?base64?...?=`.
 BASE64_OPEN, BASE64_CLOSE = "=?base64?", "?="
 # What a request without the header speaks when nothing else says (the spec's rule).
@@ -47,6 +53,14 @@ ASSUMED_REVISION = "2025-03-26"
 
 class _Meta(msgspec.Struct):
     protocol_version: object = msgspec.field(default=None, name=PROTOCOL_VERSION_KEY)
+
+
+class _Error(msgspec.Struct):
+    code: int
+
+
+class _Answer(msgspec.Struct):
+    error: _Error | None = None
 
 
 class _Params(msgspec.Struct):
@@ -74,15 +88,41 @@ def refusal(request: HttpRequest, parsed: list[Message]) -> ErrorResponse | None
     return None
 
 
+def _params(message: Message) -> _Params | None:
+    try:
+        return msgspec.json.decode(message.params, type=_Params)
+    except msgspec.DecodeError:
+        return None  # no params, or not an object
+
+
+def _named(params: _Params | None) -> str | None:
+    """The revision a request's `_meta` names past `initialize`'s (as the
+    connection reads it: one of `initialize`'s is of that era); else None."""
+    named = None if params is None or params.meta is None else params.meta.protocol_version
+    return named if isinstance(named, str) and named not in SUPPORTED_PROTOCOL_VERSIONS else None
+
+
+def stateless(parsed: list[Message]) -> bool:
+    """Whether the POST is of 2026-07-28's era, whose HTTP status follows its answer."""
+    return any(_named(_params(message)) is not None for message in parsed)
+
+
+def answer_status(line: bytes) -> int:
+    """The status of a 2026-07-28 request answered by `line`: 404 for a method not
+    served, 400 for a revision or headers refused, else 200."""
+    try:
+        answer = msgspec.json.decode(line, type=_Answer)
+    except msgspec.DecodeError:
+        return 200
+    return 200 if answer.error is None else ERROR_STATUS.get(answer.error.code, 200)
+
+
 def _mismatch(request: HttpRequest, message: Message) -> str | None:
     """What a 2026-07-28 request's headers say other than its body; None: the
     same (or the request is of `initialize`'s era, which mirrors nothing)."""
-    try:
-        params = msgspec.json.decode(message.params, type=_Params)
-    except msgspec.DecodeError:
-        return None  # no params, or not an object: no revision named
-    named = None if params.meta is None else params.meta.protocol_version
-    if not isinstance(named, str) or named in SUPPORTED_PROTOCOL_VERSIONS:
+    params = _params(message)
+    named = _named(params)
+    if params is None or named is None:
         return None
     header = request.header(HEADER)
     if header != named:

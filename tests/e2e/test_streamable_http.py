@@ -468,3 +468,24 @@ def test_a_2026_request_names_its_revision_in_the_header_as_in_its_meta(
     assert version_error(listener.url, call, {**calling, "Mcp-Name": encoded})[0] == 200
     assert version_error(listener.url, call, {**calling, "Mcp-Name": "python"}) == (400, MISMATCH)
     assert version_error(listener.url, call, calling) == (400, MISMATCH)
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+def test_a_2026_request_for_a_method_not_served_is_a_404(
+    start_daemon: StartDaemon, accept: str
+) -> None:
+    """2026-07-28 over HTTP: a method the server does not implement is 404 with
+    -32601 (so a client tells it from a legacy server's 404), as JSON even to a
+    client that takes SSE; a method served is answered as before."""
+    listener = start_daemon()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    for method, status in (("ping", 404), ("no/such", 404), ("tools/list", 200)):
+        body = {"jsonrpc": "2.0", "id": 6, "method": method, "params": {"_meta": meta}}
+        headers = {VERSION: "2026-07-28", "Mcp-Method": method, "Accept": accept}
+        answered, answer = post(listener.url, body, headers)
+        assert answered == status, answer
+        if status == 404:
+            assert json.loads(answer)["error"]["code"] == -32601
