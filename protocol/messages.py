@@ -584,13 +584,10 @@ MCP_HTTP_STREAM_OPEN = "this session's GET stream is open already"
 MCP_HTTP_SESSION_IDLE = "ended an idle Streamable HTTP session"
 MCP_HTTP_CHUNKED = "a chunked body is not taken: send Content-Length"
 MCP_HTTP_TOO_BIG = "the body is over --max-line-bytes"
-MCP_HTTP_OTHER_REVISION = (
-    "MCP-Protocol-Version {header} is not this session's revision ({negotiated}),"
-    " which initialize settled"
-)
 MCP_HTTP_HEADER_MISSING = (
     "the request's _meta names revision {named}: send the header MCP-Protocol-Version: {named}"
 )
+MCP_HTTP_MIRROR_MISMATCH = "header {header} is {sent!r}, but the request's body says {value!r}"
 MCP_HTTP_HEADER_MISMATCH = (
     "MCP-Protocol-Version {header} does not match the revision the request's _meta names ({named})"
 )

@@ -56,6 +56,12 @@ class CancelledParams(msgspec.Struct):
     requestId: int | str | None = None
 
 
+class CancelledNotification(msgspec.Struct):
+    params: CancelledParams
+    jsonrpc: str = "2.0"
+    method: str = CANCELLED
+
+
 class _Settled(msgspec.Struct):
     protocolVersion: str | None = None
 
@@ -174,10 +180,12 @@ class Router(anyio.abc.ByteSendStream):
 
 class Session:
     """One session's input, streams and routes; `registered` False: a stateless
-    exchange, ended once its POST is answered."""
+    exchange, ended once its POST is answered, whose connection is `owner`'s
+    (a tenant key)."""
 
-    def __init__(self, registered: bool) -> None:
+    def __init__(self, registered: bool, owner: str | None = None) -> None:
         self.id = secrets.token_urlsafe(24) if registered else None
+        self.owner = None if registered else owner
         self.last_used = 0.0
         self.ended = False
         # Set once the connection is gone: what a held stream waits for.
@@ -194,7 +202,7 @@ class Session:
         self.revision: str | None = None
 
     def transport(self) -> Transport:
-        return Transport(self._inbox, Router(self))
+        return Transport(self._inbox, Router(self), owner=self.owner)
 
     def open_stream(self, messages: list[Message], sse: bool) -> Stream:
         """A stream for the requests among `messages`, routed to before they go in."""
@@ -240,6 +248,22 @@ class Session:
                 stream.pending.discard(key)
                 if not stream.pending:
                     self._close(stream)
+
+    async def abandon(self, stream: Stream) -> None:
+        """The client of an exchange outside a session left before its answers:
+        its requests are cancelled (closing the stream is the cancel in 2026-07-28,
+        and with no session nobody could resume it)."""
+        if stream.closed:
+            return
+        raws = [
+            msgspec.json.encode(
+                CancelledNotification(CancelledParams(msgspec.json.decode(key, type=Id)))
+            )
+            for key in stream.pending
+        ]
+        # In before the withdrawal, which ends a stateless exchange's input.
+        await self.deliver(raws)
+        self.withdrawn([msgspec.json.decode(raw, type=Message) for raw in raws])
 
     async def deliver(self, raws: list[bytes]) -> None:
         """The POSTed messages, in order, into the connection's input."""

@@ -137,7 +137,7 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
-    revision = ctx.connection.protocol_version
+    revision = params.revision(ctx.connection.protocol_version)
     try:
         result = await _call(ctx, params)
     except InvalidToolArguments as error:

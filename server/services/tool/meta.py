@@ -13,6 +13,7 @@ from bashrpc.protocol.mcp import (
     BASH_INPUT_TOOL,
     BASH_KILL_TOOL,
     BASH_OUTPUT_TOOL,
+    MODERN_PROTOCOL_VERSIONS,
     CallToolResult,
     Icon,
     ResourceLink,
@@ -27,10 +28,10 @@ from bashrpc.server.settings import Settings
 
 # The revisions whose content may hold a `resource_link` (added in 2025-06-18);
 # an older client's schema has no such content, so it gets the text alone.
-RESOURCE_LINK_REVISIONS = frozenset({"2025-06-18", "2025-11-25"})
+RESOURCE_LINK_REVISIONS = frozenset({"2025-06-18", "2025-11-25", *MODERN_PROTOCOL_VERSIONS})
 # The revisions where bad arguments are a tool error (SEP-1303, 2025-11-25), so
 # the model reads what to correct; before, a -32602 its client answers for it.
-ARGUMENT_ERROR_REVISIONS = frozenset({"2025-11-25"})
+ARGUMENT_ERROR_REVISIONS = frozenset({"2025-11-25", *MODERN_PROTOCOL_VERSIONS})
 
 _TITLES = {
     BASH_OUTPUT_TOOL: messages.BASH_OUTPUT_TOOL_TITLE,
