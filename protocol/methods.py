@@ -431,8 +431,8 @@ class SessionInfo(Result, omit_defaults=True):
     connections: Annotated[
         list[NetworkConnection] | None,
         described(
-            "With an allowlist: the session's last 100 connections that ended, oldest first,"
-            " then those still open (`open`)."
+            "With an allowlist: the session's last 100 connections, those that ended"
+            " (oldest first), then those still open (`open`)."
         ),
     ] = None
     needs_input: Annotated[

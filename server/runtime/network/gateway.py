@@ -131,11 +131,12 @@ class Gateway:
                 group.start_soon(self._serve, stream, token)
 
     def connections(self) -> list[NetworkConnection]:
-        """The last connections that ended, then those still open that went out
-        (a command that has its answer may end before its connection does)."""
+        """The last `RECENT` connections: those that ended, then those still open
+        that went out (a command that has its answer may end before its
+        connection does)."""
         ended = [proxy.record_view(record) for record in self.recent]
-        going = [c.record() for c in self.open if c.out]
-        return ended + [proxy.record_view(record, still_open=True) for record in going]
+        going = [proxy.record_view(c.record(), still_open=True) for c in self.open if c.out]
+        return (ended + going)[-RECENT:]
 
     async def _serve(self, stream: RawSocket, token: object) -> None:
         connection = proxy.Connection(stream, self.context.idle_seconds)
