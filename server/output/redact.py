@@ -226,18 +226,21 @@ class Redactor:
         hits, held = table.quiet(data)
         if held is None:
             return self._run(data, False, hits)
-        if not held and not self._released:
-            # The common read: nothing found, nothing held, nothing released.
-            self._carry = b""
-            self.held = 0
-            self._behind = (
-                data[-_BEHIND:] if len(data) >= _BEHIND else (self._behind + data)[-_BEHIND:]
-            )
-            return data, data
         # Nothing found: all but the end that may begin a secret goes on, uncopied.
         edge = len(data) - held
         kept = data[:edge] if held else data
-        return kept, self._let_go(data, edge, kept)
+        if self._released:
+            return kept, self._let_go(data, edge, kept)
+        # The common read, `_let_go` inline: nothing released, the stream takes
+        # what the kept copy does.
+        self._carry = data[edge:] if held else b""
+        self.held = held
+        self._behind = (
+            data[edge - _BEHIND : edge]
+            if edge >= _BEHIND
+            else (self._behind + data[:edge])[-_BEHIND:]
+        )
+        return kept, kept
 
     def finish(self) -> bytes:
         return self.finish_both()[0]

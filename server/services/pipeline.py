@@ -54,7 +54,9 @@ class Pipeline:
         self._text(self.sink.feed(data))
         if self._group is not None:
             self._feeds += 1
-            if self._held():
+            # `_held`, inline: this runs for every read of a flood.
+            text, raw = self.sink.redactor, self._raw
+            if (text is not None and text.held) or (raw is not None and raw.held):
                 self._hold()
 
     def _hold(self) -> None:
