@@ -28,7 +28,8 @@ async def main(origin_port: int) -> None:
     async with anyio.create_task_group() as group:
         while True:
             client = await rawsocket.accept(listener)
-            group.start_soon(proxy.serve, client, context, _refused)
+            connection = proxy.Connection(client, context.idle_seconds)
+            group.start_soon(proxy.serve, connection, context, _refused)
 
 
 def _refused(record: proxy.Record) -> None:

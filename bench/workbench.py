@@ -16,6 +16,8 @@ class Sizes:
     repeat: int = 3
     latency_calls: int = 2000
     warmup_calls: int = 200
+    # `/bin/true`s in the loop that times bash's own fork and exec.
+    fork_loops: int = 1000
     startup_runs: int = 10
     zero_bytes: str = "1G"
     seq_count: int = 50_000_000
@@ -23,6 +25,7 @@ class Sizes:
     sessions: int = 32
     calls_per_session: int = 100
     small_writes: int = 100_000
+    trickle_seconds: float = 5.0
     idle_seconds: float = 5.0
     swerex_calls: int = 100
     swerex_warmup: int = 10
@@ -43,6 +46,7 @@ QUICK = Sizes(
     repeat=1,
     latency_calls=50,
     warmup_calls=10,
+    fork_loops=20,
     startup_runs=1,
     zero_bytes="16M",
     seq_count=200_000,
@@ -50,6 +54,7 @@ QUICK = Sizes(
     sessions=4,
     calls_per_session=5,
     small_writes=1000,
+    trickle_seconds=0.3,
     idle_seconds=0.5,
     swerex_calls=5,
     swerex_warmup=1,

@@ -24,6 +24,8 @@ class ErrorCode(IntEnum):
     RESUME_GAP = -32009
     # MCP 2026-07-28: the request's revision is not one this server speaks.
     UNSUPPORTED_PROTOCOL_VERSION = -32022
+    # MCP 2026-07-28 over HTTP: a header says other than the body it comes with.
+    HEADER_MISMATCH = -32020
     # Same value as LSP's RequestCancelled, which MCP hosts already understand.
     REQUEST_CANCELLED = -32800
 

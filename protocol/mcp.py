@@ -44,6 +44,7 @@ BASH_TOOL = "bash"
 # The model's two tools for the jobs `run_in_background` starts.
 BASH_OUTPUT_TOOL = "bash_output"
 BASH_KILL_TOOL = "bash_kill"
+BASH_INPUT_TOOL = "bash_input"
 DEFAULT_TOOL_TIMEOUT_SECONDS = 300.0
 ARTIFACT_URI_SCHEME = "artifact://"
 # A clientId names an owner; longer ones are a mistake, not a name.
@@ -149,9 +150,22 @@ class ConnectionSettings(Strict):
 # -- every request and result ---------------------------------------------------
 
 
-class Implementation(Open):
+class Icon(Open, omit_defaults=True):
+    """An image a client may show for the server or a tool (2025-11-25 on)."""
+
+    src: Annotated[str, described("The image, here a data: URI: nothing to fetch.")]
+    mime_type: Annotated[str | None, described("Its media type.")] = None
+    sizes: Annotated[list[str] | None, described('The sizes it suits ("any": a vector image).')] = (
+        None
+    )
+
+
+class Implementation(Open, omit_defaults=True):
     name: Annotated[str, described("The program's name.")]
     version: Annotated[str, described("The program's version.")]
+    icons: Annotated[
+        list[Icon] | None, described("Images a client may show for it (2025-11-25 on).")
+    ] = None
 
 
 class RequestMeta(CallMeta, rename="camel"):
@@ -197,14 +211,33 @@ class Params(Open, omit_defaults=True):
         """The request names a revision without `initialize` (2026-07-28)."""
         return self.meta is not None and self.meta.protocol_version in MODERN_PROTOCOL_VERSIONS
 
+    def _declared(self, name: str) -> dict[str, object] | None:
+        """What a modern request's client declares of one capability, if it does."""
+        capabilities = None if self.meta is None else self.meta.client_capabilities
+        if not self.modern or not isinstance(capabilities, dict):
+            return None
+        declared = capabilities.get(name)
+        return declared if isinstance(declared, dict) else None
+
+    def revision(self, negotiated: str | None) -> str | None:
+        """The revision the request is of: the modern one it names, else the one
+        its connection's `initialize` settled (`negotiated`)."""
+        return str(self.meta.protocol_version) if self.modern and self.meta else negotiated
+
     @property
     def wants_tasks(self) -> bool:
         """A modern request whose client declares the tasks extension."""
-        capabilities = None if self.meta is None else self.meta.client_capabilities
-        if not self.modern or not isinstance(capabilities, dict):
+        extensions = self._declared("extensions")
+        return extensions is not None and TASKS_EXTENSION in extensions
+
+    @property
+    def wants_elicitation(self) -> bool:
+        """A modern request whose client declares elicitation (its form mode: an
+        empty declaration means it, as MCP has it)."""
+        elicitation = self._declared("elicitation")
+        if elicitation is None:
             return False
-        extensions = capabilities.get("extensions")
-        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+        return not elicitation or isinstance(elicitation.get("form"), dict)
 
 
 class RelatedTask(Open):
@@ -452,6 +485,18 @@ class JobToolArguments(Strict):
     ] = msgspec.field(name="terminal_id")
 
 
+class JobInputArguments(JobToolArguments):
+    """What a model passes to `bash_input`: the job, and what to type."""
+
+    text: Annotated[
+        str,
+        msgspec.Meta(max_length=65536, description="The text to type (one answer, one line)."),
+    ]
+    enter: Annotated[
+        bool, msgspec.Meta(description="Press Enter after the text (default true).")
+    ] = True
+
+
 class ToolAnnotations(Open):
     """What the tool does to the world, as MCP's hints say it (since 2025-03-26)."""
 
@@ -485,6 +530,9 @@ class Tool(Open, omit_defaults=True):
         ToolAnnotations | None, described("What the tool does to the world.")
     ] = None
     execution: Annotated[ToolExecution | None, described("How the tool may run.")] = None
+    icons: Annotated[
+        list[Icon] | None, described("Images a client may show for it (2025-11-25 on).")
+    ] = None
 
 
 class ToolsListResult(Cacheable, kw_only=True):
@@ -566,14 +614,60 @@ class TasksListResult(Result, kw_only=True):
     tasks: Annotated[list[Task], described("This client's tasks not yet expired, oldest first.")]
 
 
+class ElicitResult(Open, omit_defaults=True):
+    """What the user answered an elicitation's form."""
+
+    action: Annotated[
+        Literal["accept", "decline", "cancel"], described("What the user did with the form.")
+    ]
+    content: Annotated[
+        dict[str, str | int | float | bool] | None,
+        described("The form's values, when accepted."),
+    ] = None
+
+
+class InputResponse(Open, omit_defaults=True):
+    """2026-07-28: the client's answer to one of a result's `inputRequests`, under its
+    key: `{"result": ...}`, or the result itself."""
+
+    result: Annotated[ElicitResult | None, described("The answer.")] = None
+    action: Annotated[
+        Literal["accept", "decline", "cancel"] | None, described("The answer's action, unwrapped.")
+    ] = None
+    content: Annotated[
+        dict[str, str | int | float | bool] | None, described("The answer's values, unwrapped.")
+    ] = None
+
+    def elicited(self) -> ElicitResult | None:
+        if self.result is not None:
+            return self.result
+        return (
+            None if self.action is None else ElicitResult(action=self.action, content=self.content)
+        )
+
+
 class ToolsCallParams(Params, kw_only=True):
-    name: Annotated[str, described("The tool to call: `bash`, `bash_output` or `bash_kill`.")]
+    name: Annotated[
+        str,
+        described("The tool to call: `bash`, `bash_output`, `bash_kill` or `bash_input`."),
+    ]
     # Decoded later, strictly, into the named tool's own arguments type.
     arguments: Annotated[
         msgspec.Raw, described("The tool's arguments, as its inputSchema says.")
     ] = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
     task: Annotated[
         TaskMetadata | None, described("Run the call as a task: the result is the task.")
+    ] = None
+    input_responses: Annotated[
+        dict[str, InputResponse] | None,
+        described(
+            "2026-07-28: the answers to an `input_required` result's `inputRequests`, by"
+            " key, sent with the same call again."
+        ),
+    ] = None
+    request_state: Annotated[
+        Annotated[str, msgspec.Meta(max_length=4096)] | None,
+        described("2026-07-28: an `input_required` result's `requestState`, echoed as given."),
     ] = None
 
 
@@ -676,8 +770,38 @@ class BashStructured(Open):
     ] = 0.0
 
 
+class FormField(Open, omit_defaults=True):
+    type: Annotated[Literal["string"], described("The value's type.")]
+    title: Annotated[str | None, described("What to show beside the field.")] = None
+    description: Annotated[str | None, described("More about it.")] = None
+
+
+class FormSchema(Open, kw_only=True):
+    """An elicitation's form: a flat object of plain values, as MCP allows."""
+
+    type: Annotated[Literal["object"], described("Always an object.")] = "object"
+    properties: Annotated[dict[str, FormField], described("Its fields.")]
+    required: Annotated[list[str], described("The fields an answer must hold.")]
+
+
+class ElicitParams(Open, kw_only=True):
+    mode: Annotated[Literal["form"], described("A form the client shows its user.")] = "form"
+    message: Annotated[str, described("What the user is asked, and why.")]
+    requested_schema: Annotated[FormSchema, described("The form.")]
+
+
+class InputRequest(Open):
+    """A request the client puts to its user before it sends the call again."""
+
+    method: Annotated[Literal["elicitation/create"], described("What is asked of the client.")]
+    params: Annotated[ElicitParams, described("The elicitation.")]
+
+
 class CallToolResult(Result, omit_defaults=True, kw_only=True):
-    """A tool's result; or, for a call with `task`, MCP's CreateTaskResult: `task` alone."""
+    """A tool's result; or, for a call with `task`, MCP's CreateTaskResult: `task`
+    alone; or 2026-07-28's input_required (the call needs its user's answer first):
+    `inputRequests` and `requestState` alone. The client answers the requests and
+    sends the same call with `inputResponses` and `requestState` as given."""
 
     content: Annotated[
         list[Content],
@@ -691,6 +815,14 @@ class CallToolResult(Result, omit_defaults=True, kw_only=True):
         ToolDetails | None, described("Why the command was blocked, or how its output was cut.")
     ] = None
     task: Annotated[Task | None, described("The task a call with `task` created.")] = None
+    input_requests: Annotated[
+        dict[str, InputRequest] | None,
+        described("2026-07-28: what to ask the user, by the key its answer goes under."),
+    ] = None
+    request_state: Annotated[
+        str | None,
+        described("2026-07-28: opaque, signed by the server; echoed once, before it expires."),
+    ] = None
 
     @property
     def text(self) -> str:

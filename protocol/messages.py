@@ -215,6 +215,29 @@ JOB_OUTPUT_MISSED = (
     " the whole output is artifact://{artifact} ...]\n"
 )
 JOB_RUNNING = "[{terminal_id} is still running]"
+# A command that waits for its person, as the model reads it (`prompt` quoted).
+JOB_WAITS = "[{terminal_id} is still running, waiting for input: it asks {prompt}]"
+JOB_WAITS_SECRET = (
+    "[{terminal_id} is still running, waiting for a secret (a password or a passphrase):"
+    " it asks {prompt}. Only the user may type it, in their terminal]"
+)
+NO_PROMPT_TEXT = "(no prompt text)"
+TOOL_WAITS_FOR_INPUT = """\
+[The command is waiting for input: it asks {prompt}. It is still running, as the \
+background job {terminal_id}.]
+Answer it with `bash_input` (terminal_id "{terminal_id}" and the text to type; \
+Enter is pressed after it), or stop it with `bash_kill`; `bash_output` reads what \
+it prints next."""
+TOOL_WAITS_FOR_SECRET = """\
+[The command is waiting for a secret (a password or a passphrase): it asks {prompt}. \
+It is still running, as the background job {terminal_id}.]
+Only the user may answer it, typing it in their terminal: tell them so, and never ask \
+them for the secret or guess it yourself. `bash_output` reads what it prints next; \
+`bash_kill` stops it."""
+INPUT_TO_SECRET = (
+    "{terminal_id} is waiting for a secret (a password or a passphrase): only the user"
+    " may answer it, in their terminal. Do not ask them for it."
+)
 JOB_KILLED = "[{terminal_id} was killed]"
 # The longest command a job's end line quotes.
 JOB_COMMAND_SHOWN_CHARS = 60
@@ -225,9 +248,17 @@ the last read of it, and whether it is still running or how it ended.
 - Pass the `terminal_id` the bash tool gave; each call returns only new output.
 - Long output keeps its last part; the whole output is named as artifact://N."""
 BASH_KILL_TOOL_DESCRIPTION = """\
-Stop a background job (started with `run_in_background`) and everything it started.
+Stop a background job (started with `run_in_background`, or a command that waits \
+for input) and everything it started.
 
 - Pass the `terminal_id` the bash tool gave; its final output is returned."""
+BASH_INPUT_TOOL_DESCRIPTION = """\
+Type a line into a background job that waits for input (a prompt, a question, a REPL), \
+then read what it prints next.
+
+- Pass the `terminal_id` the bash tool gave, and the `text` to type; Enter is \
+pressed after it unless `enter` is false.
+- Never for a password or a passphrase: only the user may type those."""
 # A tool call's bad arguments, as the model reads them (MCP 2025-11-25 on).
 INVALID_TOOL_ARGUMENTS = "Invalid arguments for the {tool} tool: {detail}"
 # MCP 2026-07-28: a request names its revision.
@@ -237,6 +268,23 @@ REMOVED_METHOD = "{method} is not a method of MCP {revision}"
 NO_SUCH_TASK = "taskId: no task {task_id!r} (never created here, expired, or another client's)"
 TASK_ALREADY_ENDED = "taskId: task {task_id!r} has already ended ({status})"
 TASK_CANCELLED = "Cancelled by tasks/cancel"
+# MCP 2026-07-28: a call answered `input_required`, sent again with its answer.
+REQUEST_STATE_FORGED = "requestState: not one this server made (its signature does not match)"
+REQUEST_STATE_EXPIRED = "requestState: expired; send the call again without it"
+REQUEST_STATE_REPLAYED = "requestState: already used; each is taken once"
+REQUEST_STATE_OTHER_TENANT = "requestState: made for another client"
+REQUEST_STATE_OTHER_CALL = (
+    "requestState: made for another call; send the same tool and arguments with it"
+)
+REQUEST_STATE_UNEXPECTED = (
+    "requestState: only a 2026-07-28 tools/call of bash, answering its input_required"
+    " result, takes requestState or inputResponses"
+)
+REQUEST_STATE_NO_ANSWER = "inputResponses: no answer under {key!r}"
+ELICIT_MESSAGE = "The command `{command}` is waiting for input. It asks: {prompt}"
+ELICIT_FIELD_TITLE = "Your answer"
+ELICIT_FIELD_DESCRIPTION = "Typed into the command, then Enter."
+INPUT_DECLINED = "[The user declined to answer; {terminal_id} was stopped]"
 TASK_TAKES_NO_INPUT = "taskId: task {task_id!r} never waits for input: it runs a command with none"
 SERVER_INSTRUCTIONS = (
     "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
@@ -246,6 +294,7 @@ SERVER_INSTRUCTIONS = (
 BASH_TOOL_TITLE = "Run a bash command"
 BASH_OUTPUT_TOOL_TITLE = "Read a background job's output"
 BASH_KILL_TOOL_TITLE = "Stop a background job"
+BASH_INPUT_TOOL_TITLE = "Answer a background job's prompt"
 # The resource link beside a result whose text names an artifact.
 ARTIFACT_LINK_NAME = "artifact {id}"
 ARTIFACT_LINK_DESCRIPTION = "The command's whole output"
@@ -535,6 +584,13 @@ MCP_HTTP_STREAM_OPEN = "this session's GET stream is open already"
 MCP_HTTP_SESSION_IDLE = "ended an idle Streamable HTTP session"
 MCP_HTTP_CHUNKED = "a chunked body is not taken: send Content-Length"
 MCP_HTTP_TOO_BIG = "the body is over --max-line-bytes"
+MCP_HTTP_HEADER_MISSING = (
+    "the request's _meta names revision {named}: send the header MCP-Protocol-Version: {named}"
+)
+MCP_HTTP_MIRROR_MISMATCH = "header {header} is {sent!r}, but the request's body says {value!r}"
+MCP_HTTP_HEADER_MISMATCH = (
+    "MCP-Protocol-Version {header} does not match the revision the request's _meta names ({named})"
+)
 
 # -- the daemon's HTTP probes (--http) and the fleet's figures -------------------
 HTTP_BAD_ADDRESS = "--http {address!r}: expected HOST:PORT, HOST an IP address or localhost"

@@ -154,6 +154,16 @@ class BashParams(Params):
             " ([secrets] hostMayOptOut)."
         ),
     ] = True
+    on_input: Annotated[
+        Literal["wait", "return"],
+        described(
+            "When the command waits for its person (on a PTY, `bash/needsInput`):"
+            " `wait` (the default) runs on until it ends, the host answering with"
+            " `pty/input`; `return` answers at once with the output so far and the"
+            " wait (`needsInput`), the command going on as the background job"
+            " `terminalId`."
+        ),
+    ] = "wait"
 
 
 class BashResult(Result, omit_defaults=True):
@@ -218,11 +228,22 @@ class BashResult(Result, omit_defaults=True):
     ] = None
     terminal_id: Annotated[
         str | None,
-        described("The background job the command runs on as (`background`, `backgroundAfter`)."),
+        described(
+            "The background job the command runs on as (`background`, `backgroundAfter`,"
+            " `onInput`)."
+        ),
     ] = None
     redactions: Annotated[
         dict[str, int] | None,
         described("Secrets replaced with `[REDACTED:NAME]` in the output, counted by name."),
+    ] = None
+    needs_input: Annotated[
+        NeedsInput | None,
+        described(
+            'With `onInput: "return"`: the command waits for its person and runs on as'
+            " the job `terminalId` (answer it with `terminal/write` or `pty/input`, stop"
+            " it with `terminal/kill`); what it asks, as `bash/needsInput` told."
+        ),
     ] = None
 
 
@@ -313,6 +334,10 @@ class NetworkConnection(Result, omit_defaults=True):
     rule: Annotated[
         str | None, described("The entry (or address, or server name) that decided.")
     ] = None
+    open: Annotated[
+        bool,
+        described("Still open: its bytes and seconds are those so far. Listed after those ended."),
+    ] = False
 
 
 class SecretValue(Params):
@@ -405,7 +430,10 @@ class SessionInfo(Result, omit_defaults=True):
     ] = None
     connections: Annotated[
         list[NetworkConnection] | None,
-        described("With an allowlist: the session's last 100 connections, oldest first."),
+        described(
+            "With an allowlist: the session's last 100 connections that ended, oldest first,"
+            " then those still open (`open`)."
+        ),
     ] = None
     needs_input: Annotated[
         list[NeedsInput] | None,
@@ -544,11 +572,13 @@ class PtyOutput(Result):
     data: Annotated[str, described("Raw terminal bytes, base64.")]
 
 
-class NeedsInput(Result):
+class NeedsInput(Result, omit_defaults=True):
     """Params of ``bash/needsInput``: a PTY command waits for its person, told once
     per wait, after its processes have sat blocked on their terminal for the settle
     time (``input.settleSeconds``). The command keeps running: answer with
-    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``."""
+    ``pty/input`` (``secret: true`` for a secret), or end it with ``abort_bash``.
+    The same shape tells a job's wait in ``terminal/output`` and ``session/list``,
+    and a returned ``bash``'s in its result (``onInput``)."""
 
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
     session_id: Annotated[str, described(_SESSION_ID)]
@@ -563,6 +593,13 @@ class NeedsInput(Result):
     since: Annotated[str, described("When the wait was first seen: ISO 8601, UTC.")]
     pid: Annotated[int | None, described("The process blocked on the terminal.")]
     program: Annotated[str | None, described("That process's name (its `comm`).")]
+    terminal_id: Annotated[
+        str | None,
+        described(
+            "The background job that waits (a job reading its stdin, or a command gone on"
+            " as one); absent for a request's command."
+        ),
+    ] = None
 
 
 class BashChunk(Result, omit_defaults=True):

@@ -18,7 +18,15 @@ from typing import Annotated, Literal
 import msgspec
 
 from bashrpc.protocol.envelope import RequestId
-from bashrpc.protocol.methods import EnvName, Params, Result, SecretEnv, SessionId, described
+from bashrpc.protocol.methods import (
+    EnvName,
+    NeedsInput,
+    Params,
+    Result,
+    SecretEnv,
+    SessionId,
+    described,
+)
 
 # The ACP protocol version whose terminal methods these are.
 ACP_PROTOCOL_VERSION = 1
@@ -27,6 +35,14 @@ DEFAULT_READY_SECONDS = 30.0
 MAX_PORT = 65535
 
 TerminalId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+# What a job waits for from its person now, in `terminal/output` and `terminal/list`.
+JobWait = Annotated[
+    NeedsInput | None,
+    described(
+        "bashrpc's: what it waits for from its person now (a command on a terminal"
+        " gone on as a job, `onInput`), as `bash/needsInput` told; absent otherwise."
+    ),
+]
 JobState = Literal["running", "killing", "exited", "released"]
 
 _SESSION = "The session the terminal runs in: its workspace, environment and sandbox."
@@ -156,6 +172,7 @@ class TerminalOutputResult(Result, omit_defaults=True):
         OutputGap | None,
         described("bashrpc's: present when `afterOffset` is older than what memory keeps."),
     ] = None
+    needs_input: JobWait = None
 
 
 class TerminalWaitResult(Result):
@@ -195,6 +212,7 @@ class TerminalInfo(Result, omit_defaults=True):
     stdin_open: Annotated[bool, described("Its stdin still takes `terminal/write`.")]
     exit_status: Annotated[TerminalExitStatus | None, described("Once it has exited.")] = None
     artifact_id: Annotated[int | None, described("The artifact holding all its output.")] = None
+    needs_input: JobWait = None
 
 
 class TerminalListResult(Result):

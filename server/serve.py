@@ -30,7 +30,7 @@ from bashrpc.server.connection import Connection
 from bashrpc.server.observe import traces
 from bashrpc.server.runtime.containment import child, polling, procs
 from bashrpc.server.runtime.containment.cgroups import CgroupRoot
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.containment.watchdog import Watchdog, remove_runtime_dir
 from bashrpc.server.runtime.instance import SHUTDOWN_GRACE_SECONDS, Options, Runtime
 from bashrpc.server.services.api import Services

@@ -228,8 +228,8 @@ class SecretSettings(_Section, frozen=True):
 class InputSettings(_Section, frozen=True):
     """Commands that wait for their person (`bash/needsInput`)."""
 
-    # How long a PTY command's processes must sit blocked on their terminal, and
-    # nothing else, before the wait is told.
+    # How long a PTY command's processes (or a job's, on its stdin) must sit
+    # blocked on their terminal, and nothing else, before the wait is told.
     settle_seconds: Annotated[float, msgspec.Meta(ge=0.1, le=60)] = DEFAULT_INPUT_SETTLE_SECONDS
 
 

@@ -24,7 +24,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from bashrpc.server.connection import Connection
 from bashrpc.server.output.artifactroot import workspace_key
 from bashrpc.server.runtime.containment.cgroups import CgroupRoot
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import dispatcher
 from bashrpc.server.services.api import Services

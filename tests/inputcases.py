@@ -10,13 +10,31 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import msgspec
+import pytest
 
 from bashrpc.protocol.client import notification_params
+from bashrpc.protocol.mcp import (
+    LATEST_PROTOCOL_VERSION,
+    BashOverrides,
+    ConnectionSettings,
+    HostOptions,
+    Implementation,
+    InitializeParams,
+    InitializeResult,
+    UiSize,
+)
 from bashrpc.protocol.methods import BashParams, NeedsInput, PtyOutput
-from tests.rpc import RpcClient
+from tests.githost import NOBODY, as_nobody, nobody_interpreter
+from tests.rpc import RpcClient, ServerProcess
+from tests.sandboxing import skip_without_sandbox
 
 # Generous: a wait is told about a settle time (1 s) after its prompt.
 BOUND_SECONDS = 30.0
@@ -123,8 +141,14 @@ WAITING = [
         needs=("python3",),
         setup=FAKE_DIST,
     ),
-    # It asks before it downloads anything; the case ends at the question.
-    Case("apt-get-install", "apt-get install emacs-nox", needs=("apt-get",), skip=ROOT_ONLY),
+    # It asks before it downloads anything; the case ends at the question. Without
+    # dpkg's lock, which another run of the suite (or apt itself) may hold meanwhile.
+    Case(
+        "apt-get-install",
+        "apt-get -o Debug::NoLocking=true install emacs-nox",
+        needs=("apt-get",),
+        skip=ROOT_ONLY,
+    ),
     Case("rm-i", "rm -i f", setup="touch f"),
     Case("cp-i", "cp -i a b", setup="touch a b"),
     Case("mv-i", "mv -i a b", setup="touch a b"),
@@ -188,6 +212,48 @@ BUSY = [
         needs=("expect",),
     ),
 ]
+
+
+@contextmanager
+def sandboxed_server(user: str) -> Iterator[tuple[ServerProcess, Path]]:
+    """A server in `workspace-write`, run by root (`server-user`) or by uid 65534
+    (`uid-65534`, whose server reads only its own processes' /proc), and its
+    workspace; skipped where the sandbox, or that user, cannot be had."""
+    skip_without_sandbox()
+    nobody = user == "uid-65534"
+    if nobody and os.geteuid() != 0:
+        pytest.skip("running a server as uid 65534 needs root")
+    workspace = Path(tempfile.mkdtemp(prefix="bashrpc-input-"))
+    (workspace / "home").mkdir()
+    if nobody:
+        for path in (workspace, workspace / "home"):
+            os.chown(path, NOBODY, NOBODY)
+    server = ServerProcess(
+        "--sandbox",
+        "workspace-write",
+        tmp=workspace,
+        preexec_fn=as_nobody if nobody else None,
+        interpreter=nobody_interpreter() if nobody else (sys.executable,),
+    )
+    try:
+        yield server, workspace
+    finally:
+        server.kill()
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def on_a_terminal(server: RpcClient) -> None:
+    """`initialize` as a host with a UI and `virtualTerminal` on: tool calls run on a PTY."""
+    on = HostOptions(
+        ui=UiSize(cols=100, rows=30),
+        settings=ConnectionSettings(bash=BashOverrides(virtual_terminal="on")),
+    )
+    initialize = InitializeParams(
+        protocol_version=LATEST_PROTOCOL_VERSION,
+        client_info=Implementation(name="test", version="0"),
+        initialization_options=on,
+    )
+    server.typed(InitializeResult, "initialize", initialize)
 
 
 def missing(case: Case) -> str:

@@ -18,9 +18,11 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
+from bashrpc.server.daemon import mcpheaders
 from bashrpc.server.daemon.httpframe import JSON, SSE, HttpRequest
 from bashrpc.server.daemon.mcpgate import error_body
 from bashrpc.server.daemon.mcpsession import Message, Session, Stream, parse_event_id
+from bashrpc.server.daemon.tenants import PRINCIPAL_PREFIX
 from bashrpc.server.wire.transport import Transport
 
 # Sessions, and stateless exchanges under way, each a connection of the daemon.
@@ -52,20 +54,33 @@ class Answer(msgspec.Struct, frozen=True):
     # Open the stream with an event that has an id and no data (SEP-1699), so a
     # client cut before the first real event can still resume it.
     prime: bool = False
+    # Outside a session: the stream's requests are this session's to cancel
+    # when its client leaves before their answers (`Session.abandon`).
+    abandons: Session | None = None
+    # A 2026-07-28 request: an answer that is an error with a status of its own
+    # (`mcpheaders.answer_status`) goes as that status and JSON, not in a stream.
+    stateless: bool = False
     # A resumed stream that ends without having given this GET an answer stays
     # open until this is set (or `idle` passes): an SSE client reconnects at
     # once a GET that ends without an answer, again and again.
     hold: anyio.Event | None = None
 
 
-def primes(request: HttpRequest) -> bool:
-    """Whether the client's revision (its header; dates order as text) takes a
-    priming event."""
-    return (request.header("mcp-protocol-version") or "") >= PRIMING_REVISION
+def primes(revision: str) -> bool:
+    """Whether a client of `revision` takes a priming event (dates order as text)."""
+    return revision >= PRIMING_REVISION
 
 
 def refusal(status: int, text: str) -> Answer:
     return Answer(status, error_body(text), [("Content-Type", JSON)])
+
+
+def header_refusal(request: HttpRequest, parsed: list[Message]) -> Answer | None:
+    """A 400 for protocol headers the request may not carry (`mcpheaders`)."""
+    error = mcpheaders.refusal(request, parsed)
+    if error is None:
+        return None
+    return Answer(400, msgspec.json.encode(error), [("Content-Type", JSON)])
 
 
 class Endpoint:
@@ -79,14 +94,18 @@ class Endpoint:
         self._running = 0
         self._none_running = anyio.Event()
 
-    async def answer(self, request: HttpRequest) -> Answer:
+    async def answer(self, request: HttpRequest, principal: str) -> Answer:
+        """`principal`: who the gate let in; the tenant of requests outside a session."""
         if request.path != self._path:
             return refusal(404, messages.MCP_HTTP_NOT_FOUND.format(path=self._path))
         if request.method == "POST":
-            return await self._post(request)
+            return await self._post(request, principal)
         session = self._session(request)
         if isinstance(session, Answer):
             return session
+        refused = header_refusal(request, [])
+        if refused is not None:
+            return refused
         session.last_used = anyio.current_time()
         if request.method == "GET":
             return self._get(request, session)
@@ -107,7 +126,7 @@ class Endpoint:
             return refusal(404, messages.MCP_HTTP_UNKNOWN_SESSION)
         return session
 
-    async def _post(self, request: HttpRequest) -> Answer:
+    async def _post(self, request: HttpRequest, principal: str) -> Answer:
         content_type = (request.header("content-type") or "").split(";", 1)[0].strip().lower()
         if content_type != JSON:
             return refusal(415, messages.MCP_HTTP_CONTENT_TYPE)
@@ -118,7 +137,7 @@ class Endpoint:
             raws, parsed = _messages(request.body)
         except msgspec.DecodeError:
             return refusal(400, messages.MCP_HTTP_NOT_JSON_RPC)
-        session = self._post_session(request, parsed)
+        session = self._post_session(request, parsed, principal)
         if isinstance(session, Answer):
             return session
         session.last_used = anyio.current_time()
@@ -136,18 +155,40 @@ class Endpoint:
         stream = session.open_stream(parsed, sse)
         await session.deliver(raws)
         headers = [] if session.id is None else [(SESSION_HEADER, session.id)]
+        stateless = mcpheaders.stateless(parsed)
         if sse:
-            return Answer(200, headers=headers, stream=stream, prime=primes(request))
+            revision = mcpheaders.revision(request.header(mcpheaders.HEADER), session.revision)
+            abandons = session if session.id is None else None
+            return Answer(
+                200,
+                headers=headers,
+                stream=stream,
+                prime=primes(revision),
+                abandons=abandons,
+                stateless=stateless,
+            )
         await stream.finished()
         stream.delivered = True
-        return Answer(200, _json_body(request.body, stream), [*headers, ("Content-Type", JSON)])
+        body = _json_body(request.body, stream)
+        status = mcpheaders.answer_status(body) if stateless else 200
+        return Answer(status, body, [*headers, ("Content-Type", JSON)])
 
-    def _post_session(self, request: HttpRequest, parsed: list[Message]) -> Session | Answer:
+    def _post_session(
+        self, request: HttpRequest, parsed: list[Message], principal: str
+    ) -> Session | Answer:
+        """The session a POST goes to (a new one, unless it names one), or its refusal."""
         if request.header("mcp-session-id") is not None:
-            return self._session(request)
+            found = self._session(request)
+            if isinstance(found, Answer):
+                return found
+            return header_refusal(request, parsed) or found
+        refused = header_refusal(request, parsed)
+        if refused is not None:
+            return refused
         if self._running >= MAX_SESSIONS:
             return refusal(503, messages.MCP_HTTP_TOO_MANY_SESSIONS.format(limit=MAX_SESSIONS))
-        session = Session(registered=any(message.method == "initialize" for message in parsed))
+        registered = any(message.method == "initialize" for message in parsed)
+        session = Session(registered, owner=PRINCIPAL_PREFIX + principal)
         if session.id is not None:
             self.sessions[session.id] = session
         self._running += 1

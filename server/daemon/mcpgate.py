@@ -37,6 +37,11 @@ class Peer(msgspec.Struct, frozen=True):
     port: int
     own: bool
 
+    @property
+    def principal(self) -> str:
+        """Who it is once let in: the daemon's own uid, or the token's holder."""
+        return "own-uid" if self.own else "token"
+
 
 class Refusal(msgspec.Struct, frozen=True):
     status: int

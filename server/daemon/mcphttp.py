@@ -18,9 +18,10 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server import log
-from bashrpc.server.daemon import tcppeer
+from bashrpc.server.daemon import mcpheaders, tcppeer
 from bashrpc.server.daemon.health import OpenConnections
 from bashrpc.server.daemon.httpframe import (
+    JSON,
     SSE,
     HttpRequest,
     RequestReader,
@@ -42,6 +43,9 @@ REQUEST_WAIT_SECONDS = 60.0
 # How long a refused connection's unread bytes are read and dropped before the close.
 LINGER_SECONDS = 2.0
 RETRY_MS = 1000
+# How long a 2026-07-28 request's response head waits for its first event, to
+# tell an error with a status of its own (404, 400) from an answer that streams.
+FIRST_EVENT_WAIT_SECONDS = 5.0
 HTTP_ERRORS = {
     411: messages.MCP_HTTP_CHUNKED,
     413: messages.MCP_HTTP_TOO_BIG,
@@ -152,7 +156,8 @@ async def _requests(
         request = await _read(stream, reader, head_only=False)
         if request is None:
             return None
-        if not await _send(stream, await endpoint.answer(request), request.keep_alive):
+        answer = await endpoint.answer(request, peer.principal)
+        if not await _send(stream, answer, request.keep_alive):
             return None
     return None
 
@@ -178,13 +183,42 @@ async def _send(stream: anyio.abc.SocketStream, answer: Answer, keep_alive: bool
     if answer.stream is None:
         await stream.send(response(answer.status, answer.body, answer.headers, keep_alive))
         return keep_alive
-    headers = [*answer.headers, ("Content-Type", SSE)]
-    await stream.send(response_head(answer.status, headers, None, keep_alive=False))
-    async with anyio.create_task_group() as group:
-        group.start_soon(_until_gone, stream, group.cancel_scope)
-        await _pump(stream, answer.stream, answer)
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_until_gone, stream, group.cancel_scope)
+            refused = await _refused_at_once(answer) if answer.stateless else None
+            if refused is not None:
+                headers = [*answer.headers, ("Content-Type", JSON)]
+                await stream.send(response(refused[0], refused[1], headers, keep_alive=False))
+            else:
+                headers = [*answer.headers, ("Content-Type", SSE)]
+                await stream.send(response_head(answer.status, headers, None, keep_alive=False))
+                await _pump(stream, answer.stream, answer)
+            group.cancel_scope.cancel()
+    finally:
+        if answer.abandons is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_SECONDS):
+                await answer.abandons.abandon(answer.stream)
     return False
+
+
+async def _refused_at_once(answer: Answer) -> tuple[int, bytes] | None:
+    """A 2026-07-28 request's status and answer when its only event is an error
+    with a status of its own (a method not served: 404); None: it streams.
+    Waits for the stream's first event before any byte of the response, a
+    moment only: an error is answered at once, and a quiet call's client must
+    not wait long for its response head."""
+    assert answer.stream is not None
+    events: list[tuple[int, bytes]] = []
+    with anyio.move_on_after(FIRST_EVENT_WAIT_SECONDS):
+        events = await answer.stream.wait_after(0)
+    if len(events) != 1 or not answer.stream.closed:
+        return None
+    status = mcpheaders.answer_status(events[0][1])
+    if status == 200:
+        return None
+    answer.stream.delivered = True
+    return status, events[0][1]
 
 
 async def _until_gone(io: anyio.abc.SocketStream, scope: anyio.CancelScope) -> None:

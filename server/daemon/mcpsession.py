@@ -56,6 +56,22 @@ class CancelledParams(msgspec.Struct):
     requestId: int | str | None = None
 
 
+class CancelledNotification(msgspec.Struct):
+    params: CancelledParams
+    jsonrpc: str = "2.0"
+    method: str = CANCELLED
+
+
+class _Settled(msgspec.Struct):
+    protocolVersion: str | None = None
+
+
+class InitializeAnswer(msgspec.Struct):
+    """What routing reads of the answer to `initialize`: the revision it settled."""
+
+    result: _Settled | None = None
+
+
 class Message(msgspec.Struct):
     """What routing reads of a JSON-RPC message, either way."""
 
@@ -164,10 +180,12 @@ class Router(anyio.abc.ByteSendStream):
 
 class Session:
     """One session's input, streams and routes; `registered` False: a stateless
-    exchange, ended once its POST is answered."""
+    exchange, ended once its POST is answered, whose connection is `owner`'s
+    (a tenant key)."""
 
-    def __init__(self, registered: bool) -> None:
+    def __init__(self, registered: bool, owner: str | None = None) -> None:
         self.id = secrets.token_urlsafe(24) if registered else None
+        self.owner = None if registered else owner
         self.last_used = 0.0
         self.ended = False
         # Set once the connection is gone: what a held stream waits for.
@@ -178,10 +196,13 @@ class Session:
         self._numbers = 0
         self._by_request: dict[bytes, Stream] = {}
         self._by_token: dict[bytes, Stream] = {}
+        self._initialize: set[bytes] = set()
         self.dropped = 0
+        # The revision `initialize` settled (read from its answer); None before.
+        self.revision: str | None = None
 
     def transport(self) -> Transport:
-        return Transport(self._inbox, Router(self))
+        return Transport(self._inbox, Router(self), owner=self.owner)
 
     def open_stream(self, messages: list[Message], sse: bool) -> Stream:
         """A stream for the requests among `messages`, routed to before they go in."""
@@ -190,6 +211,8 @@ class Session:
         stream = Stream(self._numbers, {id_key(m.id) for m in requests}, sse)
         for message in requests:
             self._by_request[id_key(message.id)] = stream
+            if message.method == "initialize":
+                self._initialize.add(id_key(message.id))
             token = progress_token(message, RequestParams)
             if token is not None and sse:
                 self._by_token[token] = stream
@@ -226,6 +249,22 @@ class Session:
                 if not stream.pending:
                     self._close(stream)
 
+    async def abandon(self, stream: Stream) -> None:
+        """The client of an exchange outside a session left before its answers:
+        its requests are cancelled (closing the stream is the cancel in 2026-07-28,
+        and with no session nobody could resume it)."""
+        if stream.closed:
+            return
+        raws = [
+            msgspec.json.encode(
+                CancelledNotification(CancelledParams(msgspec.json.decode(key, type=Id)))
+            )
+            for key in stream.pending
+        ]
+        # In before the withdrawal, which ends a stateless exchange's input.
+        await self.deliver(raws)
+        self.withdrawn([msgspec.json.decode(raw, type=Message) for raw in raws])
+
     async def deliver(self, raws: list[bytes]) -> None:
         """The POSTed messages, in order, into the connection's input."""
         try:
@@ -248,11 +287,22 @@ class Session:
         if not is_answer:
             return  # the stream waits on
         key = id_key(message.id)
+        if key in self._initialize:
+            self._initialize.discard(key)
+            self._settled(line)
         if key in stream.pending:
             stream.pending.discard(key)
             self._by_request.pop(key, None)
             if not stream.pending:
                 self._close(stream)
+
+    def _settled(self, line: bytes) -> None:
+        try:
+            answer = msgspec.json.decode(line, type=InitializeAnswer)
+        except msgspec.DecodeError:
+            return  # not a result that names a revision: none settled
+        if answer.result is not None and answer.result.protocolVersion is not None:
+            self.revision = answer.result.protocolVersion
 
     def _stream_for(self, message: Message) -> Stream | None:
         if message.method is None and message.id is not UNSET:

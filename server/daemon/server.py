@@ -254,7 +254,7 @@ class Daemon:
         """One connection, from whichever listener, until it ends."""
         assert self._tenants is not None
         settings = self._options.settings
-        view = View(self._tenants, self._tenants.get(None), self.gauges)
+        view = View(self._tenants, self._tenants.get(transport.owner), self.gauges)
         transport = liveness.watched(transport, settings.server.client_timeout)
         connection: Connection[Services] = Connection(
             view.services[0],

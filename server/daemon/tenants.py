@@ -2,7 +2,8 @@
 
 A tenant is one owner's runtime (sessions, shells, artifacts), in a cgroup of
 its own nested in the daemon's. The owner is the `clientId` a connection
-gives in `initialize`, or, without one, the connection itself. Its artifacts
+gives in `initialize`, or, without one, the connection itself; a Streamable
+HTTP request outside any session (2026-07-28 has none) is its principal's. Its artifacts
 are its own too: a directory beside the workspace's, named for its key (kept
 when it ends, as a clientId may come back), or for a connection's own
 tenant a random one, removed when the tenant ends. A connection
@@ -47,7 +48,7 @@ from bashrpc.server.daemon.grace import Grace
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.pulse import Pulse
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services
@@ -55,6 +56,10 @@ from bashrpc.server.services.resumable import Resumables
 
 CLIENT_PREFIX = "client:"
 SCOPE_PREFIX = "scope:"
+# The tenant of requests outside any session (MCP 2026-07-28 over Streamable
+# HTTP): their principal's, so one request's artifacts, tasks and shell are
+# there for the next.
+PRINCIPAL_PREFIX = "principal:"
 
 
 def tenant_key(client_id: str | None, scope: str | None) -> str | None:
@@ -88,8 +93,8 @@ class Tenant:
 
     @property
     def named(self) -> bool:
-        """Named by a clientId or a scope: it outlives its connections."""
-        return self.key.startswith((CLIENT_PREFIX, SCOPE_PREFIX))
+        """Named by a clientId, a scope or a principal: it outlives its connections."""
+        return self.key.startswith((CLIENT_PREFIX, SCOPE_PREFIX, PRINCIPAL_PREFIX))
 
     @property
     def replay_bytes(self) -> int:

@@ -28,12 +28,11 @@ from bashrpc.server.errors import InvalidArgument
 from bashrpc.server.output.artifacts import ArtifactStore
 from bashrpc.server.output.secretbook import SecretBook
 from bashrpc.server.runtime.containment import procs
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.jobs.table import JobLimits, JobTable
 from bashrpc.server.runtime.local.backend import LocalBackend
 from bashrpc.server.runtime.network import rules
 from bashrpc.server.runtime.network.gateways import Gateways
-from bashrpc.server.runtime.network.proxy import record_view
 from bashrpc.server.runtime.network.rules import pattern_error
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run.runners import Execution
@@ -235,7 +234,7 @@ class Runtime:
         if policy.egress is None:
             return rules.view("off", None), None
         gateway = self.gateways.get(session.id)
-        recent = [] if gateway is None else [record_view(r) for r in gateway.recent]
+        recent = [] if gateway is None else gateway.connections()
         return rules.view("allowlist", policy.egress), recent
 
     def network_mark(self, session_id: str) -> int:

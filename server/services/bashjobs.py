@@ -19,7 +19,11 @@ from bashrpc.server import errors
 from bashrpc.server.output.sink import count_lines
 from bashrpc.server.output.utf8 import char_start
 from bashrpc.server.runtime.jobs.job import Job
+from bashrpc.server.services import held
+from bashrpc.server.services.held import Hold
 from bashrpc.server.services.jobs import JobService, JobStart
+from bashrpc.server.services.request import Caller, Command, Services
+from bashrpc.server.services.streams import needs_input
 from bashrpc.server.settings import Settings
 
 
@@ -64,6 +68,42 @@ async def run(terminals: JobService, params: BashParams, settings: Settings) -> 
         return _result(job, settings, notice)
     await terminals.release(job)
     return _result(job, settings, None)
+
+
+def returns_on_input(params: BashParams) -> bool:
+    """Whether a wait answers the request (only a PTY command is watched for one)."""
+    return params.on_input == "return" and bool(params.pty)
+
+
+async def on_input_return(
+    caller: Caller, services: Services, planned: Command[BashResult], terminals: JobService
+) -> BashResult:
+    """The command run to its end, or answered when it first waits for its person."""
+    spec = planned.spec
+
+    def adopt(hold: Hold) -> Job:
+        return terminals.adopt(hold, spec.command, spec.cwd, announce=True)
+
+    done = await held.serve(caller, services, planned, lambda result: result.exit_code, adopt)
+    if not isinstance(done, held.Adopted):
+        return done
+    kept = done.so_far
+    working_dir, working_dir_base64 = paths.to_wire(done.job.spec.cwd)
+    return BashResult(
+        output=kept.decode("utf-8", "replace"),
+        exit_code=None,
+        cancelled=False,
+        timed_out=False,
+        truncated=len(kept) < done.total,
+        total_lines=done.lines,
+        total_bytes=done.total,
+        output_lines=count_lines(kept),
+        output_bytes=len(kept),
+        working_dir=working_dir,
+        working_dir_base64=working_dir_base64,
+        terminal_id=done.job.id,
+        needs_input=needs_input(done.wait),
+    )
 
 
 def _result(job: Job, settings: Settings, notice: str | None) -> BashResult:

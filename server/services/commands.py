@@ -187,12 +187,19 @@ class CommandService:
         return await ptyrunner.on_pty(runtime.pool, session, execution, lane)
 
     def input_waits(self, session_id: str) -> list[InputWait]:
-        """The session's commands that wait for their person now."""
-        return [
-            e.input_wait
-            for e in self._runtime.executions
-            if e.session_id == session_id and e.input_wait is not None
-        ]
+        """The session's commands that wait for their person now: its requests'
+        (and what went on of them as jobs), and its jobs that read their stdin."""
+        runtime = self._runtime
+        mine = [e.input_wait for e in runtime.executions if e.session_id == session_id]
+        jobs = [j.input_wait for j in runtime.jobs.of_session(session_id) if j.terminal is None]
+        return [wait for wait in [*mine, *jobs] if wait is not None]
+
+    def input_wait_of(self, request_id: Any, session_id: str) -> InputWait | None:
+        """What this request's command waits for from its person now, if anything."""
+        for e in self._executions:
+            if e.request_id == request_id and e.session_id == session_id:
+                return e.input_wait
+        return None
 
     def running(self, session_id: str) -> bool:
         """Whether a command of the session runs (on its shell, a one-shot one or a

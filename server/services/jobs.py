@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from bashrpc.protocol import messages, paths
-from bashrpc.protocol.methods import SandboxMode
+from bashrpc.protocol.methods import NeedsInput, SandboxMode
 from bashrpc.protocol.terminals import (
     OutputGap,
     Readiness,
@@ -37,6 +37,8 @@ from bashrpc.server.runtime.sessions.session import Session, resolve_path
 from bashrpc.server.services import secrets, tightening
 from bashrpc.server.services.commands import CommandService
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
+from bashrpc.server.services.held import Hold
+from bashrpc.server.services.streams import needs_input
 
 # How a job's end reaches its owner's connection.
 TellExit = Callable[[Job], Awaitable[None]]
@@ -140,6 +142,25 @@ class JobService:
                     messages.JOB_CANNOT_START.format(command=what.command, reason=exc.strerror)
                 ) from None
 
+    def adopt(
+        self,
+        hold: Hold,
+        command: str,
+        cwd: str | None,
+        *,
+        announce: bool,
+    ) -> Job:
+        """A request's command that waits for its person, going on as a job of its
+        session (`services/held.py`); TooManyJobs past the limits."""
+        runtime = self._runtime
+        session = runtime.session(hold.session_id, owner=self.owner)
+        workdir = session.cwd if cwd is None else resolve_path(session.cwd, cwd, session.home)
+        launch = JobLaunch(command, None, session.config, workdir, {})
+        spec = JobSpec(launch, command, announce=announce)
+        job = runtime.jobs.adopt(session.id, self.owner, spec, hold, hold)
+        hold.changed = job.poke
+        return job
+
     async def _spec(
         self, what: JobStart, session: Session, extra: dict[str, str], announce: bool
     ) -> JobSpec:
@@ -159,7 +180,12 @@ class JobService:
         if what.redact:
             table = secrets.table_for(self._runtime, session, extra, what.secret_env)
         return JobSpec(
-            launch, shown, output_limit=what.output_limit, announce=announce, secrets=table
+            launch,
+            shown,
+            output_limit=what.output_limit,
+            announce=announce,
+            secrets=table,
+            settle=self._runtime.settings.input.settle_seconds,
         )
 
     def _workdir(self, base: str, home: str | None, cwd: str | None) -> str:
@@ -217,6 +243,7 @@ class JobService:
             next_offset=piece.end,
             exit_status=wire_status(job.exit) if job.exited.is_set() else None,
             gap=gap,
+            needs_input=_told(job),
         )
 
     async def wait(self, job: Job) -> ExitStatus:
@@ -244,6 +271,7 @@ class JobService:
                 stdin_open=job.stdin_open,
                 exit_status=wire_status(job.exit) if job.exited.is_set() else None,
                 artifact_id=job.artifact_id,
+                needs_input=_told(job),
             )
             for job in self._runtime.jobs.of_session(session_id)
         ]
@@ -258,6 +286,11 @@ class JobService:
     def jobs(self, session_id: str) -> list[Job]:
         """The session's jobs, running or ended, not yet released."""
         return self._runtime.jobs.of_session(session_id)
+
+
+def _told(job: Job) -> NeedsInput | None:
+    wait = job.input_wait
+    return None if wait is None else needs_input(wait)
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:

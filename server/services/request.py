@@ -37,6 +37,8 @@ class Flight(commands.Flight, Protocol):
 
     def runs_no_command(self) -> None: ...
 
+    def hand_over(self, release: Callable[[], None]) -> None: ...
+
 
 class Caller(Protocol):
     """The request as its connection runs it (a surface's `RequestContext`)."""

@@ -69,6 +69,18 @@ class Listener:
         for stream in (*self._text, *self._raw):
             await stream.close()
 
+    def joined(self, text: Stream, on_input: EmitInput) -> Listener:
+        """This listener, with `text` hearing its text too and `on_input` its
+        waits (after its own)."""
+        mine = self.on_input
+
+        async def both(wait: InputWait) -> None:
+            if mine is not None:
+                await mine(wait)
+            await on_input(wait)
+
+        return Listener((*self._text, text), self._raw, self._backpressure, both)
+
 
 # A surface's listener, made in the group its streams flush in.
 ListenerFactory = Callable[[anyio.abc.TaskGroup], Listener]
@@ -104,6 +116,7 @@ def needs_input(wait: InputWait) -> NeedsInput:
         since=wait.since,
         pid=wait.pid,
         program=wait.program,
+        terminal_id=wait.terminal_id,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bashrpc.protocol import __version__, messages
+from bashrpc.protocol.icons import icons
 from bashrpc.protocol.mcp import (
     ALL_PROTOCOL_VERSIONS,
     MODERN_PROTOCOL_VERSIONS,
@@ -29,6 +30,7 @@ from bashrpc.protocol.mcp import (
     DiscoverResult,
     EmptyParams,
     EmptyResult,
+    Icon,
     Implementation,
     Result,
     ResultMeta,
@@ -96,14 +98,19 @@ def stamp(method: str, result: Any, modern: str | None) -> Any:
         created = task_v2(result.task)
         created.result_type = "task"
         return _with_server(created)
+    elif isinstance(result, CallToolResult) and result.request_state is not None:
+        result.result_type = "input_required"
+        return _with_server(result)
     result.result_type = "complete"
-    return _with_server(result)
+    # The icons once, where a client learns who the server is (not on every result).
+    return _with_server(result, icons(modern) if method == DISCOVER else None)
 
 
-def _with_server(result: Result) -> Result:
-    """Who answered, and for a listing, for how long a client may keep it."""
+def _with_server(result: Result, shown: list[Icon] | None = None) -> Result:
+    """Who answered (with `shown`, its icons), and for a listing, for how long a
+    client may keep it."""
     meta = result.meta if isinstance(result.meta, ResultMeta) else ResultMeta()
-    meta.server_info = Implementation(name=SERVER_NAME, version=__version__)
+    meta.server_info = Implementation(name=SERVER_NAME, version=__version__, icons=shown)
     result.meta = meta
     if isinstance(result, Cacheable):
         # Per client (its tenant's artifacts, its settings); refetched each time.

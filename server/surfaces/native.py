@@ -75,6 +75,8 @@ def _admit_bash(ctx: Ctx, params: BashParams) -> None:
 async def bash(ctx: Ctx, params: BashParams) -> BashResult:
     settings, terminals = ctx.connection.settings, ctx.services.jobs
     planned = bashcall.planned(params, request_id=ctx.id, settings=settings, terminals=terminals)
+    if bashjobs.returns_on_input(params) and isinstance(planned, request.Command):
+        return await bashjobs.on_input_return(ctx, ctx.services, planned, terminals)
     return await request.serve(ctx, ctx.services, planned)
 
 

@@ -7,6 +7,7 @@ has no such terminal) and leaves the work to the terminal service.
 
 from __future__ import annotations
 
+from bashrpc.protocol import messages
 from bashrpc.protocol.terminals import (
     CancelAcpRequestParams,
     TerminalCreateParams,
@@ -89,6 +90,9 @@ async def terminal_release(ctx: Ctx, params: TerminalParams) -> TerminalEmptyRes
 @methods.method("terminal/write")
 async def terminal_write(ctx: Ctx, params: TerminalWriteParams) -> TerminalWriteResult:
     job = ctx.services.jobs.job(params.session_id, params.terminal_id)
+    # A job on a terminal (a command gone on as one) would show an echoed secret.
+    if params.secret and params.data and await job.echoes():
+        raise errors.InvalidArgument(messages.SECRET_WOULD_ECHO)
     return TerminalWriteResult(bytes_written=await job.write(params.data.encode()))
 
 

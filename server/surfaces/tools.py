@@ -11,6 +11,7 @@ import os
 from functools import partial
 
 from bashrpc.protocol import __version__, messages
+from bashrpc.protocol.icons import icons
 from bashrpc.protocol.mcp import (
     BASH_TOOL,
     LATEST_PROTOCOL_VERSION,
@@ -37,7 +38,15 @@ from bashrpc.server.errors import InvalidArgument, InvalidToolArguments
 from bashrpc.server.services import request
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.commands import CommandSpec
-from bashrpc.server.services.tool import args, jobtools, meta, tasks
+from bashrpc.server.services.tool import (
+    args,
+    inputrequired,
+    jobtools,
+    meta,
+    requeststate,
+    tasks,
+    waits,
+)
 from bashrpc.server.services.tool import call as toolcall
 from bashrpc.server.services.tool import plan as toolplan
 from bashrpc.server.settings import for_connection
@@ -75,7 +84,7 @@ def initialize(ctx: Ctx, params: InitializeParams) -> InitializeResult:
     connection.protocol_version = version
     return InitializeResult(
         protocol_version=version,
-        server_info=Implementation(name=SERVER_NAME, version=__version__),
+        server_info=Implementation(name=SERVER_NAME, version=__version__, icons=icons(version)),
         capabilities=_capabilities(version),
         instructions=messages.SERVER_INSTRUCTIONS,
         network=settings.sandbox.network_policy(),
@@ -113,7 +122,8 @@ def cancel_request(ctx: Ctx, params: CancelRequestParams) -> None:
 
 @methods.method("tools/list")
 def tools_list(ctx: Ctx, params: EmptyParams) -> ToolsListResult:
-    return ToolsListResult(tools=meta.tools(ctx.connection.settings))
+    revision = params.revision(ctx.connection.protocol_version)
+    return ToolsListResult(tools=meta.tools(ctx.connection.settings, icons(revision)))
 
 
 def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
@@ -127,7 +137,7 @@ def _admit_call(ctx: Ctx, params: ToolsCallParams) -> None:
 
 @methods.method("tools/call", admit=_admit_call)
 async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
-    revision = ctx.connection.protocol_version
+    revision = params.revision(ctx.connection.protocol_version)
     try:
         result = await _call(ctx, params)
     except InvalidToolArguments as error:
@@ -135,6 +145,9 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         if answer is None:
             raise
         result = answer
+    if result.request_state is not None:
+        # input_required: the user's answer first, nothing for the model yet.
+        return result
     # The model hears of its jobs' ends in the next result, whichever tool it is.
     ends = jobtools.untold_ends(ctx.services.jobs, toolplan.TOOL_SESSION_ID)
     result = jobtools.with_job_ends(result, ends)
@@ -143,6 +156,16 @@ async def tools_call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
 
 async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
     connection, services = ctx.connection, ctx.services
+    if inputrequired.unexpected(params) or (
+        params.request_state is not None and params.name != BASH_TOOL
+    ):
+        raise InvalidArgument(messages.REQUEST_STATE_UNEXPECTED)
+    asking = None
+    if params.name == BASH_TOOL and params.wants_elicitation:
+        asking = inputrequired.Asking(params, services.commands.owner, requeststate.sealer())
+    if asking is not None and params.request_state is not None:
+        _runs_no_command(ctx)
+        return await asking.resume(params, services.jobs, connection.settings.output.max_bytes)
     if params.name in jobtools.TOOLS:
         _runs_no_command(ctx)
         session = toolplan.TOOL_SESSION_ID
@@ -171,7 +194,11 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         services.jobs,
     )
     background = bool(args.given(sent.arguments.run_in_background))
-    return await request.serve(ctx, services, toolcall.planned(plan, background, context))
+    planned = toolcall.planned(plan, background, context)
+    if isinstance(planned, request.Command) and planned.spec.terminal is not None:
+        # On a terminal it may wait for input: then answered at once, going on as a job.
+        return await waits.serve(ctx, services, planned, services.jobs, asking)
+    return await request.serve(ctx, services, planned)
 
 
 async def _as_task(ctx: Ctx, spec: CommandSpec, asked: TaskMetadata, *, v2: bool) -> CallToolResult:

@@ -106,6 +106,12 @@ class InFlight:
         not its handler got to use it."""
         self.releases.append(release)
 
+    def hand_over(self, release: Callable[[], None]) -> None:
+        """Something `keep` held, now held by what outlives the request (a command
+        that goes on as a job): not released at its end."""
+        if release in self.releases:
+            self.releases.remove(release)
+
     def cancel(self, *, silent: bool = False) -> bool:
         """`silent`: the client wants no response to the request (MCP's cancel)."""
         if self.finished:

@@ -22,6 +22,9 @@ class Transport(msgspec.Struct, frozen=True):
     # Its output is the process's stdout, whose loss ends the process (worth a
     # warning); a daemon's client going away is no news.
     is_stdout: bool = False
+    # The tenant the connection belongs to before any `initialize` (a daemon's
+    # key): a Streamable HTTP exchange outside a session is its principal's.
+    owner: str | None = None
 
 
 def memory_pair() -> tuple[Transport, Transport]:

@@ -36,7 +36,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "memory",
         "first chunk",
         "concurrency",
-        "small writes",
+        "throttle",
         "interceptor",
         "sandbox",
         "fairness",
@@ -58,6 +58,22 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
     # The streamed floor ran, byte for byte (a relay that loses bytes fails the run).
     floors = [row for row in measured if "streamed" in row["metric"] and "floor" in row["metric"]]
     assert len(floors) == 6  # its MB/s and two ratios, for zeros and for seq
+    # Latency and startup ran beside their floors, each a row with a value.
+    metrics = {row["metric"] for row in measured}
+    assert {
+        "floor: bare relay `true` p50",
+        "floor: bare relay `/bin/true` p50",
+        "floor: bash's own fork+exec of `/bin/true`",
+        "floor: `python -c pass`",
+        "floor: one `bash` start",
+        "bash `true` / relay floor (p50)",
+        "startup (empty HOME) / floor",
+    } <= metrics
+    # The throttle's trickle ran, on the machine as it is and beside a burner.
+    trickles = [row for row in measured if row["metric"].startswith("trickle")]
+    assert len(trickles) == 4
+    flood = next(row for row in measured if row["metric"].startswith("flood: `seq"))
+    assert flood["target"] == "≥ 32"
     swerex = next(row for row in data["rows"] if "SWE-ReX" in row["metric"])
     assert swerex["values"] or "skipped" in swerex["note"]
 

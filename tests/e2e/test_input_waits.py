@@ -8,8 +8,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,23 +17,22 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.client import notification_params, result_of
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
-    LATEST_PROTOCOL_VERSION,
-    BashOverrides,
     BashToolArguments,
     CallToolResult,
-    ConnectionSettings,
-    HostOptions,
-    Implementation,
-    InitializeParams,
-    InitializeResult,
-    UiSize,
 )
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams, NeedsInput, PtyInputParams, PtyInputResult
-from tests.githost import NOBODY, as_nobody, nobody_interpreter
-from tests.inputcases import BOUND_SECONDS, BUSY, WAITING, Case, missing, run_case
+from tests.inputcases import (
+    BOUND_SECONDS,
+    BUSY,
+    WAITING,
+    Case,
+    missing,
+    on_a_terminal,
+    run_case,
+    sandboxed_server,
+)
 from tests.rpc import ServerProcess
-from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -154,54 +151,28 @@ def test_a_secret_is_refused_while_the_terminal_echoes(process: ServerProcess) -
 
 
 @pytest.mark.parametrize("user", ["server-user", "uid-65534"])
-def test_a_sandboxed_wait_is_told_as_root_and_as_nobody(tmp_path: Path, user: str) -> None:
+def test_a_sandboxed_wait_is_told_as_root_and_as_nobody(user: str) -> None:
     """In the sandbox (bwrap's own processes wait on their child and signals), run
     by root and by uid 65534, whose server reads only its own processes' /proc."""
-    skip_without_sandbox()
-    nobody = user == "uid-65534"
-    if nobody and os.geteuid() != 0:
-        pytest.skip("running a server as uid 65534 needs root")
-    workspace = Path(tempfile.mkdtemp(prefix="bashrpc-input-"))
-    (workspace / "home").mkdir()
-    if nobody:
-        for path in (workspace, workspace / "home"):
-            os.chown(path, NOBODY, NOBODY)
-    server = ServerProcess(
-        "--sandbox",
-        "workspace-write",
-        tmp=workspace,
-        preexec_fn=as_nobody if nobody else None,
-        interpreter=nobody_interpreter() if nobody else (sys.executable,),
-    )
-    try:
+    with sandboxed_server(user) as (server, workspace):
         secret = next(c for c in WAITING if c.name == "read-s")
         seen = run_case(server, secret, str(workspace))
         assert seen.wait is not None and seen.wait.secret
         busy = run_case(server, next(c for c in BUSY if c.name == "slow-pipe"), str(workspace))
         assert busy.ended and busy.wait is None
-    finally:
-        server.kill()
-        shutil.rmtree(workspace, ignore_errors=True)
 
 
 def test_a_tool_call_on_a_terminal_tells_its_host(process: ServerProcess) -> None:
     """A host with a UI and `virtualTerminal` on runs tool calls on a PTY: it is
-    told when one waits, as for `bash`; the call runs on until its timeout."""
-    on = HostOptions(
-        ui=UiSize(cols=100, rows=30),
-        settings=ConnectionSettings(bash=BashOverrides(virtual_terminal="on")),
-    )
-    initialize = InitializeParams(
-        protocol_version=LATEST_PROTOCOL_VERSION,
-        client_info=Implementation(name="test", version="0"),
-        initialization_options=on,
-    )
-    process.typed(InitializeResult, "initialize", initialize)
+    told when one waits, as for `bash`; the call answers then, its command going
+    on as a job (`test_input_answers.py`)."""
+    on_a_terminal(process)
     call = bash_tool_call(BashToolArguments(command="read -p 'Continue? ' x", timeout=4))
     ident = process.request("tools/call", call)
     told = _told(process, ident)
     assert (told.prompt, told.secret, told.program) == ("Continue?", False, "bash")
-    assert result_of(process.response(ident, BOUND_SECONDS), CallToolResult).is_error
+    answer = result_of(process.response(ident, BOUND_SECONDS), CallToolResult)
+    assert not answer.is_error and '"Continue?"' in answer.text
 
 
 def test_each_wait_is_told_once_and_the_next_one_again(process: ServerProcess) -> None:

@@ -45,7 +45,7 @@ def inspect(tmp_path: Path, era: str, *arguments: str) -> Any:
 def test_the_inspector_lists_and_calls_in_each_era(tmp_path: Path, era: str) -> None:
     listed = inspect(tmp_path, era, "--method", "tools/list")
     tools = listed["tools"]
-    assert [t["name"] for t in tools] == ["bash", "bash_output", "bash_kill"]
+    assert [t["name"] for t in tools] == ["bash", "bash_output", "bash_kill", "bash_input"]
     assert tools[0]["title"] == messages.BASH_TOOL_TITLE
     assert tools[0]["annotations"]["destructiveHint"] is True
     called = inspect(

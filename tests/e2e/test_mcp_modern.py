@@ -56,7 +56,12 @@ def test_discover_names_every_revision(server: InProcessServer) -> None:
 
 def test_modern_requests_need_no_initialize_and_say_their_kind(server: InProcessServer) -> None:
     listed = modern(server, "tools/list")
-    assert [t["name"] for t in listed["tools"]] == ["bash", "bash_output", "bash_kill"]
+    assert [t["name"] for t in listed["tools"]] == [
+        "bash",
+        "bash_output",
+        "bash_kill",
+        "bash_input",
+    ]
     assert listed["resultType"] == "complete" and listed["cacheScope"] == "private"
     called = modern(server, "tools/call", name=BASH_TOOL, arguments={"command": "echo hi"})
     assert called["resultType"] == "complete" and called["content"][0]["text"] == "hi\n"
@@ -142,3 +147,16 @@ def test_only_a_background_call_of_a_declaring_client_is_a_task(server: InProces
     )
     assert undeclared["resultType"] == "complete"
     assert undeclared["content"][0]["text"].startswith("[Running in the background as term-")
+
+
+def test_a_modern_call_gets_resource_links_and_argument_errors_as_tool_errors(
+    server: InProcessServer,
+) -> None:
+    """What 2025-11-25 gets, a 2026-07-28 request gets too, with no initialize
+    to say its revision."""
+    big = modern(server, "tools/call", name=BASH_TOOL, arguments={"command": "seq 1 200000"})
+    assert [c["type"] for c in big["content"]] == ["text", "resource_link"]
+    assert big["content"][1]["uri"] == big["structuredContent"]["artifactUri"]
+    bad = modern(server, "tools/call", name=BASH_TOOL, arguments={"command": 1})
+    assert bad["isError"] is True and bad["resultType"] == "complete"
+    assert "Expected `str`, got `int`" in bad["content"][0]["text"]

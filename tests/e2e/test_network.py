@@ -24,6 +24,7 @@ from bashrpc.protocol.mcpclient import initialize_params
 from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
+    NetworkConnection,
     NetworkRequest,
     ServerStatsResult,
     SessionCloseParams,
@@ -192,6 +193,47 @@ def test_initialize_and_session_list_name_the_policy(net: Net) -> None:
         "http",
     )
     assert last.bytes_received > len(HELLO)
+
+
+HOLD_OPEN = """
+import os, socket, sys, time, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+client = socket.create_connection((proxy.hostname, proxy.port))
+head = "GET http://plain.example.org/hello.txt HTTP/1.1\\r\\nHost: plain.example.org\\r\\n"
+client.sendall(head.encode() + b"\\r\\n")
+got = b""
+while sys.argv[2].encode() not in got:
+    got += client.recv(65536)
+open(sys.argv[1], "w").close()
+time.sleep(600)
+"""
+
+
+def _listed(net: Net) -> list[NetworkConnection]:
+    listed = net.server.typed(SessionListResult, "session/list")
+    (main,) = [s for s in listed.sessions if s.session_id == "main"]
+    return [c for c in main.connections or [] if c.host == "plain.example.org"]
+
+
+def test_a_connection_still_open_is_listed_with_what_it_moved(net: Net) -> None:
+    """A command can have its answer before its connection ends (a keep-alive, a
+    process left running): the connection is listed from when it goes out."""
+    held = f"/tmp/held-{os.urandom(4).hex()}"
+    started = net.run(
+        f"{net.python} - {held} {HELLO.split()[0]!r} >/dev/null 2>&1 <<'EOF' &\n{HOLD_OPEN}\nEOF\n"
+        f"echo $! > {held}.pid; while [ ! -e {held} ]; do sleep 0.05; done; echo held"
+    )
+    assert (started.exit_code, started.output) == (0, "held\n")
+    (going,) = [c for c in _listed(net) if c.open]
+    assert (going.allowed, going.protocol, going.port) == (True, "http", 80)
+    assert going.bytes_received > len(HELLO)
+    assert net.run(f"kill $(cat {held}.pid) && wait").exit_code == 0
+    deadline = time.monotonic() + COMMAND_SECONDS
+    while [c for c in _listed(net) if c.open and c.started == going.started]:
+        assert time.monotonic() < deadline, "the connection was never listed as ended"
+        time.sleep(0.05)
+    ended = [c for c in _listed(net) if c.started == going.started]
+    assert [(c.open, c.bytes_received) for c in ended] == [(False, going.bytes_received)]
 
 
 # -- each way around it ---------------------------------------------------------

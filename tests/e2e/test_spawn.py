@@ -27,7 +27,7 @@ PARENT = """
 import os, sys, time
 from bashrpc.server.runtime.containment import child
 from bashrpc.server.runtime.containment.cgroups import CgroupRoot
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 
 root = CgroupRoot.create()
 tracker = Containment(root).tracker("spawned")

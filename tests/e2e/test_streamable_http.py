@@ -1,38 +1,33 @@
-"""The daemon's Streamable HTTP listener, against the official SDKs' clients
-(Python and TypeScript) and raw HTTP: a session's list, calls, progress,
-cancellation and resources; who may connect; what the listener refuses.
+"""The daemon's Streamable HTTP listener over raw HTTP: sessions, streams and
+their resumption, the protocol version header, who may connect, what the
+listener refuses. The official SDKs' clients run their script over it at every
+revision in `test_mcp_sdk_eras.py`.
 """
 
 from __future__ import annotations
+
+import base64
 
 # The forked client of another uid cannot import what it needs once it is that
 # user (the interpreter's library may be unreadable to it): loaded here first.
 import encodings.idna  # noqa: F401
 import http.client
 import json
-import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import anyio
 import pytest
 
 from bashrpc.protocol import messages
 from tests.daemon import DaemonProcess
-from tests.e2e.test_mcp_sdk import McpErrors, cancel_a_running_call, text
-from tests.node import node_script
 from tests.rpc import wait_until
 from tests.websocket import WebSocketClient, listening_url, write_token
-
-if TYPE_CHECKING:
-    from mcp import ClientSession
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +47,9 @@ INITIALIZE = {
         "clientInfo": {"name": "raw", "version": "0"},
     },
 }
-TS_CLIENT = Path(__file__).parent / "clients" / "ts_http_session.mjs"
+VERSION = "MCP-Protocol-Version"
+UNSUPPORTED = -32022
+MISMATCH = -32020
 
 
 class HttpDaemon:
@@ -112,92 +109,6 @@ def post_as(uid: int, url: str, headers: dict[str, str]) -> int:
     os.waitpid(pid, 0)
     assert status_text.isdigit(), status_text
     return int(status_text)
-
-
-SdkBody = Callable[["ClientSession"], Awaitable[None]]
-
-
-def run_http_sdk(url: str, body: SdkBody) -> None:
-    """`body` in an initialized Python SDK session over Streamable HTTP; the SDK
-    must report no error."""
-    pytest.importorskip("mcp")
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    errors: list[object] = []
-    logged = McpErrors()
-    mcp_log = logging.getLogger("mcp")
-    mcp_log.addHandler(logged)
-
-    async def on_message(message: object) -> None:
-        if isinstance(message, Exception):
-            errors.append(message)
-
-    async def main() -> None:
-        with anyio.fail_after(HANG_SECONDS):
-            async with (
-                streamable_http_client(url) as streams,
-                ClientSession(*streams, message_handler=on_message) as session,
-            ):
-                await session.initialize()
-                await body(session)
-
-    try:
-        anyio.run(main)
-    finally:
-        mcp_log.removeHandler(logged)
-    assert errors == [] and logged.records == []
-
-
-def test_python_sdk_lists_calls_follows_progress_cancels_and_reads(
-    start_daemon: StartDaemon,
-) -> None:
-    listener = start_daemon()
-
-    async def body(session: ClientSession) -> None:
-        tools = await session.list_tools()
-        assert [t.name for t in tools.tools][:1] == ["bash"]
-        ok = await session.call_tool("bash", {"command": "echo over http"})
-        assert not ok.is_error and text(ok) == "over http\n"
-        progressed: list[float] = []
-
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            progressed.append(progress)
-
-        slow = "for i in 1 2 3; do echo $i; sleep 0.3; done"
-        counted = await session.call_tool("bash", {"command": slow}, progress_callback=progress)
-        assert text(counted) == "1\n2\n3\n" and progressed
-        await cancel_a_running_call(session)
-        big = await session.call_tool("bash", {"command": "seq 1 100000"})
-        assert big.structured_content is not None
-        uri = f"artifact://{big.structured_content['truncation']['artifactId']}"
-        listed = await session.list_resources()
-        assert uri in {str(r.uri) for r in listed.resources}
-        read = await session.read_resource(uri)
-        assert read.contents[0].text == "".join(f"{i}\n" for i in range(1, 100001))  # type: ignore[union-attr]
-
-    run_http_sdk(listener.url, body)
-
-
-def test_typescript_sdk_lists_calls_follows_progress_cancels_and_reads(
-    start_daemon: StartDaemon,
-) -> None:
-    script = node_script(TS_CLIENT)
-    listener = start_daemon()
-    run = subprocess.run(
-        ["node", str(script), listener.url],
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-        cwd=script.parent,
-    )
-    report = json.loads(run.stdout)
-    assert report["raised"] is None and report["errors"] == [], report
-    assert report["first"] == "first\n"
-    assert report["progressed"] > 0 and report["counted"] == "1\n2\n3\n"
-    assert "AbortError" in report["cancelled"] or "test" in report["cancelled"], report
-    assert report["next"] == f"{messages.SHELL_RESTARTED}\nstill healthy\n"
-    assert report["listed"] and report["read"] == "".join(f"{i}\n" for i in range(1, 100001))
 
 
 def test_a_session_ends_with_delete_and_is_then_unknown(start_daemon: StartDaemon) -> None:
@@ -272,11 +183,12 @@ def test_a_non_loopback_listener_without_a_token_does_not_start(tmp_path: Path) 
     )
 
 
-def initialized_session(url: str) -> str:
+def initialized_session(url: str, revision: str = "2025-06-18") -> str:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    connection.request("POST", parts.path, json.dumps(INITIALIZE), headers)
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": revision}}  # type: ignore[dict-item]
+    connection.request("POST", parts.path, json.dumps(initialize), headers)
     answer = connection.getresponse()
     answer.read()
     session = answer.getheader("Mcp-Session-Id")
@@ -386,23 +298,27 @@ def test_one_daemon_serves_websocket_and_streamable_http_side_by_side(
         client.close()
 
 
-@pytest.mark.parametrize(("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False)])
+@pytest.mark.parametrize(
+    ("revision", "primed"), [("2025-11-25", True), ("2025-06-18", False), ("2025-03-26", False)]
+)
 def test_a_client_of_2025_11_25_gets_a_priming_event_first(
     start_daemon: StartDaemon, revision: str, primed: bool
 ) -> None:
     listener = start_daemon()
-    session = initialized_session(listener.url)
+    session = initialized_session(listener.url, revision)
     parts = urlsplit(listener.url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "Mcp-Session-Id": session,
-        "MCP-Protocol-Version": revision,
     }
+    if revision >= "2025-06-18":  # the revisions whose clients send the header
+        headers[VERSION] = revision
     ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
     connection.request("POST", parts.path, json.dumps(ping), headers)
     answer = connection.getresponse()
+    assert answer.status == 200
     first_event = b"".join(iter(lambda: answer.fp.readline(), b"\n"))
     assert (b"data: \n" in first_event and b"id: " in first_event) is primed
     assert b"retry: " in first_event
@@ -484,3 +400,92 @@ def test_a_session_holds_a_bounded_number_of_open_streams(start_daemon: StartDae
         ender = http.client.HTTPConnection(urlsplit(listener.url).netloc, timeout=HANG_SECONDS)
         ender.request("DELETE", urlsplit(listener.url).path, headers={"Mcp-Session-Id": session})
         assert ender.getresponse().status == 200
+
+
+def version_error(url: str, body: object, headers: dict[str, str]) -> tuple[int, int | None]:
+    """The status a POST gets, and the JSON-RPC error code of its body when it has one."""
+    status, answer = post(url, body, {"Accept": "application/json", **headers})
+    decoded = json.loads(answer) if answer else None
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    return status, None if error is None else error["code"]
+
+
+def test_the_protocol_version_header_must_be_a_revision_served(
+    start_daemon: StartDaemon,
+) -> None:
+    """A session's requests name a revision served, or none (the negotiated one
+    holds); an unknown one is a 400, in a session or before one."""
+    listener = start_daemon()
+    session = initialized_session(listener.url)
+    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+    in_session = {"Mcp-Session-Id": session}
+    assert version_error(listener.url, ping, in_session)[0] == 200
+    assert version_error(listener.url, ping, {**in_session, VERSION: "2025-06-18"})[0] == 200
+    for wrong in ("2099-01-01", "not-a-version", "2000-01-01"):
+        for headers in (in_session, {}):
+            assert version_error(listener.url, ping, {**headers, VERSION: wrong}) == (
+                400,
+                UNSUPPORTED,
+            )
+    # Served, if not the one this session settled: let through (the conformance
+    # suite sends one).
+    assert version_error(listener.url, ping, {**in_session, VERSION: "2025-03-26"})[0] == 200
+    parts = urlsplit(listener.url)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=HANG_SECONDS)
+    stream = {**in_session, "Accept": "text/event-stream", VERSION: "2099-01-01"}
+    connection.request("GET", parts.path, headers=stream)
+    assert connection.getresponse().status == 400
+
+
+def test_a_2026_request_names_its_revision_in_the_header_as_in_its_meta(
+    start_daemon: StartDaemon,
+) -> None:
+    listener = start_daemon()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}
+    mirrored = {VERSION: "2026-07-28", "Mcp-Method": "tools/list"}
+    assert version_error(listener.url, listing, mirrored)[0] == 200
+    assert version_error(listener.url, listing, {**mirrored, VERSION: "2025-11-25"}) == (
+        400,
+        MISMATCH,
+    )
+    assert version_error(listener.url, listing, {"Mcp-Method": "tools/list"}) == (400, MISMATCH)
+    # The method and the name the body carries are mirrored in headers too.
+    assert version_error(listener.url, listing, {VERSION: "2026-07-28"}) == (400, MISMATCH)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "bash", "arguments": {"command": "echo hi"}, "_meta": meta},
+    }
+    calling = {VERSION: "2026-07-28", "Mcp-Method": "tools/call"}
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": "bash"})[0] == 200
+    encoded = "=?base64?" + base64.b64encode(b"bash").decode() + "?="
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": encoded})[0] == 200
+    assert version_error(listener.url, call, {**calling, "Mcp-Name": "python"}) == (400, MISMATCH)
+    assert version_error(listener.url, call, calling) == (400, MISMATCH)
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+def test_a_2026_request_for_a_method_not_served_is_a_404(
+    start_daemon: StartDaemon, accept: str
+) -> None:
+    """2026-07-28 over HTTP: a method the server does not implement is 404 with
+    -32601 (so a client tells it from a legacy server's 404), as JSON even to a
+    client that takes SSE; a method served is answered as before."""
+    listener = start_daemon()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    for method, status in (("ping", 404), ("no/such", 404), ("tools/list", 200)):
+        body = {"jsonrpc": "2.0", "id": 6, "method": method, "params": {"_meta": meta}}
+        headers = {VERSION: "2026-07-28", "Mcp-Method": method, "Accept": accept}
+        answered, answer = post(listener.url, body, headers)
+        assert answered == status, answer
+        if status == 404:
+            assert json.loads(answer)["error"]["code"] == -32601

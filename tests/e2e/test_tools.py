@@ -167,7 +167,7 @@ def test_invalid_settings_in_initialize_name_the_key(server: InProcessServer) ->
 
 def test_tools_list_describes_the_bash_tool(server: InProcessServer) -> None:
     tools = tool_list(server).tools
-    assert [t.name for t in tools] == ["bash", "bash_output", "bash_kill"]
+    assert [t.name for t in tools] == ["bash", "bash_output", "bash_kill", "bash_input"]
     tool = tools[0]
     assert "cwd" in tool.description and "head" in tool.description
     assert "last 2000 lines, and of those at most the last 50KB" in tool.description

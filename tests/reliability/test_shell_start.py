@@ -17,7 +17,7 @@ import anyio
 import msgspec
 import pytest
 
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.settings import Settings
 from tests.rpc import owned_processes, wait_until

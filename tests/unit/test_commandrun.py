@@ -85,7 +85,7 @@ def test_the_first_end_is_the_record_and_the_fifo_is_unlinked_once_open(tmp_path
         os.write(writer, OUTPUT_OPENED + b"hello\n")
         run.pipe.read_now()
         # The shell has it open: no path leads to it any more.
-        assert list(tmp_path.iterdir()) == []
+        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
         first = record()
         run.end(first)
         run.end(None)  # the shell exiting after its record
@@ -113,7 +113,59 @@ def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_pat
         os.close(writer)
         await run.collect()
         assert run.state == "done" and b"".join(out) == b"dying words\n"
+        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
+        fifos.close()
         assert list(tmp_path.iterdir()) == []
+
+    anyio.run(main)
+
+
+def test_the_next_commands_fifo_is_made_ahead_off_the_request_path(tmp_path: Path) -> None:
+    """Making a FIFO (mkfifo on the runtime directory's file system) was most of
+    a short command's cost: it is made while the shell is idle, once at the start
+    and again after each command settles, so a command only takes it."""
+
+    async def main() -> None:
+        fifos = Fifos(tmp_path)
+        await anyio.lowlevel.checkpoint()
+        [ahead] = list(tmp_path.iterdir())
+        out: list[bytes] = []
+        run = CommandRun(fifos, None, out.append, None)
+        assert run.pipe.fifo.path == ahead and list(tmp_path.iterdir()) == [ahead]
+        writer = os.open(ahead, os.O_WRONLY)
+        os.write(writer, OUTPUT_OPENED + b"hi\n")
+        run.pipe.read_now()
+        # Unlinked once the shell has it open, as before; nothing new is made yet.
+        assert list(tmp_path.iterdir()) == []
+        run.end(record())
+        await run.until_ended()
+        os.close(writer)
+        await run.drain()
+        await anyio.lowlevel.checkpoint()
+        [following] = list(tmp_path.iterdir())
+        assert following.name != ahead.name and following.name.endswith(".out")
+        assert len(following.name) == len(ahead.name)
+        # The shell's end closes the FIFO made ahead, and removes its path.
+        fifos.close()
+        assert list(tmp_path.iterdir()) == []
+
+    anyio.run(main)
+
+
+def test_a_fifo_that_cannot_be_made_ahead_is_made_when_taken(tmp_path: Path) -> None:
+    """Nothing is lost when the idle make fails: the command's own take makes
+    it, and raises what the making raises."""
+
+    async def main() -> None:
+        gone = tmp_path / "gone"
+        fifos = Fifos(gone)
+        await anyio.lowlevel.checkpoint()
+        with pytest.raises(FileNotFoundError):
+            fifos.take()
+        gone.mkdir()
+        taken = fifos.take()
+        assert taken.path.parent == gone
+        taken.close()
         fifos.close()
 
     anyio.run(main)

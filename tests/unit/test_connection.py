@@ -29,7 +29,7 @@ from bashrpc.protocol.methods import (
     SessionOpenResult,
 )
 from bashrpc.server.connection import MAX_IN_FLIGHT_REQUESTS, Connection
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
 from bashrpc.server.serve import dispatcher
 from bashrpc.server.services.api import Services

@@ -60,6 +60,22 @@ def test_a_pipe_is_a_wait_only_when_none_of_the_command_writes_it() -> None:
     assert not verdict([reader]).waiting
 
 
+def test_a_pipe_its_person_writes_is_its_terminal() -> None:
+    """A background job's stdin: the server writes it for the job's owner."""
+    stdin = (Descriptor(0, Kind.PIPE, inode=7), Descriptor(1, Kind.PIPE, inode=8, writes=True))
+    reader = proc(12, "read", 0, stdin)
+    found = verdict([proc(10, "wait", 0, stdin), reader], frozenset({7}))
+    assert (found.waiting, found.pid, found.terminal_fd) == (True, 12, None)
+    # Another pipe than its stdin, or its stdin read by a process of its own: no.
+    assert not verdict([reader], frozenset({9})).waiting
+    writer = proc(11, "sleep", 0, (Descriptor(1, Kind.PIPE, inode=7, writes=True),))
+    assert not verdict([writer, reader], frozenset({7})).waiting
+    # Polled beside a socket (a server): it may be woken by the network.
+    polling = proc(12, "poll", 0, (*stdin, Descriptor(3, Kind.SOCKET)))
+    assert not verdict([polling], frozenset({7})).waiting
+    assert verdict([proc(12, "poll", 0, stdin)], frozenset({7})).waiting
+
+
 def test_a_poll_with_the_terminal_and_no_socket_is_a_wait() -> None:
     assert verdict([proc(20, "poll", 5)]).waiting
     with_socket = (*TTY, Descriptor(3, Kind.SOCKET))

@@ -119,3 +119,35 @@ def test_streams_written_out_whole_are_not_kept() -> None:
     session.route(ANSWER.replace(b'"id":7', b'"id":8'))
     session.open_stream([], sse=True)
     assert first.number not in session.streams and lost.number in session.streams
+
+
+def test_the_revision_is_what_the_answer_to_initialize_settled() -> None:
+    session = Session(registered=True)
+    initialize = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    session.open_stream([message(initialize)], sse=False)
+    assert session.revision is None
+    session.route(b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}')
+    assert session.revision == "2025-06-18"
+    # Another request's answer with the same field settles nothing.
+    session.open_stream([message(CALL)], sse=False)
+    session.route(b'{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":"2024-11-05"}}')
+    assert session.revision == "2025-06-18"
+
+
+def test_an_abandoned_stateless_stream_cancels_its_requests_into_the_connection() -> None:
+    session = Session(registered=False, owner="principal:own-uid")
+    stream = session.open_stream([message(CALL)], sse=True)
+    assert session.transport().owner == "principal:own-uid"
+
+    async def main() -> bytes:
+        await session.abandon(stream)
+        return await session.transport().receive.receive()
+
+    line = anyio.run(main)
+    assert stream.closed
+    cancelled = msgspec.json.decode(line)
+    assert cancelled == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 7},
+    }

@@ -11,9 +11,11 @@ from bashrpc.protocol.schema import generate, inline_schema, transcript_document
 
 
 def undescribed(node: Any, where: str) -> Iterator[str]:
-    """Where, anywhere in a schema, a property has no description."""
+    """Where, anywhere in a schema, a property has no description (an object's:
+    a property may itself be named `properties`, as an elicitation's form has)."""
     if isinstance(node, dict):
-        for name, prop in (node.get("properties") or {}).items():
+        properties = node.get("properties") if node.get("type") == "object" else None
+        for name, prop in (properties or {}).items():
             if not isinstance(prop, dict) or not prop.get("description"):
                 yield f"{where}.{name}"
         for key, child in node.items():
@@ -33,5 +35,9 @@ def test_every_field_of_every_schema_has_a_description() -> None:
 
 
 def test_the_check_sees_a_missing_description() -> None:
-    schema = {"properties": {"a": {"type": "string", "description": "x"}, "b": {"type": "int"}}}
+    fields = {"a": {"type": "string", "description": "x"}, "b": {"type": "int"}}
+    schema = {"type": "object", "properties": fields}
     assert list(undescribed({"$defs": {"T": schema}}, "doc")) == ["doc/$defs/T.b"]
+    # A described property named `properties` is a property like any other.
+    form = {"type": "object", "properties": {"properties": {"type": "object", "description": "x"}}}
+    assert list(undescribed(form, "doc")) == []

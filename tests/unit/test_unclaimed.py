@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from bashrpc.server.runtime.containment.procs import Scan
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 
 
 @pytest.fixture

@@ -100,20 +100,27 @@ MACHINE = _machine()
 
 
 class Pipes(msgspec.Struct, frozen=True):
-    """Who of the command holds each pipe (by inode) open, for writing and for reading."""
+    """Who of the command holds each pipe (by inode) open, for writing and for
+    reading; and the pipes its person writes (a background job's stdin), which
+    are its terminal."""
 
     writers: dict[int, set[int]]
     readers: dict[int, set[int]]
+    inputs: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, procs: list[ProcFacts]) -> Pipes:
-        pipes = cls({}, {})
+    def of(cls, procs: list[ProcFacts], inputs: frozenset[int] = frozenset()) -> Pipes:
+        pipes = cls({}, {}, inputs)
         for proc in procs:
             for d in proc.fds:
                 if d.kind is Kind.PIPE and d.inode is not None:
                     side = pipes.writers if d.writes else pipes.readers
                     side.setdefault(d.inode, set()).add(proc.pid)
         return pipes
+
+    def person(self, d: Descriptor) -> bool:
+        """Whether `d` is the read side of a pipe its person writes."""
+        return d.kind is Kind.PIPE and not d.writes and d.inode in self.inputs
 
     def others(self, side: dict[int, set[int]], d: Descriptor | None, pid: int) -> bool:
         """Whether another process of the command holds that side of `d`'s pipe."""
@@ -146,7 +153,7 @@ def activity(proc: ProcFacts, pipes: Pipes) -> Activity:
 def _reading(proc: ProcFacts, target: Descriptor | None, pipes: Pipes) -> Activity:
     if target is None:
         return Activity.BUSY
-    if target.kind is Kind.TERMINAL:
+    if target.kind is Kind.TERMINAL or pipes.person(target):
         return Activity.INPUT
     if target.kind is Kind.SIGNAL:
         return Activity.NEUTRAL
@@ -159,18 +166,20 @@ def _polling(proc: ProcFacts, pipes: Pipes) -> Activity:
     for a person when its terminal is among them and nothing else could wake it
     (no socket, no pipe another of its processes writes)."""
     kinds = {d.kind for d in proc.fds}
-    if Kind.TERMINAL not in kinds or Kind.SOCKET in kinds:
+    asked = Kind.TERMINAL in kinds or any(pipes.person(d) for d in proc.fds)
+    if not asked or Kind.SOCKET in kinds:
         return Activity.BUSY
     fed = any(not d.writes and pipes.others(pipes.writers, d, proc.pid) for d in proc.fds)
     return Activity.BUSY if fed else Activity.INPUT
 
 
-def verdict(procs: list[ProcFacts]) -> Verdict:
-    """The command's state at one look: waiting when one reads its terminal (the
-    deepest such process names it: the program, not its shell) and none is busy,
-    but for daemons it started (another session, no terminal) sleeping on their
-    clients: they serve the command, which waits for its person."""
-    pipes = Pipes.of(procs)
+def verdict(procs: list[ProcFacts], inputs: frozenset[int] = frozenset()) -> Verdict:
+    """The command's state at one look: waiting when one reads its terminal, or a
+    pipe its person writes (`inputs`, by inode: a job's stdin), the deepest such
+    process naming it (the program, not its shell), and none is busy, but for
+    daemons it started (another session, no terminal) sleeping on their clients:
+    they serve the command, which waits for its person."""
+    pipes = Pipes.of(procs, inputs)
     cpu = sum(p.cpu for p in procs)
     parts = [(proc, activity(proc, pipes)) for proc in procs]
     readers = [proc for proc, part in parts if part is Activity.INPUT]

@@ -188,7 +188,7 @@ class Scan:
         self._children: dict[int, set[int]] = {}
         self._tags: dict[int, str | None] = {}
         self._indexed = False
-        self._namespaces: dict[int, set[int]] | None = None
+        self._namespace_of: dict[int, int | None] = {}
 
     def info(self, pid: int) -> ProcInfo | None:
         if pid not in self._stats:
@@ -231,8 +231,14 @@ class Scan:
         found.discard(os.getpid())
         return {p for p in found if self.live(p)}
 
-    def session(self, sid: int) -> set[int]:
-        """Live processes of the session `sid`: a whole /proc pass, so only kills ask."""
+    def session(self, sid: int, leader_start: int) -> set[int]:
+        """Live processes of the session that the process (`sid`, `leader_start`)
+        made: a whole /proc pass, so only kills ask. A session's number is its
+        leader's pid, free again once the session is over: while the pid names
+        another process, the session is over and that process's is another's."""
+        leader = self.info(sid)
+        if leader is not None and leader.start != leader_start:
+            return set()
         found: set[int] = set()
         for pid in all_pids():
             info = self.info(pid)
@@ -241,15 +247,16 @@ class Scan:
         return found
 
     def in_cgroup_namespace(self, namespace: int) -> set[int]:
-        """Live processes of the cgroup namespace `namespace` (its number): one pass
-        over /proc, made once for every namespace asked about."""
-        if self._namespaces is None:
-            self._namespaces = {}
-            for pid in all_pids():
-                found = cgroup_namespace(pid)
-                if found is not None:
-                    self._namespaces.setdefault(found, set()).add(pid)
-        return {pid for pid in self._namespaces.get(namespace, ()) if self.live(pid)}
+        """Live processes of the cgroup namespace `namespace` (its number). Each ask
+        lists /proc again and reads the namespace of the pids it has not read: one
+        scan serves looks over a while (`Containment.shared_scan`), and an escapee born
+        since the first, whose parent is gone, is found too. Pids are handed out in
+        turn, so one read stays the same process's for far longer than that while."""
+        pids = all_pids()
+        for pid in pids:
+            if pid not in self._namespace_of:
+                self._namespace_of[pid] = cgroup_namespace(pid)
+        return {pid for pid in pids if self._namespace_of[pid] == namespace and self.live(pid)}
 
     def tag(self, pid: int) -> str | None:
         if pid not in self._tags:

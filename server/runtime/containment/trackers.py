@@ -27,14 +27,14 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 
 from bashrpc.server.runtime.containment import polling, procs
-from bashrpc.server.runtime.containment.cgroups import Cgroup, CgroupRoot
+from bashrpc.server.runtime.containment.cgroups import Cgroup
 from bashrpc.server.runtime.containment.procs import Scan
 
 # Stopping a tree that keeps forking converges in a few rounds; a fork bomb
@@ -43,14 +43,28 @@ MAX_STOP_ROUNDS = 8
 # The freezer settles in microseconds; this only bounds a pathological case.
 FREEZE_SETTLE_SECONDS = 0.5
 # Kills that start together (a shutdown) share the pass over /proc that finds a
-# shell's session and what left its group; a fork since is found by its parent,
-# which that pass saw and the kill stopped.
+# shell's session and what left its group; each look lists /proc again and reads
+# only the processes born since (`Scan.session`, `Scan.in_cgroup_namespace`).
 SHARED_SCAN_SECONDS = 0.05
 # A SIGKILLed leader is gone in microseconds; a sandbox's init first kills its
 # namespace. This only bounds a leader stuck in the kernel.
 LEADER_DEATH_SECONDS = 1.0
 
 Reporter = Callable[[int, int], None]
+
+
+class Owner(Protocol):
+    """What a tracker asks of the registry that made it (`registry.Containment`)."""
+
+    cgroup_namespaces: bool
+
+    def shared_scan(self) -> Scan: ...
+
+    def unclaimed(self, scan: Scan) -> set[int]: ...
+
+    def report(self, pid: int, start: int) -> None: ...
+
+    def forget(self, tracker: AncestryTracker) -> None: ...
 
 
 def stop_rounds(found: Callable[[], set[int]]) -> set[int]:
@@ -137,13 +151,14 @@ class Tracker(ABC):
 class CgroupTracker(Tracker):
     """Members are the group's; a kill also takes what left it (see `strays`)."""
 
-    def __init__(self, tag: str, group: Cgroup, owner: Containment) -> None:
+    def __init__(self, tag: str, group: Cgroup, owner: Owner) -> None:
         super().__init__(tag)
         self.group = group
         self._owner = owner
         self.needs_setup = owner.cgroup_namespaces
-        # The leader's session (its own: every child starts in a new one), if known.
-        self._session: int | None = None
+        # The leader's session (its own: every child starts in a new one), as the
+        # leader's (pid, start time), while it may have members.
+        self._session: tuple[int, int] | None = None
         # (pid, start time) of every stray seen, the leader first.
         self._strays: dict[int, int] = {}
         # The leader's cgroup namespace (its number), held open (see `adopt`).
@@ -170,7 +185,7 @@ class CgroupTracker(Tracker):
             return
         self._strays[pid] = info.start
         if info.sid == pid:
-            self._session = pid
+            self._session = (pid, info.start)
         if self.needs_setup and self._namespace_fd is None:
             self._namespace_fd = procs.hold_cgroup_namespace(pid, info.start)
             if self._namespace_fd is not None:
@@ -183,8 +198,8 @@ class CgroupTracker(Tracker):
         """Processes of this tracker outside its group: root may move a process to
         any group. The second net, for kills: everything below the group and what
         was seen before (the leader first); `thorough`ly, also the leader's session
-        and its cgroup namespace (`Containment.outside`), which kills ask while
-        stopping and at the end, not on every poll.
+        and its cgroup namespace (`_outside`), which kills ask while stopping and
+        at the end, not on every poll.
 
         Leaving the group, the session, the parentage and the environment keeps
         the cgroup namespace, so an escaped process is this tracker's alone: no
@@ -198,12 +213,27 @@ class CgroupTracker(Tracker):
         group = self.group.procs()
         seen = self._seen(scan)
         if thorough:
-            seen |= self._owner.outside(self._session, self._namespace)
+            seen |= self._outside(self._owner.shared_scan())
         found = scan.descendants(group | seen) - group
         for pid in found:
             info = scan.info(pid)
             if info is not None:
                 self._strays.setdefault(pid, info.start)
+        return found
+
+    def _outside(self, shared: Scan) -> set[int]:
+        """The processes of the leader's session and of its cgroup namespace. A
+        session that has no member left is over for good (no process joins one):
+        it is forgotten, and its number, once handed out again, names nothing of
+        this tracker's."""
+        found: set[int] = set()
+        if self._session is not None:
+            members = shared.session(*self._session)
+            if not members:
+                self._session = None
+            found |= members
+        if self._namespace is not None:
+            found |= shared.in_cgroup_namespace(self._namespace)
         return found
 
     def _remaining(self, *, thorough: bool = False) -> set[int]:
@@ -247,7 +277,7 @@ class CgroupTracker(Tracker):
 class AncestryTracker(Tracker):
     """Without cgroups: the leader is a subreaper, and what was seen is remembered."""
 
-    def __init__(self, tag: str, owner: Containment) -> None:
+    def __init__(self, tag: str, owner: Owner) -> None:
         super().__init__(tag)
         # (pid, start time) of every member ever seen, the leader first.
         self._seen: dict[int, int] = {}
@@ -313,80 +343,3 @@ class AncestryTracker(Tracker):
 
     def release(self) -> None:
         self._owner.forget(self)
-
-
-class Containment:
-    """Makes trackers: cgroups where they can be made, ancestry otherwise."""
-
-    def __init__(self, root: CgroupRoot | None, report: Reporter | None = None) -> None:
-        self.root = root
-        # One pass over /proc for the thorough looks of kills that start together.
-        self._shared: tuple[float, Scan] | None = None
-        # Each tracker's child in a cgroup namespace of its own, where one can be made.
-        self.cgroup_namespaces = root is not None and procs.may_administer()
-        self._report = report
-        self._ancestry: set[AncestryTracker] = set()
-        # Children of the server that no tracker may claim (the watchdog).
-        self.spare: set[int] = set()
-
-    @property
-    def uses_cgroups(self) -> bool:
-        return self.root is not None
-
-    def tracker(self, name: str) -> Tracker:
-        tag = f"{os.getpid()}.{name}"
-        if self.root is not None:
-            group = self.root.child(name)
-            if group is not None:
-                return CgroupTracker(tag, group, self)
-        tracker = AncestryTracker(tag, self)
-        self._ancestry.add(tracker)
-        return tracker
-
-    def report(self, pid: int, start: int) -> None:
-        if self._report is not None:
-            self._report(pid, start)
-
-    def accounted(self) -> set[int]:
-        """The server's children some tracker (or nobody) already answers for."""
-        out = set(self.spare)
-        for tracker in self._ancestry:
-            out |= tracker.seen
-        return out
-
-    def unclaimed(self, scan: Scan) -> set[int]:
-        """The server's children nobody answers for: orphans re-parented to it. Only
-        these are asked for their tag (reading every shell's environment on every
-        question made each kill cost O(shells)). A child in the server's own session
-        is none: no process can join a session, so the server started it itself (the
-        sandbox's probe, git for the guard), and a shell that ends never takes it."""
-        own = os.getsid(0)
-        return {
-            pid
-            for pid in scan.children(os.getpid()) - self.accounted()
-            if (info := scan.info(pid)) is None or info.sid != own
-        }
-
-    def outside(self, session: int | None, namespace: int | None) -> set[int]:
-        """The processes of `session` and of the cgroup namespace `namespace` (each
-        when given), from one pass over /proc shared by the kills that look within
-        `SHARED_SCAN_SECONDS` of each other: fifty shells killed together (a
-        shutdown, a reset of them all) make one pass, not fifty."""
-        now = time.monotonic()
-        if self._shared is None or now - self._shared[0] > SHARED_SCAN_SECONDS:
-            self._shared = (now, Scan())
-        scan = self._shared[1]
-        found = set() if session is None else scan.session(session)
-        return found if namespace is None else found | scan.in_cgroup_namespace(namespace)
-
-    def forget(self, tracker: AncestryTracker) -> None:
-        self._ancestry.discard(tracker)
-
-    async def kill_everything(self) -> None:
-        """The last sweep at shutdown: every group at once."""
-        if self.root is None:
-            return
-        with anyio.CancelScope(shield=True):
-            root = self.root
-            await polling.repeat_while(lambda: root.populated, lambda _: root.kill())
-            root.remove()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -34,10 +35,31 @@ from bashrpc.server.output.ring import OutputRing
 from bashrpc.server.output.sanitize import Sanitizer
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.state import Event, ExitStatus, exit_status, step
+from bashrpc.server.runtime.run import inputwatch
 from bashrpc.server.runtime.seam import drain
-from bashrpc.server.runtime.seam.backend import Backend, JobLaunch, ProcessHandle
+from bashrpc.server.runtime.seam.backend import (
+    Backend,
+    InputLook,
+    InputWait,
+    JobLaunch,
+    ProcessHandle,
+)
 
 _log = log.get("jobs")
+# What of a job's newest output may hold its prompt: the last line, within this.
+PROMPT_BYTES = 4096
+
+
+class OnTerminal(Protocol):
+    """A job's program on a terminal (a request's PTY command gone on as a job)."""
+
+    def waiting(self) -> InputWait | None:
+        """What it waits for from its person now, if anything."""
+        ...
+
+    async def echoes(self) -> bool:
+        """Whether its terminal echoes what is typed (a secret must not be typed then)."""
+        ...
 
 
 class JobSpec(msgspec.Struct, frozen=True):
@@ -53,6 +75,9 @@ class JobSpec(msgspec.Struct, frozen=True):
     announce: bool = True
     # What its output never shows; None: nothing is redacted.
     secrets: TableSource | None = None
+    # How long its processes must sit blocked on its stdin before a wait is told
+    # (`input.settleSeconds`); None: not watched.
+    settle: float | None = None
 
     @property
     def cwd(self) -> str:
@@ -83,7 +108,12 @@ class Job:
         self._redactor = None if spec.secrets is None else Redactor(spec.secrets)
         self._changed = Pulse()
         self._process: ProcessHandle | None = None
+        # Its terminal, when it runs on one (what it is typed goes there).
+        self.terminal: OnTerminal | None = None
         self._last_data = anyio.current_time()
+        self._last_input = 0.0
+        # The wait its watch told, while it lasts (a job on pipes).
+        self._told: InputWait | None = None
         self._eof = anyio.Event()
         # Set once the job's process and tree are gone and its files closed.
         self.done = anyio.Event()
@@ -123,6 +153,22 @@ class Job:
         """Spawn; raises OSError (or SandboxUnavailable) when it cannot start."""
         self._process = await backend.job(self.spec.launch)
 
+    def take(self, process: ProcessHandle, terminal: OnTerminal) -> None:
+        """A program that runs already on a terminal (see `JobTable.adopt`)."""
+        self._process, self.terminal = process, terminal
+
+    @property
+    def input_wait(self) -> InputWait | None:
+        """What it waits for from its person now, while it runs (only a program on
+        a terminal is watched)."""
+        if self.exited.is_set():
+            return None
+        return self._told if self.terminal is None else self.terminal.waiting()
+
+    async def echoes(self) -> bool:
+        """Whether what it is typed shows in its output (a pipe echoes nothing)."""
+        return self.terminal is not None and await self.terminal.echoes()
+
     async def run(self, grace: Callable[[], float]) -> None:
         """Pump its output and await its exit; then kill what it left and close up."""
         process = self._process
@@ -130,6 +176,9 @@ class Job:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._pump, process)
+                settle = self.spec.settle
+                if settle is not None and self.terminal is None:
+                    tg.start_soon(self._watch_input, process, settle)
                 status = await process.wait()
                 await drain.until_quiet(self._eof, lambda: self._last_data)
                 self._ended(exit_status(status))
@@ -152,6 +201,35 @@ class Job:
                 self._take(self._clean(self._sanitizer.feed(data)))
         finally:
             self._eof.set()
+
+    # -- its waits for its person (a job on pipes: its stdin) -------------
+
+    @property
+    def last_data(self) -> float:
+        return self._last_data
+
+    @property
+    def last_input(self) -> float:
+        return self._last_input
+
+    async def _watch_input(self, process: ProcessHandle, settle: float) -> None:
+        """Keep `input_wait` as its processes stand, its prompt the output's last line."""
+
+        async def tell(look: InputLook, prompt: str, since: str) -> None:
+            self._told = InputWait(
+                None, self.session_id, prompt, False, since, look.pid, look.program, self.id
+            )
+            self.poke()
+
+        def ended() -> None:
+            self._told = None
+            self.poke()
+
+        async def prompt() -> str:
+            tail = self.ring.newest(PROMPT_BYTES).data.decode("utf-8", "replace")
+            return inputwatch.last_line(tail.split("\n"))
+
+        await inputwatch.watch(_Looked(self, process), settle, tell, ended, prompt)
 
     def _clean(self, sanitized: bytes) -> bytes:
         """Sanitized bytes without their secrets (the ring and the artifact see none)."""
@@ -200,6 +278,7 @@ class Job:
         if not self.stdin_open:
             raise errors.InvalidArgument(messages.JOB_STDIN_CLOSED.format(terminal_id=self.id))
         assert self._process is not None
+        self._last_input = anyio.current_time()
         try:
             await self._process.write(data)
         except (BrokenPipeError, anyio.ClosedResourceError):
@@ -214,3 +293,22 @@ class Job:
             assert self._process is not None
             self._process.close_input()
             self.poke()
+
+
+class _Looked:
+    """A job as its watch sees it (`inputwatch.Watched`)."""
+
+    def __init__(self, job: Job, process: ProcessHandle) -> None:
+        self._job = job
+        self._process = process
+
+    @property
+    def last_data(self) -> float:
+        return self._job.last_data
+
+    @property
+    def last_input(self) -> float:
+        return self._job.last_input
+
+    def input_look(self) -> InputLook:
+        return self._process.input_look()

@@ -19,8 +19,8 @@ import msgspec
 
 from bashrpc.server import errors, log
 from bashrpc.server.output.artifacts import ArtifactStore
-from bashrpc.server.runtime.jobs.job import Job, JobSpec
-from bashrpc.server.runtime.seam.backend import Backend
+from bashrpc.server.runtime.jobs.job import Job, JobSpec, OnTerminal
+from bashrpc.server.runtime.seam.backend import Backend, ProcessHandle
 from bashrpc.server.settings import (
     DEFAULT_JOB_RING_BYTES,
     DEFAULT_MAX_JOBS,
@@ -79,11 +79,38 @@ class JobTable:
             raise errors.TooManyJobs(mine, self.limits.per_session, session_id)
 
     async def start(self, session_id: str, owner: str | None, spec: JobSpec) -> Job:
+        job = self._new(session_id, owner, spec)
+        try:
+            await job.start(self._backend)
+        except BaseException:
+            if job.artifact is not None:
+                job.artifact.close()
+            raise
+        self._keep_running(job)
+        return job
+
+    def adopt(
+        self,
+        session_id: str,
+        owner: str | None,
+        spec: JobSpec,
+        process: ProcessHandle,
+        terminal: OnTerminal,
+    ) -> Job:
+        """A program already running on a terminal (a request's command that waits
+        for its person, answered before its end) kept from now on as a job.
+        TooManyJobs past the limits, as `start`."""
+        job = self._new(session_id, owner, spec)
+        job.take(process, terminal)
+        self._keep_running(job)
+        return job
+
+    def _new(self, session_id: str, owner: str | None, spec: JobSpec) -> Job:
         if self.closed:
             raise errors.ShuttingDown
         self.check_room(session_id)
         terminal_id = f"term-{next(self._ids)}"
-        job = Job(
+        return Job(
             terminal_id,
             session_id,
             owner,
@@ -91,16 +118,11 @@ class JobTable:
             self.limits.ring_bytes,
             self._artifacts.create(),
         )
-        try:
-            await job.start(self._backend)
-        except BaseException:
-            if job.artifact is not None:
-                job.artifact.close()
-            raise
+
+    def _keep_running(self, job: Job) -> None:
         self._forget_old()
-        self.jobs[terminal_id] = job
+        self.jobs[job.id] = job
         self._tg.start_soon(self._keep, job)
-        return job
 
     def _forget_old(self) -> None:
         """Ended jobs nobody released are kept up to `MAX_EXITED_KEPT`, the oldest

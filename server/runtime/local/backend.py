@@ -16,7 +16,7 @@ import msgspec
 
 from bashrpc.server.runtime.containment import procs
 from bashrpc.server.runtime.containment.procs import Scan
-from bashrpc.server.runtime.containment.trackers import Containment
+from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.local.jobprocess import LocalJobProcess
 from bashrpc.server.runtime.local.snapshot import SnapshotStore
 from bashrpc.server.runtime.pty.process import PtyRun

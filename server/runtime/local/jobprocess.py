@@ -16,11 +16,12 @@ import subprocess
 import anyio
 
 from bashrpc.server import fdio
-from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.trackers import Containment, Tracker
+from bashrpc.server.runtime.containment import child, inputwait, procfacts, procs
+from bashrpc.server.runtime.containment.registry import Containment
+from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.local import listeners
 from bashrpc.server.runtime.sandbox import bwrap
-from bashrpc.server.runtime.seam.backend import JobLaunch
+from bashrpc.server.runtime.seam.backend import InputLook, JobLaunch
 from bashrpc.server.runtime.shell.protocol import SNAPSHOT_ENV, one_shot
 
 READ_CHUNK_BYTES = 64 * 1024
@@ -133,6 +134,15 @@ class LocalJobProcess:
 
     def listens(self, port: int) -> bool:
         return listeners.listening(self._tracker.members(), port)
+
+    def input_look(self) -> InputLook:
+        """The kernel's view of its processes (`inputwait`), its stdin the pipe its
+        person writes; a pipe echoes nothing, so no wait here is told secret."""
+        if self._stdin is None or self._exited:
+            return InputLook(False)
+        stdin = frozenset({os.fstat(self._stdin).st_ino})
+        found = inputwait.verdict(procfacts.look(self._tracker.members()), stdin)
+        return InputLook(found.waiting, found.pid, found.program, False, found.cpu)
 
     async def wait(self) -> int | None:
         status = await child.wait_status(self.pid)

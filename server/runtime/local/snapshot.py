@@ -43,7 +43,8 @@ from bashrpc.server import fdio, log
 from bashrpc.server.errors import SandboxUnavailable
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.containment import child, procs
-from bashrpc.server.runtime.containment.trackers import Containment, Tracker
+from bashrpc.server.runtime.containment.registry import Containment
+from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.local import hangup
 from bashrpc.server.runtime.local.capturescript import COMPLETE_MARKER, capture_script, rc_file
 from bashrpc.server.runtime.sandbox import bwrap

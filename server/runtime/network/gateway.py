@@ -18,6 +18,7 @@ from collections.abc import Callable
 import anyio
 import msgspec
 
+from bashrpc.protocol.methods import NetworkConnection
 from bashrpc.server import log
 from bashrpc.server.runtime.network import handoff, proxy, rawsocket
 from bashrpc.server.runtime.network.proxy import Record
@@ -46,6 +47,8 @@ class Gateway:
         self.context = proxy.Context(self.egress, resolver, egress.idle_seconds)
         self.limiter = anyio.CapacityLimiter(egress.max_connections)
         self.recent: collections.deque[Record] = collections.deque(maxlen=RECENT)
+        # Connections being served, in the order they were accepted.
+        self.open: dict[proxy.Connection, None] = {}
         # (sequence number, host, port) of each refusal, for `refused_since`.
         self.refusals: collections.deque[tuple[int, str, int]] = collections.deque(
             maxlen=REFUSALS_KEPT
@@ -127,13 +130,23 @@ class Gateway:
                     raise
                 group.start_soon(self._serve, stream, token)
 
+    def connections(self) -> list[NetworkConnection]:
+        """The last connections that ended, then those still open that went out
+        (a command that has its answer may end before its connection does)."""
+        ended = [proxy.record_view(record) for record in self.recent]
+        going = [c.record() for c in self.open if c.out]
+        return ended + [proxy.record_view(record, still_open=True) for record in going]
+
     async def _serve(self, stream: RawSocket, token: object) -> None:
+        connection = proxy.Connection(stream, self.context.idle_seconds)
+        self.open[connection] = None
         try:
-            await proxy.serve(stream, self.context, self._done)
+            await proxy.serve(connection, self.context, self._done)
         except Exception:
             # One connection's bug must not end the session's proxy, or the server.
             _log.exception("the network proxy failed on a connection")
         finally:
+            self.open.pop(connection, None)
             self.limiter.release_on_behalf_of(token)
 
     def _done(self, record: Record) -> None:

@@ -6,7 +6,8 @@ Every wait is bounded: the request must arrive within `HEAD_SECONDS` (a
 slowloris ends there), the connection out within `CONNECT_SECONDS`, and a
 tunnel with no byte either way for the policy's idle time is closed. A refusal
 answers 403 (its body names the host and the setting that would allow it) or
-the SOCKS code, and every connection ends in one `Record`.
+the SOCKS code, and every connection ends in one `Record`; while it is open,
+its `Connection` shows what it has moved so far.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Record(msgspec.Struct, frozen=True):
     rule: str | None = None
 
 
-def record_view(record: Record) -> NetworkConnection:
+def record_view(record: Record, *, still_open: bool = False) -> NetworkConnection:
     """A connection as `session/list` shows it."""
     return NetworkConnection(
         host=record.host,
@@ -63,6 +64,7 @@ def record_view(record: Record) -> NetworkConnection:
         seconds=round(record.seconds, 6),
         started=record.started,
         rule=record.rule,
+        open=still_open,
     )
 
 
@@ -88,44 +90,61 @@ def explain(host: str, port: int, decision: Decision) -> str:
     return f"{text}. {messages.NETWORK_HINT}" if decision.reason in ALLOWABLE else text
 
 
-async def serve(client: RawSocket, context: Context, done: Callable[[Record], None]) -> None:
+class Connection:
+    """One connection while it is served: what the audit shows of it before it
+    ends (`session/list` lists it from when it goes out), then its record."""
+
+    def __init__(self, client: RawSocket, idle_seconds: float) -> None:
+        self.client = client
+        self.tunnel = Tunnel(client, idle_seconds)
+        self.started, self.clock = time.time(), time.monotonic()
+        self.host, self.port = "", 0
+        self.protocol: Protocol = "http"
+        self.decision = Decision(False, "malformed", "no request")
+
+    @property
+    def out(self) -> bool:
+        """Let through, and not yet ended."""
+        return self.decision.allowed and self.tunnel.refused is None
+
+    def record(self) -> Record:
+        decision = self.tunnel.refused or self.decision
+        return Record(
+            self.host,
+            self.port,
+            decision.allowed,
+            decision.reason,
+            self.protocol,
+            self.tunnel.bytes_out,
+            self.tunnel.bytes_in,
+            time.monotonic() - self.clock,
+            self.started,
+            decision.rule,
+        )
+
+
+async def serve(connection: Connection, context: Context, done: Callable[[Record], None]) -> None:
     """Serve one connection; `done` gets its record however it ends."""
-    tunnel = Tunnel(client, context.idle_seconds)
-    started, clock = time.time(), time.monotonic()
-    host, port = "", 0
-    protocol: Protocol = "http"
-    decision = Decision(False, "malformed", "no request")
+    client = connection.client
     try:
         first = await _first_bytes(client)
         if first[:1] == bytes((socks.VERSION,)):
-            protocol = "socks"
-        request = await (_socks if protocol == "socks" else _http)(client, first, context)
-        host, port, protocol, upstream, rest = request
-        decision = Decision(True, "allowed")
-        await tunnel.run(upstream, rest, host, check_tls=protocol != "http")
+            connection.protocol = "socks"
+        serving = _socks if connection.protocol == "socks" else _http
+        host, port, protocol, upstream, rest = await serving(client, first, context)
+        connection.host, connection.port, connection.protocol = host, port, protocol
+        connection.decision = Decision(True, "allowed")
+        await connection.tunnel.run(upstream, rest, host, check_tls=protocol != "http")
     except Refused as refused:
-        host, port, decision = refused.host or host, refused.port or port, refused.decision
+        connection.host = refused.host or connection.host
+        connection.port = refused.port or connection.port
+        connection.decision = refused.decision
     except (OSError, anyio.BrokenResourceError, anyio.EndOfStream, TimeoutError):
         pass
     finally:
         with anyio.CancelScope(shield=True):
             await client.aclose()
-        decision = tunnel.refused or decision
-        seconds = time.monotonic() - clock
-        done(
-            Record(
-                host,
-                port,
-                decision.allowed,
-                decision.reason,
-                protocol,
-                tunnel.bytes_out,
-                tunnel.bytes_in,
-                seconds,
-                started,
-                decision.rule,
-            )
-        )
+        done(connection.record())
 
 
 async def _first_bytes(client: RawSocket) -> bytes:

@@ -1,6 +1,7 @@
-"""Watching a PTY command for a wait on its person: a thin poller over the
+"""Watching a command for a wait on its person: a thin poller over the
 program's `input_look` (the kernel's view), and the pure rule that turns looks
-into waits (`Settling`).
+into waits (`Settling`). A PTY command is watched by its runner, a background
+job by itself (its stdin is the pipe its person writes).
 
 Nothing is looked at while the terminal prints: a look happens only once it has
 been quiet for a poll's interval, so a command that never waits costs a timer.
@@ -15,30 +16,18 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
-import msgspec
 
-from bashrpc.server.runtime.seam.backend import InputLook, PtyHandle, Snapshot
+from bashrpc.server.runtime.seam.backend import InputLook, InputWait, Snapshot
+
+__all__ = ["SETTLE_SECONDS", "InputWait", "Settling", "Watched", "last_line", "prompt_of", "watch"]
 
 # The default settle time: how long looks must agree before a wait is told.
 SETTLE_SECONDS = 1.0
 # At most this long between looks (less for a shorter settle).
 POLL_SECONDS = 0.25
-
-
-class InputWait(msgspec.Struct, frozen=True):
-    """A command that waits for its person, as told to the host."""
-
-    request_id: object
-    session_id: str
-    # The terminal's last line: what the program asks.
-    prompt: str
-    secret: bool
-    # When it was first seen waiting: ISO 8601, UTC.
-    since: str
-    pid: int | None
-    program: str | None
 
 
 class Settling:
@@ -83,23 +72,41 @@ class Settling:
         return self._first_at
 
 
+class Watched(Protocol):
+    """What is watched: a PTY program, or a background job's."""
+
+    # When its output last came, and when it was last typed into (loop time).
+    @property
+    def last_data(self) -> float: ...
+
+    @property
+    def last_input(self) -> float: ...
+
+    def input_look(self) -> InputLook: ...
+
+
 def prompt_of(screen: Snapshot) -> str:
     """The line the cursor is on, or the last line with text above it."""
-    rows = screen.lines[: screen.cursor_y + 1]
-    for line in reversed(rows):
+    return last_line(screen.lines[: screen.cursor_y + 1])
+
+
+def last_line(lines: list[str]) -> str:
+    """The last line with text, without its trailing spaces."""
+    for line in reversed(lines):
         if line.strip():
             return line.rstrip()
     return ""
 
 
 async def watch(
-    run: PtyHandle,
+    run: Watched,
     settle: float,
     tell: Callable[[InputLook, str, str], Awaitable[None]],
     ended: Callable[[], None],
+    prompt: Callable[[], Awaitable[str]],
 ) -> None:
-    """Look while the program runs (cancelled by its runner); `tell` a wait with
-    its prompt and when it began (ISO 8601), `ended` when a told wait is over."""
+    """Look while the program runs (cancelled by its owner); `tell` a wait with
+    its `prompt` and when it began (ISO 8601), `ended` when a told wait is over."""
     rule = Settling(settle)
     interval = min(POLL_SECONDS, settle / 4)
     looked = 0.0
@@ -119,6 +126,6 @@ async def watch(
         if rule.look(look, now):
             since = time.time() - (now - rule.first_seen)
             stamp = datetime.datetime.fromtimestamp(since, datetime.UTC).isoformat()
-            await tell(look, prompt_of(await run.snapshot()), stamp.replace("+00:00", "Z"))
+            await tell(look, await prompt(), stamp.replace("+00:00", "Z"))
         elif was_told and not rule.told:
             ended()

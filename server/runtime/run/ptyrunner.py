@@ -145,4 +145,7 @@ async def _watch_input(run: PtyHandle, execution: Execution) -> None:
     def ended() -> None:
         execution.input_wait = None
 
-    await inputwatch.watch(run, execution.settle, tell, ended)
+    async def prompt() -> str:
+        return inputwatch.prompt_of(await run.snapshot())
+
+    await inputwatch.watch(run, execution.settle, tell, ended, prompt)

@@ -76,6 +76,22 @@ class InputLook(msgspec.Struct, frozen=True):
     cpu: int = 0
 
 
+class InputWait(msgspec.Struct, frozen=True):
+    """A command that waits for its person, as told to the host."""
+
+    request_id: object
+    session_id: str
+    # The terminal's last line: what the program asks.
+    prompt: str
+    secret: bool
+    # When it was first seen waiting: ISO 8601, UTC.
+    since: str
+    pid: int | None
+    program: str | None
+    # The background job that waits (its request, if it had one, is over).
+    terminal_id: str | None = None
+
+
 class ShellHandle(Protocol):
     """A persistent shell: started by `serve` (in the pool's task group), then
     one command at a time."""
@@ -212,6 +228,11 @@ class ProcessHandle(Protocol):
 
     def listens(self, port: int) -> bool:
         """Whether one of its processes (in its tree) listens on this TCP port."""
+        ...
+
+    def input_look(self) -> InputLook:
+        """Whether its processes wait for their person now: blocked reading its stdin
+        (the pipe its owner writes), from the kernel's view (a few reads of /proc)."""
         ...
 
     async def wait(self) -> int | None:

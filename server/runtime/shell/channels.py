@@ -1,7 +1,8 @@
 """A shell's channels besides its stdin: the status FIFO and the output FIFOs.
 
 The status FIFO carries one record per command (see `protocol.py`). Each
-command writes into a FIFO of its own, made for it under a random name and
+command writes into a FIFO of its own, made under a random name while the
+shell is idle before it (making one was most of a short command's cost) and
 unlinked as soon as the shell has it open (its first byte says so), so
 nothing left running can open it by a path, let alone a later command's.
 Its reader forwards what it reads while the command is current, pausing when
@@ -14,6 +15,7 @@ by loop callbacks, with no task per read.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -59,10 +61,13 @@ class Fifo:
             fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
         except OSError:
             pass
+        self._writer = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
 
     def hold(self) -> int:
-        """Our own writer keeps the FIFO from reading as EOF before the shell opens it."""
-        return os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        """Our own writer, which keeps the FIFO from reading as EOF before the
+        shell opens it: the caller's to close."""
+        writer, self._writer = self._writer, -1
+        return writer
 
     def unlink(self) -> None:
         if self.linked:
@@ -72,6 +77,9 @@ class Fifo:
 
     def close(self) -> None:
         os.close(self.fd)
+        if self._writer >= 0:
+            os.close(self._writer)
+            self._writer = -1
         self.unlink()
 
 
@@ -176,29 +184,53 @@ class OutputPipe:
 
 
 class Fifos:
-    """One shell's FIFOs: one per command; one that background jobs still hold
-    is read until they let go."""
+    """One shell's FIFOs: one per command, made ahead while the shell is idle;
+    one that background jobs still hold is read until they let go."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._retired: list[OutputPipe] = []
+        # The next command's FIFO, made off the request path (`_make_next`).
+        self._next: Fifo | None = None
+        self._closed = False
+        self._loop = asyncio.get_running_loop()
+        self._loop.call_soon(self._make_next)
 
     def take(self) -> Fifo:
-        return Fifo(self._dir)
+        """The FIFO made ahead, or, when it could not be, one made now."""
+        fifo, self._next = self._next, None
+        return fifo if fifo is not None else Fifo(self._dir)
+
+    def _make_next(self) -> None:
+        """Make the next command's FIFO: scheduled as a command is settled, it
+        runs after the tasks already woken (the reply, written at once when the
+        client's pipe has room). Its name stays on no driver line until its
+        command's, and the directory is unlisted, so none of it is exposed the
+        longer. A failure here is met again, and raised, by `take`."""
+        if self._closed or self._next is not None:
+            return
+        with contextlib.suppress(OSError):
+            self._next = Fifo(self._dir)
 
     def settle(self, pipe: OutputPipe) -> None:
-        """Close a FIFO that reached EOF; retire one still held open."""
+        """Close a FIFO that reached EOF; retire one still held open; make the
+        next command's FIFO once the loop has done what is ready."""
         pipe.retire()
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
             self._retired.append(pipe)
+        self._loop.call_soon(self._make_next)
 
     def close(self) -> None:
+        self._closed = True
         for pipe in self._retired:
             pipe.stop()
             if not pipe.eof.is_set():
                 pipe.fifo.close()
         self._retired.clear()
+        if self._next is not None:
+            self._next.close()
+            self._next = None
 
 
 class StatusChannel:

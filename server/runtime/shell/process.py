@@ -107,8 +107,9 @@ class Shell:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                self._fifos = Fifos(self._dir)
                 await self._spawn()
+                # Its directory exists now: the first command's FIFO is made ahead.
+                self._fifos = Fifos(self._dir)
                 task_status.started()
                 await self._closed.wait()
                 tg.cancel_scope.cancel()

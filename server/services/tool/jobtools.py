@@ -1,4 +1,5 @@
-"""The model's background jobs: `run_in_background`, `bash_output`, `bash_kill`.
+"""The model's background jobs: `run_in_background`, `bash_output`, `bash_kill`,
+`bash_input` (a line typed into a job that waits for input).
 
 A job the model starts runs in the tool session, where its bash commands
 run, and is never announced with `terminal/exited` (an MCP client would not
@@ -11,12 +12,18 @@ the model kills is released: it has said all it will.
 
 from __future__ import annotations
 
+import json
+
+import anyio
+
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import (
+    BASH_INPUT_TOOL,
     BASH_KILL_TOOL,
     BASH_OUTPUT_TOOL,
     BashStructured,
     CallToolResult,
+    JobInputArguments,
     JobToolArguments,
     TextContent,
     ToolsCallParams,
@@ -32,15 +39,19 @@ from bashrpc.server.services.tool.args import decoded
 from bashrpc.server.services.tool.finish import tool_error
 from bashrpc.server.settings import Settings
 
-TOOLS = (BASH_OUTPUT_TOOL, BASH_KILL_TOOL)
+TOOLS = (BASH_OUTPUT_TOOL, BASH_KILL_TOOL, BASH_INPUT_TOOL)
+# How long `bash_input` waits for what its answer brings: the job's end or its next
+# wait (a wait is told after the settle time), else the output so far.
+INPUT_REPLY_SECONDS = 3.0
 
 
 def definitions() -> list[tuple[str, str, dict[str, object]]]:
-    """(name, description, input schema) of the two job tools."""
+    """(name, description, input schema) of the job tools, in their fixed order."""
     schema = inline_schema(JobToolArguments)
     return [
         (BASH_OUTPUT_TOOL, messages.BASH_OUTPUT_TOOL_DESCRIPTION, schema),
         (BASH_KILL_TOOL, messages.BASH_KILL_TOOL_DESCRIPTION, schema),
+        (BASH_INPUT_TOOL, messages.BASH_INPUT_TOOL_DESCRIPTION, inline_schema(JobInputArguments)),
     ]
 
 
@@ -81,24 +92,78 @@ async def launch(terminals: JobService, spec: CommandSpec) -> Job | CallToolResu
 async def call(
     terminals: JobService, params: ToolsCallParams, session_id: str, settings: Settings
 ) -> CallToolResult:
-    """`bash_output` or `bash_kill`; an unknown job is a tool error the model reads."""
-    args = decoded(params, JobToolArguments)
+    """`bash_output`, `bash_kill` or `bash_input`; an unknown job is a tool error
+    the model reads."""
+    if params.name == BASH_INPUT_TOOL:
+        answer = decoded(params, JobInputArguments)
+        terminal_id = answer.terminal_id
+    else:
+        terminal_id = decoded(params, JobToolArguments).terminal_id
     try:
-        job = terminals.job(session_id, args.terminal_id)
+        job = terminals.job(session_id, terminal_id)
     except errors.NoSuchTerminal:
-        return tool_error(messages.NO_SUCH_TERMINAL.format(terminal_id=args.terminal_id))
+        return tool_error(messages.NO_SUCH_TERMINAL.format(terminal_id=terminal_id))
     if params.name == BASH_KILL_TOOL:
         await terminals.kill(job)
-    text = _new_output(job, settings.output.max_bytes)
+    if params.name == BASH_INPUT_TOOL:
+        refused = await type_into(job, answer.text, enter=answer.enter)
+        if refused is not None:
+            return refused
+    result = report(job, settings.output.max_bytes)
+    if params.name == BASH_KILL_TOOL:
+        await terminals.release(job)
+    return result
+
+
+def report(job: Job, max_bytes: int) -> CallToolResult:
+    """What the job printed since the model last read, and how it stands."""
+    text = _new_output(job, max_bytes)
     if not job.exited.is_set():
-        status = messages.JOB_RUNNING.format(terminal_id=job.id)
+        status = status_line(job)
     else:
         jobview.of(job).told_end = True
         status = end_line(job)
-    if params.name == BASH_KILL_TOOL:
-        await terminals.release(job)
     exit_code = None if job.exit is None else job.exit.code
     return text_result(text + status, exit_code)
+
+
+def status_line(job: Job) -> str:
+    """A running job's state in one line: what it asks, when it waits for input."""
+    wait = job.input_wait
+    if wait is None:
+        return messages.JOB_RUNNING.format(terminal_id=job.id)
+    shown = quoted_prompt(wait.prompt)
+    template = messages.JOB_WAITS_SECRET if wait.secret else messages.JOB_WAITS
+    return template.format(terminal_id=job.id, prompt=shown)
+
+
+def quoted_prompt(prompt: str) -> str:
+    """The prompt quoted as the model reads it, or that there is no text."""
+    text = prompt.strip()
+    return json.dumps(text, ensure_ascii=False) if text else messages.NO_PROMPT_TEXT
+
+
+async def type_into(job: Job, text: str, *, enter: bool) -> CallToolResult | None:
+    """A line typed into the job, then what it brings awaited: the job's end or
+    its next wait, or `INPUT_REPLY_SECONDS`. A secret prompt is refused (the tool
+    error returned): only the user answers one."""
+    before = job.input_wait
+    if before is not None and before.secret:
+        return tool_error(messages.INPUT_TO_SECRET.format(terminal_id=job.id))
+    if job.exited.is_set():
+        return None
+    end = ("\r" if job.terminal is not None else "\n") if enter else ""
+    try:
+        await job.write((text + end).encode())
+    except errors.InvalidArgument as exc:
+        return tool_error(str(exc))
+    with anyio.move_on_after(INPUT_REPLY_SECONDS):
+        while not job.exited.is_set():
+            wait = job.input_wait
+            if wait is not None and wait is not before:
+                break
+            await job.changed()
+    return None
 
 
 def _new_output(job: Job, max_bytes: int) -> str:

@@ -1,17 +1,21 @@
 """What `tools/list` says of each tool beyond its schema, and the links a result
 adds beside its text: MCP's metadata, by the revision the client speaks.
 
-The list is in one fixed order (`bash`, `bash_output`, `bash_kill`), so a
-client that caches or diffs it sees no change where there is none.
+The list is in one fixed order (`bash`, `bash_output`, `bash_kill`,
+`bash_input`), so a client that caches or diffs it sees no change where there
+is none.
 """
 
 from __future__ import annotations
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import (
+    BASH_INPUT_TOOL,
     BASH_KILL_TOOL,
     BASH_OUTPUT_TOOL,
+    MODERN_PROTOCOL_VERSIONS,
     CallToolResult,
+    Icon,
     ResourceLink,
     Tool,
     ToolAnnotations,
@@ -24,23 +28,29 @@ from bashrpc.server.settings import Settings
 
 # The revisions whose content may hold a `resource_link` (added in 2025-06-18);
 # an older client's schema has no such content, so it gets the text alone.
-RESOURCE_LINK_REVISIONS = frozenset({"2025-06-18", "2025-11-25"})
+RESOURCE_LINK_REVISIONS = frozenset({"2025-06-18", "2025-11-25", *MODERN_PROTOCOL_VERSIONS})
 # The revisions where bad arguments are a tool error (SEP-1303, 2025-11-25), so
 # the model reads what to correct; before, a -32602 its client answers for it.
-ARGUMENT_ERROR_REVISIONS = frozenset({"2025-11-25"})
+ARGUMENT_ERROR_REVISIONS = frozenset({"2025-11-25", *MODERN_PROTOCOL_VERSIONS})
 
 _TITLES = {
     BASH_OUTPUT_TOOL: messages.BASH_OUTPUT_TOOL_TITLE,
     BASH_KILL_TOOL: messages.BASH_KILL_TOOL_TITLE,
+    BASH_INPUT_TOOL: messages.BASH_INPUT_TOOL_TITLE,
 }
 # Reading a job's output changes nothing; stopping it ends its processes, and
-# stopping it twice does no more than once. Neither reaches past the job.
+# stopping it twice does no more than once; what an answer typed into it does is
+# the program's (a "y" may delete), and typing it twice types it twice. None
+# reaches past the job.
 _JOB_ANNOTATIONS = {
     BASH_OUTPUT_TOOL: ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     ),
     BASH_KILL_TOOL: ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    ),
+    BASH_INPUT_TOOL: ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
     ),
 }
 
@@ -52,10 +62,11 @@ def open_world(settings: Settings) -> bool:
     return sandbox.mode in UNCONFINED_MODES or sandbox.net.mode != "off"
 
 
-def tools(settings: Settings) -> list[Tool]:
-    """Every tool, in the fixed order, with its title and annotations."""
+def tools(settings: Settings, icons: list[Icon] | None = None) -> list[Tool]:
+    """Every tool, in the fixed order, with its title, annotations and `icons`."""
     bash = plan.tool_definition(settings)
     bash.title = messages.BASH_TOOL_TITLE
+    bash.icons = icons
     # A command may write, delete and overwrite anything the sandbox lets it,
     # and running it twice may do twice as much.
     bash.annotations = ToolAnnotations(
@@ -75,6 +86,7 @@ def tools(settings: Settings) -> list[Tool]:
                 description=description,
                 input_schema=schema,
                 annotations=_JOB_ANNOTATIONS[name],
+                icons=icons,
             )
         )
     return listed

@@ -1,8 +1,10 @@
 """Run by another Python (the 1.x MCP SDK): one script at one MCP revision.
 
-Usage: python mcp1_revisions.py SERVER_PYTHON ARTIFACTS_DIR REVISION
+Usage: python mcp1_revisions.py SERVER_PYTHON ARTIFACTS_DIR REVISION   (stdio)
+       python mcp1_revisions.py URL REVISION                           (Streamable HTTP)
 The SDK asks for its latest revision; this asks for REVISION instead, which the
-server answers with and the SDK accepts. Then: list, a call with progress, a
+server answers with and the SDK accepts (over HTTP it then names it in
+MCP-Protocol-Version). Then: list, a call with progress, a
 cancelled call (notifications/cancelled, as the 1.x SDK does not send it), a
 big output read back as a resource. Prints one JSON object of what it saw, and
 what the SDK reported or logged at WARNING or above. Imports only the SDK.
@@ -22,7 +24,7 @@ from typing import Any
 import anyio
 import mcp.types
 from mcp import ClientSession
-from mcp1kit import Collect, give_up, session_to
+from mcp1kit import Collect, give_up, http_session_to, session_to
 
 
 async def script(session: ClientSession, report: dict[str, Any]) -> None:
@@ -48,20 +50,25 @@ async def script(session: ClientSession, report: dict[str, Any]) -> None:
     report["listed"] = uri in {str(resource.uri) for resource in listed.resources}
 
 
-async def main(server_python: str, artifacts: str, report: dict[str, Any]) -> None:
-    async with session_to(server_python, artifacts, report) as session:
+async def main(server: list[str], report: dict[str, Any]) -> None:
+    """`server`: a URL, or the server's Python and its artifacts folder."""
+    connected = (
+        http_session_to(server[0], report) if len(server) == 1 else session_to(*server, report)
+    )
+    async with connected as session:
         await script(session, report)
+        await session.send_ping()
 
 
 if __name__ == "__main__":
-    server_python, artifacts, revision = sys.argv[1:4]
+    *server, revision = sys.argv[1:]
     # What initialize asks for: read when it is sent.
     mcp.types.LATEST_PROTOCOL_VERSION = revision
     collect = Collect()
     logging.getLogger().addHandler(collect)
     report: dict[str, Any] = {"raised": None, "errors": []}
     try:
-        anyio.run(main, server_python, artifacts, report)
+        anyio.run(main, server, report)
     except BaseException as exc:
         report["raised"] = "".join(traceback.format_exception(exc))
     report["log"] = collect.lines

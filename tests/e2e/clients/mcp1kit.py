@@ -1,6 +1,7 @@
 """What the client scripts for the 1.x SDK share (imported by name from beside
 them, as they run by another Python that has only the SDK): a session to a
-bashrpc of its own, the SDK's log, and a call given up on."""
+bashrpc of its own or to a Streamable HTTP URL, the SDK's log, and a call given
+up on."""
 
 # Written for the 1.x SDK's API, which differs from the 2.x one mypy sees here.
 # mypy: ignore-errors
@@ -16,6 +17,11 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+try:
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError:  # its name before 1.2x
+    from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
 from mcp.types import CancelledNotification, CancelledNotificationParams, ClientNotification
 
 LONG_COMMAND = "echo started; sleep 60"
@@ -56,6 +62,23 @@ async def session_to(
         ):
             with anyio.fail_after(HANG_SECONDS):
                 yield session
+
+
+@asynccontextmanager
+async def http_session_to(url: str, report: dict[str, Any]) -> AsyncIterator[ClientSession]:
+    """A session (not yet initialized) over Streamable HTTP to `url`; the errors
+    the SDK reports go to `report["errors"]`."""
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, Exception):
+            report["errors"].append(str(message))
+
+    async with (
+        streamable_http_client(url) as (read, write, _session_id),
+        ClientSession(read, write, message_handler=on_message) as session,
+    ):
+        with anyio.fail_after(HANG_SECONDS):
+            yield session
 
 
 async def give_up(session: ClientSession, cancel: bool) -> None:

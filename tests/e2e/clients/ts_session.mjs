@@ -1,31 +1,53 @@
-// Run by node with the official TypeScript SDK, speaking one MCP revision.
+// Run by node with the official TypeScript SDK: one session at one MCP revision,
+// over stdio or Streamable HTTP.
 //
-// Usage: node ts_revisions.mjs SERVER_PYTHON ARTIFACTS_DIR REVISION
+// Usage: node ts_session.mjs SERVER_PYTHON ARTIFACTS_DIR REVISION   (stdio)
+//        node ts_session.mjs URL REVISION                           (Streamable HTTP)
 // The SDK asks for its latest revision; the initialize it sends is rewritten to
-// ask for REVISION, which the server answers with and the SDK accepts. Then:
-// list, a call with progress, a cancelled call, a big output read back as a
-// resource. Prints one JSON object of what it saw and what the SDK reported.
+// ask for REVISION, which the server answers with and the SDK accepts (over HTTP
+// it then names it in MCP-Protocol-Version). Then: list, a call with progress, a
+// call aborted once it runs (the SDK sends `notifications/cancelled`, and reports
+// a response to it through `onerror`: there must be none), another call, a big
+// output read back as a resource, a ping; over HTTP the session ends with DELETE.
+// Prints one JSON object of what it saw and what the SDK reported.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [serverPython, artifacts, revision] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const http = args[0].startsWith("http://");
+const revision = http ? args[1] : args[2];
 const report = { errors: [], raised: null };
-const transport = new StdioClientTransport({
-  command: serverPython,
-  args: ["-m", "bashrpc", "--artifacts-dir", artifacts],
-  env: { PATH: process.env.PATH, HOME: process.env.HOME },
-  stderr: "ignore",
-});
+const transport = http
+  ? new StreamableHTTPClientTransport(new URL(args[0]))
+  : new StdioClientTransport({
+      command: args[0],
+      args: ["-m", "bashrpc", "--artifacts-dir", args[1]],
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      stderr: "ignore",
+    });
 const send = transport.send.bind(transport);
 transport.send = (message, options) => {
   if (message.method === "initialize") message.params.protocolVersion = revision;
   return send(message, options);
 };
-const client = new Client({ name: "ts-revisions", version: "0" });
+// The revision the server answered with, read as the SDK receives it.
+let receive;
+Object.defineProperty(transport, "onmessage", {
+  get: () => receive,
+  set: (handler) => {
+    receive = (message, extra) => {
+      if (message.result?.protocolVersion) report.version = message.result.protocolVersion;
+      return handler?.(message, extra);
+    };
+  },
+});
+const client = new Client({ name: "ts-session", version: "0" });
 client.onerror = (error) => report.errors.push(String(error));
 
 try {
   await client.connect(transport);
+  report.icons = (client.getServerVersion().icons ?? []).length;
   report.tools = (await client.listTools()).tools.map((tool) => tool.name);
   // The SDK runs notification handlers a microtask later than it settles a
   // response: progress read in the same chunk as its call's response is reported
@@ -58,6 +80,8 @@ try {
   report.readLength = read.contents[0].text.length;
   const listed = await client.listResources();
   report.listed = listed.resources.some((resource) => resource.uri === uri);
+  await client.ping();
+  if (http) await transport.terminateSession();
   await client.close();
 } catch (error) {
   report.raised = String(error && error.stack ? error.stack : error);

@@ -1,0 +1,205 @@
+"""The floors latency and startup are measured against, in the same run: what
+this machine allows any server in Python that keeps a bash, with nothing of
+the server's own in them.
+
+- The relay floor (`latencyfloor.py`): a command's round trip through a bare
+  relay that keeps one bash, a line in and a status line back.
+- Bash's own fork and exec of `/bin/true`, timed inside one bash (`time` of a
+  loop): what `/bin/true` costs a persistent shell beyond its round trip.
+- Startup's parts: the interpreter (`python -c pass`), the interpreter with
+  the server's imports, and one bash start.
+"""
+
+from __future__ import annotations
+
+import compileall
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bashrpc.protocol.mcp import EmptyParams
+from bench.client import Caller, time_calls
+from bench.latencyfloor import READY
+from bench.rows import Row, percentile
+from bench.workbench import Sizes
+
+# Run as a file: it imports nothing of the server's, wherever the bench runs from.
+LATENCY_FLOOR = Path(__file__).with_name("latencyfloor.py")
+# The module `python -m bashrpc` starts in: importing it is the server's import cost.
+SERVER_MAIN = "bashrpc.server.cli.main"
+BARE_BASH = ("bash", "--noprofile", "--norc")
+
+
+def relay_latency(command: str, calls: int, warmup: int) -> list[float]:
+    """Seconds per round trip of `command` through the bare relay, `calls` of
+    them after `warmup` untimed ones."""
+    proc = subprocess.Popen(
+        [sys.executable, str(LATENCY_FLOOR)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    line = command.encode() + b"\n"
+    samples = []
+    try:
+        if proc.stdout.readline() != READY:
+            raise RuntimeError("the latency floor did not start")
+        for i in range(warmup + calls):
+            started = time.perf_counter()
+            proc.stdin.write(line)
+            proc.stdin.flush()
+            if proc.stdout.readline() != b"0\n":
+                raise RuntimeError(f"the latency floor's `{command}` failed")
+            if i >= warmup:
+                samples.append(time.perf_counter() - started)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+        proc.stdout.close()
+    return samples
+
+
+def bash_fork_exec_seconds(loops: int) -> float:
+    """Seconds per `/bin/true` run by a bash's own fork and exec, from `time`
+    of a loop of them inside one bash (its start not counted)."""
+    script = f"TIMEFORMAT=%R; time for ((i = 0; i < {loops}; i++)); do /bin/true; done"
+    proc = subprocess.run([*BARE_BASH, "-c", script], capture_output=True, text=True, check=True)
+    return float(proc.stderr.strip().splitlines()[-1]) / loops
+
+
+def start_seconds(argv: list[str]) -> float:
+    """Seconds from spawning `argv` to its exit."""
+    started = time.perf_counter()
+    subprocess.run(argv, check=True)
+    return time.perf_counter() - started
+
+
+def compile_server() -> None:
+    """Byte-compile the server's modules, as an install does: with
+    PYTHONDONTWRITEBYTECODE set (or a fresh checkout), every start would
+    otherwise compile them all, and startup would measure the compiler."""
+    for name in ("bashrpc", "bashrpc.server", "bashrpc.protocol"):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.submodule_search_locations is not None
+        for location in spec.submodule_search_locations:
+            compileall.compile_dir(location, quiet=1)
+
+
+def startup_floors() -> dict[str, float]:
+    """One run of each startup floor, in seconds."""
+    return {
+        "interpreter": start_seconds([sys.executable, "-c", "pass"]),
+        "imports": start_seconds([sys.executable, "-c", f"import {SERVER_MAIN}"]),
+        "bash": start_seconds([*BARE_BASH, "-c", "true"]),
+    }
+
+
+class LatencyFloors:
+    """The latency rows measured against the floors, one value per repetition."""
+
+    def __init__(self) -> None:
+        self.relay_true = Row("latency", "floor: bare relay `true` p50", "ms")
+        self.relay_fork = Row("latency", "floor: bare relay `/bin/true` p50", "ms")
+        self.fork_exec = Row("latency", "floor: bash's own fork+exec of `/bin/true`", "ms")
+        self.ping = Row("latency", "floor: server `ping` p50 (its hop, no shell)", "ms")
+        self.true_ratio = Row(
+            "latency",
+            "bash `true` / relay floor (p50)",
+            "×",
+            target="≤ 1.5",
+            check=lambda v: v <= 1.5,
+        )
+        self.true_above = Row("latency", "bash `true` p50 minus (relay floor + `ping`)", "ms")
+        self.fork_above = Row(
+            "latency",
+            "bash `/bin/true` p50 minus (relay floor + fork+exec)",
+            "ms",
+            target="≤ 0.15",
+            check=lambda v: v <= 0.15,
+        )
+
+    def measure(self, sizes: Sizes, server: Caller) -> None:
+        """One repetition of the floors; `server` is asked for its `ping`."""
+        calls, warmup = sizes.latency_calls, sizes.warmup_calls
+        for row, command in ((self.relay_true, "true"), (self.relay_fork, "/bin/true")):
+            row.values.append(percentile(relay_latency(command, calls, warmup), 0.5) * 1e3)
+        self.fork_exec.values.append(bash_fork_exec_seconds(sizes.fork_loops) * 1e3)
+        time_calls(server, "ping", EmptyParams(), warmup)
+        pings = time_calls(server, "ping", EmptyParams(), calls)
+        self.ping.values.append(percentile(pings, 0.5) * 1e3)
+
+    def compare(self, true_p50: float, fork_p50: float) -> None:
+        """The server's p50s of this repetition against its floors."""
+        relay = self.relay_true.values[-1]
+        self.true_ratio.values.append(true_p50 / relay)
+        self.true_above.values.append(true_p50 - relay - self.ping.values[-1])
+        self.fork_above.values.append(fork_p50 - relay - self.fork_exec.values[-1])
+
+    def rows(self) -> list[Row]:
+        return [
+            self.relay_true,
+            self.relay_fork,
+            self.fork_exec,
+            self.ping,
+            self.true_ratio,
+            self.true_above,
+            self.fork_above,
+        ]
+
+
+# Startup's target: this, or 1.3× its floor where the floor itself is above 75 ms.
+STARTUP_TARGET_MS = 100.0
+STARTUP_FLOOR_RATIO = 1.3
+STARTUP_HIGH_FLOOR_MS = 75.0
+
+
+class StartupFloors:
+    """Startup split into the interpreter, the server's imports and the rest,
+    each floor run beside each start."""
+
+    def __init__(self) -> None:
+        self.interpreter = Row("startup", "floor: `python -c pass`", "ms")
+        self.imports = Row("startup", f"floor: `python -c 'import {SERVER_MAIN}'`", "ms")
+        self.bash = Row("startup", "floor: one `bash` start", "ms")
+        self.floor = Row("startup", "floor: interpreter + one `bash` start", "ms")
+        self.import_cost = Row("startup", "imports (import floor minus `python -c pass`)", "ms")
+        self.rest = Row("startup", "the rest (startup minus import floor minus `bash`)", "ms")
+        self.ratio = Row("startup", "startup (empty HOME) / floor", "×")
+
+    def targeted(self, row: Row) -> Row:
+        """`row`, the start to the first result, with its target against this floor."""
+        row.target = (
+            f"≤ {STARTUP_TARGET_MS:g}, or ≤ {STARTUP_FLOOR_RATIO}× a floor"
+            f" above {STARTUP_HIGH_FLOOR_MS:g}"
+        )
+        row.check = self._meets
+        return row
+
+    def measure(self, startup_ms: float) -> None:
+        """One run of each floor, beside one start that took `startup_ms`."""
+        floors = {name: seconds * 1e3 for name, seconds in startup_floors().items()}
+        self.interpreter.values.append(floors["interpreter"])
+        self.imports.values.append(floors["imports"])
+        self.bash.values.append(floors["bash"])
+        floor = floors["interpreter"] + floors["bash"]
+        self.floor.values.append(floor)
+        self.import_cost.values.append(floors["imports"] - floors["interpreter"])
+        self.rest.values.append(startup_ms - floors["imports"] - floors["bash"])
+        self.ratio.values.append(startup_ms / floor)
+
+    def _meets(self, startup_ms: float) -> bool:
+        floor = self.floor.median
+        if floor > STARTUP_HIGH_FLOOR_MS:
+            return startup_ms <= STARTUP_FLOOR_RATIO * floor
+        return startup_ms <= STARTUP_TARGET_MS
+
+    def rows(self) -> list[Row]:
+        return [
+            self.interpreter,
+            self.imports,
+            self.bash,
+            self.floor,
+            self.import_cost,
+            self.rest,
+            self.ratio,
+        ]

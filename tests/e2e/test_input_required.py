@@ -1,0 +1,170 @@
+"""MCP 2026-07-28's `input_required` for a tool call whose command waits for input,
+in-process over the in-memory transport with real programs on a real terminal:
+the user is asked through the client, the call sent again with the answer goes
+on; the `requestState` is sealed, and a forged, replayed or foreign one refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bashrpc.protocol import messages
+from bashrpc.protocol.errors import ErrorCode
+from bashrpc.protocol.mcp import (
+    BASH_TOOL,
+    BashOverrides,
+    ConnectionSettings,
+    HostOptions,
+    UiSize,
+)
+from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.server.services.tool.inputrequired import ANSWER_FIELD, INPUT_KEY
+from tests.daemon import DaemonProcess
+from tests.e2e.test_mcp_modern import meta
+from tests.e2e.test_mcp_revisions import wire
+from tests.inprocess import InProcessServer
+from tests.inputcases import BOUND_SECONDS, on_a_terminal
+from tests.rpc import RpcClient
+
+pytestmark = pytest.mark.slow
+
+ASKS: dict[str, Any] = {"elicitation": {}}
+GREETER = 'python3 -c \'print("Hello", input("Name: "))\''
+
+
+def _params(command: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 `tools/call` of bash, its client able to ask its user."""
+    params = {
+        "name": BASH_TOOL,
+        "arguments": {"command": command},
+        "_meta": meta(capabilities=ASKS),
+    }
+    return {**params, **extra}
+
+
+def _call(server: RpcClient, command: str, **extra: Any) -> Any:
+    return wire(server.call_raw("tools/call", _params(command, extra), BOUND_SECONDS))
+
+
+def _answer(text: str, action: str = "accept") -> dict[str, Any]:
+    return {INPUT_KEY: {"result": {"action": action, "content": {ANSWER_FIELD: text}}}}
+
+
+def _refused(server: RpcClient, command: str, **extra: Any) -> str:
+    error = server.error_raw("tools/call", _params(command, extra), BOUND_SECONDS)
+    assert error.code == ErrorCode.INVALID_PARAMS, error
+    assert isinstance(error.data, str)
+    return error.data
+
+
+@pytest.fixture
+def asked(server: InProcessServer) -> InProcessServer:
+    """A host with a UI runs tool calls on a terminal, where a command may wait."""
+    on_a_terminal(server)
+    return server
+
+
+def test_the_user_is_asked_and_the_call_goes_on_with_the_answer(asked: InProcessServer) -> None:
+    first = _call(asked, GREETER)
+    assert first["resultType"] == "input_required"
+    (request,) = first["inputRequests"].values()
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["mode"] == "form"
+    assert '"Name:"' in request["params"]["message"]
+    schema = request["params"]["requestedSchema"]
+    assert schema["required"] == [ANSWER_FIELD]
+    assert schema["properties"][ANSWER_FIELD]["type"] == "string"
+    state = first["requestState"]
+    done = _call(asked, GREETER, inputResponses=_answer("Ada"), requestState=state)
+    assert done["resultType"] == "complete"
+    text = done["content"][0]["text"]
+    assert "Hello Ada" in text and "exited with code 0" in text, text
+    # Taken once: the same state again is a replay.
+    replay = _refused(asked, GREETER, inputResponses=_answer("Eve"), requestState=state)
+    assert replay == messages.REQUEST_STATE_REPLAYED
+
+
+def test_each_prompt_is_asked_in_turn(asked: InProcessServer) -> None:
+    command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
+    first = _call(asked, command)
+    second = _call(
+        asked, command, inputResponses=_answer("one"), requestState=first["requestState"]
+    )
+    assert second["resultType"] == "input_required", second
+    assert '"Second:"' in second["inputRequests"][INPUT_KEY]["params"]["message"]
+    assert second["requestState"] != first["requestState"]
+    done = _call(asked, command, inputResponses=_answer("two"), requestState=second["requestState"])
+    assert "got one two" in done["content"][0]["text"]
+
+
+def test_a_forged_or_foreign_state_is_refused(asked: InProcessServer) -> None:
+    first = _call(asked, GREETER)
+    state = first["requestState"]
+    body, _, mac = state.partition(".")
+    flipped = mac[:-2] + ("A" if mac[-2] != "A" else "B") + mac[-1]
+    for forged in (f"{body}.{flipped}", "not-a-state", f"{body[:-1]}.{mac}", ""):
+        refused = _refused(asked, GREETER, inputResponses=_answer("x"), requestState=forged)
+        assert refused == messages.REQUEST_STATE_FORGED, forged
+    # Another call's arguments: the state is tied to the call it answers.
+    other = _refused(asked, "echo other", inputResponses=_answer("x"), requestState=state)
+    assert other == messages.REQUEST_STATE_OTHER_CALL
+    # Refusals took nothing: the right call still goes on.
+    done = _call(asked, GREETER, inputResponses=_answer("Ada"), requestState=state)
+    assert "Hello Ada" in done["content"][0]["text"]
+
+
+def test_a_declined_answer_stops_the_command(asked: InProcessServer) -> None:
+    first = _call(asked, GREETER)
+    state = first["requestState"]
+    done = _call(asked, GREETER, inputResponses=_answer("", "decline"), requestState=state)
+    assert done["resultType"] == "complete" and done["isError"] is True
+    assert messages.INPUT_DECLINED.format(terminal_id="term-1") in done["content"][0]["text"]
+
+
+def test_a_secret_prompt_is_never_put_in_a_form(asked: InProcessServer) -> None:
+    done = _call(asked, "read -s -p 'Password: ' p; echo \"${#p}\"")
+    assert done["resultType"] == "complete"
+    notice = messages.TOOL_WAITS_FOR_SECRET.format(prompt='"Password:"', terminal_id="term-1")
+    assert done["content"][0]["text"].endswith(notice)
+
+
+def test_a_client_that_cannot_ask_gets_the_text(asked: InProcessServer) -> None:
+    params = {"name": BASH_TOOL, "arguments": {"command": GREETER}, "_meta": meta()}
+    done = wire(asked.call_raw("tools/call", params, BOUND_SECONDS))
+    assert done["resultType"] == "complete"
+    notice = messages.TOOL_WAITS_FOR_INPUT.format(prompt='"Name:"', terminal_id="term-1")
+    assert done["content"][0]["text"].endswith(notice)
+
+
+def test_an_answer_outside_the_modern_era_is_refused(asked: InProcessServer) -> None:
+    params = {"name": BASH_TOOL, "arguments": {"command": "true"}, "requestState": "x"}
+    error = asked.error_raw("tools/call", params)
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.data == messages.REQUEST_STATE_UNEXPECTED
+
+
+def _on_a_terminal_as(client: RpcClient, client_id: str) -> None:
+    """A daemon's client named `client_id`, whose tool calls run on a terminal."""
+    host = HostOptions(
+        client_id=client_id,
+        ui=UiSize(cols=100, rows=30),
+        settings=ConnectionSettings(bash=BashOverrides(virtual_terminal="on")),
+    )
+    client.result("initialize", initialize_params(host))
+
+
+def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) -> None:
+    """One key for the daemon, each state bound to the client it was made for."""
+    ada, eve = daemon.connect(), daemon.connect()
+    try:
+        _on_a_terminal_as(ada, "ada")
+        _on_a_terminal_as(eve, "eve")
+        state = _call(ada, GREETER)["requestState"]
+        taken = _refused(eve, GREETER, inputResponses=_answer("Eve"), requestState=state)
+        assert taken == messages.REQUEST_STATE_OTHER_TENANT
+        done = _call(ada, GREETER, inputResponses=_answer("Ada"), requestState=state)
+        assert "Hello Ada" in done["content"][0]["text"]
+    finally:
+        ada.close()
+        eve.close()
