@@ -74,6 +74,7 @@ class SecretTable:
             literal[:cut] for literal in literals for cut in range(1, len(literal))
         )
         self._alphabet = bytes(sorted({byte for literal in literals for byte in literal}))
+        self._secret_bytes = frozenset(self._alphabet)
         self._longest_prefix = max(longest - 1, 0)
         self.max_hold = max(
             [self._longest_prefix, *(token.max_len for token in formats)], default=0
@@ -124,6 +125,9 @@ class SecretTable:
 
     def _held_suffix(self, data: bytes) -> int:
         """The longest suffix that begins a value's form or an anchor."""
+        if not data or data[-1] not in self._secret_bytes:
+            # The common read ends in a byte no secret has (a line feed).
+            return 0
         edge = data[-self._longest_prefix :] if self._longest_prefix else b""
         run = len(edge) - len(edge.rstrip(self._alphabet))
         prefixes = self._prefixes
@@ -197,16 +201,14 @@ class Redactor:
         # How much of the carry a stream already has (`release`): it is still
         # carried, for the kept copy and for what the next read completes.
         self._released = 0
+        # Bytes held back from the stream (and not `release`d): kept as it changes,
+        # since a pipeline asks after every read.
+        self.held = 0
         # The last bytes let go, for the formats' look-behind (`_START`).
         self._behind = b""
         self.counts: Counter[str] = Counter()
         # Line feeds inside what was redacted (a private key's lines), for line counts.
         self.lines_removed = 0
-
-    @property
-    def held(self) -> int:
-        """Bytes held back from the stream (and not `release`d)."""
-        return len(self._carry) - self._released
 
     def feed(self, data: bytes) -> bytes:
         """The bytes let go, split-safe: what a kept copy (a result, an artifact) takes."""
@@ -224,17 +226,21 @@ class Redactor:
         hits, held = table.quiet(data)
         if held is None:
             return self._run(data, False, hits)
-        if not held and not self._released:
-            # The common read: nothing found, nothing held, nothing released.
-            self._carry = b""
-            self._behind = (
-                data[-_BEHIND:] if len(data) >= _BEHIND else (self._behind + data)[-_BEHIND:]
-            )
-            return data, data
         # Nothing found: all but the end that may begin a secret goes on, uncopied.
         edge = len(data) - held
         kept = data[:edge] if held else data
-        return kept, self._let_go(data, edge, kept)
+        if self._released:
+            return kept, self._let_go(data, edge, kept)
+        # The common read, `_let_go` inline: nothing released, the stream takes
+        # what the kept copy does.
+        self._carry = data[edge:] if held else b""
+        self.held = held
+        self._behind = (
+            data[edge - _BEHIND : edge]
+            if edge >= _BEHIND
+            else (self._behind + data[:edge])[-_BEHIND:]
+        )
+        return kept, kept
 
     def finish(self) -> bytes:
         return self.finish_both()[0]
@@ -255,6 +261,7 @@ class Redactor:
         spans = _merge(self._table.spans(data, True, self._behind)[0])
         out = self._render(data, spans, self._released, len(data), count=False)
         self._released = len(data)
+        self.held = 0
         return out
 
     def _let_go(self, data: bytes, edge: int, kept: bytes) -> bytes:
@@ -266,6 +273,7 @@ class Redactor:
             else (self._behind + data[:edge])[-_BEHIND:]
         )
         released, self._released = self._released, max(self._released - edge, 0)
+        self.held = len(self._carry) - self._released
         if not released:
             return kept
         return data[released:edge] if edge > released else b""

@@ -77,7 +77,7 @@ class OutputSink:
         self._sanitizer = Sanitizer()
         # After the sanitizer, so a secret an escape sequence cuts in two is whole
         # again; before everything else, so nothing the sink gives or keeps has one.
-        self._redactor = redactor
+        self.redactor = redactor
         self._folder = CarriageReturnFolder()
         self._tail: bytes | bytearray = bytearray()
         self._spill: Spill | None = None
@@ -93,29 +93,24 @@ class OutputSink:
         """Take raw output; return it sanitized (UTF-8) for streaming, its CRs as the
         command printed them (what is kept folds them instead)."""
         clean = streamed = self._sanitizer.feed(data)
-        if self._redactor is not None:
-            clean, streamed = self._redactor.feed_both(clean)
+        if self.redactor is not None:
+            clean, streamed = self.redactor.feed_both(clean)
         if clean:
             kept = self._folder.feed(clean)
             if kept:
                 self._append(kept)
         return streamed
 
-    @property
-    def held(self) -> int:
-        """Bytes the redactor holds back from the stream (they may begin a secret)."""
-        return 0 if self._redactor is None else self._redactor.held
-
     def release(self) -> bytes:
         """What the stream was held back, for a command gone quiet (the kept copy
         still waits for the next read: `Redactor.release`)."""
-        return b"" if self._redactor is None else self._redactor.release()
+        return b"" if self.redactor is None else self.redactor.release()
 
     def finish(self) -> bytes:
         clean = streamed = self._sanitizer.finish()
-        if self._redactor is not None:
-            clean, streamed = self._redactor.feed_both(clean)
-            rest, streamed_rest = self._redactor.finish_both()
+        if self.redactor is not None:
+            clean, streamed = self.redactor.feed_both(clean)
+            rest, streamed_rest = self.redactor.finish_both()
             clean, streamed = clean + rest, streamed + streamed_rest
         kept = self._folder.feed(clean) + self._folder.finish()
         if kept:
@@ -161,8 +156,8 @@ class OutputSink:
             # Folding keeps every LF (a redraw starts over only the line it is in),
             # so the kept text has as many as the sanitizer passed on.
             newlines = self._sanitizer.newlines
-            if self._redactor is not None:
-                newlines -= self._redactor.lines_removed
+            if self.redactor is not None:
+                newlines -= self.redactor.lines_removed
             total_lines = newlines + (0 if self._ends_with_newline else 1)
         text = kept.decode("utf-8", "replace")
         truncated = self.truncated
@@ -180,5 +175,5 @@ class OutputSink:
             total_lines=total_lines,
             output_bytes=len(kept),
             output_lines=count_lines(kept),
-            redactions={} if self._redactor is None else dict(self._redactor.counts),
+            redactions={} if self.redactor is None else dict(self.redactor.counts),
         )

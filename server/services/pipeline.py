@@ -45,7 +45,6 @@ class Pipeline:
         self._releaser = False
 
     def feed(self, data: bytes) -> None:
-        self._feeds += 1
         if self._folder is not None:
             if self._raw is None:
                 self._raw_out(data)
@@ -53,11 +52,20 @@ class Pipeline:
                 self._raw_out(self._raw.feed_both(data)[1])
             data = self._folder.feed(data)
         self._text(self.sink.feed(data))
-        if self._group is not None and self._held():
-            if not self._releaser:
-                self._releaser = True
-                self._group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
-            self._holds.fire()
+        if self._group is not None:
+            self._feeds += 1
+            # `_held`, inline: this runs for every read of a flood.
+            text, raw = self.sink.redactor, self._raw
+            if (text is not None and text.held) or (raw is not None and raw.held):
+                self._hold()
+
+    def _hold(self) -> None:
+        """Something is held: the releasing task (started now, the first time) wakes."""
+        assert self._group is not None
+        if not self._releaser:
+            self._releaser = True
+            self._group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
+        self._holds.fire()
 
     def feed_text(self, data: bytes) -> None:
         """A message of the server's own, as text only (never as terminal bytes)."""
@@ -79,7 +87,9 @@ class Pipeline:
                 group.cancel_scope.cancel()
 
     def _held(self) -> bool:
-        return bool(self.sink.held or (self._raw is not None and self._raw.held))
+        """Whether either redactor holds bytes back from its stream."""
+        text, raw = self.sink.redactor, self._raw
+        return bool((text is not None and text.held) or (raw is not None and raw.held))
 
     async def _release(self, interval: float) -> None:
         """Held bytes go after `interval` without a read: a quiet command's last words

@@ -1,71 +1,100 @@
-"""The server's side of a sandbox's listener handoff trusts nothing it receives;
-a gateway's record of refusals; the tests' resolver mapping."""
+"""A sandbox's listener, made in it from outside before its command runs; what
+the server reads from bwrap, trusted no further than it must be; a gateway's
+record of refusals; the tests' resolver mapping."""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
 import os
-import socket
+import subprocess
+from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from bashrpc.server.runtime.network import handoff
 from bashrpc.server.runtime.network.gateway import Gateway, find
 from bashrpc.server.runtime.network.proxy import Record
 from bashrpc.server.runtime.network.resolver import MappedResolver, SystemResolver
+from bashrpc.server.runtime.sandbox import bwrap
 from bashrpc.server.runtime.seam.egress import Egress
+from tests.sandboxing import skip_without_sandbox
 
 
-def _handed(data: bytes, *fds: int) -> handoff.Listener | None:
-    ends = handoff.pair()
-    inside = socket.socket(fileno=ends.inside)
-    with inside:
-        socket.send_fds(inside, [data], list(fds))
-        return anyio.run(handoff.receive, ends.outside)
+def _received(info: bytes) -> tuple[handoff.Listener | None, bytes]:
+    """What the server makes of `info` from a sandbox's bwrap, and what bwrap's
+    wait then reads (b"G": let go; b"": its pipe closed, let go as well)."""
+    ends = handoff.ends()
+    info_write, block_read = ends.inside
+    with os.fdopen(info_write, "wb") as written:
+        written.write(info)
+    try:
+        got = anyio.run(handoff.receive, ends)
+        return got, os.read(block_read, 1)
+    finally:
+        os.close(block_read)
 
 
-def test_a_listening_tcp_socket_is_taken_with_a_pidfd_of_its_sender() -> None:
-    with socket.create_server(("127.0.0.1", 0)) as server:
-        got = _handed(b"L", server.fileno())
-        assert got is not None
-        try:
-            assert got.sock.getsockname() == server.getsockname()
-            assert got.pidfd >= 0
-        finally:
-            got.close()
+def test_a_process_in_the_servers_own_network_is_no_sandbox() -> None:
+    """Were bwrap's word ever another's, a listener in the host's network would take
+    the host's connections as a sandbox's."""
+    got, word = _received(f'{{"child-pid": {os.getpid()}}}'.encode())
+    assert got is None and word == b"G"
 
 
-@pytest.mark.parametrize("kind", ["unix", "connected", "udp", "two", "none", "word"])
-def test_anything_else_is_refused(kind: str) -> None:
-    with (
-        socket.create_server(("127.0.0.1", 0)) as listening,
-        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
-    ):
-        left, right = socket.socketpair()
-        unbound = socket.socket()
-        fds = {
-            "unix": (left.fileno(),),
-            "connected": (unbound.fileno(),),
-            "udp": (udp.fileno(),),
-            "two": (listening.fileno(), listening.fileno()),
-            "none": (),
-            "word": (listening.fileno(),),
-        }[kind]
-        try:
-            assert _handed(b"X" if kind == "word" else b"L", *fds) is None
-        finally:
-            for sock in (left, right, unbound):
-                sock.close()
-    # Nothing received was left open.
+@pytest.mark.parametrize(
+    "info",
+    [
+        b"",
+        b"not json",
+        b'{"child-pid": "12"}',
+        b'{"pid": 1}',
+        b"{" + b" " * handoff.INFO_MAX_BYTES,
+        # No process at all.
+        b'{"child-pid": 2147483647}',
+    ],
+)
+def test_info_that_names_no_sandbox_gives_no_listener_and_lets_it_go(info: bytes) -> None:
+    got, word = _received(info)
+    assert got is None and word in (b"G", b"")
+    # Nothing was left open.
     assert len(os.listdir("/proc/self/fd")) < 64
 
 
-def test_a_sandbox_that_hands_nothing_out_gives_no_listener() -> None:
-    ends = handoff.pair()
-    os.close(ends.inside)
-    assert anyio.run(handoff.receive, ends.outside) is None
+def test_a_listener_is_made_in_the_sandbox_before_its_command_runs(tmp_path: Path) -> None:
+    """Real bwrap: the command's first connection to the proxy's port is accepted
+    by the server, and its environment points at it."""
+    skip_without_sandbox()
+    path, _ = bwrap.probe()
+    assert path is not None
+    ends = handoff.ends()
+    check = (
+        "import os, socket; print(os.environ['https_proxy']);"
+        " print(socket.create_connection(('127.0.0.1', 3128)).recv(5).decode())"
+    )
+    argv = [path, "--die-with-parent", "--unshare-pid", "--unshare-net"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += [*handoff.bwrap_args(ends), "--", "/usr/bin/python3", "-c", check]
+    sandbox = subprocess.Popen(argv, stdout=subprocess.PIPE, pass_fds=ends.inside)
+    for fd in ends.inside:
+        os.close(fd)
+
+    async def serve() -> None:
+        listener = await handoff.receive(ends)
+        assert listener is not None
+        try:
+            listener.sock.setblocking(True)
+            accepted, _ = await anyio.to_thread.run_sync(listener.sock.accept)
+            with accepted:
+                accepted.sendall(b"hello")
+        finally:
+            listener.close()
+
+    anyio.run(serve)
+    out, _ = sandbox.communicate(timeout=60)
+    assert out.decode().splitlines() == [handoff.PROXY_URL, "hello"]
 
 
 def _record(host: str, port: int, allowed: bool, reason: str) -> Record:

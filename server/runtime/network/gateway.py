@@ -55,26 +55,26 @@ class Gateway:
         )
         self.count = 0
         self._on_record = on_record
-        self._send, self._receive = anyio.create_memory_object_stream[socket.socket](math.inf)
+        self._send, self._receive = anyio.create_memory_object_stream[handoff.Ends](math.inf)
         self._scope = anyio.CancelScope()
         # Found from now on, before `run` starts: a sandbox started meanwhile waits
         # in the stream, rather than going without a way out.
         _gateways[self.key] = self
 
-    def attach(self, outside: socket.socket) -> None:
-        """A sandbox started for this gateway: its end of the handoff."""
+    def attach(self, ends: handoff.Ends) -> None:
+        """A sandbox started for this gateway: the server's ends of its handoff."""
         try:
-            self._send.send_nowait(outside)
+            self._send.send_nowait(ends)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            outside.close()
+            ends.close()
 
     async def run(self) -> None:
         """Serve every sandbox attached, until `close`."""
         try:
             with self._scope:
                 async with anyio.create_task_group() as group:
-                    async for outside in self._receive:
-                        group.start_soon(self._sandbox, outside)
+                    async for ends in self._receive:
+                        group.start_soon(self._sandbox, ends)
         finally:
             _gateways.pop(self.key, None)
             self._send.close()
@@ -104,10 +104,10 @@ class Gateway:
                 first.setdefault(host, port)
         return [f"{host}:{port}" for host, port in first.items()]
 
-    async def _sandbox(self, outside: socket.socket) -> None:
-        listener = await handoff.receive(outside)
+    async def _sandbox(self, ends: handoff.Ends) -> None:
+        listener = await handoff.receive(ends)
         if listener is None:
-            _log.warning("a sandbox handed out no proxy listener: it has no network")
+            _log.warning("no proxy listener could be made in a sandbox: it has no network")
             return
         try:
             async with anyio.create_task_group() as group:

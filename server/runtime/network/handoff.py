@@ -1,31 +1,34 @@
-"""How a sandbox's listener reaches the proxy: made inside, handed out.
+"""How a sandbox's listener reaches the proxy: made in its namespace from outside.
 
-The sandbox has a network namespace of its own with loopback alone. Before its
-command runs, a small program in it (this module's `HELPER`, run by the host's
-Python, under the same seccomp filter as the command) binds 127.0.0.1:PORT
-there, sends that listening socket out over a socket pair the server made (no
-unix socket is made inside, which the filter refuses anyway), waits for the
-server's word, closes its end, and execs the command. The server accepts on the
-listener from outside: every connection a command makes to the proxy's port is
-accepted by the server itself, with no relay and no way to reach another
-session's proxy (each listener lives in its own sandbox's namespace).
+The sandbox has a network namespace of its own with loopback alone. bwrap is
+asked to say its sandbox's pid (`--info-fd`) and to wait, its sandbox set up,
+before it runs the command (`--block-fd`). Meanwhile a child forked from the
+server joins that sandbox's network namespace (and its user namespace, where
+bwrap made one) by pidfd, binds 127.0.0.1:PORT there, sends the listening
+socket back and exits; then the sandbox is let go. No program starts inside for
+it (a Python start per sandbox cost some 20-45 ms; the fork costs 2-5), nothing
+inside runs before the listener exists, and the server accepts on it from
+outside: every connection a command makes to the proxy's port is accepted by
+the server itself, with no relay and no way to reach another session's proxy.
 
-The server trusts nothing it receives: the descriptor must be a listening TCP
-socket, and the sender's pid (the kernel's, from SCM_CREDENTIALS) gives a
-pidfd, so the listener is dropped when the sandbox's command ends.
+What the server reads from bwrap is bwrap's own (no command has run yet); the
+listener is checked all the same, and dropped when the sandbox's init ends (a
+pidfd). A sandbox whose listener cannot be made runs with no way out at all.
 """
 
 from __future__ import annotations
 
 import array
+import contextlib
+import ctypes
 import functools
 import os
-import pathlib
+import signal
 import socket
-import stat
-import sys
+from collections.abc import Callable
 
 import anyio
+import anyio.to_thread
 import msgspec
 
 # The proxy's address in every sandbox with an allowlist (their namespaces are
@@ -35,33 +38,15 @@ PROXY_PORT = 3128
 PROXY_URL = f"http://{PROXY_HOST}:{PROXY_PORT}"
 SOCKS_URL = f"socks5h://{PROXY_HOST}:{PROXY_PORT}"
 BACKLOG = 128
-# How long a sandbox may take to hand its listener out.
+# How long a sandbox may take to say its pid, and the listener to be made.
 HANDOFF_SECONDS = 30.0
 NO_PROXY = "localhost,127.0.0.1,::1"
-# Where a system's own Python is, should the server's be out of the user's reach.
-SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
-
-# Only `_socket` is imported (`socket` would cost its start some 6 ms more): the
-# helper runs before every sandboxed shell, PTY command and job.
-HELPER = """\
-import os, sys, _socket as S
-os.environ.update(%(environment)r)
-fd, port, backlog = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-s = S.socket(S.AF_INET, S.SOCK_STREAM)
-s.bind(("127.0.0.1", port))
-s.listen(backlog)
-c = S.socket(fileno=fd)
-c.sendmsg([b"L"], [(S.SOL_SOCKET, S.SCM_RIGHTS, s.fileno().to_bytes(4, sys.byteorder))])
-if c.recv(1) != b"G":
-    sys.exit(125)
-c.close()
-s.close()
-os.execvp(sys.argv[4], sys.argv[4:])
-"""
-
-
-def _helper() -> str:
-    return HELPER % {"environment": dict(environment())}
+# bwrap's info is a small JSON object; more is not bwrap's.
+INFO_MAX_BYTES = 4096
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+# A listener may be bound before the sandbox's loopback is up.
+_IP_FREEBIND = getattr(socket, "IP_FREEBIND", 15)
 
 
 def environment() -> list[tuple[str, str]]:
@@ -85,51 +70,41 @@ def environment() -> list[tuple[str, str]]:
     return pairs
 
 
-class Pair(msgspec.Struct):
-    """The two ends of one handoff: the sandbox's (passed to bwrap) and ours."""
+class Ends(msgspec.Struct):
+    """The two pipes of one handoff: bwrap's ends (`inside`, passed to it: where it
+    writes its info, where it waits) and the server's (`info`, `release`)."""
 
-    inside: int
-    outside: socket.socket
+    inside: tuple[int, int]
+    info: int
+    release: int
 
-
-def pair() -> Pair:
-    outside, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    outside.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    inside.set_inheritable(True)
-    return Pair(inside.detach(), outside)
-
-
-def helper_argv(inside: int, command: list[str]) -> list[str]:
-    """`command`, preceded by the helper that hands the listener out."""
-    helper = [interpreter(), "-I", "-S", "-c", _helper()]
-    return [*helper, str(inside), str(PROXY_PORT), str(BACKLOG), *command]
+    def close(self) -> None:
+        """The server's ends: a sandbox still waiting is let go, with no way out."""
+        for fd in (self.info, self.release):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
-@functools.cache
-def interpreter() -> str:
-    """A Python 3 the sandbox's user can run (the helper needs only `_socket`): the
-    server's own, unless a directory on its way is closed to them (as a
-    root-only pyenv's is to uid 65534), then the system's."""
-    for candidate in (sys.executable, *SYSTEM_PYTHONS):
-        if _reachable(os.path.realpath(candidate)):
-            return candidate
-    return sys.executable
+def ends() -> Ends:
+    info_read, info_write = os.pipe2(os.O_CLOEXEC)
+    block_read, block_write = os.pipe2(os.O_CLOEXEC)
+    os.set_inheritable(info_write, True)
+    os.set_inheritable(block_read, True)
+    return Ends((info_write, block_read), info_read, block_write)
 
 
-def _reachable(path: str) -> bool:
-    uid = os.geteuid()
-    try:
-        steps = [path, *(str(p) for p in pathlib.PurePath(path).parents)]
-        return all(
-            (found := os.stat(step)).st_uid == uid or bool(found.st_mode & stat.S_IXOTH)
-            for step in steps
-        )
-    except OSError:
-        return False
+def bwrap_args(handoff: Ends) -> list[str]:
+    """bwrap's options for a sandbox whose listener is made from outside: its
+    info, its wait, and the variables that point at the proxy."""
+    info, block = handoff.inside
+    args = ["--info-fd", str(info), "--block-fd", str(block)]
+    for name, value in environment():
+        args += ["--setenv", name, value]
+    return args
 
 
 class Listener(msgspec.Struct):
-    """A sandbox's listening socket, and a pidfd of the process that made it."""
+    """A sandbox's listening socket, and a pidfd of the sandbox's init."""
 
     sock: socket.socket
     pidfd: int
@@ -139,46 +114,123 @@ class Listener(msgspec.Struct):
         os.close(self.pidfd)
 
 
-async def receive(outside: socket.socket) -> Listener | None:
-    """The listener a sandbox hands out, checked; None if it sends none in time or
-    anything else (the sandbox then has no way out at all)."""
-    outside.setblocking(False)
-    with outside, anyio.move_on_after(HANDOFF_SECONDS):
-        await anyio.wait_readable(outside)
-        return _accept_handoff(outside)
+class _Info(msgspec.Struct):
+    child_pid: int = msgspec.field(name="child-pid")
+
+
+async def receive(handoff: Ends) -> Listener | None:
+    """The sandbox's listener, made in its namespaces, then the sandbox let go;
+    None if bwrap says no pid in time or the listener cannot be made (the
+    sandbox then has no way out at all)."""
+    try:
+        with anyio.move_on_after(HANDOFF_SECONDS):
+            pid = await _child_pid(handoff.info)
+            if pid is not None:
+                return await anyio.to_thread.run_sync(_listener_of, pid, abandon_on_cancel=True)
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(handoff.release, b"G")
+        handoff.close()
+
+
+async def _child_pid(fd: int) -> int | None:
+    """The sandbox's pid, from bwrap's info (None at its end without one)."""
+    os.set_blocking(fd, False)
+    data = b""
+    while len(data) < INFO_MAX_BYTES:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, INFO_MAX_BYTES)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return None
+        data += chunk
+        with contextlib.suppress(msgspec.DecodeError):
+            return msgspec.json.decode(data, type=_Info).child_pid
     return None
 
 
-def _accept_handoff(outside: socket.socket) -> Listener | None:
-    fds = array.array("i")
-    creds = socket.CMSG_SPACE(12)
-    try:
-        data, ancillary, _flags, _ = outside.recvmsg(1, socket.CMSG_SPACE(4 * 4) + creds)
-    except OSError:
-        return None
-    pid = None
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-        elif level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            pid = int.from_bytes(payload[:4], sys.byteorder)
-    received = [socket.socket(fileno=fd) for fd in fds]
-    listener = received[0] if len(received) == 1 and data == b"L" else None
-    for extra in received:
-        if extra is not listener:
-            extra.close()
-    if listener is None or pid is None or not _listening_tcp(listener):
-        if listener is not None:
-            listener.close()
-        return None
+def _listener_of(pid: int) -> Listener | None:
+    """A listener bound in `pid`'s network namespace by a forked child (a thread
+    cannot join a user namespace), and a pidfd of `pid`."""
     try:
         pidfd = os.pidfd_open(pid)
-        outside.send(b"G")
     except OSError:
-        listener.close()
         return None
-    listener.setblocking(False)
-    return Listener(listener, pidfd)
+    try:
+        # A process in the server's own network (bwrap's word aside) is no
+        # sandbox: a listener there would take the host's connections.
+        own = _namespace(pid, "net") != _namespace("self", "net")
+        sock = (
+            _made_in(pidfd, _namespace(pid, "user") != _namespace("self", "user")) if own else None
+        )
+    except OSError:
+        sock = None
+    if sock is None or not _listening_tcp(sock):
+        if sock is not None:
+            sock.close()
+        os.close(pidfd)
+        return None
+    sock.setblocking(False)
+    return Listener(sock, pidfd)
+
+
+def _namespace(pid: int | str, kind: str) -> int:
+    """Which namespace of `kind` a process is in (bwrap gives a sandbox a user
+    namespace of its own but as root, and always a network one)."""
+    return os.stat(f"/proc/{pid}/ns/{kind}").st_ino
+
+
+def _made_in(pidfd: int, user: bool) -> socket.socket | None:
+    setns = _libc().setns  # looked up before the fork: a child must not dlopen
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        forked = os.fork()
+        if forked == 0:  # pragma: no cover - the child's coverage is not collected
+            _child(setns, pidfd, user, theirs)
+        forked_fd = os.pidfd_open(forked)
+        theirs.close()
+        ours.settimeout(HANDOFF_SECONDS)
+        try:
+            data, fds, _flags, _ = socket.recv_fds(ours, 1, 1)
+        finally:
+            # Done, or stuck: either way it goes (by pidfd: its pid may be reaped
+            # and reused meanwhile).
+            signal.pidfd_send_signal(forked_fd, signal.SIGKILL)
+            os.close(forked_fd)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(forked, 0)
+    received = [socket.socket(fileno=fd) for fd in fds]
+    if data == b"L" and len(received) == 1:
+        return received[0]
+    for sock in received:
+        sock.close()
+    return None
+
+
+def _child(setns: Callable[[int, int], int], pidfd: int, user: bool, back: socket.socket) -> None:
+    """In the forked child: join the sandbox's namespaces, listen, send, exit."""
+    code = 1
+    try:
+        flags = _CLONE_NEWNET | (_CLONE_NEWUSER if user else 0)
+        if setns(pidfd, flags) == 0:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.IPPROTO_IP, _IP_FREEBIND, 1)
+            sock.bind((PROXY_HOST, PROXY_PORT))
+            sock.listen(BACKLOG)
+            fds = array.array("i", [sock.fileno()])
+            back.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            code = 0
+    finally:
+        os._exit(code)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """setns(2), which Python's os has from 3.12 only."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _listening_tcp(sock: socket.socket) -> bool:

@@ -72,9 +72,7 @@ async def wrap(
     for notice in guard.notices:
         _log.warning("%s", notice)
     filter_fd = socket_filter_fd() if policy.filters_sockets else None
-    inside = _egress(policy)
-    if inside is not None:
-        argv = handoff.helper_argv(inside, argv)
+    ends = _egress(policy)
     wrapped = mounts.argv(
         policy,
         argv,
@@ -87,21 +85,23 @@ async def wrap(
         filter_fd=filter_fd,
         git=guard.binds,
         overlays=overlays,
+        network=() if ends is None else handoff.bwrap_args(ends),
     )
-    passed = tuple(fd for fd in (filter_fd, inside) if fd is not None)
+    inside = () if ends is None else ends.inside
+    passed = tuple(fd for fd in (filter_fd, *inside) if fd is not None)
     return Launch(wrapped, passed, guard.notices)
 
 
-def _egress(policy: Policy) -> int | None:
-    """With an allowlist, the sandbox's end of its listener's handoff to the
-    session's proxy (`network/handoff.py`); the proxy gets the other end. A
-    policy whose gateway is gone gets none, and no way out."""
+def _egress(policy: Policy) -> handoff.Ends | None:
+    """With an allowlist, the ends of the sandbox's listener handoff
+    (`network/handoff.py`): bwrap's, and the session's proxy's, given to it now.
+    A policy whose gateway is gone gets none, and no way out."""
     found = gateway.find(policy.egress.gateway) if policy.egress is not None else None
     if found is None:
         return None
-    ends = handoff.pair()
-    found.attach(ends.outside)
-    return ends.inside
+    ends = handoff.ends()
+    found.attach(ends)
+    return ends
 
 
 def socket_filter_fd() -> int:

@@ -102,11 +102,13 @@ def argv(
     filter_fd: int | None = None,
     git: Sequence[Bind] = (),
     overlays: Sequence[tuple[str, str]] = (),
+    network: Sequence[str] = (),
 ) -> list[str]:
     """bwrap's command line running `command` in `cwd` under `policy`.
 
     `filter_fd`: where bwrap reads the seccomp filter; `git`: the git guard's binds;
-    `overlays`: (source, path) files bound read-only over paths (`sealed.py`).
+    `overlays`: (source, path) files bound read-only over paths (`sealed.py`);
+    `network`: bwrap's options for an allowlist's listener (`network/handoff.py`).
 
     `runtime_dir` (the server's) is hidden from the command, but for
     `private_dir` (read-only: the server alone makes, names and removes what is
@@ -134,7 +136,7 @@ def argv(
         args += ["--ro-bind", path, path]
     for source, path in overlays:
         args += ["--ro-bind", source, path]
-    return [*args, "--chdir", cwd, "--", *command]
+    return [*args, *network, "--chdir", cwd, "--", *command]
 
 
 class Hidden(msgspec.Struct, frozen=True):
