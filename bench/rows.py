@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,3 +35,10 @@ class Row:
 def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def at_most(case: str, metric: str, unit: str, limit: float, *, proposed: bool = False) -> Row:
+    """A row whose median must not exceed `limit`; a `proposed` target is one
+    put in place of an issue's that this machine's floor does not allow."""
+    target = f"≤ {limit:g}" + (" (proposed)" if proposed else "")
+    return Row(case, metric, unit, target=target, check=functools.partial(operator.ge, limit))

@@ -64,6 +64,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "floor: bare relay `true` p50",
         "floor: bare relay `/bin/true` p50",
         "floor: bash's own fork+exec of `/bin/true`",
+        "floor: the server's shell protocol by a bare relay, `true` p50",
         "floor: `python -c pass`",
         "floor: one `bash` start",
         "bash `true` / relay floor (p50)",

@@ -1,0 +1,94 @@
+"""The driver floor: the server's own shell protocol, driven by a bare relay,
+so the bench can tell bash's share of a command from the server's Python.
+
+Like `latencyfloor.py` it keeps one bash and relays one command per line on its
+stdin, with no JSON and no event loop; but it speaks to bash as the server does
+(`runtime/shell/protocol.py`): the driver defined once, each command's fields
+in the fields file, the driver line with a fresh token and the name of an
+output FIFO made ahead (as the server makes it, while the shell is idle), the
+status record read from the status FIFO and checked, the output FIFO read to
+its end and unlinked. What it writes back is the command's exit status.
+
+    python bench/driverfloor.py
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bashrpc.server.runtime.shell.protocol import (
+    TOKEN_BYTES,
+    RecordReader,
+    bootstrap,
+    command_fields,
+    driver_line,
+)
+
+READY = b"ready\n"
+# As the server's output FIFOs are named (`runtime/shell/channels.py`).
+OUTPUT_NAME_BYTES = 12
+
+
+class Output:
+    """The next command's output FIFO, with our reader and holding writer."""
+
+    def __init__(self, directory: Path) -> None:
+        self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
+        self.path = directory / self.name
+        os.mkfifo(self.path, 0o600)
+        self.reader = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        self.writer = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+
+    def drain(self) -> None:
+        """Read to EOF (the holding writer closed first), then unlink and close."""
+        os.close(self.writer)
+        os.set_blocking(self.reader, True)
+        while os.read(self.reader, 65536):
+            pass
+        os.unlink(self.path)
+        os.close(self.reader)
+
+
+def relay(directory: Path) -> None:
+    status, fields = directory / "s.status", directory / "s.in"
+    os.mkfifo(status, 0o600)
+    status_fd = os.open(status, os.O_RDONLY | os.O_NONBLOCK)
+    status_hold = os.open(status, os.O_WRONLY)
+    os.set_blocking(status_fd, True)
+    fields_fd = os.open(fields, os.O_WRONLY | os.O_CREAT, 0o600)
+    bash = subprocess.Popen(
+        ["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    assert bash.stdin is not None
+    shell_in = bash.stdin.fileno()
+    os.write(shell_in, bootstrap(str(status), str(fields), False))
+    records = RecordReader()
+    output = Output(directory)
+    os.write(1, READY)
+    try:
+        while command := sys.stdin.buffer.readline().rstrip(b"\n"):
+            token = secrets.token_hex(TOKEN_BYTES)
+            records.expect(token)
+            text = command.decode()
+            os.pwrite(fields_fd, command_fields(cwd=None, prefix="", command=text, env={}), 0)
+            os.write(shell_in, driver_line(token, output.name, []))
+            record = None
+            while record is None:
+                record = records.feed(os.read(status_fd, 4096))
+            output.drain()
+            os.write(1, f"{record.status}\n".encode())
+            output = Output(directory)
+    finally:
+        bash.stdin.close()
+        bash.wait()
+        os.close(status_hold)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(prefix="bashrpc-driverfloor-") as tmp:
+        relay(Path(tmp))
