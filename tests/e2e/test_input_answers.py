@@ -27,6 +27,8 @@ from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
     NeedsInput,
+    PtyInputParams,
+    PtyInputResult,
     SessionListParams,
     SessionListResult,
 )
@@ -46,7 +48,7 @@ from bashrpc.protocol.terminals import (
 from tests.e2e.test_tools_jobs import bash as job_text
 from tests.e2e.test_tools_jobs import job_tool, started_id
 from tests.inputcases import BOUND_SECONDS, on_a_terminal, sandboxed_server
-from tests.rpc import ServerProcess
+from tests.rpc import ServerProcess, ok_result
 
 pytestmark = pytest.mark.slow
 
@@ -210,6 +212,28 @@ def test_bash_that_asked_to_return_but_never_waits_ends_as_ever(process: ServerP
         result = process.bash_result(process.request("bash", params), BOUND_SECONDS)
         assert result.exit_code == 0 and "done" in result.output
         assert result.terminal_id is None and result.needs_input is None
+
+
+def test_a_request_id_used_again_names_the_new_command(process: ServerProcess) -> None:
+    """Once answered, a returned `bash`'s id is free again (JSON-RPC): a new request
+    of that id is its own, which `pty/input` of the id reaches and the job's kill
+    leaves alone."""
+    first = BashParams(command="read -p 'Name: ' n; echo \"hi $n\"", pty=True, on_input="return")
+    job = process.bash_result(process.request("bash", first, id="again"), BOUND_SECONDS)
+    assert job.terminal_id == "term-1"
+    second = BashParams(
+        command="read -p 'Second: ' s; sleep 1; echo \"second $s\"", pty=True, timeout=30
+    )
+    ident = process.request("bash", second, id="again")
+    # Typed once the new command has the session's turn, which the job holds.
+    typed = process.request("pty/input", PtyInputParams(request_id=ident, data="two\r"))
+    process.typed(TerminalEmptyResult, "terminal/kill", _terminal("term-1"))
+    ok_result(process.response(typed, BOUND_SECONDS), PtyInputResult)
+    result = process.bash_result(ident, BOUND_SECONDS)
+    assert (result.exit_code, result.cancelled) == (0, False), result
+    assert "second two" in result.output
+    output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
+    assert "two" not in output.output and output.exit_status is not None
 
 
 # -- background jobs on pipes: a wait on their stdin ----------------------------
