@@ -54,6 +54,14 @@ def test_another_tenant_or_call_is_refused_and_takes_nothing() -> None:
     assert sealer.open(token, "ada", CALL).job == "term-1"
 
 
+def test_a_tenant_named_in_any_script_is_known() -> None:
+    """A clientId may be any text; the comparison in constant time takes it."""
+    sealer = Sealer(KEY, Clock())
+    token = sealer.seal("Zoë-café", CALL, "term-2")
+    assert _refusal(sealer, token, tenant="Zoe-cafe") == messages.REQUEST_STATE_OTHER_TENANT
+    assert sealer.open(token, "Zoë-café", CALL).job == "term-2"
+
+
 def test_an_expired_state_is_refused() -> None:
     clock = Clock()
     sealer = Sealer(KEY, clock)

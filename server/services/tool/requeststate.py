@@ -88,9 +88,10 @@ class Sealer:
             raise errors.InvalidArgument(messages.REQUEST_STATE_EXPIRED)
         if state.nonce in self._taken:
             raise errors.InvalidArgument(messages.REQUEST_STATE_REPLAYED)
-        if not hmac.compare_digest(state.tenant, tenant or ""):
+        # As bytes: compare_digest takes no str beyond ASCII, and a clientId may be any.
+        if not hmac.compare_digest(state.tenant.encode(), (tenant or "").encode()):
             raise errors.InvalidArgument(messages.REQUEST_STATE_OTHER_TENANT)
-        if not hmac.compare_digest(state.call, call):
+        if not hmac.compare_digest(state.call.encode(), call.encode()):
             raise errors.InvalidArgument(messages.REQUEST_STATE_OTHER_CALL)
         self._taken[state.nonce] = state.expires
         return state
