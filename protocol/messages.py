@@ -285,6 +285,9 @@ ELICIT_MESSAGE = "The command `{command}` is waiting for input. It asks: {prompt
 ELICIT_FIELD_TITLE = "Your answer"
 ELICIT_FIELD_DESCRIPTION = "Typed into the command, then Enter."
 INPUT_DECLINED = "[The user declined to answer; {terminal_id} was stopped]"
+INPUT_ANSWER_STALE = (
+    "[The user's answer was not typed: {terminal_id} no longer waits for the prompt it answers]"
+)
 # A task whose command waits is "working", its statusMessage saying what it asks; it
 # never asks by inputRequests, so tasks/update has nothing to answer.
 TASK_TAKES_NO_INPUT = (

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
+    BASH_INPUT_TOOL,
     BASH_TOOL,
     BashOverrides,
+    CallToolResult,
     ConnectionSettings,
     HostOptions,
+    JobInputArguments,
     UiSize,
 )
 from bashrpc.protocol.mcpclient import initialize_params
@@ -96,6 +100,30 @@ def test_each_prompt_is_asked_in_turn(asked: InProcessServer) -> None:
     assert second["requestState"] != first["requestState"]
     done = _call(asked, command, inputResponses=_answer("two"), requestState=second["requestState"])
     assert "got one two" in done["content"][0]["text"]
+
+
+def _result(server: RpcClient, params: dict[str, Any]) -> CallToolResult:
+    reply = server.call_raw("tools/call", params, BOUND_SECONDS)
+    return msgspec.json.decode(reply.result, type=CallToolResult)
+
+
+def test_an_answer_to_a_prompt_gone_is_not_typed_into_the_next(asked: InProcessServer) -> None:
+    """The user's answer comes after the prompt it answers was answered another way
+    (here the model's `bash_input`): it is not typed into the next prompt, which
+    is asked in turn."""
+    command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
+    first = _result(asked, _params(command, {}))
+    assert first.result_type == "input_required" and first.request_state is not None
+    typed = msgspec.to_builtins(JobInputArguments(terminal_id="term-1", text="one"))
+    by_model = _result(asked, {"name": BASH_INPUT_TOOL, "arguments": typed, "_meta": meta()})
+    assert messages.JOB_WAITS.format(terminal_id="term-1", prompt='"Second:"') in by_model.text
+    late = {"inputResponses": _answer("late"), "requestState": first.request_state}
+    again = _result(asked, _params(command, late))
+    assert again.result_type == "input_required", again.text
+    assert again.input_requests is not None and again.request_state is not None
+    assert '"Second:"' in again.input_requests[INPUT_KEY].params.message
+    answer = {"inputResponses": _answer("two"), "requestState": again.request_state}
+    assert "got one two" in _result(asked, _params(command, answer)).text
 
 
 def test_a_forged_or_foreign_state_is_refused(asked: InProcessServer) -> None:
