@@ -122,6 +122,12 @@ class Hold:
         """Lines of its output so far, a last one without LF counted."""
         return self._newlines + (1 if self._unfinished else 0)
 
+    @property
+    def held(self) -> int:
+        """Bytes of output its job is yet to read: what it begins with, all it printed
+        but for a tail past `MAX_HELD_BYTES`."""
+        return len(self._unread)
+
     def so_far(self, max_bytes: int) -> bytes:
         """The newest of what it printed, within `max_bytes`."""
         return bytes(self._unread[-max_bytes:]) if max_bytes > 0 else b""
@@ -247,6 +253,9 @@ class Adopted(msgspec.Struct, frozen=True):
     so_far: bytes
     total: int
     lines: int
+    # Where the answer's output ends in the job's own (which holds its tail alone
+    # when it printed more than `MAX_HELD_BYTES`): a reader goes on from there.
+    shown: int
 
 
 async def serve(
@@ -269,7 +278,8 @@ async def serve(
     except errors.TooManyJobs:
         return await running.reply()
     answered(caller, hold)
-    return Adopted(job, wait, hold.so_far(planned.spec.max_bytes), hold.total, hold.lines)
+    so_far = hold.so_far(planned.spec.max_bytes)
+    return Adopted(job, wait, so_far, hold.total, hold.lines, hold.held)
 
 
 class Running(Generic[R]):

@@ -96,6 +96,19 @@ def test_a_tool_call_that_waits_answers_at_once_and_the_model_answers_it(
     assert not answered.is_error
 
 
+def test_what_follows_a_long_output_is_read_after_the_answer(process: ServerProcess) -> None:
+    """A command that printed more than its request keeps before it waited: the
+    model reads on from where the call's answer ended, not past what the job got."""
+    on_a_terminal(process)
+    command = "head -c 1500000 /dev/zero | tr '\\0' x; echo; read -p 'Name: ' n; echo \"hi $n\""
+    result, _ = _call(process, command)
+    assert result.text.endswith(
+        messages.TOOL_WAITS_FOR_INPUT.format(prompt='"Name:"', terminal_id="term-1")
+    )
+    answered = _answer(process, "term-1", "Ada")
+    assert "hi Ada" in answered.text and "x" * 100 not in answered.text, answered.text
+
+
 def test_a_second_prompt_of_the_job_is_told_in_the_answer(process: ServerProcess) -> None:
     on_a_terminal(process)
     command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
