@@ -158,6 +158,16 @@ class Hold:
         """What the command waits for now (its wait ends when it is answered)."""
         return None if self._execution is None else self._execution.input_wait
 
+    def named(self, terminal_id: str) -> None:
+        """It goes on as job `terminal_id`: its waits, this one and those to come, name it."""
+        execution = self._execution
+        if execution is None:
+            return
+        execution.terminal_id = terminal_id
+        wait = execution.input_wait
+        if wait is not None:
+            execution.input_wait = msgspec.structs.replace(wait, terminal_id=terminal_id)
+
     def input_look(self) -> InputLook:
         """Never waiting here: its runner watches its terminal (`waiting`)."""
         return InputLook(False)
@@ -279,6 +289,7 @@ async def serve(
         return await running.reply()
     answered(caller, hold)
     so_far = hold.so_far(planned.spec.max_bytes)
+    wait = msgspec.structs.replace(wait, terminal_id=job.id)
     return Adopted(job, wait, so_far, hold.total, hold.lines, hold.held)
 
 

@@ -175,14 +175,20 @@ def test_bash_that_asked_to_return_answers_with_the_wait_and_goes_on_as_a_job(
     result = _returned(process, 'echo starting; python3 -c \'print("Hello", input("Name: "))\'')
     assert result.terminal_id == "term-1" and result.exit_code is None
     assert result.needs_input is not None
-    assert (result.needs_input.prompt, result.needs_input.secret) == ("Name:", False)
+    named = (result.needs_input.prompt, result.needs_input.secret, result.needs_input.terminal_id)
+    assert named == ("Name:", False, "term-1")
     assert "starting" in result.output
-    # The job shows the wait, in terminal/output and terminal/list.
+    # The job shows the wait, in terminal/output, terminal/list and session/list,
+    # naming the job that answers it.
     output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
     assert output.needs_input is not None and output.needs_input.prompt == "Name:"
-    assert output.exit_status is None
+    assert output.needs_input.terminal_id == "term-1" and output.exit_status is None
     listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
-    assert [t.needs_input.prompt for t in listed.terminals if t.needs_input] == ["Name:"]
+    assert [t.needs_input for t in listed.terminals] == [output.needs_input]
+    sessions = process.typed(SessionListResult, "session/list", SessionListParams())
+    assert {s.session_id: s for s in sessions.sessions}["default"].needs_input == [
+        output.needs_input
+    ]
     # Its pid is the program's on the terminal.
     assert [t.pid is not None and t.pid > 0 for t in listed.terminals] == [True]
     write = TerminalWriteParams(session_id="default", terminal_id="term-1", data="Ada\r")
