@@ -562,7 +562,9 @@ class Task(Result, omit_defaults=True, kw_only=True):
     last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
     ttl: Annotated[int | None, described("Milliseconds it is kept from its creation, once ended.")]
     poll_interval: Annotated[int | None, described("Milliseconds between polls, suggested.")] = None
-    status_message: Annotated[str | None, described("How the command ended.")] = None
+    status_message: Annotated[
+        str | None, described("How the command ended; while working, what it waits for.")
+    ] = None
     # Never sent itself: what a 2026-07-28 task (`TaskV2`) holds once completed.
     result: (
         Annotated[CallToolResult, described("Unused in 2025-11-25: see TaskV2.")]
@@ -581,7 +583,9 @@ class TaskV2(Result, omit_defaults=True, kw_only=True):
     last_updated_at: Annotated[str, described("When its status last changed, ISO 8601.")]
     ttl_ms: Annotated[int | None, described("Milliseconds it is kept from its creation.")]
     poll_interval_ms: Annotated[int | None, described("Milliseconds between polls.")] = None
-    status_message: Annotated[str | None, described("How the command ended.")] = None
+    status_message: Annotated[
+        str | None, described("How the command ended; while working, what it waits for.")
+    ] = None
     result: Annotated[CallToolResult | None, described("The call's result, once completed.")] = None
 
 
@@ -601,13 +605,6 @@ def task_v2(task: Task) -> TaskV2:
 
 class TaskParams(Params, kw_only=True):
     task_id: Annotated[str, described("The task's id.")]
-
-
-class TaskUpdateParams(Params, kw_only=True):
-    task_id: Annotated[str, described("The task's id.")]
-    input_responses: Annotated[
-        dict[str, Any], described("Answers to the task's input requests.")
-    ] = msgspec.field(default_factory=dict)
 
 
 class TasksListResult(Result, kw_only=True):
@@ -644,6 +641,14 @@ class InputResponse(Open, omit_defaults=True):
         return (
             None if self.action is None else ElicitResult(action=self.action, content=self.content)
         )
+
+
+class TaskUpdateParams(Params, kw_only=True):
+    task_id: Annotated[str, described("The task's id.")]
+    input_responses: Annotated[
+        dict[str, InputResponse],
+        described("Answers to the task's input requests (it makes none: refused)."),
+    ] = msgspec.field(default_factory=dict)
 
 
 class ToolsCallParams(Params, kw_only=True):

@@ -285,7 +285,16 @@ ELICIT_MESSAGE = "The command `{command}` is waiting for input. It asks: {prompt
 ELICIT_FIELD_TITLE = "Your answer"
 ELICIT_FIELD_DESCRIPTION = "Typed into the command, then Enter."
 INPUT_DECLINED = "[The user declined to answer; {terminal_id} was stopped]"
-TASK_TAKES_NO_INPUT = "taskId: task {task_id!r} never waits for input: it runs a command with none"
+INPUT_ANSWER_STALE = (
+    "[The user's answer was not typed: {terminal_id} no longer waits for the prompt it answers]"
+)
+# A task whose command waits is "working", its statusMessage saying what it asks; it
+# never asks by inputRequests, so tasks/update has nothing to answer.
+TASK_TAKES_NO_INPUT = (
+    "taskId: task {task_id!r} asks no input through tasks/update: when its command"
+    " waits for input, its statusMessage says so, and the bash_input tool answers it"
+    " (terminal_id {task_id!r})"
+)
 SERVER_INSTRUCTIONS = (
     "bashrpc runs commands for you in a persistent bash shell through the `bash` tool."
     " Full outputs of long commands are resources at artifact://N."

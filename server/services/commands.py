@@ -194,11 +194,12 @@ class CommandService:
         jobs = [j.input_wait for j in runtime.jobs.of_session(session_id) if j.terminal is None]
         return [wait for wait in [*mine, *jobs] if wait is not None]
 
-    def input_wait_of(self, request_id: Any, session_id: str) -> InputWait | None:
-        """What this request's command waits for from its person now, if anything."""
+    def told(self, wait: InputWait) -> Execution | None:
+        """The command that told `wait` (an id may name another once its request
+        was answered, so a command that outlives its answer is held by itself)."""
         for e in self._executions:
-            if e.request_id == request_id and e.session_id == session_id:
-                return e.input_wait
+            if e.input_wait is wait:
+                return e
         return None
 
     def running(self, session_id: str) -> bool:
@@ -247,8 +248,10 @@ class CommandService:
         return lane
 
     def pty(self, request_id: Any) -> PtyLane:
-        """The lane of a PTY request in progress, for input, resize and screen."""
-        for lane in self._lanes:
+        """The lane of a PTY request in progress, for input, resize and screen: the
+        newest of its id (an older one is a command answered already, gone on as
+        a job, whose id JSON-RPC lets a new request take)."""
+        for lane in reversed(self._lanes):
             if lane.request_id == request_id:
                 return lane
         raise errors.NoSuchPty(request_id)

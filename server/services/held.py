@@ -26,6 +26,8 @@ import msgspec
 from bashrpc.server import errors, log
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.job import Job
+from bashrpc.server.runtime.run.ptylane import PtyLane
+from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.seam.backend import InputLook, InputWait
 from bashrpc.server.services import request
 from bashrpc.server.services.commands import CommandService
@@ -77,6 +79,10 @@ class Hold:
         self.scope = anyio.CancelScope()
         # Told of each wait (its job's, once it is one: see `JobService.adopt`).
         self.changed: Callable[[], None] = _nothing
+        # Its command and terminal, found at its first wait: its request id may
+        # name another once answered (JSON-RPC lets a new request take it).
+        self._execution: Execution | None = None
+        self.lane: PtyLane | None = None
 
     # -- the command's side: a text stream, and its waits -------------------
 
@@ -96,6 +102,11 @@ class Hold:
     async def told(self, wait: InputWait) -> None:
         if self.first_wait is None:
             self.first_wait = wait
+            self._execution = self.commands.told(wait)
+            try:
+                self.lane = self.commands.pty(self.request_id)
+            except errors.NoSuchPty:
+                self.lane = None
         self.settled.set()
         self.changed()
 
@@ -110,6 +121,12 @@ class Hold:
     def lines(self) -> int:
         """Lines of its output so far, a last one without LF counted."""
         return self._newlines + (1 if self._unfinished else 0)
+
+    @property
+    def held(self) -> int:
+        """Bytes of output its job is yet to read: what it begins with, all it printed
+        but for a tail past `MAX_HELD_BYTES`."""
+        return len(self._unread)
 
     def so_far(self, max_bytes: int) -> bytes:
         """The newest of what it printed, within `max_bytes`."""
@@ -128,10 +145,8 @@ class Hold:
     @property
     def pid(self) -> int:
         """The program on the terminal (0 once it is gone)."""
-        try:
-            run = self.commands.pty(self.request_id).run
-        except errors.NoSuchPty:
-            return 0
+        lane = self._open_lane()
+        run = None if lane is None else lane.run
         pid = None if run is None else run.pid
         return 0 if pid is None else pid
 
@@ -141,18 +156,29 @@ class Hold:
 
     def waiting(self) -> InputWait | None:
         """What the command waits for now (its wait ends when it is answered)."""
-        return self.commands.input_wait_of(self.request_id, self.session_id)
+        return None if self._execution is None else self._execution.input_wait
+
+    def named(self, terminal_id: str) -> None:
+        """It goes on as job `terminal_id`: its waits, this one and those to come, name it."""
+        execution = self._execution
+        if execution is None:
+            return
+        execution.terminal_id = terminal_id
+        wait = execution.input_wait
+        if wait is not None:
+            execution.input_wait = msgspec.structs.replace(wait, terminal_id=terminal_id)
 
     def input_look(self) -> InputLook:
         """Never waiting here: its runner watches its terminal (`waiting`)."""
         return InputLook(False)
 
     async def echoes(self) -> bool:
+        lane = self._open_lane()
         try:
-            run = await self.commands.pty(self.request_id).running()
+            run = None if lane is None else await lane.running()
         except errors.NoSuchPty:
-            return False
-        return run.echoes()
+            run = None
+        return run is not None and run.echoes()
 
     async def read(self) -> bytes:
         while not self._unread and not self._eof:
@@ -163,10 +189,9 @@ class Hold:
 
     async def write(self, data: bytes) -> None:
         """Typed on the command's terminal, in turn with the host's `pty/input`."""
-        try:
-            lane = self.commands.pty(self.request_id)
-        except errors.NoSuchPty:
-            raise BrokenPipeError from None
+        lane = self._open_lane()
+        if lane is None:
+            raise BrokenPipeError
         token = object()
         lane.reserve(token)
         try:
@@ -189,7 +214,8 @@ class Hold:
         request cancelled if it has not ended after the kill's grace."""
         if self.ended.is_set():
             return
-        self.commands.abort(request_id=self.request_id)
+        if self._execution is not None:
+            self._execution.abort()
         with anyio.move_on_after(grace_seconds + KILL_SETTLE_SECONDS):
             await self.ended.wait()
         self.scope.cancel()
@@ -198,19 +224,19 @@ class Hold:
     def close(self) -> None:
         return None
 
+    def _open_lane(self) -> PtyLane | None:
+        """Its terminal, until its runner closes it."""
+        lane = self.lane
+        return None if lane is None or lane.closed else lane
+
 
 def answered(caller: Caller, hold: Hold) -> None:
     """Its request answers now, its command going on as a job: the command's
     terminal stays open past the request's end (its runner closes it)."""
     hold.answered = True
-    flight = caller.flight
-    if flight is None:
-        return
-    try:
-        lane = hold.commands.pty(hold.request_id)
-    except errors.NoSuchPty:
-        return
-    flight.hand_over(lane.close)
+    flight, lane = caller.flight, hold.lane
+    if flight is not None and lane is not None:
+        flight.hand_over(lane.close)
 
 
 class _Heard:
@@ -237,6 +263,9 @@ class Adopted(msgspec.Struct, frozen=True):
     so_far: bytes
     total: int
     lines: int
+    # Where the answer's output ends in the job's own (which holds its tail alone
+    # when it printed more than `MAX_HELD_BYTES`): a reader goes on from there.
+    shown: int
 
 
 async def serve(
@@ -259,7 +288,9 @@ async def serve(
     except errors.TooManyJobs:
         return await running.reply()
     answered(caller, hold)
-    return Adopted(job, wait, hold.so_far(planned.spec.max_bytes), hold.total, hold.lines)
+    so_far = hold.so_far(planned.spec.max_bytes)
+    wait = msgspec.structs.replace(wait, terminal_id=job.id)
+    return Adopted(job, wait, so_far, hold.total, hold.lines, hold.held)
 
 
 class Running(Generic[R]):

@@ -159,6 +159,7 @@ class JobService:
         spec = JobSpec(launch, command, announce=announce)
         job = runtime.jobs.adopt(session.id, self.owner, spec, hold, hold)
         hold.changed = job.poke
+        hold.named(job.id)
         return job
 
     async def _spec(

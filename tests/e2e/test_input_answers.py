@@ -27,6 +27,8 @@ from bashrpc.protocol.methods import (
     BashParams,
     BashResult,
     NeedsInput,
+    PtyInputParams,
+    PtyInputResult,
     SessionListParams,
     SessionListResult,
 )
@@ -46,7 +48,7 @@ from bashrpc.protocol.terminals import (
 from tests.e2e.test_tools_jobs import bash as job_text
 from tests.e2e.test_tools_jobs import job_tool, started_id
 from tests.inputcases import BOUND_SECONDS, on_a_terminal, sandboxed_server
-from tests.rpc import ServerProcess
+from tests.rpc import ServerProcess, ok_result
 
 pytestmark = pytest.mark.slow
 
@@ -92,6 +94,19 @@ def test_a_tool_call_that_waits_answers_at_once_and_the_model_answers_it(
     assert "Hello Ada" in answered.text, answered.text
     assert "term-1" in answered.text and "exited with code 0" in answered.text
     assert not answered.is_error
+
+
+def test_what_follows_a_long_output_is_read_after_the_answer(process: ServerProcess) -> None:
+    """A command that printed more than its request keeps before it waited: the
+    model reads on from where the call's answer ended, not past what the job got."""
+    on_a_terminal(process)
+    command = "head -c 1500000 /dev/zero | tr '\\0' x; echo; read -p 'Name: ' n; echo \"hi $n\""
+    result, _ = _call(process, command)
+    assert result.text.endswith(
+        messages.TOOL_WAITS_FOR_INPUT.format(prompt='"Name:"', terminal_id="term-1")
+    )
+    answered = _answer(process, "term-1", "Ada")
+    assert "hi Ada" in answered.text and "x" * 100 not in answered.text, answered.text
 
 
 def test_a_second_prompt_of_the_job_is_told_in_the_answer(process: ServerProcess) -> None:
@@ -160,14 +175,20 @@ def test_bash_that_asked_to_return_answers_with_the_wait_and_goes_on_as_a_job(
     result = _returned(process, 'echo starting; python3 -c \'print("Hello", input("Name: "))\'')
     assert result.terminal_id == "term-1" and result.exit_code is None
     assert result.needs_input is not None
-    assert (result.needs_input.prompt, result.needs_input.secret) == ("Name:", False)
+    named = (result.needs_input.prompt, result.needs_input.secret, result.needs_input.terminal_id)
+    assert named == ("Name:", False, "term-1")
     assert "starting" in result.output
-    # The job shows the wait, in terminal/output and terminal/list.
+    # The job shows the wait, in terminal/output, terminal/list and session/list,
+    # naming the job that answers it.
     output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
     assert output.needs_input is not None and output.needs_input.prompt == "Name:"
-    assert output.exit_status is None
+    assert output.needs_input.terminal_id == "term-1" and output.exit_status is None
     listed = process.typed(TerminalListResult, "terminal/list", TerminalListParams())
-    assert [t.needs_input.prompt for t in listed.terminals if t.needs_input] == ["Name:"]
+    assert [t.needs_input for t in listed.terminals] == [output.needs_input]
+    sessions = process.typed(SessionListResult, "session/list", SessionListParams())
+    assert {s.session_id: s for s in sessions.sessions}["default"].needs_input == [
+        output.needs_input
+    ]
     # Its pid is the program's on the terminal.
     assert [t.pid is not None and t.pid > 0 for t in listed.terminals] == [True]
     write = TerminalWriteParams(session_id="default", terminal_id="term-1", data="Ada\r")
@@ -210,6 +231,28 @@ def test_bash_that_asked_to_return_but_never_waits_ends_as_ever(process: ServerP
         result = process.bash_result(process.request("bash", params), BOUND_SECONDS)
         assert result.exit_code == 0 and "done" in result.output
         assert result.terminal_id is None and result.needs_input is None
+
+
+def test_a_request_id_used_again_names_the_new_command(process: ServerProcess) -> None:
+    """Once answered, a returned `bash`'s id is free again (JSON-RPC): a new request
+    of that id is its own, which `pty/input` of the id reaches and the job's kill
+    leaves alone."""
+    first = BashParams(command="read -p 'Name: ' n; echo \"hi $n\"", pty=True, on_input="return")
+    job = process.bash_result(process.request("bash", first, id="again"), BOUND_SECONDS)
+    assert job.terminal_id == "term-1"
+    second = BashParams(
+        command="read -p 'Second: ' s; sleep 1; echo \"second $s\"", pty=True, timeout=30
+    )
+    ident = process.request("bash", second, id="again")
+    # Typed once the new command has the session's turn, which the job holds.
+    typed = process.request("pty/input", PtyInputParams(request_id=ident, data="two\r"))
+    process.typed(TerminalEmptyResult, "terminal/kill", _terminal("term-1"))
+    ok_result(process.response(typed, BOUND_SECONDS), PtyInputResult)
+    result = process.bash_result(ident, BOUND_SECONDS)
+    assert (result.exit_code, result.cancelled) == (0, False), result
+    assert "second two" in result.output
+    output = process.typed(TerminalOutputResult, "terminal/output", _terminal("term-1"))
+    assert "two" not in output.output and output.exit_status is not None
 
 
 # -- background jobs on pipes: a wait on their stdin ----------------------------

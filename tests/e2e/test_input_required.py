@@ -5,17 +5,23 @@ on; the `requestState` is sealed, and a forged, replayed or foreign one refused.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
 import pytest
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
+    BASH_INPUT_TOOL,
     BASH_TOOL,
     BashOverrides,
+    CallToolResult,
     ConnectionSettings,
+    ElicitResult,
     HostOptions,
+    InputResponse,
+    JobInputArguments,
     UiSize,
 )
 from bashrpc.protocol.mcpclient import initialize_params
@@ -29,6 +35,7 @@ from tests.rpc import RpcClient
 
 pytestmark = pytest.mark.slow
 
+Action = Literal["accept", "decline", "cancel"]
 ASKS: dict[str, Any] = {"elicitation": {}}
 GREETER = 'python3 -c \'print("Hello", input("Name: "))\''
 
@@ -43,12 +50,25 @@ def _params(command: str, extra: dict[str, Any]) -> dict[str, Any]:
     return {**params, **extra}
 
 
-def _call(server: RpcClient, command: str, **extra: Any) -> Any:
-    return wire(server.call_raw("tools/call", _params(command, extra), BOUND_SECONDS))
+def _call(server: RpcClient, command: str, **extra: Any) -> CallToolResult:
+    return _result(server, _params(command, extra))
 
 
-def _answer(text: str, action: str = "accept") -> dict[str, Any]:
-    return {INPUT_KEY: {"result": {"action": action, "content": {ANSWER_FIELD: text}}}}
+def _result(server: RpcClient, params: dict[str, Any]) -> CallToolResult:
+    reply = server.call_raw("tools/call", params, BOUND_SECONDS)
+    return msgspec.json.decode(reply.result, type=CallToolResult)
+
+
+def _answer(text: str, action: Action = "accept") -> Any:
+    """`inputResponses` answering the one input request, as the wire has them."""
+    answer = InputResponse(result=ElicitResult(action=action, content={ANSWER_FIELD: text}))
+    return msgspec.to_builtins({INPUT_KEY: answer})
+
+
+def _asked(result: CallToolResult) -> str:
+    """What an `input_required` result asks the user."""
+    assert result.result_type == "input_required" and result.input_requests is not None
+    return result.input_requests[INPUT_KEY].params.message
 
 
 def _refused(server: RpcClient, command: str, **extra: Any) -> str:
@@ -66,7 +86,8 @@ def asked(server: InProcessServer) -> InProcessServer:
 
 
 def test_the_user_is_asked_and_the_call_goes_on_with_the_answer(asked: InProcessServer) -> None:
-    first = _call(asked, GREETER)
+    # The wire's own names, as a client reads them.
+    first = wire(asked.call_raw("tools/call", _params(GREETER, {}), BOUND_SECONDS))
     assert first["resultType"] == "input_required"
     (request,) = first["inputRequests"].values()
     assert request["method"] == "elicitation/create"
@@ -77,9 +98,8 @@ def test_the_user_is_asked_and_the_call_goes_on_with_the_answer(asked: InProcess
     assert schema["properties"][ANSWER_FIELD]["type"] == "string"
     state = first["requestState"]
     done = _call(asked, GREETER, inputResponses=_answer("Ada"), requestState=state)
-    assert done["resultType"] == "complete"
-    text = done["content"][0]["text"]
-    assert "Hello Ada" in text and "exited with code 0" in text, text
+    assert done.result_type == "complete"
+    assert "Hello Ada" in done.text and "exited with code 0" in done.text, done.text
     # Taken once: the same state again is a replay.
     replay = _refused(asked, GREETER, inputResponses=_answer("Eve"), requestState=state)
     assert replay == messages.REQUEST_STATE_REPLAYED
@@ -88,19 +108,33 @@ def test_the_user_is_asked_and_the_call_goes_on_with_the_answer(asked: InProcess
 def test_each_prompt_is_asked_in_turn(asked: InProcessServer) -> None:
     command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
     first = _call(asked, command)
-    second = _call(
-        asked, command, inputResponses=_answer("one"), requestState=first["requestState"]
-    )
-    assert second["resultType"] == "input_required", second
-    assert '"Second:"' in second["inputRequests"][INPUT_KEY]["params"]["message"]
-    assert second["requestState"] != first["requestState"]
-    done = _call(asked, command, inputResponses=_answer("two"), requestState=second["requestState"])
-    assert "got one two" in done["content"][0]["text"]
+    assert '"First:"' in _asked(first)
+    second = _call(asked, command, inputResponses=_answer("one"), requestState=first.request_state)
+    assert '"Second:"' in _asked(second)
+    assert second.request_state not in (None, first.request_state)
+    done = _call(asked, command, inputResponses=_answer("two"), requestState=second.request_state)
+    assert "got one two" in done.text
+
+
+def test_an_answer_to_a_prompt_gone_is_not_typed_into_the_next(asked: InProcessServer) -> None:
+    """The user's answer comes after the prompt it answers was answered another way
+    (here the model's `bash_input`): it is not typed into the next prompt, which
+    is asked in turn."""
+    command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
+    first = _call(asked, command)
+    assert '"First:"' in _asked(first)
+    typed = msgspec.to_builtins(JobInputArguments(terminal_id="term-1", text="one"))
+    by_model = _result(asked, {"name": BASH_INPUT_TOOL, "arguments": typed, "_meta": meta()})
+    assert messages.JOB_WAITS.format(terminal_id="term-1", prompt='"Second:"') in by_model.text
+    again = _call(asked, command, inputResponses=_answer("late"), requestState=first.request_state)
+    assert '"Second:"' in _asked(again)
+    done = _call(asked, command, inputResponses=_answer("two"), requestState=again.request_state)
+    assert "got one two" in done.text
 
 
 def test_a_forged_or_foreign_state_is_refused(asked: InProcessServer) -> None:
-    first = _call(asked, GREETER)
-    state = first["requestState"]
+    state = _call(asked, GREETER).request_state
+    assert state is not None
     body, _, mac = state.partition(".")
     flipped = mac[:-2] + ("A" if mac[-2] != "A" else "B") + mac[-1]
     for forged in (f"{body}.{flipped}", "not-a-state", f"{body[:-1]}.{mac}", ""):
@@ -111,30 +145,29 @@ def test_a_forged_or_foreign_state_is_refused(asked: InProcessServer) -> None:
     assert other == messages.REQUEST_STATE_OTHER_CALL
     # Refusals took nothing: the right call still goes on.
     done = _call(asked, GREETER, inputResponses=_answer("Ada"), requestState=state)
-    assert "Hello Ada" in done["content"][0]["text"]
+    assert "Hello Ada" in done.text
 
 
 def test_a_declined_answer_stops_the_command(asked: InProcessServer) -> None:
-    first = _call(asked, GREETER)
-    state = first["requestState"]
+    state = _call(asked, GREETER).request_state
     done = _call(asked, GREETER, inputResponses=_answer("", "decline"), requestState=state)
-    assert done["resultType"] == "complete" and done["isError"] is True
-    assert messages.INPUT_DECLINED.format(terminal_id="term-1") in done["content"][0]["text"]
+    assert done.result_type == "complete" and done.is_error
+    assert messages.INPUT_DECLINED.format(terminal_id="term-1") in done.text
 
 
 def test_a_secret_prompt_is_never_put_in_a_form(asked: InProcessServer) -> None:
     done = _call(asked, "read -s -p 'Password: ' p; echo \"${#p}\"")
-    assert done["resultType"] == "complete"
+    assert done.result_type == "complete" and done.input_requests is None
     notice = messages.TOOL_WAITS_FOR_SECRET.format(prompt='"Password:"', terminal_id="term-1")
-    assert done["content"][0]["text"].endswith(notice)
+    assert done.text.endswith(notice)
 
 
 def test_a_client_that_cannot_ask_gets_the_text(asked: InProcessServer) -> None:
     params = {"name": BASH_TOOL, "arguments": {"command": GREETER}, "_meta": meta()}
-    done = wire(asked.call_raw("tools/call", params, BOUND_SECONDS))
-    assert done["resultType"] == "complete"
+    done = _result(asked, params)
+    assert done.result_type == "complete" and done.input_requests is None
     notice = messages.TOOL_WAITS_FOR_INPUT.format(prompt='"Name:"', terminal_id="term-1")
-    assert done["content"][0]["text"].endswith(notice)
+    assert done.text.endswith(notice)
 
 
 def test_an_answer_outside_the_modern_era_is_refused(asked: InProcessServer) -> None:
@@ -160,11 +193,11 @@ def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) ->
     try:
         _on_a_terminal_as(ada, "ada")
         _on_a_terminal_as(eve, "eve")
-        state = _call(ada, GREETER)["requestState"]
+        state = _call(ada, GREETER).request_state
         taken = _refused(eve, GREETER, inputResponses=_answer("Eve"), requestState=state)
         assert taken == messages.REQUEST_STATE_OTHER_TENANT
         done = _call(ada, GREETER, inputResponses=_answer("Ada"), requestState=state)
-        assert "Hello Ada" in done["content"][0]["text"]
+        assert "Hello Ada" in done.text
     finally:
         ada.close()
         eve.close()

@@ -4,6 +4,7 @@ methods answered -32601."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -12,10 +13,14 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import (
     ALL_PROTOCOL_VERSIONS,
+    BASH_INPUT_TOOL,
     BASH_TOOL,
     PROTOCOL_VERSION_KEY,
     TASK_NOTIFICATION,
     TASKS_EXTENSION,
+    CallToolResult,
+    JobInputArguments,
+    TaskV2,
 )
 from tests.e2e.test_mcp_revisions import initialize_at, wire
 from tests.inprocess import InProcessServer
@@ -125,6 +130,36 @@ def test_tasks_as_the_2026_extension(server: InProcessServer) -> None:
     assert told["result"] == got["result"]
     error = server.error_raw("tasks/update", {"taskId": task_id, "inputResponses": {}})
     assert error.data == messages.TASK_TAKES_NO_INPUT.format(task_id=task_id)
+
+
+def _task(server: InProcessServer, task_id: str) -> TaskV2:
+    reply = server.call_raw("tasks/get", {"taskId": task_id, "_meta": meta(capabilities=TASKS)})
+    return msgspec.json.decode(reply.result, type=TaskV2)
+
+
+def test_a_task_that_waits_says_so_and_bash_input_answers_it(server: InProcessServer) -> None:
+    """A task's command that reads its stdin is seen waiting: its status says so,
+    `tasks/update` (which these tasks never ask for) names what answers it, and
+    `bash_input` does."""
+    command = {"command": 'read -r name; echo "hi $name"', "run_in_background": True}
+    task_id = with_tasks(server, "tools/call", name=BASH_TOOL, arguments=command)["taskId"]
+    waits = messages.JOB_WAITS.format(terminal_id=task_id, prompt=messages.NO_PROMPT_TEXT)
+    deadline = time.monotonic() + 30
+    while (task := _task(server, task_id)).status_message != waits:
+        assert task.status == "working" and time.monotonic() < deadline, task
+        time.sleep(0.2)
+    error = server.error_raw("tasks/update", {"taskId": task_id, "inputResponses": {}})
+    assert error.data == messages.TASK_TAKES_NO_INPUT.format(task_id=task_id)
+    answer = msgspec.to_builtins(JobInputArguments(terminal_id=task_id, text="Bob"))
+    reply = server.call_raw(
+        "tools/call", {"name": BASH_INPUT_TOOL, "arguments": answer, "_meta": meta()}
+    )
+    assert "hi Bob" in msgspec.json.decode(reply.result, type=CallToolResult).text
+    while (task := _task(server, task_id)).status == "working":
+        assert time.monotonic() < deadline, task
+        time.sleep(0.2)
+    assert task.status == "completed" and task.result is not None
+    assert task.result.text == "hi Bob\n"
 
 
 def test_a_2026_task_is_cancelled(server: InProcessServer) -> None:

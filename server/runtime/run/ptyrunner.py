@@ -137,6 +137,7 @@ async def _watch_input(run: PtyHandle, execution: Execution) -> None:
             since,
             look.pid,
             look.program,
+            execution.terminal_id,
         )
         execution.input_wait = wait
         if execution.on_input is not None:

@@ -98,6 +98,9 @@ class Execution:
         self.on_input = on_input
         self.settle = settle
         self.input_wait: InputWait | None = None
+        # The job it went on as, once its request was answered before its end
+        # (`services/held.py`): its waits name it, for who answers them.
+        self.terminal_id: str | None = None
 
     def abort(self) -> bool:
         if self.finished or self.aborted:

@@ -66,7 +66,7 @@ class Asking:
         )
         return CallToolResult(
             input_requests={INPUT_KEY: request},
-            request_state=self._sealer.seal(self._tenant, self._call, job.id),
+            request_state=self._sealer.seal(self._tenant, self._call, job.id, wait.since),
         )
 
     async def resume(
@@ -91,11 +91,24 @@ class Asking:
             return jobtools.with_job_ends(
                 result, [messages.INPUT_DECLINED.format(terminal_id=job.id)]
             )
+        wait = job.input_wait
+        if wait is None or wait.since != state.asked:
+            # Its prompt was answered another way (or the job ended): the answer
+            # would land in whatever the job reads next.
+            return self._unanswered(job, max_bytes)
         text = (answer.content or {}).get(ANSWER_FIELD, "")
         refused = await jobtools.type_into(job, str(text), enter=True)
         if refused is not None:
             return refused
         return self.after_answer(job, max_bytes)
+
+    def _unanswered(self, job: Job, max_bytes: int) -> CallToolResult:
+        """The job's next prompt asked, or how it stands, saying the answer was not typed."""
+        result = self.after_answer(job, max_bytes)
+        if result.request_state is not None:
+            return result
+        notice = messages.INPUT_ANSWER_STALE.format(terminal_id=job.id)
+        return jobtools.with_job_ends(result, [notice])
 
     def after_answer(self, job: Job, max_bytes: int) -> CallToolResult:
         """The job's next prompt asked again, or how it stands for the model."""

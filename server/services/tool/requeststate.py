@@ -2,7 +2,7 @@
 server needs to go on with the call when the client sends it again, in the
 client's hands, so it must be sealed.
 
-A state names the job the waiting command went on as. It is signed with
+A state names the job the waiting command went on as, and the wait it asks about. It is signed with
 HMAC-SHA256 under a key of this process (made at random, never written: a
 restarted server refuses the states of the last), bound to the tenant (the
 clientId; none on stdio) and to the call (its tool and arguments), and expires.
@@ -38,6 +38,9 @@ class State(msgspec.Struct, frozen=True, array_like=True):
     # The call it answers: a digest of its tool and arguments.
     call: str
     job: str
+    # The wait it asks about (when it was first seen, as `InputWait.since`): an
+    # answer that comes once the job waits for another is not typed into it.
+    asked: str
     nonce: str
     expires: float
 
@@ -68,10 +71,9 @@ class Sealer:
         # Nonces taken, until their states expire (a replay is refused meanwhile).
         self._taken: dict[str, float] = {}
 
-    def seal(self, tenant: str | None, call: str, job: str) -> str:
-        state = State(
-            tenant or "", call, job, _b64(secrets.token_bytes(16)), self._clock() + STATE_SECONDS
-        )
+    def seal(self, tenant: str | None, call: str, job: str, asked: str) -> str:
+        nonce = _b64(secrets.token_bytes(16))
+        state = State(tenant or "", call, job, asked, nonce, self._clock() + STATE_SECONDS)
         body = msgspec.json.encode(state)
         return f"{_b64(body)}.{_b64(self._mac(body))}"
 
@@ -88,9 +90,10 @@ class Sealer:
             raise errors.InvalidArgument(messages.REQUEST_STATE_EXPIRED)
         if state.nonce in self._taken:
             raise errors.InvalidArgument(messages.REQUEST_STATE_REPLAYED)
-        if not hmac.compare_digest(state.tenant, tenant or ""):
+        # As bytes: compare_digest takes no str beyond ASCII, and a clientId may be any.
+        if not hmac.compare_digest(state.tenant.encode(), (tenant or "").encode()):
             raise errors.InvalidArgument(messages.REQUEST_STATE_OTHER_TENANT)
-        if not hmac.compare_digest(state.call, call):
+        if not hmac.compare_digest(state.call.encode(), call.encode()):
             raise errors.InvalidArgument(messages.REQUEST_STATE_OTHER_CALL)
         self._taken[state.nonce] = state.expires
         return state

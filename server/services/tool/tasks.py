@@ -86,6 +86,9 @@ def task_of(job: Job) -> Task:
             record.ended, record.updated = True, _now()
         status = "cancelled" if record.cancelled else "completed"
         message = messages.TASK_CANCELLED if record.cancelled else end_line(job)
+    elif job.input_wait is not None:
+        # Still working, as MCP has no status for what `bash_input` answers.
+        message = jobtools.status_line(job)
     return Task(
         task_id=job.id,
         status=status,
@@ -169,7 +172,8 @@ async def detailed(terminals: JobService, task_id: str, max_bytes: int) -> Task:
 
 
 def refuse_input(terminals: JobService, task_id: str) -> None:
-    """`tasks/update`: a command never asks its task for input."""
+    """`tasks/update`: a task never asks by `inputRequests` (the model answers its
+    command's waits with `bash_input`, as any job's), so there is nothing to take."""
     find(terminals, task_id)
     raise errors.InvalidArgument(messages.TASK_TAKES_NO_INPUT.format(task_id=task_id))
 

@@ -50,7 +50,7 @@ async def serve(
     if asking is not None and not wait.secret:
         return asking.ask(job, wait)
     # The model has read what the answer shows; `bash_output` goes on from there.
-    jobview.of(job).cursor = done.total
+    jobview.of(job).cursor = done.shown
     template = messages.TOOL_WAITS_FOR_SECRET if wait.secret else messages.TOOL_WAITS_FOR_INPUT
     notice = template.format(prompt=jobtools.quoted_prompt(wait.prompt), terminal_id=job.id)
     text = done.so_far.decode("utf-8", "replace")
