@@ -18,6 +18,7 @@ from bashrpc.protocol.mcp import (
     PROTOCOL_VERSION_KEY,
     TASK_NOTIFICATION,
     TASKS_EXTENSION,
+    BashToolArguments,
     CallToolResult,
     JobInputArguments,
     TaskV2,
@@ -141,8 +142,10 @@ def test_a_task_that_waits_says_so_and_bash_input_answers_it(server: InProcessSe
     """A task's command that reads its stdin is seen waiting: its status says so,
     `tasks/update` (which these tasks never ask for) names what answers it, and
     `bash_input` does."""
-    command = {"command": 'read -r name; echo "hi $name"', "run_in_background": True}
-    task_id = with_tasks(server, "tools/call", name=BASH_TOOL, arguments=command)["taskId"]
+    arguments = BashToolArguments(command='read -r name; echo "hi $name"', run_in_background=True)
+    params = {"name": BASH_TOOL, "arguments": msgspec.to_builtins(arguments)}
+    created = server.call_raw("tools/call", {**params, "_meta": meta(capabilities=TASKS)})
+    task_id = msgspec.json.decode(created.result, type=TaskV2).task_id
     waits = messages.JOB_WAITS.format(terminal_id=task_id, prompt=messages.NO_PROMPT_TEXT)
     deadline = time.monotonic() + 30
     while (task := _task(server, task_id)).status_message != waits:
