@@ -177,7 +177,7 @@ def test_an_answer_outside_the_modern_era_is_refused(asked: InProcessServer) -> 
     assert error.data == messages.REQUEST_STATE_UNEXPECTED
 
 
-def _on_a_terminal_as(client: RpcClient, client_id: str) -> None:
+def _on_a_terminal_as(client: RpcClient, client_id: str | None) -> None:
     """A daemon's client named `client_id`, whose tool calls run on a terminal."""
     host = HostOptions(
         client_id=client_id,
@@ -201,3 +201,21 @@ def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) ->
     finally:
         ada.close()
         eve.close()
+
+
+def test_a_state_is_its_connections_alone_when_it_names_no_client(daemon: DaemonProcess) -> None:
+    """Connections that name no clientId are each a tenant of their own: one's state
+    is refused on another, whose own waiting command it would otherwise answer."""
+    one, other = daemon.connect(), daemon.connect()
+    try:
+        _on_a_terminal_as(one, None)
+        _on_a_terminal_as(other, None)
+        state = _call(one, GREETER).request_state
+        assert _call(other, GREETER).request_state is not None
+        taken = _refused(other, GREETER, inputResponses=_answer("Eve"), requestState=state)
+        assert taken == messages.REQUEST_STATE_OTHER_TENANT
+        done = _call(one, GREETER, inputResponses=_answer("Ada"), requestState=state)
+        assert "Hello Ada" in done.text
+    finally:
+        one.close()
+        other.close()
