@@ -187,29 +187,17 @@ def _on_a_terminal_as(client: RpcClient, client_id: str | None) -> None:
     client.result("initialize", initialize_params(host))
 
 
-def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) -> None:
-    """One key for the daemon, each state bound to the client it was made for."""
-    ada, eve = daemon.connect(), daemon.connect()
-    try:
-        _on_a_terminal_as(ada, "ada")
-        _on_a_terminal_as(eve, "eve")
-        state = _call(ada, GREETER).request_state
-        taken = _refused(eve, GREETER, inputResponses=_answer("Eve"), requestState=state)
-        assert taken == messages.REQUEST_STATE_OTHER_TENANT
-        done = _call(ada, GREETER, inputResponses=_answer("Ada"), requestState=state)
-        assert "Hello Ada" in done.text
-    finally:
-        ada.close()
-        eve.close()
-
-
-def test_a_state_is_its_connections_alone_when_it_names_no_client(daemon: DaemonProcess) -> None:
-    """Connections that name no clientId are each a tenant of their own: one's state
-    is refused on another, whose own waiting command it would otherwise answer."""
+@pytest.mark.parametrize("names", [("ada", "eve"), (None, None)])
+def test_a_state_is_its_clients_alone_under_the_daemon(
+    daemon: DaemonProcess, names: tuple[str | None, str | None]
+) -> None:
+    """One key for the daemon, each state bound to the client it was made for;
+    connections that name no clientId are each a tenant of their own. Another's
+    state is refused, even where it would answer a waiting command of its own."""
     one, other = daemon.connect(), daemon.connect()
     try:
-        _on_a_terminal_as(one, None)
-        _on_a_terminal_as(other, None)
+        _on_a_terminal_as(one, names[0])
+        _on_a_terminal_as(other, names[1])
         state = _call(one, GREETER).request_state
         assert _call(other, GREETER).request_state is not None
         taken = _refused(other, GREETER, inputResponses=_answer("Eve"), requestState=state)
