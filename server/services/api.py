@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +37,10 @@ class Services:
         # Requests a client may resume elsewhere (a daemon's clientId); None: none are kept.
         self.resumables: Resumables | None = None
         self._tell: Callable[[Job], Awaitable[None]] | None = None
+        # Whom what is sealed for this client is bound to (`requestState`): its
+        # clientId, else these services alone (a connection naming none, under the
+        # daemon, is a tenant of its own).
+        self.principal = f"client:{owner}" if owner is not None else f"own:{os.urandom(16).hex()}"
 
     def attached(self, notify: Notify) -> None:
         """A connection serves these services: it hears `terminal/exited` of the

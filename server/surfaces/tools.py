@@ -162,7 +162,7 @@ async def _call(ctx: Ctx, params: ToolsCallParams) -> CallToolResult:
         raise InvalidArgument(messages.REQUEST_STATE_UNEXPECTED)
     asking = None
     if params.name == BASH_TOOL and params.wants_elicitation:
-        asking = inputrequired.Asking(params, services.commands.owner, requeststate.sealer())
+        asking = inputrequired.Asking(params, services.principal, requeststate.sealer())
     if asking is not None and params.request_state is not None:
         _runs_no_command(ctx)
         return await asking.resume(params, services.jobs, connection.settings.output.max_bytes)

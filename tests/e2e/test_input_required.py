@@ -177,7 +177,7 @@ def test_an_answer_outside_the_modern_era_is_refused(asked: InProcessServer) -> 
     assert error.data == messages.REQUEST_STATE_UNEXPECTED
 
 
-def _on_a_terminal_as(client: RpcClient, client_id: str) -> None:
+def _on_a_terminal_as(client: RpcClient, client_id: str | None) -> None:
     """A daemon's client named `client_id`, whose tool calls run on a terminal."""
     host = HostOptions(
         client_id=client_id,
@@ -187,17 +187,23 @@ def _on_a_terminal_as(client: RpcClient, client_id: str) -> None:
     client.result("initialize", initialize_params(host))
 
 
-def test_a_state_is_its_clients_alone_under_the_daemon(daemon: DaemonProcess) -> None:
-    """One key for the daemon, each state bound to the client it was made for."""
-    ada, eve = daemon.connect(), daemon.connect()
+@pytest.mark.parametrize("names", [("ada", "eve"), (None, None)])
+def test_a_state_is_its_clients_alone_under_the_daemon(
+    daemon: DaemonProcess, names: tuple[str | None, str | None]
+) -> None:
+    """One key for the daemon, each state bound to the client it was made for;
+    connections that name no clientId are each a tenant of their own. Another's
+    state is refused, even where it would answer a waiting command of its own."""
+    one, other = daemon.connect(), daemon.connect()
     try:
-        _on_a_terminal_as(ada, "ada")
-        _on_a_terminal_as(eve, "eve")
-        state = _call(ada, GREETER).request_state
-        taken = _refused(eve, GREETER, inputResponses=_answer("Eve"), requestState=state)
+        _on_a_terminal_as(one, names[0])
+        _on_a_terminal_as(other, names[1])
+        state = _call(one, GREETER).request_state
+        assert _call(other, GREETER).request_state is not None
+        taken = _refused(other, GREETER, inputResponses=_answer("Eve"), requestState=state)
         assert taken == messages.REQUEST_STATE_OTHER_TENANT
-        done = _call(ada, GREETER, inputResponses=_answer("Ada"), requestState=state)
+        done = _call(one, GREETER, inputResponses=_answer("Ada"), requestState=state)
         assert "Hello Ada" in done.text
     finally:
-        ada.close()
-        eve.close()
+        one.close()
+        other.close()

@@ -2,10 +2,11 @@
 server needs to go on with the call when the client sends it again, in the
 client's hands, so it must be sealed.
 
-A state names the job the waiting command went on as, and the wait it asks about. It is signed with
-HMAC-SHA256 under a key of this process (made at random, never written: a
-restarted server refuses the states of the last), bound to the tenant (the
-clientId; none on stdio) and to the call (its tool and arguments), and expires.
+A state names the job the waiting command went on as, and the wait it asks
+about. It is signed with HMAC-SHA256 under a key of this process (made at
+random, never written: a restarted server refuses the states of the last),
+bound to the tenant (`Services.principal`: the clientId, else the connection's
+own) and to the call (its tool and arguments), and expires.
 Each is taken once: a replay is refused, as are a forged, an expired, another
 tenant's and another call's, each with its reason. The signature is compared in
 constant time. Pure but for the key's making and the clock, both given.
