@@ -184,24 +184,31 @@ def _namespace(pid: int | str, kind: str) -> int:
 
 
 def _made_in(pidfd: int, user: bool) -> socket.socket | None:
+    """The listener, from a forked child. The child exits only once this end is
+    closed, so its pidfd is taken while it surely lives (the server's reaper may
+    collect it once it ends, and its pid be reused)."""
     setns = _libc().setns  # looked up before the fork: a child must not dlopen
     ours, theirs = socket.socketpair()
-    with ours, theirs:
+    with theirs:
         forked = os.fork()
         if forked == 0:  # pragma: no cover - the child's coverage is not collected
+            # Its copy of our end would keep it from seeing the end of ours.
+            ours.close()
             _child(setns, pidfd, user, theirs)
+    with ours:
         forked_fd = os.pidfd_open(forked)
-        theirs.close()
-        ours.settimeout(HANDOFF_SECONDS)
         try:
-            data, fds, _flags, _ = socket.recv_fds(ours, 1, 1)
+            ours.settimeout(HANDOFF_SECONDS)
+            try:
+                data, fds, _flags, _ = socket.recv_fds(ours, 1, 1)
+            except TimeoutError:
+                # Stuck: it goes (the pidfd names it, whatever its pid is by now).
+                signal.pidfd_send_signal(forked_fd, signal.SIGKILL)
+                data, fds = b"", []
         finally:
-            # Done, or stuck: either way it goes (by pidfd: its pid may be reaped
-            # and reused meanwhile).
-            signal.pidfd_send_signal(forked_fd, signal.SIGKILL)
             os.close(forked_fd)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(forked, 0)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(forked, 0)
     received = [socket.socket(fileno=fd) for fd in fds]
     if data == b"L" and len(received) == 1:
         return received[0]
@@ -224,6 +231,11 @@ def _child(setns: Callable[[int, int], int], pidfd: int, user: bool, back: socke
             back.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
             code = 0
     finally:
+        with contextlib.suppress(BaseException):
+            if code:
+                back.send(b"N")
+            # Until the server closes its end: it holds this child's pidfd by then.
+            back.recv(1)
         os._exit(code)
 
 
