@@ -144,8 +144,9 @@ def test_an_abort_gets_through_to_a_client_that_stopped_reading(process: ServerP
 
 
 # What serving stdio up to its first `bash` result must not import: each
-# subcommand's code, the daemon and its HTTP and WebSocket listeners, and the
-# network proxy a sandbox without an allowlist never starts.
+# subcommand's code, the daemon and its HTTP and WebSocket listeners, the
+# network proxy a sandbox without an allowlist never starts, and the bash
+# parser only MCP's interception rules use.
 DEFERRED = tuple(
     f"{name}."
     for name in (
@@ -155,7 +156,10 @@ DEFERRED = tuple(
         "bashrpc.server.cli.record",
         "bashrpc.server.cli.replay",
         "bashrpc.server.daemon",
+        "bashrpc.server.runtime.network.gateway",
+        "bashrpc.server.runtime.network.proxy",
         "bashrpc.server.wire.wstransport",
+        "tree_sitter",
         "websockets",
     )
 )

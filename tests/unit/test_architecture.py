@@ -68,6 +68,11 @@ LATE_IMPORTS = {
         )
     },
     (
+        "bashrpc.server.runtime.network.gateways",
+        "bashrpc.server.runtime.network.gateway",
+    ): "a server whose sandboxes have no allowlist never loads the proxy",
+    ("bashrpc.server.runtime.sandbox.bwrap", "bashrpc.server.runtime.network.gateway"): "the same",
+    (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.attach",
     ): "the bridge never pays for the server's",
