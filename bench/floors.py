@@ -29,8 +29,9 @@ from bench.workbench import Sizes
 # shell protocol, wherever the bench runs from.
 LATENCY_FLOOR = Path(__file__).with_name("latencyfloor.py")
 DRIVER_FLOOR = Path(__file__).with_name("driverfloor.py")
-# The module `python -m bashrpc` starts in: importing it is the server's import cost.
-SERVER_MAIN = "bashrpc.server.cli.main"
+# What `python -m bashrpc` imports to serve stdio, its entry point and the server
+# (the entry point alone loads no server: each subcommand loads in its branch).
+SERVER_MAIN = "bashrpc.server.cli.main, bashrpc.server.serve"
 BARE_BASH = ("bash", "--noprofile", "--norc")
 
 

@@ -7,10 +7,8 @@ and the store reads them as a server would.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.server.cli.sigpipe import die_of_sigpipe
@@ -19,35 +17,6 @@ from bashrpc.server.output.artifacts import ArtifactStore
 
 EXIT_NOT_FOUND = 1
 _PAGE_BYTES = 1 << 20
-
-
-def add_parser(sub: Any) -> None:
-    show = sub.add_parser(
-        "artifact",
-        help="print an artifact (a long command's full output) to stdout",
-        description=messages.ARTIFACT_DESCRIPTION,
-    )
-    show.add_argument("id", type=int, help="the N of artifact://N")
-    show.add_argument(
-        "--workspace",
-        type=Path,
-        default=argparse.SUPPRESS,
-        metavar="DIR",
-        help="the workspace of the server that made it (default: the current directory)",
-    )
-    owner = show.add_mutually_exclusive_group()
-    owner.add_argument(
-        "--client-id",
-        metavar="ID",
-        help="under the daemon: the clientId whose artifact it is",
-    )
-    owner.add_argument(
-        "--scope", metavar="NAME", help="under the daemon: the shared scope whose artifact it is"
-    )
-    show.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="settings TOML file")
-    show.add_argument(
-        "--artifacts-dir", type=Path, default=argparse.SUPPRESS, help="where full outputs are kept"
-    )
 
 
 def print_artifact(

@@ -12,79 +12,11 @@ from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.mcp import ConnectionSettings, HostOptions, SandboxOverrides
-from bashrpc.server.cli.options import add_server_options, server_argv
+from bashrpc.server.cli.options import server_argv
 from bashrpc.server.daemon import socketpath, wsconfig
 
-# An idle daemon (no connection, no session) exits after this long.
-DEFAULT_IDLE_EXIT_SECONDS = 300.0
-# A client's sessions outlive its last connection for this long.
-DEFAULT_DETACH_GRACE_SECONDS = 300.0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-
-
-def _socket_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--socket",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="the daemon's unix socket (default: $XDG_RUNTIME_DIR/bashrpc/daemon.sock, "
-        "else /tmp/bashrpc-UID/daemon.sock); its directory must be private (0700)",
-    )
-
-
-def add_parsers(sub: Any) -> None:
-    daemon = sub.add_parser(
-        "daemon",
-        help="serve many connections on a unix socket, one runtime each",
-        description=messages.DAEMON_DESCRIPTION,
-    )
-    add_server_options(daemon, suppress=True)
-    _socket_option(daemon)
-    daemon.add_argument(
-        "--idle-exit",
-        type=float,
-        default=DEFAULT_IDLE_EXIT_SECONDS,
-        metavar="SECONDS",
-        help="exit once no connection or session has been there for this long "
-        f"(default {DEFAULT_IDLE_EXIT_SECONDS:g})",
-    )
-    daemon.add_argument("--stay", action="store_true", help="never exit for idleness")
-    _listen_options(daemon)
-    _http_options(daemon)
-    daemon.add_argument(
-        "--detach-grace",
-        type=float,
-        default=DEFAULT_DETACH_GRACE_SECONDS,
-        metavar="SECONDS",
-        help="keep a clientId's sessions this long after its last connection ends "
-        f"(default {DEFAULT_DETACH_GRACE_SECONDS:g})",
-    )
-    attach = sub.add_parser(
-        "attach",
-        help="bridge stdio to the daemon's socket, starting the daemon if none runs",
-        description=messages.ATTACH_DESCRIPTION,
-    )
-    add_server_options(attach, suppress=True)
-    _socket_option(attach)
-
-
-def _http_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--http",
-        default=None,
-        metavar="HOST:PORT",
-        help="also serve plain HTTP here: GET /livez, /readyz (/v1/health) and /metrics "
-        "(metrics need pip install 'bashrpc[metrics]'); loopback, or --token-file "
-        "(default: the server.http setting)",
-    )
-    parser.add_argument(
-        "--http-open-probes",
-        action="store_true",
-        help="let /livez and /readyz answer without the token, for a kubelet's httpGet "
-        "probes (they carry only fixed words); /metrics still needs it",
-    )
 
 
 def claim_http(args: argparse.Namespace, configured: str | None) -> Any:
@@ -107,32 +39,6 @@ def claim_http(args: argparse.Namespace, configured: str | None) -> Any:
         reason = messages.DAEMON_CANNOT_BIND.format(path=text, reason=exc.strerror)
         return _refused(reason, EXIT_FAILURE)
     return health.HttpListener(sock=sock, token=token, open_probes=args.http_open_probes)
-
-
-def _listen_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--listen",
-        action="append",
-        default=None,
-        metavar="URL",
-        help="also serve here (repeatable): ws://HOST:PORT for WebSocket connections, one "
-        "message per text frame (needs pip install 'bashrpc[ws]'), or "
-        "http://HOST:PORT/PATH for MCP's Streamable HTTP; TLS belongs to a router or sidecar",
-    )
-    gate = parser.add_mutually_exclusive_group()
-    gate.add_argument(
-        "--token-file",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="the bearer token --listen (and a non-loopback --http) requires, read once "
-        "(mode 600 or stricter)",
-    )
-    gate.add_argument(
-        "--insecure-loopback",
-        action="store_true",
-        help="let --listen run without a token, on a loopback address only",
-    )
 
 
 def claim_listener(args: argparse.Namespace, max_message_bytes: int) -> Any:

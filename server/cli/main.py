@@ -14,10 +14,8 @@ import msgspec
 from bashrpc.protocol import __version__, messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS
 from bashrpc.server import log
-from bashrpc.server.cli import artifact, daemon, record, replay
-from bashrpc.server.cli.exec import run_exec
+from bashrpc.server.cli import subparsers
 from bashrpc.server.cli.options import add_eof_option, add_server_options, command_timeout
-from bashrpc.server.daemon.tenants import tenant_key
 from bashrpc.server.output.artifactroot import default_root
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.settings import MIN_LINE_BYTES, Settings, SettingsError, load
@@ -60,10 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"kill the command after this long ({MIN_TIMEOUT_SECONDS:g} to "
         f"{MAX_TIMEOUT_SECONDS:g}); exit status 124",
     )
-    daemon.add_parsers(sub)
-    record.add_parser(sub)
-    replay.add_parser(sub)
-    artifact.add_parser(sub)
+    subparsers.add_daemon_and_attach(sub)
+    subparsers.add_record(sub)
+    subparsers.add_replay(sub)
+    subparsers.add_artifact(sub)
     return parser
 
 
@@ -120,17 +118,34 @@ def split_server_args(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv[:cut], argv[cut + 1 :]
 
 
+# Subcommands that run no server in this process: a client, or a proxy.
+CLIENT_COMMANDS = ("record", "replay", "exec", "attach")
+
+
+def _run_client(args: argparse.Namespace, server_args: list[str] | None) -> int:
+    """Each subcommand's code is imported in its branch: serving pays for none."""
+    if args.command_name == "record":
+        from bashrpc.server.cli import record
+
+        return record.run_record(args, server_args or [])
+    if args.command_name == "replay":
+        from bashrpc.server.cli import replay
+
+        return replay.run_replay(args, server_args)
+    if args.command_name == "exec":
+        from bashrpc.server.cli.exec import run_exec
+
+        return run_exec(args)
+    from bashrpc.server.cli import daemon
+
+    return daemon.run_attach(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     own, server_args = split_server_args(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(own)
-    if args.command_name == "record":
-        return record.run_record(args, server_args or [])
-    if args.command_name == "replay":
-        return replay.run_replay(args, server_args)
-    if args.command_name == "exec":
-        return run_exec(args)
-    if args.command_name == "attach":
-        return daemon.run_attach(args)
+    if args.command_name in CLIENT_COMMANDS:
+        return _run_client(args, server_args)
     log.setup(args.log_level)
     try:
         settings = load(args.config)
@@ -141,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = msgspec.structs.replace(settings, sandbox=sandbox)
     settings = _with_network_flags(args, settings)
     if args.command_name == "artifact":
+        # Each subcommand's code is imported in its branch: serving pays for none.
+        from bashrpc.server.cli import artifact
+        from bashrpc.server.daemon.tenants import tenant_key
+
         owner = tenant_key(args.client_id, args.scope)
         return artifact.print_artifact(
             args.id, _artifacts_root(args, settings), args.workspace, owner
@@ -178,6 +197,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     use_uvloop = settings.uvloop and importlib.util.find_spec("uvloop") is not None
     backend = {"use_uvloop": use_uvloop}
     if args.command_name == "daemon":
+        from bashrpc.server.cli import daemon
         from bashrpc.server.daemon.server import run_daemon
 
         also = daemon.claim_listener(args, settings.max_line_bytes)

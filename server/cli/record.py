@@ -48,24 +48,6 @@ HELD_BYTES = 8 * 1024 * 1024
 PRIVATE_MODE = 0o600
 
 
-def add_parser(sub: Any) -> None:
-    record = sub.add_parser(
-        "record",
-        help="run a server for a host and write the session as a transcript",
-        description=messages.RECORD_DESCRIPTION,
-        usage=messages.RECORD_USAGE,
-    )
-    record.add_argument("--out", type=Path, required=True, metavar="FILE", help="the transcript")
-    record.add_argument(
-        "--rule",
-        nargs=3,
-        action="append",
-        default=[],
-        metavar=("FIELD", "REGEX", "REPLACEMENT"),
-        help="a normalization rule of the host's own, written into the header",
-    )
-
-
 def _request_keys(record: Record) -> list[str]:
     """The ids of the requests in a client line, or of the replies in a server line."""
     members = record.message if isinstance(record.message, list) else [record.message]

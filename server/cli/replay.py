@@ -19,50 +19,17 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.transcript import Transcript, TranscriptError, dumps, loads
 from bashrpc.protocol.transcriptupdate import updated
 from bashrpc.server.cli.fixture import FixtureError, inside, plan
-from bashrpc.server.cli.replayrun import DEFAULT_WAIT_SECONDS, Outcome, replay
+from bashrpc.server.cli.replayrun import Outcome, replay
 from bashrpc.server.cli.runroot import untrusted_arg
 
 EXIT_MATCH = 0
 EXIT_DIFFERS = 1
 EXIT_USAGE = 2
-
-
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser(
-        "replay",
-        help="replay transcripts against a fresh server and compare what it says",
-        description=messages.REPLAY_DESCRIPTION,
-        usage=messages.REPLAY_USAGE,
-    )
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="transcripts")
-    parser.add_argument(
-        "--update", action="store_true", help="rewrite each transcript's expected side"
-    )
-    parser.add_argument(
-        "--trust",
-        action="store_true",
-        help="run the header's server arguments even where they could loosen the sandbox",
-    )
-    parser.add_argument(
-        "--fixture",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="copy this directory in as the workspace (default: the header's, else empty)",
-    )
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT_SECONDS,
-        metavar="SECONDS",
-        help=f"the longest wait for the server before going on (default {DEFAULT_WAIT_SECONDS:g})",
-    )
 
 
 def load(path: Path) -> Transcript:

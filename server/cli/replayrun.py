@@ -40,10 +40,9 @@ from bashrpc.protocol.transcript import (
 from bashrpc.protocol.transcriptdiff import differences
 from bashrpc.server.cli.pipeserver import PipeServer
 from bashrpc.server.cli.runroot import DAEMON_BRIDGE, RunRoot, portable_args
+from bashrpc.server.cli.subparsers import DEFAULT_WAIT_SECONDS
 from bashrpc.server.daemon import socketpath
 
-# How long one wait for the server may last before the replay goes on.
-DEFAULT_WAIT_SECONDS = 60.0
 DAEMON_STOP_SECONDS = 10.0
 DAEMON_POLL_SECONDS = 0.05
 # The end of the server's log shown with a mismatch.

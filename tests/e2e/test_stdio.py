@@ -16,7 +16,13 @@ import pytest
 from bashrpc.protocol import messages
 from bashrpc.protocol.client import result_of
 from bashrpc.protocol.envelope import Request, ServerMessage, encode
-from bashrpc.protocol.methods import AbortBashParams, AbortBashResult, BashParams, SessionListResult
+from bashrpc.protocol.methods import (
+    AbortBashParams,
+    AbortBashResult,
+    BashParams,
+    BashResult,
+    SessionListResult,
+)
 from tests.rpc import ServerProcess, marked_processes, server_environment, wait_until
 
 # Every case here starts processes of its own: slow (see tests/conftest.py).
@@ -135,3 +141,49 @@ def test_an_abort_gets_through_to_a_client_that_stopped_reading(process: ServerP
     sessions = result_of(process.response(listed), SessionListResult).sessions
     assert "flood" in {s.session_id for s in sessions}
     assert process.bash_result(flood).cancelled
+
+
+# What serving stdio up to its first `bash` result must not import: each
+# subcommand's code, the daemon and its HTTP and WebSocket listeners, the
+# network proxy a sandbox without an allowlist never starts, and the bash
+# parser only MCP's interception rules use.
+DEFERRED = tuple(
+    f"{name}."
+    for name in (
+        "bashrpc.server.cli.artifact",
+        "bashrpc.server.cli.daemon",
+        "bashrpc.server.cli.exec",
+        "bashrpc.server.cli.record",
+        "bashrpc.server.cli.replay",
+        "bashrpc.server.daemon",
+        "bashrpc.server.runtime.network.gateway",
+        "bashrpc.server.runtime.network.proxy",
+        "bashrpc.server.wire.wstransport",
+        "tree_sitter",
+        "websockets",
+    )
+)
+
+
+def test_serving_stdio_to_the_first_result_imports_nothing_deferred(tmp_path: Path) -> None:
+    """`-X importtime` names every module the process imports, up to its exit."""
+    request = Request(id=1, method="bash", params=BashParams(command="echo served"))
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bashrpc", "--on-eof", "finish"],
+        input=encode(request) + b"\n",
+        capture_output=True,
+        cwd=tmp_path,
+        env=server_environment(tmp_path),
+        timeout=EXIT_BOUND_SECONDS * 3,
+        check=True,
+    )
+    reply = _decode_message(proc.stdout.splitlines()[-1])  # after its chunk
+    assert result_of(reply, BashResult).output == "served\n"
+    # Each name with a dot after it, so a package's prefix matches it and its modules.
+    imported = {
+        line.rsplit(b"|", 1)[1].strip().decode() + "."
+        for line in proc.stderr.splitlines()
+        if line.startswith(b"import time:")
+    }
+    assert "bashrpc.server.serve." in imported
+    assert sorted(name for name in imported if name.startswith(DEFERRED)) == []

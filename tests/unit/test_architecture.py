@@ -56,6 +56,22 @@ LATE_IMPORTS = {
     ): "exec and --help never pay for the server's imports",
     ("bashrpc.server.cli.main", "bashrpc.server.runtime.instance"): "the same",
     ("bashrpc.server.cli.main", "bashrpc.server.daemon.server"): "the same",
+    **{
+        ("bashrpc.server.cli.main", target): "serving stdio never pays for a subcommand's code"
+        for target in (
+            "bashrpc.server.cli.artifact",
+            "bashrpc.server.cli.daemon",
+            "bashrpc.server.cli.exec",
+            "bashrpc.server.cli.record",
+            "bashrpc.server.cli.replay",
+            "bashrpc.server.daemon.tenants",
+        )
+    },
+    (
+        "bashrpc.server.runtime.network.gateways",
+        "bashrpc.server.runtime.network.gateway",
+    ): "a server whose sandboxes have no allowlist never loads the proxy",
+    ("bashrpc.server.runtime.sandbox.bwrap", "bashrpc.server.runtime.network.gateway"): "the same",
     (
         "bashrpc.server.cli.daemon",
         "bashrpc.server.daemon.attach",

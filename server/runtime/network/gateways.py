@@ -3,13 +3,17 @@ runtime's task group, closed with the session (and with the runtime)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import anyio.abc
 
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.runtime.network import resolver as resolvers
-from bashrpc.server.runtime.network.gateway import Gateway
-from bashrpc.server.runtime.network.proxy import Record
 from bashrpc.server.runtime.seam.egress import Egress
+
+if TYPE_CHECKING:
+    from bashrpc.server.runtime.network.gateway import Gateway
+    from bashrpc.server.runtime.network.proxy import Record
 
 
 class Gateways:
@@ -20,6 +24,9 @@ class Gateways:
     def open(self, session_id: str, egress: Egress) -> Egress:
         """The session's gateway, started (a new one for a new policy); the policy
         as its sandboxes carry it, naming the gateway."""
+        # Here: a server whose sandboxes have no allowlist never loads the proxy.
+        from bashrpc.server.runtime.network.gateway import Gateway
+
         self.close(session_id)
         gateway = Gateway(egress, resolvers.current(), _count)
         self._by_session[session_id] = gateway

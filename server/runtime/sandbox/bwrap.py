@@ -19,7 +19,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server.errors import SandboxUnavailable
-from bashrpc.server.runtime.network import gateway, handoff
+from bashrpc.server.runtime.network import handoff
 from bashrpc.server.runtime.sandbox import mounts, seccomp
 from bashrpc.server.runtime.sandbox.git import scan as gitscan
 from bashrpc.server.runtime.seam.policy import Policy
@@ -96,7 +96,12 @@ def _egress(policy: Policy) -> handoff.Ends | None:
     """With an allowlist, the ends of the sandbox's listener handoff
     (`network/handoff.py`): bwrap's, and the session's proxy's, given to it now.
     A policy whose gateway is gone gets none, and no way out."""
-    found = gateway.find(policy.egress.gateway) if policy.egress is not None else None
+    if policy.egress is None:
+        return None
+    # Here: a sandbox without an allowlist never loads the proxy.
+    from bashrpc.server.runtime.network import gateway
+
+    found = gateway.find(policy.egress.gateway)
     if found is None:
         return None
     ends = handoff.ends()

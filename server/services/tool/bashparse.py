@@ -13,10 +13,12 @@ another command, which is the shell doing its job.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import msgspec
-import tree_sitter
-import tree_sitter_bash
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 # Never walked: their commands feed another's arguments, or are not commands.
 _SKIPPED = frozenset({"command_substitution", "process_substitution", "comment", "heredoc_body"})
@@ -47,7 +49,11 @@ class SimpleCommand(msgspec.Struct, frozen=True):
 
 @functools.cache
 def _parser() -> tree_sitter.Parser:
-    """Loaded once: building the language costs far more than a parse."""
+    """Loaded once: building the language costs far more than a parse. Loaded
+    at the first parse: a server that intercepts nothing never loads tree-sitter."""
+    import tree_sitter
+    import tree_sitter_bash
+
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
