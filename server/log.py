@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import io
 import logging
+import os
 import sys
 import threading
+import weakref
 from typing import TextIO, cast
 
 from bashrpc.protocol import messages
@@ -44,6 +47,16 @@ class StderrQueue:
         self.dropped = 0
         # How many of those the notes written so far told of.
         self.told = 0
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
+
+    def _restart(self) -> None:
+        """In a forked child (the watchdog, a sandbox's listener): the lock may
+        be held by a thread the child does not have, whose lines the parent
+        writes; the child starts with an empty queue and a writer of its own."""
+        self._ready = threading.Condition()
+        self._lines.clear()
+        self._bytes = 0
+        self._writer = None
 
     def put(self, data: bytes) -> None:
         """Queue `data`, or drop and count it: never blocks."""
@@ -87,6 +100,11 @@ class StderrQueue:
             fdio.write_all_blocking(self._fd, raw)
         except OSError:
             pass  # stderr is gone: what is said there is lost, as it would be
+
+
+def _forked(queue: weakref.ref[StderrQueue]) -> None:
+    if (alive := queue()) is not None:
+        alive._restart()
 
 
 class QueuedText(io.TextIOBase):

@@ -7,6 +7,7 @@ import re
 import select
 import subprocess
 import sys
+import threading
 import time
 
 from bashrpc.protocol import messages
@@ -109,3 +110,45 @@ def test_writes_to_sys_stderr_never_wait_for_an_unread_stderr() -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_forked_child_logs_though_a_thread_held_the_queue_at_the_fork() -> None:
+    """The watchdog is forked from a server whose stderr thread may hold the
+    queue's lock at that moment; the child has no such thread, and once waited
+    on the lock for ever (it ignores SIGTERM, so it was left behind)."""
+    read_end, write_end = os.pipe()
+    queue = StderrQueue(write_end)
+    queue.put(b"before the fork\n")
+    assert queue.flush(10.0)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # as the writer thread holds it, mid-line
+        with queue._ready:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            queue.put(b"from the child\n")
+            os._exit(0 if queue.flush(10.0) else 1)
+        finally:
+            os._exit(2)
+    release.set()
+    holder.join()
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 20.0
+        while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise AssertionError("the forked child waited for a lock nobody holds")
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(waited[1]) == 0
+        assert read_until(read_end, b"from the child\n").endswith(b"from the child\n")
+    finally:
+        os.close(read_end)

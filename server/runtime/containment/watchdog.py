@@ -50,6 +50,8 @@ class Watchdog:
                 os.close(write_end)
                 _watch(read_end, cgroup, runtime_dir, owner_prefix)
             finally:
+                # What it said (what it killed) goes out before it does.
+                log.STDERR.flush(log.EXIT_FLUSH_SECONDS)
                 os._exit(0)
         os.close(read_end)
         os.set_blocking(write_end, False)
