@@ -84,7 +84,10 @@ class Pipeline:
                 yield
             finally:
                 self._group = None
-                group.cancel_scope.cancel()
+                # Only a started releaser needs it: cancelling an empty group costs
+                # a command several loop turns of cancel delivery.
+                if self._releaser:
+                    group.cancel_scope.cancel()
 
     def _held(self) -> bool:
         """Whether either redactor holds bytes back from its stream."""
