@@ -12,7 +12,6 @@ import hashlib
 import operator
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,14 @@ from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashChunk, BashParams
 from bashrpc.server.runtime.sandbox.bwrap import probe as sandbox_probe
 from bashrpc.server.services.tool.interceptor import DEFAULT_RULES, intercept
-from bench.client import BenchServer, cpu_seconds, file_sha256, rss_kib, time_calls
+from bench.client import (
+    BenchServer,
+    cpu_seconds,
+    file_sha256,
+    rss_kib,
+    time_calls,
+    warm_and_first_true,
+)
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
 from bench.floors import LatencyFloors, StartupFloors, compile_server
@@ -453,20 +459,14 @@ class Bench:
             for _ in range(s.repeat):
                 server = self.server(None, "--sandbox", mode)
                 try:
-                    server.call("bash", BashParams(command="true"))
-                    for _ in range(s.warmup_calls):
-                        server.call("bash", BashParams(command="true"))
-                    samples = time_calls(
-                        server, "bash", BashParams(command="true"), s.latency_calls
+                    p50, first = warm_and_first_true(
+                        server,
+                        warmup=1 + s.warmup_calls,
+                        calls=s.latency_calls,
+                        sessions=s.sandbox_sessions,
                     )
-                    latency.values.append(percentile(samples, 0.5) * 1e3)
-                    firsts = [
-                        time_calls(
-                            server, "bash", BashParams(command="true", session_id=f"n{i}"), 1
-                        )[0]
-                        for i in range(s.sandbox_sessions)
-                    ]
-                    start.values.append(statistics.median(firsts) * 1e3)
+                    latency.values.append(p50)
+                    start.values.append(first)
                 finally:
                     server.close()
         per_command = Row(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -17,8 +18,9 @@ import msgspec
 
 from bashrpc.protocol.client import ClientCore, Unparsable, result_of
 from bashrpc.protocol.envelope import RequestId, ServerMessage
-from bashrpc.protocol.methods import BashChunk
+from bashrpc.protocol.methods import BashChunk, BashParams
 from bashrpc.server.cli.keepalive import Keepalive
+from bench.rows import percentile
 
 T = TypeVar("T")
 
@@ -58,6 +60,23 @@ def time_calls_while(
 def time_calls(server: Caller, method: str, params: msgspec.Struct, calls: int) -> list[float]:
     left = itertools.count(calls, -1)
     return time_calls_while(server, method, params, lambda: next(left) > 0)
+
+
+def warm_and_first_true(
+    server: Caller, *, warmup: int, calls: int, sessions: int
+) -> tuple[float, float]:
+    """`true`'s p50 on a warmed shell and the median first `true` of `sessions`
+    new sessions, in ms: what a setting (a sandbox, an allowlist) costs per
+    command, and at a session's start."""
+    true = BashParams(command="true")
+    for _ in range(warmup):
+        server.call("bash", true)
+    samples = time_calls(server, "bash", true, calls)
+    firsts = [
+        time_calls(server, "bash", BashParams(command="true", session_id=f"n{i}"), 1)[0]
+        for i in range(sessions)
+    ]
+    return percentile(samples, 0.5) * 1e3, statistics.median(firsts) * 1e3
 
 
 class BenchServer:

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bashrpc.protocol.methods import BashParams
 from bashrpc.server.runtime.sandbox.bwrap import probe as sandbox_probe
-from bench.client import BenchServer, time_calls
+from bench.client import BenchServer, warm_and_first_true
 from bench.rows import MB, Row, percentile
 from bench.workbench import Workbench
 
@@ -112,15 +111,14 @@ def _latency_rows(bench: Workbench) -> list[Row]:
         for _ in range(s.repeat):
             server = BenchServer(bench.artifacts, "--config", str(config))
             try:
-                for _ in range(s.warmup_calls):
-                    server.call("bash", BashParams(command="true"))
-                samples = time_calls(server, "bash", BashParams(command="true"), s.latency_calls)
-                row.values.append(percentile(samples, 0.5) * 1e3)
-                firsts = [
-                    time_calls(server, "bash", BashParams(command="true", session_id=f"n{i}"), 1)[0]
-                    for i in range(s.sandbox_sessions)
-                ]
-                start.values.append(statistics.median(firsts) * 1e3)
+                p50, first = warm_and_first_true(
+                    server,
+                    warmup=s.warmup_calls,
+                    calls=s.latency_calls,
+                    sessions=s.sandbox_sessions,
+                )
+                row.values.append(p50)
+                start.values.append(first)
             finally:
                 server.close()
     ratio = Row(
