@@ -30,14 +30,15 @@ class Caller(Protocol):
 
 
 def spawn_server(
-    artifacts_dir: Path, *args: str, home: Path | None = None
+    artifacts_dir: Path, *args: str, home: Path | None = None, python: str = sys.executable
 ) -> subprocess.Popen[bytes]:
-    """`python -m bashrpc` on pipes, its log discarded."""
+    """`python -m bashrpc` on pipes, its log discarded; `python` names another
+    install's interpreter (an interleaved before and after)."""
     env = dict(os.environ)
     if home is not None:
         env["HOME"] = str(home)
     return subprocess.Popen(
-        [sys.executable, "-m", "bashrpc", "--artifacts-dir", str(artifacts_dir), *args],
+        [python, "-m", "bashrpc", "--artifacts-dir", str(artifacts_dir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -80,8 +81,14 @@ def warm_and_first_true(
 
 
 class BenchServer:
-    def __init__(self, artifacts_dir: Path, *args: str, home: Path | None = None) -> None:
-        self.proc = spawn_server(artifacts_dir, *args, home=home)
+    def __init__(
+        self,
+        artifacts_dir: Path,
+        *args: str,
+        home: Path | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.proc = spawn_server(artifacts_dir, *args, home=home, python=python)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout

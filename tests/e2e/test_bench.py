@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from bench.ab import Figure
 from tests.rpc import server_environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,3 +164,45 @@ def test_a_run_leaves_the_committed_results_alone(tmp_path: Path) -> None:
     )
     assert partial.returncode == 2 and "--record" in partial.stderr
     assert committed.read_bytes() == before
+
+
+def test_an_interleaved_before_and_after_names_every_side(tmp_path: Path) -> None:
+    """`bench.ab` runs two installs' servers side by side (here one install, twice)."""
+    out = tmp_path / "ab.json"
+    sides = [f"before={sys.executable}", f"after={sys.executable}"]
+    sizes = ["--blocks", "2", "--calls", "5", "--startups", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.ab", *sides, *sizes, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=server_environment(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("| metric | before | after | after / before | unit |")
+    figures = msgspec.json.decode(out.read_bytes(), type=list[Figure])
+    assert [f.metric for f in figures] == [
+        "bash `true` p50",
+        "bash `true` p10",
+        "bash `true` p90",
+        "tools/call `true` p50",
+        "tools/call `true` p10",
+        "tools/call `true` p90",
+        "startup to first result, empty HOME (median)",
+    ]
+    assert all(set(f.values) == {"before", "after"} for f in figures)
+    assert all(v > 0 for f in figures for v in f.values.values())
+    assert figures[0].lower_in["after"] in {"0 of 2", "1 of 2", "2 of 2"}
+
+
+def test_an_interleaved_run_refuses_a_side_without_its_interpreter() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.ab", "before=", "after=x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2
+    assert "'before=': expected NAME=PYTHON" in proc.stderr
