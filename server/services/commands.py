@@ -137,7 +137,7 @@ class CommandService:
                 began_at = anyio.current_time()
                 # Where relative paths in the output are taken from (a command may `cd`).
                 start = execution.take_turn(session).path
-                async with pipeline.releasing():
+                with pipeline.releasing():
                     run = await self._now(spec, session, execution, listener, table)
         finally:
             self._executions.discard(execution)

@@ -3,18 +3,15 @@ listener, and the one finishing step of both runners."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import anyio
-import anyio.abc
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from bashrpc.protocol import messages
 from bashrpc.server.output.chunks import CHUNK_INTERVAL_SECONDS
 from bashrpc.server.output.crfold import CarriageReturnFolder
 from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.sink import OutputSink
-from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.run.runners import RunResult
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.streams import Listener
@@ -37,12 +34,13 @@ class Pipeline:
         # A terminal's raw bytes are redacted on their own (the sink redacts the text).
         self._raw = Redactor(secrets) if terminal and secrets is not None else None
         self._holding = secrets is not None
+        # Reads so far, and at the release timer's start: a read since defers it.
         self._feeds = 0
-        self._holds = Pulse()
-        # While the command runs: where the releasing task starts, at the first
-        # read that leaves something held (most commands never do).
-        self._group: anyio.abc.TaskGroup | None = None
-        self._releaser = False
+        self._seen = 0
+        # While the command runs (`releasing`): the loop that times a release, and
+        # the timer, set at a read that leaves something held (most never do).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def feed(self, data: bytes) -> None:
         if self._folder is not None:
@@ -52,61 +50,59 @@ class Pipeline:
                 self._raw_out(self._raw.feed_both(data)[1])
             data = self._folder.feed(data)
         self._text(self.sink.feed(data))
-        if self._group is not None:
+        if self._loop is not None:
             self._feeds += 1
             # `_held`, inline: this runs for every read of a flood.
             text, raw = self.sink.redactor, self._raw
-            if (text is not None and text.held) or (raw is not None and raw.held):
-                self._hold()
-
-    def _hold(self) -> None:
-        """Something is held: the releasing task (started now, the first time) wakes."""
-        assert self._group is not None
-        if not self._releaser:
-            self._releaser = True
-            self._group.start_soon(self._release, CHUNK_INTERVAL_SECONDS)
-        self._holds.fire()
+            if self._timer is None and (
+                (text is not None and text.held) or (raw is not None and raw.held)
+            ):
+                self._arm(self._loop)
 
     def feed_text(self, data: bytes) -> None:
         """A message of the server's own, as text only (never as terminal bytes)."""
         self._text(self.sink.feed(data))
 
-    @asynccontextmanager
-    async def releasing(self) -> AsyncIterator[None]:
+    @contextmanager
+    def releasing(self) -> Iterator[None]:
         """While the command runs, bytes held back from the streams (they may begin a
-        secret) are let go in time: never a chunk interval past the last read."""
+        secret) are let go in time: never a chunk interval past the last read.
+
+        A timer of the loop's, not a task: a task group per command costs every
+        command a loop turn at its exit, and most never hold a byte."""
         if not self._holding:
             yield
             return
-        async with anyio.create_task_group() as group:
-            self._group = group
-            try:
-                yield
-            finally:
-                self._group = None
-                # Only a started releaser needs it: cancelling an empty group costs
-                # a command several loop turns of cancel delivery.
-                if self._releaser:
-                    group.cancel_scope.cancel()
+        self._loop = asyncio.get_running_loop()
+        try:
+            yield
+        finally:
+            self._loop = None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def _held(self) -> bool:
         """Whether either redactor holds bytes back from its stream."""
         text, raw = self.sink.redactor, self._raw
         return bool((text is not None and text.held) or (raw is not None and raw.held))
 
-    async def _release(self, interval: float) -> None:
-        """Held bytes go after `interval` without a read: a quiet command's last words
-        (a prompt, a line still being written) are never held back from its host; the
-        result and the artifact still wait for them (until cancelled)."""
-        while True:
-            if not self._held():
-                await self._holds.wait()
-            seen = self._feeds
-            await anyio.sleep(interval)
-            if self._feeds == seen:
-                if self._raw is not None:
-                    self._raw_out(self._raw.release())
-                self._text(self.sink.release())
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._seen = self._feeds
+        self._timer = loop.call_later(CHUNK_INTERVAL_SECONDS, self._due)
+
+    def _due(self) -> None:
+        """A chunk interval passed. With no read since, the held bytes go: a quiet
+        command's last words (a prompt, a line still being written) are never held
+        back from its host; the result and the artifact still wait for them. With
+        a read since, and something still held, another interval."""
+        self._timer = None
+        if self._feeds == self._seen:
+            if self._raw is not None:
+                self._raw_out(self._raw.release())
+            self._text(self.sink.release())
+        if self._loop is not None and self._held():
+            self._arm(self._loop)
 
     def _raw_out(self, raw: bytes) -> None:
         if raw:
