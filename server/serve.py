@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,7 +24,7 @@ import anyio
 import msgspec
 
 from bashrpc.protocol import messages
-from bashrpc.server import log
+from bashrpc.server import log, rundir
 from bashrpc.server.connection import Connection
 from bashrpc.server.observe import traces
 from bashrpc.server.runtime.containment import child, polling, procs
@@ -84,7 +83,7 @@ async def guarded(options: Options) -> AsyncIterator[Guard]:
     # Before any thread starts: threads take their signal mask from their creator.
     child.clear_inherited_signals()
     procs.become_subreaper()
-    runtime_dir = Path(tempfile.mkdtemp(prefix="bashrpc-"))
+    runtime_dir = Path(rundir.make())
     cgroup_root = CgroupRoot.create() if options.settings.kill.cgroups else None
     watchdog = Watchdog.start(
         None if cgroup_root is None else cgroup_root.path, runtime_dir, f"{os.getpid()}."

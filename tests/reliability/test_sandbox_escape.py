@@ -20,6 +20,7 @@ import pytest
 
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.methods import BashParams, SandboxMode, SessionOpenParams
+from bashrpc.server import rundir
 from bashrpc.server.runtime.sandbox import bwrap
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_sandbox import connect, sandboxed
@@ -169,6 +170,36 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
         assert "other-value" not in found and not any(name in found for name in others)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("place", ["XDG_RUNTIME_DIR", "/dev/shm"])
+def test_the_runtime_directory_in_memory_is_hidden_too(
+    spawn_process: SpawnProcess, tmp_path: Path, place: str
+) -> None:
+    """With no TMPDIR the runtime directory goes to memory (`rundir.py`): under the
+    user's XDG_RUNTIME_DIR, else /dev/shm, which bwrap's own /dev covers in the
+    confined modes. The shell's protocol works there, and another session's
+    command file stays out of reach."""
+    private = tmp_path / "xdg"
+    private.mkdir(mode=0o700)
+    env = {"TMPDIR": "", "XDG_RUNTIME_DIR": str(private) if place == "XDG_RUNTIME_DIR" else ""}
+    expected = str(private) if place == "XDG_RUNTIME_DIR" else rundir.SHARED_MEMORY
+    if rundir.base(env) != expected:
+        pytest.skip(f"{place} is not usable here (noexec, or not shared and sticky)")
+    server = spawn_process("--sandbox", "read-only", env=env)
+    server.result("session/open", SessionOpenParams(session_id="other"))
+    secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
+    assert secret.output == "ok\n"
+    own_dir = Path(server.bash('dirname "$__bashrpc_in"').output.strip())
+    runtime = own_dir.parent
+    assert runtime.parent == Path(expected) and runtime.name.startswith("bashrpc-")
+    others = [p.name for p in runtime.rglob("*.in") if p.parent != own_dir]
+    assert others, "the other session's command file is there"
+    found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
+    assert own_dir.name in found
+    assert "other-value" not in found and not any(name in found for name in others)
+    server.close()
+    assert not runtime.exists(), "the runtime directory is removed at the end"
 
 
 def test_a_sandbox_that_cannot_start_answers_with_bwraps_message(
