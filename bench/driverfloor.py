@@ -5,7 +5,8 @@ Like `latencyfloor.py` it keeps one bash and relays one command per line on its
 stdin, with no JSON and no event loop; but it speaks to bash as the server does
 (`runtime/shell/protocol.py`): the driver defined once, each command's fields
 in the fields file, the driver line with a fresh token and the name of an
-output FIFO made ahead (as the server makes it, while the shell is idle), the
+output FIFO made ahead (as the server makes it, while the shell is idle, where
+the server makes its runtime directory), the
 status record read from the status FIFO and checked, the output FIFO read to
 its end and unlinked. What it writes back is the command's exit status.
 
@@ -21,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bashrpc.server import rundir
 from bashrpc.server.runtime.shell.protocol import (
     TOKEN_BYTES,
     RecordReader,
@@ -90,5 +92,6 @@ def relay(directory: Path) -> None:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="bashrpc-driverfloor-") as tmp:
+    # Where the server makes its runtime directory (in memory, where it can).
+    with tempfile.TemporaryDirectory(prefix="bashrpc-driverfloor-", dir=rundir.base()) as tmp:
         relay(Path(tmp))

@@ -4,6 +4,10 @@ the server's own in them.
 
 - The relay floor (`latencyfloor.py`): a command's round trip through a bare
   relay that keeps one bash, a line in and a status line back.
+- The protocol floor (`driverfloor.py`): the server's own shell protocol by the
+  same bare relay; and the loop floor (`loopfloor.py`): that protocol served as
+  the server serves it, under uvloop with JSON-RPC in and out, in callbacks.
+  What the server takes beyond the loop floor is its own per-command work.
 - Bash's own fork and exec of `/bin/true`, timed inside one bash (`time` of a
   loop): what `/bin/true` costs a persistent shell beyond its round trip.
 - Startup's parts: the interpreter (`python -c pass`), the interpreter with
@@ -19,7 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+from bashrpc.protocol.client import ClientCore, Unparsable
 from bashrpc.protocol.mcp import EmptyParams
+from bashrpc.protocol.methods import BashParams
 from bench.client import Caller, time_calls
 from bench.latencyfloor import READY
 from bench.rows import Row, at_most, percentile
@@ -29,6 +35,8 @@ from bench.workbench import Sizes
 # shell protocol, wherever the bench runs from.
 LATENCY_FLOOR = Path(__file__).with_name("latencyfloor.py")
 DRIVER_FLOOR = Path(__file__).with_name("driverfloor.py")
+# The loop floor imports the driver's pieces: run as a module, from the checkout.
+ROOT = Path(__file__).resolve().parents[1]
 # What `python -m bashrpc` imports to serve stdio, its entry point and the server
 # (the entry point alone loads no server: each subcommand loads in its branch).
 SERVER_MAIN = "bashrpc.server.cli.main, bashrpc.server.serve"
@@ -55,6 +63,39 @@ def relay_latency(
             proc.stdin.flush()
             if proc.stdout.readline() != b"0\n":
                 raise RuntimeError(f"the latency floor's `{command}` failed")
+            if i >= warmup:
+                samples.append(time.perf_counter() - started)
+    finally:
+        proc.stdin.close()
+        proc.wait()
+        proc.stdout.close()
+    return samples
+
+
+def loop_latency(calls: int, warmup: int) -> list[float]:
+    """Seconds per `bash` request answered by the loop floor (`loopfloor.py`),
+    sent and read back as the bench's client does the server's."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.loopfloor"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    core = ClientCore()
+    params = BashParams(command="true")
+    samples = []
+    try:
+        if proc.stdout.readline() != READY:
+            raise RuntimeError("the loop floor did not start")
+        for i in range(warmup + calls):
+            started = time.perf_counter()
+            ident, line = core.request("bash", params)
+            proc.stdin.write(line)
+            proc.stdin.flush()
+            [reply] = core.line(proc.stdout.readline())
+            if isinstance(reply, Unparsable) or reply.id != ident:
+                raise RuntimeError("the loop floor answered something else")
             if i >= warmup:
                 samples.append(time.perf_counter() - started)
     finally:
@@ -108,12 +149,19 @@ class LatencyFloors:
         self.driver = Row(
             "latency", "floor: the server's shell protocol by a bare relay, `true` p50", "ms"
         )
+        self.loop = Row(
+            "latency",
+            "floor: the same protocol served under uvloop, JSON-RPC in and out, `true` p50",
+            "ms",
+        )
         self.fork_exec = Row("latency", "floor: bash's own fork+exec of `/bin/true`", "ms")
         self.ping = Row("latency", "floor: server `ping` p50 (its hop, no shell)", "ms")
         self.true_ratio = at_most("latency", "bash `true` / relay floor (p50)", "×", 1.5)
         self.true_above = Row("latency", "bash `true` p50 minus (relay floor + `ping`)", "ms")
         # What the server's Python adds to bash's share of its own protocol.
         self.python_share = Row("latency", "bash `true` p50 minus (protocol floor + `ping`)", "ms")
+        # What the server's own per-command work costs, beyond any loop's.
+        self.own_work = Row("latency", "bash `true` p50 minus the loop floor", "ms")
         # The targets this design can defend (see the benchmarks page).
         self.true_design = at_most(
             "latency", "bash `true` / (protocol floor + `ping`) (p50)", "×", 1.5, proposed=True
@@ -136,6 +184,7 @@ class LatencyFloors:
             row.values.append(percentile(relay_latency(command, calls, warmup), 0.5) * 1e3)
         driven = relay_latency("true", calls, warmup, DRIVER_FLOOR)
         self.driver.values.append(percentile(driven, 0.5) * 1e3)
+        self.loop.values.append(percentile(loop_latency(calls, warmup), 0.5) * 1e3)
         self.fork_exec.values.append(bash_fork_exec_seconds(sizes.fork_loops) * 1e3)
         time_calls(server, "ping", EmptyParams(), warmup)
         pings = time_calls(server, "ping", EmptyParams(), calls)
@@ -147,6 +196,7 @@ class LatencyFloors:
         self.true_ratio.values.append(true_p50 / relay)
         self.true_above.values.append(true_p50 - relay - self.ping.values[-1])
         self.python_share.values.append(true_p50 - self.driver.values[-1] - self.ping.values[-1])
+        self.own_work.values.append(true_p50 - self.loop.values[-1])
         self.fork_above.values.append(fork_p50 - relay - self.fork_exec.values[-1])
         self.true_design.values.append(true_p50 / (self.driver.values[-1] + self.ping.values[-1]))
         relay_fork = self.relay_fork.values[-1] - relay
@@ -157,11 +207,13 @@ class LatencyFloors:
             self.relay_true,
             self.relay_fork,
             self.driver,
+            self.loop,
             self.fork_exec,
             self.ping,
             self.true_ratio,
             self.true_above,
             self.python_share,
+            self.own_work,
             self.true_design,
             self.fork_above,
             self.fork_extra,
