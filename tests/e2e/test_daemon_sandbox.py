@@ -171,9 +171,14 @@ def test_a_client_that_names_itself_runs_commands_with_its_rc(host: Host, mode: 
         assert client.bash("mark").output == "marked\n", daemon.stderr()
         assert daemon.proc.poll() is None
         assert FAILED not in daemon.stderr()
+        # The daemon's runtime directory, above the tenant's and the shell's own.
+        runtime = Path(client.bash('dirname "$__bashrpc_in"').output.strip()).parents[1]
+        assert runtime.name.startswith("bashrpc-"), runtime
     finally:
         client.kill()
         daemon.kill()
+    # Killed (SIGKILL), its watchdog removes that directory, unlisted shells and all.
+    assert wait_until(lambda: not runtime.exists()), sorted(map(str, runtime.rglob("*")))
 
 
 def test_a_capture_that_fails_costs_a_warning_not_the_daemon(host: Host) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,3 +86,40 @@ def test_made_private_in_its_base(places: tuple[Path, Path]) -> None:
     made = Path(rundir.make({"XDG_RUNTIME_DIR": str(private)}))
     assert made.parent == private and made.name.startswith("bashrpc-")
     assert made.stat().st_mode & 0o777 == 0o700
+
+
+NOBODY = 65534
+
+
+def test_a_dead_daemons_runtime_directory_goes_with_its_unlisted_shell_directories() -> None:
+    """A shell's own directory is unlisted (0300) while it runs; a daemon's sit one
+    level down, under their tenant's (t1/s1). After a SIGKILL, the watchdog (the
+    server's user) removes what is left: every level. Root lists any directory, so
+    as root the removal runs as uid 65534, over a tree that user owns."""
+    base = Path(tempfile.mkdtemp(prefix="bashrpc-removal-", dir="/var/tmp"))
+    try:
+        base.chmod(0o1777)  # as /tmp and /dev/shm are
+        runtime = base / "bashrpc-x"
+        for shell in (runtime / "t1" / "s1", runtime / "s2"):
+            shell.mkdir(parents=True)
+            (shell / f"{shell.name}.in").write_text("a command's text and env values\n")
+        removal = (
+            "from pathlib import Path\n"
+            "from bashrpc.server.runtime.containment.watchdog import remove_runtime_dir\n"
+            f"remove_runtime_dir(Path({str(runtime)!r}))\n"
+        )
+        launcher: list[str] = []
+        if os.geteuid() == 0:
+            for path in (runtime, *runtime.rglob("*")):
+                os.chown(path, NOBODY, NOBODY)
+            launcher = ["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY)]
+            launcher += ["--clear-groups"]
+        for shell in (runtime / "t1" / "s1", runtime / "s2"):
+            shell.chmod(0o300)
+        subprocess.run([*launcher, sys.executable, "-c", removal], check=True, timeout=60)
+        assert not runtime.exists(), sorted(str(p) for p in runtime.rglob("*"))
+    finally:
+        for path in (base, *base.rglob("*")):
+            if path.is_dir():
+                path.chmod(0o700)
+        shutil.rmtree(base)

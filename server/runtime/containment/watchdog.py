@@ -100,16 +100,21 @@ def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str)
 
 def remove_runtime_dir(runtime_dir: Path) -> None:
     """Remove the server's runtime directory, whatever it holds. A shell's own
-    directory is unlisted while the shell runs (`shell.py`), and one left by a
-    server that died is listed again first, as the server does at a shell's end."""
-    try:
-        entries = list(os.scandir(runtime_dir))
-    except OSError:
-        entries = []
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                os.chmod(entry.path, 0o700)
+    directory is unlisted while the shell runs (`shell/process.py`), at any depth
+    (a daemon's are under their tenant's); one left by a server that died is
+    listed again first, top-down, as the server does at a shell's end. Root lists
+    any directory; any other user needs this to remove them."""
+    pending = [str(runtime_dir)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.chmod(entry.path, 0o700)
+                pending.append(entry.path)
     shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
