@@ -21,7 +21,9 @@ import importlib.util
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from bashrpc.protocol.client import ClientCore, Unparsable
 from bashrpc.protocol.mcp import EmptyParams
@@ -43,26 +45,25 @@ SERVER_MAIN = "bashrpc.server.cli.main, bashrpc.server.serve"
 BARE_BASH = ("bash", "--noprofile", "--norc")
 
 
-def relay_latency(
-    command: str, calls: int, warmup: int, program: Path = LATENCY_FLOOR
+def floor_latency(
+    argv: list[str],
+    round_trip: Callable[[IO[bytes], IO[bytes]], None],
+    calls: int,
+    warmup: int,
+    cwd: Path | None = None,
 ) -> list[float]:
-    """Seconds per round trip of `command` through a bare relay (`program`),
-    `calls` of them after `warmup` untimed ones."""
-    proc = subprocess.Popen(
-        [sys.executable, str(program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    """Seconds per round trip through a floor program (`argv`), once it says it is
+    ready: `calls` of them after `warmup` untimed ones. `round_trip` writes one
+    request to the program's stdin and reads its answer, raising on a wrong one."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd)
     assert proc.stdin is not None and proc.stdout is not None
-    line = command.encode() + b"\n"
     samples = []
     try:
         if proc.stdout.readline() != READY:
-            raise RuntimeError("the latency floor did not start")
+            raise RuntimeError(f"the floor {argv[1:]} did not start")
         for i in range(warmup + calls):
             started = time.perf_counter()
-            proc.stdin.write(line)
-            proc.stdin.flush()
-            if proc.stdout.readline() != b"0\n":
-                raise RuntimeError(f"the latency floor's `{command}` failed")
+            round_trip(proc.stdin, proc.stdout)
             if i >= warmup:
                 samples.append(time.perf_counter() - started)
     finally:
@@ -70,39 +71,39 @@ def relay_latency(
         proc.wait()
         proc.stdout.close()
     return samples
+
+
+def relay_latency(
+    command: str, calls: int, warmup: int, program: Path = LATENCY_FLOOR
+) -> list[float]:
+    """Seconds per round trip of `command` through a bare relay (`program`)."""
+    line = command.encode() + b"\n"
+
+    def round_trip(to: IO[bytes], back: IO[bytes]) -> None:
+        to.write(line)
+        to.flush()
+        if back.readline() != b"0\n":
+            raise RuntimeError(f"the latency floor's `{command}` failed")
+
+    return floor_latency([sys.executable, str(program)], round_trip, calls, warmup)
 
 
 def loop_latency(calls: int, warmup: int) -> list[float]:
     """Seconds per `bash` request answered by the loop floor (`loopfloor.py`),
     sent and read back as the bench's client does the server's."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.loopfloor"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
     core = ClientCore()
     params = BashParams(command="true")
-    samples = []
-    try:
-        if proc.stdout.readline() != READY:
-            raise RuntimeError("the loop floor did not start")
-        for i in range(warmup + calls):
-            started = time.perf_counter()
-            ident, line = core.request("bash", params)
-            proc.stdin.write(line)
-            proc.stdin.flush()
-            [reply] = core.line(proc.stdout.readline())
-            if isinstance(reply, Unparsable) or reply.id != ident:
-                raise RuntimeError("the loop floor answered something else")
-            if i >= warmup:
-                samples.append(time.perf_counter() - started)
-    finally:
-        proc.stdin.close()
-        proc.wait()
-        proc.stdout.close()
-    return samples
+
+    def round_trip(to: IO[bytes], back: IO[bytes]) -> None:
+        ident, line = core.request("bash", params)
+        to.write(line)
+        to.flush()
+        [reply] = core.line(back.readline())
+        if isinstance(reply, Unparsable) or reply.id != ident:
+            raise RuntimeError("the loop floor answered something else")
+
+    argv = [sys.executable, "-m", "bench.loopfloor"]
+    return floor_latency(argv, round_trip, calls, warmup, cwd=ROOT)
 
 
 def bash_fork_exec_seconds(loops: int) -> float:
