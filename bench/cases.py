@@ -7,9 +7,7 @@ on a noisy machine.
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import operator
 import os
 import shlex
 import subprocess
@@ -40,7 +38,7 @@ from bench.floors import LatencyFloors, StartupFloors, compile_server
 from bench.inputwait import input_waits
 from bench.network import network
 from bench.redaction import redaction
-from bench.rows import MB, Row, percentile
+from bench.rows import MB, Row, at_least, at_most, percentile
 from bench.streamfloor import READY
 from bench.throttle import throttle
 from bench.workbench import Sizes
@@ -89,12 +87,10 @@ class Bench:
     def latency(self) -> list[Row]:
         s = self.sizes
         bash_p50 = Row("latency", "bash `true` p50", "ms")
-        bash_p99 = Row("latency", "bash `true` p99", "ms", target="≤ 1", check=lambda v: v <= 1)
+        bash_p99 = at_most("latency", "bash `true` p99", "ms", 1)
         tool_p50 = Row("latency", "tools/call `true` p50", "ms")
         tool_p99 = Row("latency", "tools/call `true` p99", "ms")
-        tool_ratio = Row(
-            "latency", "tools/call / bash (p50)", "×", target="≤ 1.1", check=lambda v: v <= 1.1
-        )
+        tool_ratio = at_most("latency", "tools/call / bash (p50)", "×", 1.1)
         fork_p50 = Row("latency", "bash `/bin/true` p50", "ms")
         fork_p99 = Row("latency", "bash `/bin/true` p99", "ms")
         spawn_p50 = Row("latency", "baseline: spawn-per-call p50", "ms")
@@ -203,28 +199,12 @@ class Bench:
         zero = f"head -c {s.zero_bytes} /dev/zero | tr '\\0' a"
         seq = f"seq 1 {s.seq_count}"
         rows = []
-        peak = Row(
-            "memory",
-            "peak RSS during the throughput runs",
-            "MiB",
-            target="≤ 64",
-            check=lambda v: v <= 64,
-        )
+        peak = at_most("memory", "peak RSS during the throughput runs", "MiB", 64)
         for name, command in (("zeros", zero), ("seq", seq)):
-            through = Row(
-                "throughput",
-                f"{name}: through the server",
-                "MB/s",
-                target="≥ 600",
-                check=lambda v: v >= 600,
-            )
+            through = at_least("throughput", f"{name}: through the server", "MB/s", 600)
             direct = Row("throughput", f"{name}: baseline, redirected to a file", "MB/s")
-            ratio = Row(
-                "throughput",
-                f"{name}: server / redirection",
-                "×",
-                target="≥ 0.9" if name == "zeros" else "≥ 0.8",
-                check=(lambda v: v >= 0.9) if name == "zeros" else (lambda v: v >= 0.8),
+            ratio = at_least(
+                "throughput", f"{name}: server / redirection", "×", 0.9 if name == "zeros" else 0.8
             )
             cpu = Row("throughput", f"{name}: server CPU (user+sys) per MB", "ms/MB")
             exact = _exact_row(f"{name}: stream and artifact byte-exact (sha256)")
@@ -232,31 +212,19 @@ class Bench:
             # What this machine allows a Python server that streams (see the
             # benchmarks page): the bare relay is itself about half the redirection.
             floor_target = STREAMED_FLOOR_TARGETS[name]
-            floor_ratio = Row(
-                "throughput",
-                f"{name}: server / streamed floor",
-                "×",
-                target=f"≥ {floor_target}",
-                check=functools.partial(operator.le, floor_target),
+            floor_ratio = at_least(
+                "throughput", f"{name}: server / streamed floor", "×", floor_target
             )
             floor_direct = Row("throughput", f"{name}: streamed floor / redirection", "×")
             rows += [through, direct, ratio, cpu, exact, floor, floor_direct, floor_ratio]
             if name == "zeros":
                 kept = Row("throughput", "zeros kept, not streamed (tools/call)", "MB/s")
-                kept_ratio = Row(
-                    "throughput",
-                    "zeros kept, not streamed: server / redirection",
-                    "×",
-                    target="≥ 0.9",
-                    check=lambda v: v >= 0.9,
+                kept_ratio = at_least(
+                    "throughput", "zeros kept, not streamed: server / redirection", "×", 0.9
                 )
                 relay = Row("throughput", "zeros: floor, relayed through `cat` to a file", "MB/s")
-                relay_ratio = Row(
-                    "throughput",
-                    "zeros kept, not streamed: server / `cat` relay",
-                    "×",
-                    target="≥ 0.9",
-                    check=lambda v: v >= 0.9,
+                relay_ratio = at_least(
+                    "throughput", "zeros kept, not streamed: server / `cat` relay", "×", 0.9
                 )
                 kept_cpu = Row("throughput", "zeros kept: server CPU (user+sys) per MB", "ms/MB")
                 kept_exact = _exact_row("zeros kept: artifact byte-exact (sha256)")
@@ -373,13 +341,7 @@ class Bench:
     # 5. First chunk -----------------------------------------------------------
 
     def first_chunk(self) -> list[Row]:
-        row = Row(
-            "first chunk",
-            "`echo start; sleep 1` to first bash/chunk",
-            "ms",
-            target="≤ 50",
-            check=lambda v: v <= 50,
-        )
+        row = at_most("first chunk", "`echo start; sleep 1` to first bash/chunk", "ms", 50)
         server = self.server()
         try:
             server.call("bash", BashParams(command="true"))
@@ -469,12 +431,8 @@ class Bench:
                     start.values.append(first)
                 finally:
                     server.close()
-        per_command = Row(
-            "sandbox",
-            "per-command cost of the sandbox (p50 difference)",
-            "ms",
-            target="≤ 0.1",
-            check=lambda v: v <= 0.1,
+        per_command = at_most(
+            "sandbox", "per-command cost of the sandbox (p50 difference)", "ms", 0.1
         )
         per_command.values = [
             sandboxed - plain

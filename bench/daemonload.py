@@ -22,7 +22,7 @@ from bashrpc.protocol.client import ClientCore
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server.daemon import socketpath
 from bench.fairness import flood_command
-from bench.rows import Row, percentile
+from bench.rows import Row, at_least, percentile
 from bench.workbench import Workbench
 
 REPLY_PREFIX = b'{"jsonrpc":"2.0","id":'
@@ -165,13 +165,7 @@ def daemon_connections(bench: Workbench) -> list[Row]:
     cores = os.cpu_count() or 1
     one = Row("daemon", "1 connection × `true`", "calls/s")
     many = Row("daemon", f"{n} connections × `true`", "calls/s")
-    ratio = Row(
-        "daemon",
-        f"{n} connections / (1 connection × {cores} cores)",
-        "×",
-        target="≥ 0.7",
-        check=lambda v: v >= 0.7,
-    )
+    ratio = at_least("daemon", f"{n} connections / (1 connection × {cores} cores)", "×", 0.7)
     idle_p50 = Row("daemon", f"`true` p50, {n} connections", "ms")
     busy_p50 = Row("daemon", f"`true` p50, {n - 1} connections while one floods", "ms")
     busy_p99 = Row("daemon", f"`true` p99, {n - 1} connections while one floods", "ms")

@@ -25,7 +25,7 @@ from bashrpc.protocol.client import ClientCore, Unparsable
 from bashrpc.protocol.envelope import RequestId, ServerMessage
 from bashrpc.protocol.methods import BashParams
 from bench.client import rss_kib, spawn_server, time_calls, time_calls_while
-from bench.rows import MB, Row, percentile
+from bench.rows import MB, Row, at_least, at_most, percentile
 from bench.workbench import Workbench
 
 # How long a flood or a reply may take before the bench gives up on the server.
@@ -209,13 +209,11 @@ def fairness(bench: Workbench) -> list[Row]:
     busy_p99 = Row("fairness", "`true` in a while b floods: p99", "ms")
     floor_p50 = Row("fairness", "baseline: `true` while the flood runs outside: p50", "ms")
     floor_p99 = Row("fairness", "baseline: `true` while the flood runs outside: p99", "ms")
-    p50_ratio = Row("fairness", "flooded p50 / idle p50", "×", target="≤ 3", check=lambda v: v <= 3)
-    p99_ratio = Row(
-        "fairness", "flooded p99 / idle p50", "×", target="≤ 20", check=lambda v: v <= 20
-    )
+    p50_ratio = at_most("fairness", "flooded p50 / idle p50", "×", 3)
+    p99_ratio = at_most("fairness", "flooded p99 / idle p50", "×", 20)
     alone = Row("fairness", "flood alone", "MB/s")
     shared = Row("fairness", "flood while a runs `true`", "MB/s")
-    kept = Row("fairness", "flood shared / alone", "×", target="≥ 0.8", check=lambda v: v >= 0.8)
+    kept = at_least("fairness", "flood shared / alone", "×", 0.8)
     kept_outside = Row(
         "fairness", "baseline: the flood outside, shared with a's `true` / alone", "×"
     )
@@ -268,16 +266,8 @@ def fairness(bench: Workbench) -> list[Row]:
 
 def scale(bench: Workbench) -> list[Row]:
     n = bench.sizes.many_sessions
-    per_session = Row(
-        "fairness",
-        f"{n} sessions' first commands",
-        "ms/session",
-        target="≤ 15",
-        check=lambda v: v <= 15,
-    )
-    rss = Row(
-        "fairness", f"server RSS with {n} shells", "MiB", target="≤ 64", check=lambda v: v <= 64
-    )
+    per_session = at_most("fairness", f"{n} sessions' first commands", "ms/session", 15)
+    rss = at_most("fairness", f"server RSS with {n} shells", "MiB", 64)
     for _ in range(bench.sizes.repeat):
         ms, mib = first_commands(bench.workdir, n)
         per_session.values.append(ms)

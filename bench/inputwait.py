@@ -10,7 +10,7 @@ import msgspec
 
 from bashrpc.protocol.methods import AbortBashParams, BashParams, NeedsInput, PtyOutput
 from bench.client import BenchServer
-from bench.rows import Row, percentile
+from bench.rows import Row, at_most, percentile
 from bench.workbench import Workbench
 
 PROMPTS = ("read -p 'Name: ' x", "read -s -p 'Password: ' x", "python3 -c 'input(\"> \")'")
@@ -18,9 +18,7 @@ PROMPTS = ("read -p 'Name: ' x", "read -s -p 'Password: ' x", "python3 -c 'input
 
 def input_waits(bench: Workbench) -> list[Row]:
     p50 = Row("input", "prompt to bash/needsInput p50", "ms")
-    p95 = Row(
-        "input", "prompt to bash/needsInput p95", "ms", target="≤ 2000", check=lambda v: v <= 2000
-    )
+    p95 = at_most("input", "prompt to bash/needsInput p95", "ms", 2000)
     for _ in range(bench.sizes.repeat):
         server = BenchServer(bench.artifacts)
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bashrpc.server.runtime.sandbox.bwrap import probe as sandbox_probe
 from bench.client import BenchServer, warm_and_first_true
-from bench.rows import MB, Row, percentile
+from bench.rows import MB, Row, at_least, at_most, percentile
 from bench.workbench import Workbench
 
 NETPROXY = Path(__file__).with_name("netproxy.py")
@@ -41,13 +41,7 @@ def _proxy_rows(bench: Workbench) -> list[Row]:
     s = bench.sizes
     direct_ttfb = Row("network", "time to first byte, direct p50", "ms")
     proxy_ttfb = Row("network", "time to first byte, through the proxy p50", "ms")
-    added = Row(
-        "network",
-        "proxy's added time to first byte (p50 difference)",
-        "ms",
-        target="≤ 2",
-        check=lambda v: v <= 2,
-    )
+    added = at_most("network", "proxy's added time to first byte (p50 difference)", "ms", 2)
     direct_rate = Row("network", f"{s.network_megabytes} MB download, direct", "MB/s")
     proxy_rate = Row("network", f"{s.network_megabytes} MB download, through the proxy", "MB/s")
     floor_rate = Row(
@@ -56,13 +50,7 @@ def _proxy_rows(bench: Workbench) -> list[Row]:
     ratio = Row("network", "download: proxy / direct", "×")
     # A second loopback hop is what a proxy cannot avoid: it is measured against
     # the least a relay can do (`relayfloor.py`), its own code's cost alone.
-    floor_ratio = Row(
-        "network",
-        "download: proxy / bare relay",
-        "×",
-        target="≥ 0.8",
-        check=lambda v: v >= 0.8,
-    )
+    floor_ratio = at_least("network", "download: proxy / bare relay", "×", 0.8)
     with (
         tempfile.TemporaryDirectory() as site,
         _origin(Path(site), s.network_megabytes) as port,
@@ -121,13 +109,7 @@ def _latency_rows(bench: Workbench) -> list[Row]:
                 start.values.append(first)
             finally:
                 server.close()
-    ratio = Row(
-        "network",
-        "bash `true` p50: allowlist / network off",
-        "×",
-        target="≤ 1.1",
-        check=lambda v: v <= 1.1,
-    )
+    ratio = at_most("network", "bash `true` p50: allowlist / network off", "×", 1.1)
     ratio.values = [
         a / o for a, o in zip(rows["allowlist"].values, rows["off"].values, strict=True)
     ]

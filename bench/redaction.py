@@ -18,7 +18,7 @@ from bashrpc.protocol.methods import BashParams, SecretsAddParams, SecretValue
 from bashrpc.server.output.redact import SecretTable
 from bashrpc.server.output.secretforms import DEFAULT_FORMATS
 from bench.client import BenchServer, cpu_seconds, time_calls
-from bench.rows import MB, Row, percentile
+from bench.rows import MB, Row, at_least, at_most, percentile
 from bench.workbench import Workbench
 
 REGISTERED = 100
@@ -60,12 +60,8 @@ def _rows() -> dict[str, Row]:
     for key, (metric, unit) in names.items():
         for mode in ("off", "on"):
             rows[f"{key} {mode}"] = Row("redaction", f"{metric}, redaction {mode}", unit)
-    rows["streamed ratio"] = Row(
-        "redaction", "seq streamed: on / off", "×", target="≥ 0.95", check=lambda v: v >= 0.95
-    )
-    rows["kept ratio"] = Row(
-        "redaction", "seq kept: on / off", "×", target="≥ 0.95", check=lambda v: v >= 0.95
-    )
+    rows["streamed ratio"] = at_least("redaction", "seq streamed: on / off", "×", 0.95)
+    rows["kept ratio"] = at_least("redaction", "seq kept: on / off", "×", 0.95)
     rows["cpu ratio"] = Row("redaction", "seq streamed: server CPU on / off", "×")
     rows["kept cpu ratio"] = Row("redaction", "seq kept: server CPU on / off", "×")
     rows["kept added"] = Row("redaction", "seq kept: server CPU added per MB (on - off)", "ms/MB")
@@ -76,12 +72,8 @@ def _rows() -> dict[str, Row]:
     )
     # A pass over every byte is the least redaction can cost; the rest is the
     # redactor's own code, and that is what the target holds.
-    rows["floor ratio"] = Row(
-        "redaction",
-        "seq kept: CPU added / the table's scan alone",
-        "×",
-        target="≤ 1.5",
-        check=lambda v: v <= 1.5,
+    rows["floor ratio"] = at_most(
+        "redaction", "seq kept: CPU added / the table's scan alone", "×", 1.5
     )
     rows["true difference"] = Row("redaction", "bash `true` p50: on - off", "ms")
     rows["first difference"] = Row("redaction", "first chunk: on - off", "ms")

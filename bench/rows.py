@@ -42,3 +42,10 @@ def at_most(case: str, metric: str, unit: str, limit: float, *, proposed: bool =
     put in place of an issue's that this machine's floor does not allow."""
     target = f"≤ {limit:g}" + (" (proposed)" if proposed else "")
     return Row(case, metric, unit, target=target, check=functools.partial(operator.ge, limit))
+
+
+def at_least(case: str, metric: str, unit: str, limit: float) -> Row:
+    """A row whose median must reach `limit`."""
+    return Row(
+        case, metric, unit, target=f"≥ {limit:g}", check=functools.partial(operator.le, limit)
+    )

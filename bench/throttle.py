@@ -18,7 +18,7 @@ import time
 
 from bashrpc.protocol.methods import BashParams
 from bench.client import BenchServer
-from bench.rows import Row
+from bench.rows import Row, at_least, at_most
 from bench.workbench import Workbench
 
 # A short line every millisecond, for as long as it is told; the first from
@@ -47,13 +47,7 @@ def flood_rows(bench: Workbench) -> list[Row]:
     count = Row("throttle", f"small writes: {n} echo lines: notifications sent", "")
     echo_size = Row("throttle", "small writes: KiB per notification", "KiB")
     flood = f"seq {n * FLOOD_LINES_PER_WRITE}"
-    flood_size = Row(
-        "throttle",
-        f"flood: `{flood}`: KiB per notification",
-        "KiB",
-        target="≥ 32",
-        check=lambda v: v >= 32,
-    )
+    flood_size = at_least("throttle", f"flood: `{flood}`: KiB per notification", "KiB", 32)
     for _ in range(bench.sizes.repeat):
         server = BenchServer(bench.artifacts)
         try:
@@ -89,14 +83,10 @@ def _kib_per_notification(server: BenchServer, command: str) -> tuple[int, float
 def trickle_rows(bench: Workbench, *, loaded: bool) -> list[Row]:
     seconds = bench.sizes.trickle_seconds
     name = f"trickle{', loaded' if loaded else ''}"
-    rate = Row(
-        "throttle",
-        f"{name}: a line per ms for {seconds:g} s, notifications per second",
-        "/s",
-        target="≤ 60",
-        check=lambda v: v <= 60,
+    rate = at_most(
+        "throttle", f"{name}: a line per ms for {seconds:g} s, notifications per second", "/s", 60
     )
-    first = Row("throttle", f"{name}: first chunk", "ms", target="≤ 50", check=lambda v: v <= 50)
+    first = at_most("throttle", f"{name}: first chunk", "ms", 50)
     command = f"echo start; exec {shlex.join([sys.executable, '-c', TRICKLE, str(seconds)])}"
     for _ in range(bench.sizes.repeat):
         burner = subprocess.Popen(BURNER) if loaded else None
