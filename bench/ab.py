@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
 from bench.client import BenchServer, time_calls
+from bench.floors import compile_server
 from bench.rows import percentile
 
 CALLS = (
@@ -53,22 +53,6 @@ def parse_side(text: str) -> Side:
     if not sep or not name or not python:
         raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=PYTHON")
     return Side(name, python)
-
-
-# What `floors.compile_server` does, run by a side's own interpreter (any version).
-COMPILE = """
-import compileall, importlib.util
-for name in ("bashrpc", "bashrpc.server", "bashrpc.protocol"):
-    for location in importlib.util.find_spec(name).submodule_search_locations:
-        compileall.compile_dir(location, quiet=1)
-"""
-
-
-def compile_sides(sides: Sequence[Side]) -> None:
-    """Byte-compile each install, as `pip install` does: with PYTHONDONTWRITEBYTECODE
-    set, a side checked out since its last compile would compile at every start."""
-    for side in sides:
-        subprocess.run([side.python, "-c", COMPILE], check=True, stdout=subprocess.DEVNULL)
 
 
 def interleaved_calls(sides: Sequence[Side], work: Path, blocks: int, calls: int) -> None:
@@ -155,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     sides: list[Side] = args.sides
     if len(sides) < 2 or len({s.name for s in sides}) < len(sides):
         parser.error("name two or more sides, each once")
-    compile_sides(sides)
+    for side in sides:
+        # As an install is: otherwise a side checked out since its last compile,
+        # with PYTHONDONTWRITEBYTECODE set, would compile at every start.
+        compile_server(side.python)
     with tempfile.TemporaryDirectory(prefix="bench-ab-") as work:
         interleaved_calls(sides, Path(work), args.blocks, args.calls)
         interleaved_startups(sides, Path(work), args.startups)

@@ -16,8 +16,6 @@ the server's own in them.
 
 from __future__ import annotations
 
-import compileall
-import importlib.util
 import subprocess
 import sys
 import time
@@ -121,15 +119,20 @@ def start_seconds(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def compile_server() -> None:
-    """Byte-compile the server's modules, as an install does: with
-    PYTHONDONTWRITEBYTECODE set (or a fresh checkout), every start would
-    otherwise compile them all, and startup would measure the compiler."""
-    for name in ("bashrpc", "bashrpc.server", "bashrpc.protocol"):
-        spec = importlib.util.find_spec(name)
-        assert spec is not None and spec.submodule_search_locations is not None
-        for location in spec.submodule_search_locations:
-            compileall.compile_dir(location, quiet=1)
+# Run by the interpreter of the install it compiles (any version of it).
+_COMPILE = """
+import compileall, importlib.util
+for name in ("bashrpc", "bashrpc.server", "bashrpc.protocol"):
+    for location in importlib.util.find_spec(name).submodule_search_locations:
+        compileall.compile_dir(location, quiet=1)
+"""
+
+
+def compile_server(python: str = sys.executable) -> None:
+    """Byte-compile the server's modules of `python`'s install, as an install
+    does: with PYTHONDONTWRITEBYTECODE set (or a fresh checkout), every start
+    would otherwise compile them all, and startup would measure the compiler."""
+    subprocess.run([python, "-c", _COMPILE], check=True, stdout=subprocess.DEVNULL)
 
 
 def startup_floors() -> dict[str, float]:
