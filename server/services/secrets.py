@@ -29,7 +29,7 @@ def table_for(
         own = book.from_env(env, secret_env)
     except ValueError as error:
         raise errors.InvalidArgument(str(error)) from None
-    return book.live(session.id, book.from_env(session.env), own)
+    return book.live(session.id, book.of_session(session.id, session.env), own)
 
 
 def redactor(table: TableSource | None) -> Redactor | None:
