@@ -44,7 +44,8 @@ class Ticket:
 
     def __init__(self, request_id: object) -> None:
         self.request_id = request_id
-        self.ready = anyio.Event()
+        # Made when it has to wait (most take the turn at once, and need none).
+        self.ready: anyio.Event | None = None
         # Seconds it waited for its turn (0 when it had it at once).
         self.waited = 0.0
 
@@ -53,6 +54,7 @@ class Ticket:
 class Session:
     id: str
     config: ShellConfig
+    # Fixed for the session's life (its secrets are found once, `SecretBook.of_session`).
     env: dict[str, str]
     cwd: str
     # Where a new shell starts when it cannot enter `cwd` (gone, or not in its sandbox).
@@ -86,6 +88,8 @@ class Session:
             with give_up:
                 waited = await self.hold.open()
                 if not self.line.join(ticket):
+                    # Before any checkpoint: the one ahead sets it when it leaves.
+                    ticket.ready = anyio.Event()
                     await ticket.ready.wait()
                     waited = True
                 if waited:
@@ -94,6 +98,8 @@ class Session:
         finally:
             following = self.line.leave(ticket)
             if following is not None:
+                # It waited, so it made its event when it joined.
+                assert following.ready is not None
                 following.ready.set()
 
     @contextlib.asynccontextmanager
