@@ -94,7 +94,7 @@ def test_the_first_end_is_the_record_and_the_fifo_is_unlinked_once_open(tmp_path
         await run.drain()
         assert run.state == "done" and b"".join(out) == b"hello\n"
         # The next command gets a FIFO of its own.
-        assert fifos.take().path != run.pipe.fifo.path
+        assert fifos.take(out.append, None).fifo.path != run.pipe.fifo.path
         fifos.close()
 
     anyio.run(main)
@@ -161,11 +161,12 @@ def test_a_fifo_that_cannot_be_made_ahead_is_made_when_taken(tmp_path: Path) -> 
         fifos = Fifos(gone)
         await anyio.lowlevel.checkpoint()
         with pytest.raises(FileNotFoundError):
-            fifos.take()
+            fifos.take(list[bytes]().append, None)
         gone.mkdir()
-        taken = fifos.take()
-        assert taken.path.parent == gone
-        taken.close()
+        taken = fifos.take(list[bytes]().append, None)
+        assert taken.fifo.path.parent == gone
+        taken.stop()
+        taken.fifo.close()
         fifos.close()
 
     anyio.run(main)

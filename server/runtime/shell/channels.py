@@ -87,18 +87,27 @@ class OutputPipe:
     """Reads one command's FIFO from a loop callback until EOF: forwards while
     attached, pauses while the consumer is backlogged, then only discards."""
 
-    def __init__(
-        self, fifo: Fifo, on_output: Callable[[bytes], None], backpressure: Backpressure | None
-    ) -> None:
+    def __init__(self, fifo: Fifo) -> None:
+        """Watched from now on, forwarding nothing until `attach`: made ahead, its
+        name on no driver line yet, nothing can write into it before then."""
         self.fifo = fifo
-        self._on_output: Callable[[bytes], None] | None = on_output
-        self._backpressure = backpressure
+        self._on_output: Callable[[bytes], None] | None = None
+        self._backpressure: Backpressure | None = None
         self.eof = anyio.Event()
         self._blocked = False
         self._wake = Pulse()
         self._retired = False
         self._watch = fdio.Watch(fifo.fd, self.read_now)
         self.last_data = self._watch.time()
+
+    def attach(
+        self, on_output: Callable[[bytes], None], backpressure: Backpressure | None
+    ) -> OutputPipe:
+        """Its command's: where what it reads goes, and who may pause it."""
+        self._on_output = on_output
+        self._backpressure = backpressure
+        self.last_data = self._watch.time()
+        return self
 
     def read_now(self) -> None:
         """One read, as the loop calls it on readiness (and as a caller may, to
@@ -190,19 +199,26 @@ class Fifos:
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._retired: list[OutputPipe] = []
-        # The next command's FIFO, made off the request path (`_make_next`).
-        self._next: Fifo | None = None
+        # The next command's FIFO and its watched reader, made off the request path
+        # (`_make_next`).
+        self._next: OutputPipe | None = None
         self._closed = False
         self._loop = asyncio.get_running_loop()
         self._loop.call_soon(self._make_next)
 
-    def take(self) -> Fifo:
-        """The FIFO made ahead, or, when it could not be, one made now."""
-        fifo, self._next = self._next, None
-        return fifo if fifo is not None else Fifo(self._dir)
+    def take(
+        self, on_output: Callable[[bytes], None], backpressure: Backpressure | None
+    ) -> OutputPipe:
+        """The FIFO made ahead, or, when it could not be, one made now; read for
+        its command from now on."""
+        pipe, self._next = self._next, None
+        if pipe is None:
+            pipe = OutputPipe(Fifo(self._dir))
+        return pipe.attach(on_output, backpressure)
 
     def _make_next(self) -> None:
-        """Make the next command's FIFO: scheduled as a command is settled, it
+        """Make the next command's FIFO, and watch it (registering a reader with
+        the loop is a few system calls): scheduled as a command is settled, it
         runs after the tasks already woken (the reply, written at once when the
         client's pipe has room). Its name stays on no driver line until its
         command's, and the directory is unlisted, so none of it is exposed the
@@ -210,7 +226,7 @@ class Fifos:
         if self._closed or self._next is not None:
             return
         with contextlib.suppress(OSError):
-            self._next = Fifo(self._dir)
+            self._next = OutputPipe(Fifo(self._dir))
 
     def settle(self, pipe: OutputPipe) -> None:
         """Close a FIFO that reached EOF; retire one still held open; make the
@@ -229,7 +245,8 @@ class Fifos:
                 pipe.fifo.close()
         self._retired.clear()
         if self._next is not None:
-            self._next.close()
+            self._next.stop()
+            self._next.fifo.close()
             self._next = None
 
 

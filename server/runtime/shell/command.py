@@ -33,7 +33,7 @@ import anyio
 
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
-from bashrpc.server.runtime.shell.channels import Fifos, OutputPipe
+from bashrpc.server.runtime.shell.channels import Fifos
 from bashrpc.server.runtime.shell.protocol import StatusRecord, command_fields
 from bashrpc.server.transitions import step
 
@@ -80,10 +80,9 @@ class CommandRun:
         self._fifos = fifos
         # The record of the command before: its traps, its newest job.
         self._previous = previous
-        fifo = fifos.take()
+        self.pipe = fifos.take(on_output, backpressure)
         # Our own writer keeps the FIFO from reading as EOF before the shell opens it.
-        self._hold = fifo.hold()
-        self.pipe = OutputPipe(fifo, on_output, backpressure)
+        self._hold = self.pipe.fifo.hold()
         self._ended = anyio.Event()
 
     def fields(self, command: str, cwd: str | None, env: Mapping[str, str]) -> bytes:
