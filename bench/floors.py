@@ -8,6 +8,9 @@ the server's own in them.
   same bare relay; and the loop floor (`loopfloor.py`): that protocol served as
   the server serves it, under uvloop with JSON-RPC in and out, in callbacks.
   What the server takes beyond the loop floor is its own per-command work.
+- The structured floor (`taskfloor.py`): the loop floor in the shape the server
+  must have, a task per request in a task group, a cancel scope and an event.
+  What the server takes beyond it is what its features cost.
 - Bash's own fork and exec of `/bin/true`, timed inside one bash (`time` of a
   loop): what `/bin/true` costs a persistent shell beyond its round trip.
 - Startup's parts: the interpreter (`python -c pass`), the interpreter with
@@ -86,9 +89,10 @@ def relay_latency(
     return floor_latency([sys.executable, str(program)], round_trip, calls, warmup)
 
 
-def loop_latency(calls: int, warmup: int) -> list[float]:
-    """Seconds per `bash` request answered by the loop floor (`loopfloor.py`),
-    sent and read back as the bench's client does the server's."""
+def loop_latency(calls: int, warmup: int, module: str = "bench.loopfloor") -> list[float]:
+    """Seconds per `bash` request answered by the loop floor (`loopfloor.py`), or
+    another served the same way (`module`), sent and read back as the bench's
+    client does the server's."""
     core = ClientCore()
     params = BashParams(command="true")
 
@@ -98,10 +102,9 @@ def loop_latency(calls: int, warmup: int) -> list[float]:
         to.flush()
         [reply] = core.line(back.readline())
         if isinstance(reply, Unparsable) or reply.id != ident:
-            raise RuntimeError("the loop floor answered something else")
+            raise RuntimeError(f"{module} answered something else")
 
-    argv = [sys.executable, "-m", "bench.loopfloor"]
-    return floor_latency(argv, round_trip, calls, warmup, cwd=ROOT)
+    return floor_latency([sys.executable, "-m", module], round_trip, calls, warmup, cwd=ROOT)
 
 
 def bash_fork_exec_seconds(loops: int) -> float:
@@ -158,6 +161,11 @@ class LatencyFloors:
             "floor: the same protocol served under uvloop, JSON-RPC in and out, `true` p50",
             "ms",
         )
+        self.tasks = Row(
+            "latency",
+            "floor: the same, a task per request (task group, cancel scope, event), `true` p50",
+            "ms",
+        )
         self.fork_exec = Row("latency", "floor: bash's own fork+exec of `/bin/true`", "ms")
         self.ping = Row("latency", "floor: server `ping` p50 (its hop, no shell)", "ms")
         self.true_ratio = at_most("latency", "bash `true` / relay floor (p50)", "×", 1.5)
@@ -166,6 +174,9 @@ class LatencyFloors:
         self.python_share = Row("latency", "bash `true` p50 minus (protocol floor + `ping`)", "ms")
         # What the server's own per-command work costs, beyond any loop's.
         self.own_work = Row("latency", "bash `true` p50 minus the loop floor", "ms")
+        # What its features cost per command, beyond the shape it must have.
+        self.features = Row("latency", "bash `true` p50 minus the structured floor", "ms")
+        self.over_tasks = Row("latency", "bash `true` / structured floor (p50)", "×")
         # The targets this design can defend (see the benchmarks page).
         self.true_design = at_most(
             "latency", "bash `true` / (protocol floor + `ping`) (p50)", "×", 1.5, proposed=True
@@ -189,6 +200,8 @@ class LatencyFloors:
         driven = relay_latency("true", calls, warmup, DRIVER_FLOOR)
         self.driver.values.append(percentile(driven, 0.5) * 1e3)
         self.loop.values.append(percentile(loop_latency(calls, warmup), 0.5) * 1e3)
+        tasks = loop_latency(calls, warmup, "bench.taskfloor")
+        self.tasks.values.append(percentile(tasks, 0.5) * 1e3)
         self.fork_exec.values.append(bash_fork_exec_seconds(sizes.fork_loops) * 1e3)
         time_calls(server, "ping", EmptyParams(), warmup)
         pings = time_calls(server, "ping", EmptyParams(), calls)
@@ -201,6 +214,8 @@ class LatencyFloors:
         self.true_above.values.append(true_p50 - relay - self.ping.values[-1])
         self.python_share.values.append(true_p50 - self.driver.values[-1] - self.ping.values[-1])
         self.own_work.values.append(true_p50 - self.loop.values[-1])
+        self.features.values.append(true_p50 - self.tasks.values[-1])
+        self.over_tasks.values.append(true_p50 / self.tasks.values[-1])
         self.fork_above.values.append(fork_p50 - relay - self.fork_exec.values[-1])
         self.true_design.values.append(true_p50 / (self.driver.values[-1] + self.ping.values[-1]))
         relay_fork = self.relay_fork.values[-1] - relay
@@ -212,12 +227,15 @@ class LatencyFloors:
             self.relay_fork,
             self.driver,
             self.loop,
+            self.tasks,
             self.fork_exec,
             self.ping,
             self.true_ratio,
             self.true_above,
             self.python_share,
             self.own_work,
+            self.features,
+            self.over_tasks,
             self.true_design,
             self.fork_above,
             self.fork_extra,

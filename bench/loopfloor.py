@@ -32,6 +32,7 @@ from bashrpc.server import rundir
 from bashrpc.server.runtime.shell.protocol import (
     TOKEN_BYTES,
     RecordReader,
+    StatusRecord,
     bootstrap,
     command_fields,
     driver_line,
@@ -57,11 +58,11 @@ class Reply(msgspec.Struct):
 
 
 class Relay:
-    """One bash, one command at a time, every step a loop callback."""
+    """One bash and the server's shell protocol to it, one command at a time:
+    what a floor does per request, whichever way it is served."""
 
-    def __init__(self, directory: Path, done: asyncio.Future[None]) -> None:
+    def __init__(self, directory: Path) -> None:
         self._dir = directory
-        self._done = done
         status, fields = directory / "s.status", directory / "s.in"
         os.mkfifo(status, 0o600)
         self._status = os.open(status, os.O_RDONLY | os.O_NONBLOCK)
@@ -75,41 +76,45 @@ class Relay:
         os.write(self._shell_in, bootstrap(str(status), str(fields), False))
         self._records = RecordReader()
         self._output = Output(directory)
-        self._pending: RequestId | None = None
         self._buffer = b""
         self._decode = msgspec.json.Decoder(Request).decode
         self._encode = msgspec.json.Encoder().encode
         os.set_blocking(0, False)
-        loop = asyncio.get_running_loop()
-        loop.add_reader(0, self._on_stdin)
-        loop.add_reader(self._status, self._on_status)
+        self.loop = asyncio.get_running_loop()
+        self.loop.add_reader(self._status, self._on_status)
 
-    def _on_stdin(self) -> None:
+    def requests(self) -> list[Request] | None:
+        """The whole requests read from stdin now; None at its end."""
         data = os.read(0, 65536)
         if not data:
-            asyncio.get_running_loop().remove_reader(0)
-            self._done.set_result(None)
-            return
+            self.loop.remove_reader(0)
+            return None
         self._buffer += data
-        while (end := self._buffer.find(b"\n")) >= 0:
-            line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
-            request = self._decode(line)
-            token = secrets.token_hex(TOKEN_BYTES)
-            self._records.expect(token)
-            fields = command_fields(cwd=None, prefix="", command=request.params.command, env={})
-            os.pwrite(self._fields, fields, 0)
-            os.write(self._shell_in, driver_line(token, self._output.name, []))
-            self._pending = request.id
+        lines = self._buffer.split(b"\n")
+        self._buffer = lines.pop()
+        return [self._decode(line) for line in lines]
+
+    def hand(self, request: Request) -> None:
+        """The command to bash: its fields, then the driver line with a fresh token."""
+        token = secrets.token_hex(TOKEN_BYTES)
+        self._records.expect(token)
+        fields = command_fields(cwd=None, prefix="", command=request.params.command, env={})
+        os.pwrite(self._fields, fields, 0)
+        os.write(self._shell_in, driver_line(token, self._output.name, []))
+
+    def answer(self, request: Request, record: StatusRecord) -> None:
+        """Its output read to EOF, its reply written; the next command's FIFO made."""
+        self._output.drain()
+        os.write(1, self._encode(Reply(request.id, Result(record.status))) + b"\n")
+        self._output = Output(self._dir)
 
     def _on_status(self) -> None:
         record = self._records.feed(os.read(self._status, 4096))
-        if record is None or self._pending is None:
-            return
-        self._output.drain()
-        reply = Reply(self._pending, Result(record.status))
-        os.write(1, self._encode(reply) + b"\n")
-        self._pending = None
-        self._output = Output(self._dir)
+        if record is not None:
+            self.ended(record)
+
+    def ended(self, record: StatusRecord) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         assert self._bash.stdin is not None
@@ -118,9 +123,33 @@ class Relay:
         os.close(self._status_hold)
 
 
+class CallbackRelay(Relay):
+    """Every step a loop callback: no task at all."""
+
+    def __init__(self, directory: Path, done: asyncio.Future[None]) -> None:
+        super().__init__(directory)
+        self._done = done
+        self._pending: Request | None = None
+        self.loop.add_reader(0, self._on_stdin)
+
+    def _on_stdin(self) -> None:
+        requests = self.requests()
+        if requests is None:
+            self._done.set_result(None)
+            return
+        for request in requests:
+            self.hand(request)
+            self._pending = request
+
+    def ended(self, record: StatusRecord) -> None:
+        if self._pending is not None:
+            self.answer(self._pending, record)
+            self._pending = None
+
+
 async def serve(directory: Path) -> None:
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    relay = Relay(directory, done)
+    relay = CallbackRelay(directory, done)
     os.write(1, READY)
     try:
         await done
