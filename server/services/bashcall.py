@@ -101,7 +101,8 @@ def planned(
         spec,
         "bash",
         lambda notify: listener(notify, spec),
-        lambda outcome: (result := finish(outcome), result),
+        finish,
+        lambda outcome, result: result,
         logged=ON_PIPES if spec.terminal is None else ON_PTY,
         holds_lane=True,
     )

@@ -92,8 +92,11 @@ class Command(msgspec.Struct, Generic[R], frozen=True):
     method: str
     # What streams its output as the surface's notifications, through `notify`.
     listener: Callable[[Notify], ListenerFactory]
-    # Its reply, and the BashResult a resume gets.
-    finish: Callable[[Outcome], tuple[R, BashResult]]
+    # Its reply.
+    finish: Callable[[Outcome], R]
+    # The BashResult a resume gets, from the outcome and the reply: made only for
+    # a record (a connection without resumes, such as stdio, keeps none).
+    kept: Callable[[Outcome, R], BashResult]
     # What its record keeps of the notifications it sends.
     logged: Logged = EVERY
     # Whether its record holds the PTY's lane (a PTY's input and size from another connection).
@@ -114,7 +117,9 @@ async def serve(caller: Caller, services: Services, planned: Planned[R]) -> R:
     notify = caller.notify if record is None else _recording(caller.notify, record)
     kept: BashResult | None = None
     try:
-        reply, kept = await _run(caller, services.commands, planned, notify, record)
+        reply, keep = await _run(caller, services.commands, planned, notify, record)
+        if record is not None:
+            kept = keep()
         return reply
     finally:
         if record is not None and resumables is not None:
@@ -127,18 +132,20 @@ async def _run(
     planned: Background[R] | Command[R],
     notify: Notify,
     record: Resumable | None,
-) -> tuple[R, BashResult]:
-    """The reply, and what a resume gets; the record is listed running from
-    when the command has its session's turn (a job's start waits for none)."""
+) -> tuple[R, Callable[[], BashResult]]:
+    """The reply, and how to make what a resume gets; the record is listed
+    running from when the command has its session's turn (a job's start waits
+    for none)."""
     if isinstance(planned, Background):
         if record is not None:
             record.begin()
         reply = await planned.start()
-        return reply, planned.kept(reply)
+        return reply, lambda: planned.kept(reply)
     listener = planned.listener(notify)
     began = None if record is None else record.begin
     outcome = await commands.stream(planned.spec, listener, caller.tasks, caller.flight, began)
-    return planned.finish(outcome)
+    reply = planned.finish(outcome)
+    return reply, lambda: planned.kept(outcome, reply)
 
 
 def _record(

@@ -61,12 +61,15 @@ def planned(plan: Plan, background: bool, context: Context) -> Planned[CallToolR
             terminal=spec.terminal is not None,
         )
 
-    def finish(outcome: Outcome) -> tuple[CallToolResult, BashResult]:
-        result = toolfinish.finish(outcome, plan.shaping, context.artifacts)
-        kept = msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.text)
-        return result, kept
+    def finish(outcome: Outcome) -> CallToolResult:
+        return toolfinish.finish(outcome, plan.shaping, context.artifacts)
 
-    return Command(spec, "tools/call", listener, finish, logged=PROGRESS)
+    return Command(spec, "tools/call", listener, finish, _resumed, logged=PROGRESS)
+
+
+def _resumed(outcome: Outcome, result: CallToolResult) -> BashResult:
+    """A tool result as a resume gets it: the command's, with the model's text."""
+    return msgspec.structs.replace(bashcall.finish(outcome), tool_text=result.text)
 
 
 def _kept(result: CallToolResult) -> BashResult:
