@@ -18,7 +18,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ import msgspec
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
-from bench.client import BenchServer, time_calls
+from bench.client import BenchServer, startup_ms, time_calls
 from bench.floors import compile_server
 from bench.rows import percentile
 
@@ -79,13 +78,8 @@ def interleaved_startups(sides: Sequence[Side], work: Path, runs: int) -> None:
     home.mkdir(exist_ok=True)
     for run in range(runs):
         for side in sides if run % 2 == 0 else list(reversed(sides)):
-            started = time.perf_counter()
-            server = BenchServer(work / f"start-{side.name}-{run}", home=home, python=side.python)
-            try:
-                server.call("bash", BashParams(command="true"))
-                side.startups.append((time.perf_counter() - started) * 1e3)
-            finally:
-                server.close()
+            artifacts = work / f"start-{side.name}-{run}"
+            side.startups.append(startup_ms(artifacts, home=home, python=side.python))
 
 
 class Figure(msgspec.Struct, frozen=True):

@@ -29,6 +29,7 @@ from bench.client import (
     cpu_seconds,
     file_sha256,
     rss_kib,
+    startup_ms,
     time_calls,
     warm_and_first_true,
 )
@@ -184,11 +185,7 @@ class Bench:
         real = Row("startup", "spawn to first `bash` result (this machine's HOME)", "ms")
         for _ in range(self.sizes.startup_runs):
             for row, home in ((clean, empty_home), (real, None)):
-                started = time.perf_counter()
-                server = self.server(home)
-                server.call("bash", BashParams(command="true"))
-                row.values.append((time.perf_counter() - started) * 1e3)
-                server.close()
+                row.values.append(startup_ms(self.artifacts, home=home))
             floors.measure(clean.values[-1])
         return [clean, real, *floors.rows()]
 

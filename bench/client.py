@@ -80,6 +80,19 @@ def warm_and_first_true(
     return percentile(samples, 0.5) * 1e3, statistics.median(firsts) * 1e3
 
 
+def startup_ms(
+    artifacts_dir: Path, *, home: Path | None = None, python: str = sys.executable
+) -> float:
+    """Milliseconds from spawning a server to its first `bash true` result."""
+    started = time.perf_counter()
+    server = BenchServer(artifacts_dir, home=home, python=python)
+    try:
+        server.call("bash", BashParams(command="true"))
+        return (time.perf_counter() - started) * 1e3
+    finally:
+        server.close()
+
+
 class BenchServer:
     def __init__(
         self,

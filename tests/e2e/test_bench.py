@@ -17,16 +17,23 @@ from tests.rpc import server_environment
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
-def test_quick_bench_writes_json(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
+def run_bench(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, module: str = "bench"
+) -> subprocess.CompletedProcess[str]:
+    """`python -m bench ...` (or another bench `module`) from the checkout, as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=ROOT,
-        env=server_environment(tmp_path),
+        env=env,
     )
+
+
+@pytest.mark.slow
+def test_quick_bench_writes_json(tmp_path: Path) -> None:
+    proc = run_bench("--quick", "--out", str(tmp_path), env=server_environment(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("| case | metric |")
     data = json.loads((tmp_path / "quick.json").read_text())
@@ -104,24 +111,7 @@ def test_peers_are_skipped_with_a_note_when_npm_is_missing(tmp_path: Path) -> No
         "PATH": str(tools),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench",
-            "--quick",
-            "--only",
-            "interceptor",
-            "--peers",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
+    proc = run_bench("--quick", "--only", "interceptor", "--peers", "--out", str(tmp_path), env=env)
     assert proc.returncode == 0, proc.stderr
     assert "| metric | bashrpc |" in proc.stdout
     peers = json.loads((tmp_path / "quick.json").read_text())["peers"]
@@ -144,27 +134,14 @@ def test_a_run_leaves_the_committed_results_alone(tmp_path: Path) -> None:
     committed = ROOT / "bench" / "results" / "latest.json"
     before = committed.read_bytes()
     env = {**server_environment(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "interceptor", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env=env,
-    )
+    proc = run_bench("--only", "interceptor", "--repeat", "1", env=env)
     assert proc.returncode == 0, proc.stderr
     assert committed.read_bytes() == before
     cached = json.loads(
         (tmp_path / "cache" / "bashrpc-bench" / "results" / "latest.json").read_text()
     )
     assert {row["case"] for row in cached["rows"]} == {"interceptor"}
-    partial = subprocess.run(
-        [sys.executable, "-m", "bench", "--record", "--only", "interceptor"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    partial = run_bench("--record", "--only", "interceptor", env=env, timeout=60)
     assert partial.returncode == 2 and "--record" in partial.stderr
     assert committed.read_bytes() == before
 
@@ -174,13 +151,14 @@ def test_an_interleaved_before_and_after_names_every_side(tmp_path: Path) -> Non
     out = tmp_path / "ab.json"
     sides = [f"before={sys.executable}", f"after={sys.executable}"]
     sizes = ["--blocks", "2", "--calls", "5", "--startups", "1"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.ab", *sides, *sizes, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
+    proc = run_bench(
+        *sides,
+        *sizes,
+        "--json",
+        str(out),
         env=server_environment(tmp_path),
+        timeout=120,
+        module="bench.ab",
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("| metric | before | after | after / before | unit |")
@@ -200,12 +178,6 @@ def test_an_interleaved_before_and_after_names_every_side(tmp_path: Path) -> Non
 
 
 def test_an_interleaved_run_refuses_a_side_without_its_interpreter() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.ab", "before=", "after=x"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    proc = run_bench("before=", "after=x", timeout=60, module="bench.ab")
     assert proc.returncode == 2
     assert "'before=': expected NAME=PYTHON" in proc.stderr
