@@ -24,6 +24,7 @@ from bashrpc.server import rundir
 from bashrpc.server.runtime.sandbox import bwrap
 from tests.conftest import SpawnInProcess, SpawnProcess
 from tests.e2e.test_sandbox import connect, sandboxed
+from tests.rpc import ServerProcess
 from tests.sandboxing import skip_without_sandbox
 
 # A directory the sandbox shows read-only and that is neither /tmp nor the workspace.
@@ -147,6 +148,34 @@ def test_a_shell_sees_only_its_own_runtime_directory(
     assert server.bash("echo still").output == "still\n"
 
 
+def _another_sessions_command_file(server: ServerProcess) -> Path:
+    """Where another session's command file is, asked of that session (its
+    directory is unlisted, even to the server's own user); then a command of it
+    with a value in its env, which that file now holds."""
+    server.result("session/open", SessionOpenParams(session_id="other"))
+    path = Path(server.bash('echo "$__bashrpc_in"', session_id="other").output.strip())
+    secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
+    assert secret.output == "ok\n"
+    assert path.is_file(), "the other session's command file is there"
+    return path
+
+
+def _own_directory(server: ServerProcess) -> Path:
+    """The default session's shell directory (whose files it may open by name, not list)."""
+    return Path(server.bash('dirname "$__bashrpc_in"').output.strip())
+
+
+def _assert_others_out_of_reach(
+    server: ServerProcess, runtime: Path, own_dir: Path, other: Path
+) -> None:
+    """Another session's command file is in the runtime directory, and neither its
+    name nor what it holds reaches this session's shell."""
+    assert other.parent.parent == runtime and other.parent != own_dir
+    found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
+    assert own_dir.name in found
+    assert "other-value" not in found and other.name not in found
+
+
 def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
     spawn_process: SpawnProcess, tmp_path: Path
 ) -> None:
@@ -157,17 +186,11 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
     tmpdir = Path(tempfile.mkdtemp(prefix="bashrpc-escape-", dir=VISIBLE_OUTSIDE))
     try:
         server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
-        server.result("session/open", SessionOpenParams(session_id="other"))
-        secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
-        assert secret.output == "ok\n"
-        # Its own directory (whose files it may open by name, not list).
-        own = server.bash('basename "${__bashrpc_in%/*}"').output.strip()
+        other = _another_sessions_command_file(server)
+        own_dir = _own_directory(server)
         (runtime,) = tmpdir.glob("bashrpc-*")
-        others = [p.name for p in runtime.rglob("*.in") if p.parent.name != own]
-        assert others, "the other session's command file is there"
-        found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
-        assert own in found
-        assert "other-value" not in found and not any(name in found for name in others)
+        assert own_dir.parent == runtime
+        _assert_others_out_of_reach(server, runtime, own_dir, other)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
@@ -187,17 +210,11 @@ def test_the_runtime_directory_in_memory_is_hidden_too(
     if rundir.base(env) != expected:
         pytest.skip(f"{place} is not usable here (noexec, or not shared and sticky)")
     server = spawn_process("--sandbox", "read-only", env=env)
-    server.result("session/open", SessionOpenParams(session_id="other"))
-    secret = server.bash("echo ok", session_id="other", env={"SECRET": "other-value"})
-    assert secret.output == "ok\n"
-    own_dir = Path(server.bash('dirname "$__bashrpc_in"').output.strip())
+    other = _another_sessions_command_file(server)
+    own_dir = _own_directory(server)
     runtime = own_dir.parent
     assert runtime.parent == Path(expected) and runtime.name.startswith("bashrpc-")
-    others = [p.name for p in runtime.rglob("*.in") if p.parent != own_dir]
-    assert others, "the other session's command file is there"
-    found = server.bash(f"ls -AR {runtime}; cat {runtime}/*/*.in | tr -d '\\0'").output
-    assert own_dir.name in found
-    assert "other-value" not in found and not any(name in found for name in others)
+    _assert_others_out_of_reach(server, runtime, own_dir, other)
     server.close()
     assert not runtime.exists(), "the runtime directory is removed at the end"
 
