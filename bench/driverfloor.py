@@ -56,39 +56,54 @@ class Output:
         os.close(self.reader)
 
 
+class DrivenShell:
+    """One bash driven by the server's shell protocol: its driver defined once,
+    the status FIFO (with our holding writer) and the fields file."""
+
+    def __init__(self, directory: Path) -> None:
+        status, fields = directory / "s.status", directory / "s.in"
+        os.mkfifo(status, 0o600)
+        self.status = os.open(status, os.O_RDONLY | os.O_NONBLOCK)
+        self._status_hold = os.open(status, os.O_WRONLY)
+        self._fields = os.open(fields, os.O_WRONLY | os.O_CREAT, 0o600)
+        self._bash = subprocess.Popen(
+            ["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+        assert self._bash.stdin is not None
+        self._in = self._bash.stdin.fileno()
+        os.write(self._in, bootstrap(str(status), str(fields), False))
+        self.records = RecordReader()
+
+    def hand(self, command: str, output: str) -> None:
+        """The command to bash: its fields, then the driver line with a fresh token."""
+        token = secrets.token_hex(TOKEN_BYTES)
+        self.records.expect(token)
+        os.pwrite(self._fields, command_fields(cwd=None, prefix="", command=command, env={}), 0)
+        os.write(self._in, driver_line(token, output, []))
+
+    def close(self) -> None:
+        assert self._bash.stdin is not None
+        self._bash.stdin.close()
+        self._bash.wait()
+        os.close(self._status_hold)
+
+
 def relay(directory: Path) -> None:
-    status, fields = directory / "s.status", directory / "s.in"
-    os.mkfifo(status, 0o600)
-    status_fd = os.open(status, os.O_RDONLY | os.O_NONBLOCK)
-    status_hold = os.open(status, os.O_WRONLY)
-    os.set_blocking(status_fd, True)
-    fields_fd = os.open(fields, os.O_WRONLY | os.O_CREAT, 0o600)
-    bash = subprocess.Popen(
-        ["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
-    )
-    assert bash.stdin is not None
-    shell_in = bash.stdin.fileno()
-    os.write(shell_in, bootstrap(str(status), str(fields), False))
-    records = RecordReader()
+    shell = DrivenShell(directory)
+    os.set_blocking(shell.status, True)
     output = Output(directory)
     os.write(1, READY)
     try:
         while command := sys.stdin.buffer.readline().rstrip(b"\n"):
-            token = secrets.token_hex(TOKEN_BYTES)
-            records.expect(token)
-            text = command.decode()
-            os.pwrite(fields_fd, command_fields(cwd=None, prefix="", command=text, env={}), 0)
-            os.write(shell_in, driver_line(token, output.name, []))
+            shell.hand(command.decode(), output.name)
             record = None
             while record is None:
-                record = records.feed(os.read(status_fd, 4096))
+                record = shell.records.feed(os.read(shell.status, 4096))
             output.drain()
             os.write(1, f"{record.status}\n".encode())
             output = Output(directory)
     finally:
-        bash.stdin.close()
-        bash.wait()
-        os.close(status_hold)
+        shell.close()
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -29,15 +27,8 @@ import uvloop
 from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server import rundir
-from bashrpc.server.runtime.shell.protocol import (
-    TOKEN_BYTES,
-    RecordReader,
-    StatusRecord,
-    bootstrap,
-    command_fields,
-    driver_line,
-)
-from bench.driverfloor import READY, Output
+from bashrpc.server.runtime.shell.protocol import StatusRecord
+from bench.driverfloor import READY, DrivenShell, Output
 
 
 class Request(msgspec.Struct):
@@ -63,25 +54,14 @@ class Relay:
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
-        status, fields = directory / "s.status", directory / "s.in"
-        os.mkfifo(status, 0o600)
-        self._status = os.open(status, os.O_RDONLY | os.O_NONBLOCK)
-        self._status_hold = os.open(status, os.O_WRONLY)
-        self._fields = os.open(fields, os.O_WRONLY | os.O_CREAT, 0o600)
-        self._bash = subprocess.Popen(
-            ["bash", "--noprofile", "--norc"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
-        )
-        assert self._bash.stdin is not None
-        self._shell_in = self._bash.stdin.fileno()
-        os.write(self._shell_in, bootstrap(str(status), str(fields), False))
-        self._records = RecordReader()
+        self._shell = DrivenShell(directory)
         self._output = Output(directory)
         self._buffer = b""
         self._decode = msgspec.json.Decoder(Request).decode
         self._encode = msgspec.json.Encoder().encode
         os.set_blocking(0, False)
         self.loop = asyncio.get_running_loop()
-        self.loop.add_reader(self._status, self._on_status)
+        self.loop.add_reader(self._shell.status, self._on_status)
 
     def requests(self) -> list[Request] | None:
         """The whole requests read from stdin now; None at its end."""
@@ -95,12 +75,8 @@ class Relay:
         return [self._decode(line) for line in lines]
 
     def hand(self, request: Request) -> None:
-        """The command to bash: its fields, then the driver line with a fresh token."""
-        token = secrets.token_hex(TOKEN_BYTES)
-        self._records.expect(token)
-        fields = command_fields(cwd=None, prefix="", command=request.params.command, env={})
-        os.pwrite(self._fields, fields, 0)
-        os.write(self._shell_in, driver_line(token, self._output.name, []))
+        """The command to bash, with the output FIFO made ahead for it."""
+        self._shell.hand(request.params.command, self._output.name)
 
     def answer(self, request: Request, record: StatusRecord) -> None:
         """Its output read to EOF, its reply written; the next command's FIFO made."""
@@ -109,7 +85,7 @@ class Relay:
         self._output = Output(self._dir)
 
     def _on_status(self) -> None:
-        record = self._records.feed(os.read(self._status, 4096))
+        record = self._shell.records.feed(os.read(self._shell.status, 4096))
         if record is not None:
             self.ended(record)
 
@@ -117,10 +93,7 @@ class Relay:
         raise NotImplementedError
 
     def close(self) -> None:
-        assert self._bash.stdin is not None
-        self._bash.stdin.close()
-        self._bash.wait()
-        os.close(self._status_hold)
+        self._shell.close()
 
 
 class CallbackRelay(Relay):
