@@ -60,12 +60,13 @@ class Watch:
     def __init__(self, fd: int, callback: Callable[[], None]) -> None:
         self._loop = asyncio.get_running_loop()
         self._fd = fd
-        self._callback = callback
+        self._callback: Callable[[], None] | None = callback
         self.active = False
         self.start()
 
     def start(self) -> None:
-        if not self.active:
+        # Closed: never again, as its fd may be closed, and its number reused.
+        if not self.active and self._callback is not None:
             self._loop.add_reader(self._fd, self._callback)
             self.active = True
 
@@ -73,6 +74,12 @@ class Watch:
         if self.active:
             self._loop.remove_reader(self._fd)
             self.active = False
+
+    def close(self) -> None:
+        """Stopped for good. It forgets its callback, which is mostly its owner's
+        method: the owner is then freed as it is dropped, not by the collector."""
+        self.stop()
+        self._callback = None
 
     def time(self) -> float:
         """The loop's clock, which is anyio's: a callback runs outside any task."""

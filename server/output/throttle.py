@@ -26,7 +26,9 @@ class Throttle:
         interval: float,
         owner: anyio.abc.TaskGroup,
     ) -> None:
-        self._flush = flush
+        # None once closed: it is mostly the owner's method, which the owner
+        # then frees as it is dropped, not the collector.
+        self._flush: Callable[[], Awaitable[None]] | None = flush
         self._interval = interval
         self._owner = owner
         # Events are made when the pump starts: most commands never start it.
@@ -60,6 +62,7 @@ class Throttle:
                 if self._dirty:
                     await self._interval_over()
                     self._dirty = self._hurry = False
+                    assert self._flush is not None, "flushed only before its close"
                     await self._flush()
                     self._due = anyio.current_time() + self._interval
                     continue
@@ -92,3 +95,4 @@ class Throttle:
         if self._wake is not None and self._done is not None:
             self._wake.set()
             await self._done.wait()
+        self._flush = None

@@ -1,7 +1,9 @@
-"""Load and backpressure: many sessions at once, and a client that stops reading."""
+"""Load and backpressure: many sessions at once, a client that stops reading, and
+what a finished request leaves in memory."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import subprocess
 import sys
@@ -9,10 +11,12 @@ import time
 from pathlib import Path
 from typing import IO
 
+import msgspec
 import pytest
 
 from bashrpc.protocol.client import ClientCore, Unparsable, result_of
 from bashrpc.protocol.envelope import ServerMessage
+from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, ToolsCallParams
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult
 from bashrpc.server.output.artifactroot import workspace_key
 from bashrpc.server.output.chunks import CLIENT_STALL_SECONDS
@@ -59,6 +63,37 @@ def test_sixteen_sessions_two_hundred_commands_each(server: InProcessServer) -> 
 STALL_SECONDS = 2 * CLIENT_STALL_SECONDS
 # The warm-up command's request id.
 WARM_UP_ID = 0
+# Commands of each surface run with the cycle collector off.
+UNCOLLECTED_COMMANDS = 20
+
+
+def test_finished_commands_leave_nothing_for_the_cycle_collector(
+    server: InProcessServer,
+) -> None:
+    """A request's objects (its flight, execution, pipeline, streams, FIFO reader)
+    are freed as it ends. Left in a cycle, each command's would wait for the
+    collector: memory no later command reuses while it is still warm, and a
+    collection every few commands."""
+    arguments = msgspec.json.encode(BashToolArguments(command="echo tool"))
+    call = ToolsCallParams(name="bash", arguments=msgspec.Raw(arguments))
+    server.bash("echo warm")
+    server.typed(CallToolResult, "tools/call", call)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(UNCOLLECTED_COMMANDS):
+            assert server.bash("echo bash").output == "bash\n"
+            assert server.typed(CallToolResult, "tools/call", call).text == "tool\n"
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = sorted(
+            {type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("bashrpc.")}
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert ours == []
 
 
 def read_message(stdout: IO[bytes]) -> ServerMessage:

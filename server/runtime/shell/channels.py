@@ -117,7 +117,7 @@ class OutputPipe:
         except BlockingIOError:
             return
         if not data:
-            self._watch.stop()
+            self._watch.close()
             self.eof.set()
             if self._retired:
                 self.fifo.close()
@@ -189,7 +189,7 @@ class OutputPipe:
 
     def stop(self) -> None:
         """The shell is gone: stop reading (the FIFO is closed by its owner)."""
-        self._watch.stop()
+        self._watch.close()
 
 
 class Fifos:

@@ -49,10 +49,6 @@ class ToolUpdates:
         self._total = 0
         self._throttle = Throttle(self._flush, TOOL_UPDATE_INTERVAL_SECONDS, owner)
 
-    @property
-    def active(self) -> bool:
-        return self._snapshots or self._token is not None
-
     def push(self, data: bytes) -> None:
         self._total += len(data)
         self._tail += data
@@ -89,17 +85,23 @@ def listener(
 ) -> ListenerFactory:
     """The listener of a tool call: updates while it runs; raw bytes on a PTY."""
     opted_out = set(host.opt_out_notifications)
+    snapshots = "tool/update" in host.notifications and "tool/update" not in opted_out
+    token = None if "notifications/progress" in opted_out else progress_token
 
     def make(tg: anyio.abc.TaskGroup) -> Listener:
-        tool_updates = ToolUpdates(
-            notify,
-            request_id,
-            snapshots="tool/update" in host.notifications and "tool/update" not in opted_out,
-            progress_token=None if "notifications/progress" in opted_out else progress_token,
-            max_bytes=settings.output.max_bytes,
-            owner=tg,
-        )
-        text = [tool_updates] if tool_updates.active else []
+        # Made only when it has something to send: one that is never closed would
+        # be left to the collector (its throttle holds its method).
+        text = []
+        if snapshots or token is not None:
+            updates = ToolUpdates(
+                notify,
+                request_id,
+                snapshots=snapshots,
+                progress_token=token,
+                max_bytes=settings.output.max_bytes,
+                owner=tg,
+            )
+            text.append(updates)
         raw = [RawStream(raw_emitter(notify, request_id), tg)] if terminal else []
         # On a PTY (a host with a UI), the host is told when the command waits for its person.
         return Listener(text=text, raw=raw, on_input=input_emitter(notify) if terminal else None)
