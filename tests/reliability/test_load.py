@@ -71,9 +71,10 @@ def test_finished_commands_leave_nothing_for_the_cycle_collector(
     server: InProcessServer,
 ) -> None:
     """A request's objects (its flight, execution, pipeline, streams, FIFO reader)
-    are freed as it ends. Left in a cycle, each command's would wait for the
-    collector: memory no later command reuses while it is still warm, and a
-    collection every few commands."""
+    are freed as it ends, and a shell's (its wire, status channel) as it ends.
+    Left in a cycle, each command's would wait for the collector: memory no
+    later command reuses while it is still warm, and a collection every few
+    commands."""
     arguments = msgspec.json.encode(BashToolArguments(command="echo tool"))
     call = ToolsCallParams(name="bash", arguments=msgspec.Raw(arguments))
     server.bash("echo warm")
@@ -84,6 +85,8 @@ def test_finished_commands_leave_nothing_for_the_cycle_collector(
         for _ in range(UNCOLLECTED_COMMANDS):
             assert server.bash("echo bash").output == "bash\n"
             assert server.typed(CallToolResult, "tools/call", call).text == "tool\n"
+            # The session's shell ends with this command; the next starts another.
+            assert server.bash("exit 3").exit_code == 3
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
         ours = sorted(

@@ -311,7 +311,15 @@ class StatusChannel:
         self._on_record(None)
 
     def close(self) -> None:
-        self._watch.stop()
+        """Its fds closed; it forgets its callbacks, the shell's methods, so the
+        shell is freed as it is dropped, not by the collector."""
+        self.ended = True
+        self._watch.close()
+        self._on_record = self._on_bad = _ignored
         anyio.notify_closing(self._fd)
         for fd in (self._fd, self._hold):
             os.close(fd)
+
+
+def _ignored(_: object) -> None:
+    """A closed status channel's callback: it reads nothing more."""
