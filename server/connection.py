@@ -10,9 +10,9 @@ Whose sessions it serves may change in `initialize` only, and only as its `Tenan
 decides (the daemon's: see daemon/daemon.py); a stdio server's connection has none.
 
 Where a request runs is decided by its handler alone (see wire.registry): a plain
-function answers on the reader at once; a coroutine always runs as a task of its own
-in the requests group, inside its own cancel scope, so no request can stall the
-reader, and an abort always gets through.
+function answers on the reader at once; a coroutine always runs in a task of the
+requests group (a worker it is handed to, see wire.workers), inside its own cancel
+scope, so no request can stall the reader, and an abort always gets through.
 
 Task groups, each with one owner: `serve` holds the writer's group around the requests
 group around the reader's group, so the reader stops first, then running requests are
@@ -47,6 +47,7 @@ from bashrpc.server.wire.phase import Phase, admits, advance
 from bashrpc.server.wire.registry import Method
 from bashrpc.server.wire.replies import encode_batch, encode_notification, encode_reply
 from bashrpc.server.wire.transport import Transport
+from bashrpc.server.wire.workers import Workers
 
 # Requests that may run at once; beyond this a request is refused, not queued,
 # so the reader never stalls and an abort can always get through.
@@ -169,6 +170,8 @@ class Connection(Generic[S]):
         self._transport = transport
         self._outbox = Outbox(transport.send, transport.is_stdout)
         self.requests: anyio.abc.TaskGroup | None = None
+        # The requests group's tasks that run requests (`workers.py`).
+        self._workers: Workers | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
         # The input is a script (`--on-eof finish`): each request answered before the next.
         self.in_order = False
@@ -214,6 +217,7 @@ class Connection(Generic[S]):
             writer.start_soon(self._outbox.run)
             async with anyio.create_task_group() as requests:
                 self.requests = requests
+                self._workers = Workers(requests)
                 async with anyio.create_task_group() as reader:
                     reader.start_soon(self._read, reader.cancel_scope)
                     reader.start_soon(cancel_when, self.stop, reader.cancel_scope)
@@ -314,12 +318,12 @@ class Connection(Generic[S]):
 
     async def _start(self, lane: object, run: Callable[..., Any], *args: Any) -> None:
         """`run(*args)` as a request task; `in_order`, waited for with its output (`lane`)."""
-        assert self.requests is not None
+        assert self._workers is not None
         if not self.in_order:
-            self.requests.start_soon(run, *args)
+            self._workers.start(run, *args)
             return
         done = anyio.Event()
-        self.requests.start_soon(then_set, done, run, *args)
+        self._workers.start(then_set, done, run, *args)
         await done.wait()
         await self._outbox.drained(lane)
 
