@@ -33,6 +33,8 @@ from bench.rows import percentile
 
 CALLS = (
     ("bash `true`", "bash", BashParams(command="true")),
+    # A command that prints: its stream's pump and a chunk's notification too.
+    ("bash `echo hi`", "bash", BashParams(command="echo hi")),
     ("tools/call `true`", "tools/call", bash_tool_call(BashToolArguments(command="true"))),
 )
 
