@@ -134,10 +134,11 @@ class RequestContext(msgspec.Struct, Generic[S]):
         return self.connection.services
 
     @property
-    def tasks(self) -> anyio.abc.TaskGroup:
-        """Where a request's helpers run (stream flushes): the requests group."""
-        assert self.connection.requests is not None
-        return self.connection.requests
+    def tasks(self) -> Workers:
+        """Where a request's helpers run (stream flushes): the requests group's
+        workers, as the request itself does."""
+        assert self.connection._workers is not None
+        return self.connection._workers
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
         if self.answers_after_eof or not self.connection.input_ended:
@@ -320,10 +321,10 @@ class Connection(Generic[S]):
         """`run(*args)` as a request task; `in_order`, waited for with its output (`lane`)."""
         assert self._workers is not None
         if not self.in_order:
-            self._workers.start(run, *args)
+            self._workers.start_soon(run, *args)
             return
         done = anyio.Event()
-        self._workers.start(then_set, done, run, *args)
+        self._workers.start_soon(then_set, done, run, *args)
         await done.wait()
         await self._outbox.drained(lane)
 

@@ -18,7 +18,7 @@ import anyio.abc
 
 from bashrpc.protocol import messages
 from bashrpc.server.output import utf8
-from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.output.throttle import Owner, Throttle
 from bashrpc.server.pulse import Pulse
 
 CHUNK_INTERVAL_SECONDS = 0.02
@@ -41,7 +41,7 @@ class ChunkStream:
     def __init__(
         self,
         emit: Callable[[int, str, int], Awaitable[None]],
-        owner: anyio.abc.TaskGroup,
+        owner: Owner,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_BYTES,
         stall_seconds: float = CLIENT_STALL_SECONDS,
@@ -121,7 +121,7 @@ class RawStream:
     def __init__(
         self,
         emit: Callable[[int, str], Awaitable[None]],
-        owner: anyio.abc.TaskGroup,
+        owner: Owner,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_RAW_BYTES,
     ) -> None:

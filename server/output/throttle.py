@@ -10,21 +10,28 @@ one batch per interval. The flush runs in the throttle's own task.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
 
 import anyio
-import anyio.abc
+
+
+class Owner(Protocol):
+    """Where a helper task runs: a task group, or a connection's request workers
+    (`wire/workers.py`), which start none while one of theirs waits for work."""
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> object: ...
 
 
 class Throttle:
-    """Its pump task starts on the first poke, in the owner's task group, so a
+    """Its pump task starts on the first poke, in its owner, so a
     command that prints nothing costs no task at all."""
 
     def __init__(
         self,
         flush: Callable[[], Awaitable[None]],
         interval: float,
-        owner: anyio.abc.TaskGroup,
+        owner: Owner,
     ) -> None:
         # None once closed: it is mostly the owner's method, which the owner
         # then frees as it is dropped, not the collector.

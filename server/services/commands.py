@@ -22,6 +22,7 @@ from bashrpc.server import errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.redact import TableSource
 from bashrpc.server.output.sink import OutputSink
+from bashrpc.server.output.throttle import Owner
 from bashrpc.server.runtime.instance import Runtime
 from bashrpc.server.runtime.run import env as envmod
 from bashrpc.server.runtime.run import ptyrunner, runners
@@ -216,7 +217,7 @@ class CommandService:
         self,
         spec: CommandSpec,
         listener: ListenerFactory,
-        owner: anyio.abc.TaskGroup,
+        owner: Owner,
         flight: Flight | None = None,
         began: Callable[[], None] | None = None,
     ) -> Outcome:

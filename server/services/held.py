@@ -24,6 +24,7 @@ import anyio.abc
 import msgspec
 
 from bashrpc.server import errors, log
+from bashrpc.server.output.throttle import Owner
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.run.ptylane import PtyLane
@@ -135,7 +136,7 @@ class Hold:
     def wrap(self, make: ListenerFactory) -> ListenerFactory:
         """The surface's listener, with this one hearing its text and its waits."""
 
-        def listening(tg: anyio.abc.TaskGroup) -> Listener:
+        def listening(tg: Owner) -> Listener:
             return make(tg).joined(_Heard(self), self.told)
 
         return listening
@@ -349,7 +350,7 @@ class _Answered:
         return self._caller.connection
 
     @property
-    def tasks(self) -> anyio.abc.TaskGroup:
+    def tasks(self) -> Owner:
         return self._caller.tasks
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:

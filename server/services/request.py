@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-import anyio.abc
 import msgspec
 
 from bashrpc.protocol.methods import BashResult
+from bashrpc.server.output.throttle import Owner
 from bashrpc.server.services import commands
 from bashrpc.server.services.commands import CommandService, CommandSpec
 from bashrpc.server.services.outcome import Outcome
@@ -54,7 +54,7 @@ class Caller(Protocol):
     def connection(self) -> object: ...
 
     @property
-    def tasks(self) -> anyio.abc.TaskGroup: ...
+    def tasks(self) -> Owner: ...
 
     async def notify(self, method: str, params: msgspec.Struct) -> None: ...
 

@@ -21,6 +21,7 @@ import msgspec
 
 from bashrpc.protocol.methods import NeedsInput, PtyOutput
 from bashrpc.server.output.chunks import ChunkStream, RawStream
+from bashrpc.server.output.throttle import Owner
 from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 
@@ -83,11 +84,11 @@ class Listener:
 
 
 # A surface's listener, made in the group its streams flush in.
-ListenerFactory = Callable[[anyio.abc.TaskGroup], Listener]
+ListenerFactory = Callable[[Owner], Listener]
 
 
 @asynccontextmanager
-async def streaming(make: ListenerFactory, owner: anyio.abc.TaskGroup) -> AsyncIterator[Listener]:
+async def streaming(make: ListenerFactory, owner: Owner) -> AsyncIterator[Listener]:
     """A listener whose streams, flushing in `owner`, are finished when the block ends."""
     listener = make(owner)
     try:
@@ -135,7 +136,7 @@ def command_streams(
     """The host's `bash`: `bash/chunk` text on pipes, `pty/output` bytes on a PTY,
     and on a PTY `bash/needsInput` when it waits for its person."""
 
-    def make(tg: anyio.abc.TaskGroup) -> Listener:
+    def make(tg: Owner) -> Listener:
         if terminal:
             return Listener(raw=[RawStream(emit_raw, tg)], on_input=emit_input)
         chunks = ChunkStream(emit_chunk, tg)

@@ -1,12 +1,14 @@
-"""Long-lived request tasks: a request is handed to one waiting for work
-instead of a task spawned for it.
+"""Long-lived request tasks: a request, or a helper of one (a stream's pump), is
+handed to one waiting for work instead of a task spawned for it.
 
 Since anyio 4.14 a spawn makes a handle, a cancel scope and a wrapper coroutine
 for its task: with its end, about 15 µs a request, against 6 before. A hand-over
 to a task already waiting costs one event. Each worker is a task of the
-connection's requests group, which owns and cancels it, and runs one request at
-a time, each in the request's own cancel scope (its flight's). When none waits,
-a new one starts; one that finishes when `keep` others already wait ends.
+connection's requests group, which owns and cancels it, and runs one thing at a
+time: a request in its own cancel scope (its flight's), a helper in the group's,
+as a task spawned for it would. When none waits,
+a new one starts; one that finishes when `keep` others already wait ends. It
+starts them as a task group does (`start_soon`), so it is an `Owner` of streams.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Workers:
         """How many wait for a request now."""
         return len(self._waiting)
 
-    def start(self, run: Run, *args: Any) -> None:
+    def start_soon(self, run: Run, *args: Any) -> None:
         """`run(*args)` in a worker: one that waits, or a new one."""
         if self._waiting:
             self._waiting.pop().give((run, args))

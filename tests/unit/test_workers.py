@@ -37,7 +37,7 @@ def test_requests_one_after_another_run_in_one_task() -> None:
             async with anyio.create_task_group() as tg:
                 workers = Workers(tg)
                 for _ in range(3):
-                    workers.start(seen.run)
+                    workers.start_soon(seen.run)
                     await wait_all_tasks_blocked()
                 idle = workers.idle
                 tg.cancel_scope.cancel()
@@ -55,7 +55,7 @@ def test_requests_at_once_each_get_a_task_and_run_together() -> None:
             async with anyio.create_task_group() as tg:
                 workers = Workers(tg)
                 for _ in range(3):
-                    workers.start(seen.run, gate)
+                    workers.start_soon(seen.run, gate)
                 await wait_all_tasks_blocked()
                 # All three started before any could finish: none waits for another.
                 assert len(seen.tasks) == 3
@@ -75,7 +75,7 @@ def test_no_more_than_keep_wait_after_a_burst(keep: int) -> None:
             async with anyio.create_task_group() as tg:
                 workers = Workers(tg, keep=keep)
                 for _ in range(keep + 3):
-                    workers.start(seen.run, gate)
+                    workers.start_soon(seen.run, gate)
                 await wait_all_tasks_blocked()
                 gate.set()
                 await wait_all_tasks_blocked()
@@ -92,7 +92,7 @@ async def one_waiting() -> AsyncIterator[tuple[anyio.abc.TaskGroup, Workers]]:
     with anyio.fail_after(HANG_SECONDS):
         async with anyio.create_task_group() as tg:
             workers = Workers(tg)
-            workers.start(Recorder().run)
+            workers.start_soon(Recorder().run)
             await wait_all_tasks_blocked()
             assert workers.idle == 1
             yield tg, workers
@@ -123,7 +123,7 @@ def test_a_request_given_as_the_group_is_cancelled_still_runs_its_cleanup() -> N
             # The group is cancelled, and the waiting worker given a request
             # before it wakes to the cancellation.
             tg.cancel_scope.cancel()
-            workers.start(request)
+            workers.start_soon(request)
 
     anyio.run(main)
     assert released == ["flight"]
@@ -135,7 +135,7 @@ def test_a_request_s_error_reaches_the_group_as_a_spawned_task_s_would() -> None
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            Workers(tg).start(failing)
+            Workers(tg).start_soon(failing)
 
     with pytest.raises(ExceptionGroup) as caught:
         anyio.run(main)
@@ -155,7 +155,7 @@ def test_a_waiting_worker_holds_nothing_of_the_request_it_ran() -> None:
                 workers = Workers(tg)
                 payload = Payload()
                 ref = weakref.ref(payload)
-                workers.start(use, payload)
+                workers.start_soon(use, payload)
                 del payload
                 await wait_all_tasks_blocked()
                 gc.collect()

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio.abc
-
 from bashrpc.protocol.mcp import HostOptions, ProgressParams, TextContent, ToolUpdate
 from bashrpc.server.output.chunks import RawStream
-from bashrpc.server.output.throttle import Throttle
+from bashrpc.server.output.throttle import Owner, Throttle
 from bashrpc.server.services.streams import (
     Listener,
     ListenerFactory,
@@ -38,7 +36,7 @@ class ToolUpdates:
         snapshots: bool,
         progress_token: str | int | None,
         max_bytes: int,
-        owner: anyio.abc.TaskGroup,
+        owner: Owner,
     ) -> None:
         self._notify = notify
         self._request_id = request_id
@@ -88,7 +86,7 @@ def listener(
     snapshots = "tool/update" in host.notifications and "tool/update" not in opted_out
     token = None if "notifications/progress" in opted_out else progress_token
 
-    def make(tg: anyio.abc.TaskGroup) -> Listener:
+    def make(tg: Owner) -> Listener:
         # Made only when it has something to send: one that is never closed would
         # be left to the collector (its throttle holds its method).
         text = []
