@@ -8,8 +8,8 @@ between, so a pulse with nobody waiting is never missed.
 The event is made by the first waiter, so a fire with nobody waiting (a
 writer's every line, a reader's every chunk) costs one attribute test.
 
-Not a pulse: an event that stands for a state while it lasts (`InFlights`'
-idle, set while nothing runs), or one whose existence says a task runs
+Not a pulse: an event that stands for a state reached (`Flights`' idle, set
+when nothing runs any more), or one whose existence says a task runs
 (`Throttle`'s wake).
 """
 

@@ -154,8 +154,9 @@ class Flights:
         self._limit = limit
         self._by_id: dict[RequestId | None, list[InFlight]] = {}
         self._count = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        # Set when nothing runs any more; made by the first to wait for that, so a
+        # request costs no event of its own.
+        self._idle: anyio.Event | None = None
 
     def admit(self, request_id: RequestId | None, *, runs_command: bool = False) -> InFlight:
         if self._count >= self._limit:
@@ -163,9 +164,6 @@ class Flights:
         flight = InFlight(request_id, runs_command)
         self._by_id.setdefault(request_id, []).append(flight)
         self._count += 1
-        if self._idle.is_set():
-            # One event for each busy spell, so a waiter never holds a stale one.
-            self._idle = anyio.Event()
         return flight
 
     def start(self, flight: InFlight) -> anyio.CancelScope:
@@ -185,8 +183,10 @@ class Flights:
         if not same:
             self._by_id.pop(flight.id, None)
         self._count -= 1
-        if self._count == 0:
+        if self._count == 0 and self._idle is not None:
+            # One event for each busy spell, so a waiter never holds a stale one.
             self._idle.set()
+            self._idle = None
 
     def cancel(self, request_id: RequestId, *, silent: bool = False) -> bool:
         """Cancel every request in flight with this id; False when there is none."""
@@ -200,4 +200,9 @@ class Flights:
 
     async def wait_idle(self) -> None:
         """Until nothing is in flight (at once when nothing is)."""
+        if self._count == 0:
+            await anyio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = anyio.Event()
         await self._idle.wait()

@@ -8,6 +8,7 @@ from typing import get_args
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
 
 from bashrpc.server import errors
 from bashrpc.server.transitions import InvalidTransition, step
@@ -137,6 +138,37 @@ def test_a_cancel_after_the_release_finds_nothing_and_the_flights_are_idle() -> 
         with anyio.fail_after(5):
             await flights.wait_idle()
         flights.admit(2)
+
+    anyio.run(main)
+
+
+def test_a_wait_for_idle_ends_with_the_last_request_of_its_busy_spell() -> None:
+    async def main() -> None:
+        flights = Flights(4)
+        first, second = flights.admit(1), flights.admit(2)
+        woke: list[str] = []
+
+        async def waiter() -> None:
+            await flights.wait_idle()
+            woke.append("idle")
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiter)
+                await wait_all_tasks_blocked()
+                flights.release(first)
+                await wait_all_tasks_blocked()
+                assert woke == []
+                flights.release(second)
+        assert woke == ["idle"]
+        # The next busy spell is waited for anew.
+        third = flights.admit(3)
+        with anyio.move_on_after(0.05) as still_busy:
+            await flights.wait_idle()
+        assert still_busy.cancelled_caught
+        flights.release(third)
+        with anyio.fail_after(5):
+            await flights.wait_idle()
 
     anyio.run(main)
 
