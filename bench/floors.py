@@ -9,7 +9,8 @@ the server's own in them.
   the server serves it, under uvloop with JSON-RPC in and out, in callbacks.
   What the server takes beyond the loop floor is its own per-command work.
 - The structured floor (`taskfloor.py`): the loop floor in the shape the server
-  must have, a task per request in a task group, a cancel scope and an event.
+  must have: each request in a task of a task group (handed to one that waits,
+  as the server does), a cancel scope, an event.
   What the server takes beyond it is what its features cost.
 - Bash's own fork and exec of `/bin/true`, timed inside one bash (`time` of a
   loop): what `/bin/true` costs a persistent shell beyond its round trip.
@@ -163,7 +164,7 @@ class LatencyFloors:
         )
         self.tasks = Row(
             "latency",
-            "floor: the same, a task per request (task group, cancel scope, event), `true` p50",
+            "floor: the same, in request tasks of a task group (cancel scope, event), `true` p50",
             "ms",
         )
         self.fork_exec = Row("latency", "floor: bash's own fork+exec of `/bin/true`", "ms")

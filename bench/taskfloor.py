@@ -2,13 +2,14 @@
 have, so the bench can tell what that shape costs from what the server adds.
 
 The server is written in anyio's structured concurrency: every request runs
-in a task of its own, owned by the connection's task group, inside a cancel
-scope of its own (an abort or a cancel of one request ends only it), and a
-task waits for its shell's status record on an event. Here is exactly that
-and nothing else: a reader task woken by the loop's stdin callback, a task
-per request started in a task group, a cancel scope around its command, and
-an event set by the status FIFO's callback. The protocol to bash, the JSON
-and the loop are the loop floor's (`loopfloor.py`).
+in a task owned by the connection's task group, inside a cancel scope of its
+own (an abort or a cancel of one request ends only it), and a task waits for
+its shell's status record on an event. Here is exactly that and nothing else:
+a reader task woken by the loop's stdin callback, each request handed to a task
+of a task group as the server hands it (its `Workers`: one that waits for a
+request, or a new one), a cancel scope around its command, and an event set by
+the status FIFO's callback. The protocol to bash, the JSON and the loop are the
+loop floor's (`loopfloor.py`).
 
     python -m bench.taskfloor
 """
@@ -25,6 +26,7 @@ import anyio.abc
 
 from bashrpc.server import rundir
 from bashrpc.server.runtime.shell.protocol import StatusRecord
+from bashrpc.server.wire.workers import Workers
 from bench.driverfloor import READY
 from bench.loopfloor import Relay, Request
 
@@ -32,7 +34,7 @@ from bench.loopfloor import Relay, Request
 class TaskRelay(Relay):
     def __init__(self, directory: Path, tasks: anyio.abc.TaskGroup) -> None:
         super().__init__(directory)
-        self._tasks = tasks
+        self._workers = Workers(tasks)
         # Read by the loop's callback, as the server's stdin is; the reader task
         # wakes on `_readable` (None: stdin ended).
         self._read: deque[Request | None] = deque()
@@ -47,7 +49,7 @@ class TaskRelay(Relay):
         self._readable.set()
 
     async def read(self) -> None:
-        """The reader task: each request read starts a task of its own."""
+        """The reader task: each request read is handed to a request task."""
         while True:
             while not self._read:
                 self._readable = anyio.Event()
@@ -55,7 +57,7 @@ class TaskRelay(Relay):
             request = self._read.popleft()
             if request is None:
                 return
-            self._tasks.start_soon(self._serve, request, name="request")
+            self._workers.start_soon(self._serve, request)
 
     async def _serve(self, request: Request) -> None:
         with anyio.CancelScope():
@@ -78,6 +80,9 @@ async def serve(directory: Path) -> None:
             await relay.read()
         finally:
             relay.close()
+        # The request tasks that wait for the next request: as the server's, they
+        # end with their group.
+        tasks.cancel_scope.cancel()
 
 
 def main() -> None:

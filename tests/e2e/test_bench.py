@@ -81,7 +81,7 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "floor: bash's own fork+exec of `/bin/true`",
         "floor: the server's shell protocol by a bare relay, `true` p50",
         "floor: the same protocol served under uvloop, JSON-RPC in and out, `true` p50",
-        "floor: the same, a task per request (task group, cancel scope, event), `true` p50",
+        "floor: the same, in request tasks of a task group (cancel scope, event), `true` p50",
         "bash `true` / structured floor (p50)",
         "floor: `python -c pass`",
         "floor: one `bash` start",
