@@ -9,7 +9,7 @@ What is not finite (`"nan"`, `"inf"`) is refused. Pure.
 from __future__ import annotations
 
 import math
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -55,8 +55,20 @@ def decoded(params: ToolsCallParams, kind: type[T]) -> T:
     return _decoded(params, kind)[0]
 
 
+# Decoders of arguments as sent with no null, by type: one pass, no dict between.
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
 def _decoded(params: ToolsCallParams, kind: type[T]) -> tuple[T, frozenset[str]]:
     """The arguments as `kind`, and the names of those sent as null."""
+    decoder = _DECODERS.get(kind)
+    if decoder is None:
+        decoder = _DECODERS[kind] = msgspec.json.Decoder(kind, strict=False)
+    try:
+        return decoder.decode(params.arguments), frozenset()
+    except msgspec.DecodeError:
+        # A null, or an error: the way below drops the one and words the other.
+        pass
     nulls: frozenset[str] = frozenset()
     try:
         sent = msgspec.json.decode(params.arguments)
