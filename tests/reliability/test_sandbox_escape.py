@@ -184,6 +184,7 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
     if not VISIBLE_OUTSIDE.is_dir():
         pytest.skip(f"{VISIBLE_OUTSIDE} is missing")
     tmpdir = Path(tempfile.mkdtemp(prefix="bashrpc-escape-", dir=VISIBLE_OUTSIDE))
+    server = None
     try:
         server = spawn_process("--sandbox", "read-only", env={"TMPDIR": str(tmpdir)})
         other = _another_sessions_command_file(server)
@@ -192,6 +193,10 @@ def test_the_runtime_directory_stays_hidden_wherever_tmpdir_is(
         assert own_dir.parent == runtime
         _assert_others_out_of_reach(server, runtime, own_dir, other)
     finally:
+        # Ended first, the server removes its runtime directory itself: its shells'
+        # directories are unlisted, which only root could remove from here.
+        if server is not None:
+            server.close()
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
