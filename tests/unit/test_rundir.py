@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from bashrpc.server import rundir
+from bashrpc.server.runtime.containment.watchdog import remove_runtime_dir
 
 
 @pytest.fixture
@@ -123,3 +126,76 @@ def test_a_dead_daemons_runtime_directory_goes_with_its_unlisted_shell_directori
             if path.is_dir():
                 path.chmod(0o700)
         shutil.rmtree(base)
+
+
+# Swaps two entries of a directory, again and again, until killed: a command of
+# the user's (the sandbox off) racing the removal of a dead server's directory.
+_SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+first, second = (os.fsencode(p) for p in sys.argv[1:3])
+print("swapping", flush=True)
+while True:
+    libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE)
+"""
+# Other shells' directories beside the swapped one: the removal takes a while
+# over them, which is the swapper's window. Before the mend, more than half of
+# the trials had a directory elsewhere opened up (0700).
+SIBLINGS = 100
+SWAP_TRIALS = 20
+
+
+def _pause(swapper: subprocess.Popen[str]) -> None:
+    """The swapper stopped (SIGSTOP), so the test's own steps race nothing."""
+    swapper.send_signal(signal.SIGSTOP)
+    stat = Path(f"/proc/{swapper.pid}/stat")
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "T":
+        time.sleep(0.001)
+
+
+def _open_up(runtime: Path) -> None:
+    """The test's own tree made removable again (the swapper paused or gone)."""
+    for path in (runtime, *runtime.iterdir()):
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o700)
+
+
+def test_the_removal_follows_no_link_swapped_in_for_a_directory(tmp_path: Path) -> None:
+    """Between the listing of a directory and the change of its mode, an entry
+    swapped for a link to a directory elsewhere: that directory's mode stays."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "inner").mkdir(parents=True)
+    runtime = tmp_path / "bashrpc-x"
+    shell, link = runtime / "shell", runtime / "link"
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(shell), str(link)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline() == "swapping\n"
+        for _ in range(SWAP_TRIALS):
+            _pause(swapper)
+            for path in (elsewhere, elsewhere / "inner"):
+                path.chmod(0o500)
+            if runtime.exists():
+                # What the swaps kept from the last removal.
+                _open_up(runtime)
+                shutil.rmtree(runtime)
+            runtime.mkdir()
+            for directory in (shell, *(runtime / f"s{i}" for i in range(SIBLINGS))):
+                directory.mkdir(0o300)
+            link.symlink_to(elsewhere)
+            swapper.send_signal(signal.SIGCONT)
+            remove_runtime_dir(runtime)
+            modes = [oct(path.stat().st_mode & 0o777) for path in (elsewhere, elsewhere / "inner")]
+            assert modes == ["0o500", "0o500"]
+    finally:
+        swapper.kill()
+        swapper.wait()
+        for path in (elsewhere, elsewhere / "inner"):
+            path.chmod(0o700)
+        if runtime.exists():
+            _open_up(runtime)

@@ -103,19 +103,49 @@ def remove_runtime_dir(runtime_dir: Path) -> None:
     directory is unlisted while the shell runs (`shell/process.py`), at any depth
     (a daemon's are under their tenant's); one left by a server that died is
     listed again first, top-down, as the server does at a shell's end. Root lists
-    any directory; any other user needs this to remove them."""
-    pending = [str(runtime_dir)]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    os.chmod(entry.path, 0o700)
-                pending.append(entry.path)
+    any directory; any other user needs this to remove them.
+
+    Each directory is opened where it was listed, never through a link, and its
+    mode changed through that handle: an unconfined command has the user's
+    rights, and could swap an entry for a link between its listing and the
+    change, to have directories elsewhere opened up."""
+    with contextlib.suppress(OSError):
+        _list_again(os.open(runtime_dir, _HANDLE))
     shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+# A directory as a handle that reads nothing, and is never a link's target.
+_HANDLE = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _list_again(top: int) -> None:
+    """Make every directory under `top` (a handle, closed here) listable."""
+    pending = [top]
+    while pending:
+        handle = pending.pop()
+        try:
+            pending += _subdirectories(handle)
+        except OSError:
+            pass
+        finally:
+            os.close(handle)
+
+
+def _subdirectories(handle: int) -> list[int]:
+    """Handles of the directories in `handle`'s, once it is listable (0700)."""
+    os.chmod(f"/proc/self/fd/{handle}", 0o700)
+    listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=handle)
+    try:
+        with os.scandir(listing) as entries:
+            names = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    finally:
+        os.close(listing)
+    handles = []
+    for name in names:
+        with contextlib.suppress(OSError):
+            # A link put in the directory's place since the listing: ELOOP or ENOTDIR.
+            handles.append(os.open(name, _HANDLE, dir_fd=handle))
+    return handles
 
 
 def _read(pipe: int) -> bytes:
