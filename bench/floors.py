@@ -157,6 +157,9 @@ class LatencyFloors:
         self.driver = Row(
             "latency", "floor: the server's shell protocol by a bare relay, `true` p50", "ms"
         )
+        self.driver_fork = Row(
+            "latency", "floor: the server's shell protocol by a bare relay, `/bin/true` p50", "ms"
+        )
         self.loop = Row(
             "latency",
             "floor: the same protocol served under uvloop, JSON-RPC in and out, `true` p50",
@@ -182,9 +185,17 @@ class LatencyFloors:
         self.true_design = at_most(
             "latency", "bash `true` / (protocol floor + `ping`) (p50)", "×", 1.5, proposed=True
         )
-        self.fork_extra = at_most(
+        self.fork_extra = Row(
+            "latency", "server's `/bin/true` minus `true`, minus the relay's (p50)", "ms"
+        )
+        # What a fork costs bash in the server's protocol beyond the bare relay's
+        # (the protocol's share, no server in it), and the server's beyond that.
+        self.driver_fork_extra = Row(
+            "latency", "floor: protocol's `/bin/true` minus `true`, minus the relay's (p50)", "ms"
+        )
+        self.fork_design = at_most(
             "latency",
-            "server's `/bin/true` minus `true`, minus the relay's (p50)",
+            "server's `/bin/true` minus `true`, minus the protocol floor's (p50)",
             "ms",
             0.15,
             proposed=True,
@@ -192,14 +203,20 @@ class LatencyFloors:
         self.fork_above = at_most(
             "latency", "bash `/bin/true` p50 minus (relay floor + fork+exec)", "ms", 0.15
         )
+        self.driver_fork_above = Row(
+            "latency",
+            "floor: protocol's `/bin/true` p50 minus (relay floor + fork+exec)",
+            "ms",
+        )
 
     def measure(self, sizes: Sizes, server: Caller) -> None:
         """One repetition of the floors; `server` is asked for its `ping`."""
         calls, warmup = sizes.latency_calls, sizes.warmup_calls
         for row, command in ((self.relay_true, "true"), (self.relay_fork, "/bin/true")):
             row.values.append(percentile(relay_latency(command, calls, warmup), 0.5) * 1e3)
-        driven = relay_latency("true", calls, warmup, DRIVER_FLOOR)
-        self.driver.values.append(percentile(driven, 0.5) * 1e3)
+        for row, command in ((self.driver, "true"), (self.driver_fork, "/bin/true")):
+            driven = relay_latency(command, calls, warmup, DRIVER_FLOOR)
+            row.values.append(percentile(driven, 0.5) * 1e3)
         self.loop.values.append(percentile(loop_latency(calls, warmup), 0.5) * 1e3)
         tasks = loop_latency(calls, warmup, "bench.taskfloor")
         self.tasks.values.append(percentile(tasks, 0.5) * 1e3)
@@ -221,12 +238,19 @@ class LatencyFloors:
         self.true_design.values.append(true_p50 / (self.driver.values[-1] + self.ping.values[-1]))
         relay_fork = self.relay_fork.values[-1] - relay
         self.fork_extra.values.append(fork_p50 - true_p50 - relay_fork)
+        driver_fork = self.driver_fork.values[-1] - self.driver.values[-1]
+        self.driver_fork_extra.values.append(driver_fork - relay_fork)
+        self.fork_design.values.append(fork_p50 - true_p50 - driver_fork)
+        self.driver_fork_above.values.append(
+            self.driver_fork.values[-1] - relay - self.fork_exec.values[-1]
+        )
 
     def rows(self) -> list[Row]:
         return [
             self.relay_true,
             self.relay_fork,
             self.driver,
+            self.driver_fork,
             self.loop,
             self.tasks,
             self.fork_exec,
@@ -239,7 +263,10 @@ class LatencyFloors:
             self.over_tasks,
             self.true_design,
             self.fork_above,
+            self.driver_fork_above,
             self.fork_extra,
+            self.driver_fork_extra,
+            self.fork_design,
         ]
 
 
