@@ -12,7 +12,10 @@ sink, which folds the line it redraws); escape sequences (CSI, OSC, DCS, SOS,
 PM, APC, in their 7-bit and 8-bit forms) and every other control character
 (C0, DEL, C1) are removed. Bytes that are not UTF-8 pass through as they
 came (decoded with surrogateescape, encoded back the same way), so an artifact
-keeps them exact; where the output becomes JSON text they become U+FFFD.
+keeps them exact; where the output becomes JSON text they become U+FFFD. Once
+something between them is dropped, two such bytes may meet: a lone 0xC2 and a
+byte 0x80-0x9F would read as one C1 control, so such a byte after a lone 0xC2
+is dropped too (in one read or across two).
 A string sequence (OSC and the like) ends at its terminator (ST or BEL), at
 CAN or SUB, at a new ESC that does not begin ST, or at LF: a terminal would
 swallow everything after a stray `ESC ]`, but a model reading the output
@@ -71,6 +74,12 @@ _ESCAPES_FOR_MACHINE = 1024
 _LEFTOVER = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
 # Printable ASCII but LF: what the fast path deletes, leaving the LFs to be counted.
 _PRINTABLE_ASCII_BUT_LF = bytes(range(0x20, 0x7F)) + b"\t\r"
+# A lone 0xC2 the output kept, and the bytes 0x80-0x9F that would make it a C1
+# control, met where something between them was dropped. 0xC2 followed by one of
+# these is never kept otherwise: read together, the decoder took them as one
+# character, a C1 control, which is dropped.
+_JOINED_C1 = re.compile(b"\xc2[\x80-\x9f]+")
+_C1_TAIL = re.compile(b"[\x80-\x9f]+")
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 # Bytes that are not UTF-8 go through as lone surrogates and come out as they came.
 _RAW = "surrogateescape"
@@ -108,6 +117,8 @@ class Sanitizer:
         self._decoder: codecs.IncrementalDecoder | None = None
         self._decoder_empty = True
         self._state = _State.GROUND
+        # The output so far ended with a lone 0xC2 (see `_unjoined`).
+        self._lone_c2 = False
 
     def feed(self, data: bytes) -> bytes:
         if self._state is _State.GROUND and self._decoder_empty:
@@ -116,6 +127,8 @@ class Sanitizer:
             rest = data.translate(None, _PRINTABLE_ASCII_BUT_LF)
             if not rest.strip(b"\n"):
                 self.newlines += len(rest)
+                if data:
+                    self._lone_c2 = False
                 return data
             if data.isascii():
                 return self._counted(self._run(data.decode("ascii")))
@@ -136,8 +149,20 @@ class Sanitizer:
         return out
 
     def _counted(self, out: bytes) -> bytes:
+        out = self._unjoined(out)
         if b"\n" in out:
             self.newlines += out.count(b"\n")
+        return out
+
+    def _unjoined(self, out: bytes) -> bytes:
+        """`out` with no lone 0xC2 followed by a byte 0x80-0x9F, within it or
+        across the last output's end."""
+        if self._lone_c2 and out and 0x80 <= out[0] <= 0x9F:
+            out = _C1_TAIL.sub(b"", out, count=1)
+        if b"\xc2" in out:
+            out = _JOINED_C1.sub(b"\xc2", out)
+        if out:
+            self._lone_c2 = out.endswith(b"\xc2")
         return out
 
     def _run(self, text: str) -> bytes:
@@ -219,7 +244,8 @@ class Sanitizer:
 
 def _without_plain_controls(text: str) -> bytes:
     """C1 controls go as characters (an escaped byte that is not UTF-8 is none,
-    though its bytes may look like one), C0 and DEL as bytes in one translate."""
+    though its bytes may look like one, `_unjoined` keeps two such from meeting),
+    C0 and DEL as bytes in one translate."""
     data = text.encode("utf-8", _RAW)
     # 0xC2 starts a C1 control in UTF-8 (and is rare in text): only then is one looked for.
     if b"\xc2" in data and _PLAIN_C1.search(text) is not None:

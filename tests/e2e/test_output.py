@@ -80,6 +80,17 @@ def test_escape_sequences_split_across_reads_are_removed(server: InProcessServer
     assert title.output == "after\n"
 
 
+def test_a_dropped_sequence_never_leaves_a_c1_control_behind(server: InProcessServer) -> None:
+    """A stray 0xC2, a colour, a stray 0x9B: with the colour dropped, the two
+    bytes would read as an 8-bit CSI in the result and in the chunks."""
+    ident = server.request("bash", BashParams(command="printf '\\xc2\\033[31m\\x9b31mred\\n'"))
+    result = server.bash_result(ident)
+    chunks = "".join(chunk.text for chunk in server.chunks_for(ident))
+    for text in (result.output, chunks):
+        assert not any("\x80" <= char <= "\x9f" for char in text), ascii(text)
+        assert text.endswith("31mred\n")
+
+
 def test_inline_images_do_not_flood_the_output(server: InProcessServer) -> None:
     image = "$(head -c 300000 /dev/urandom | base64 -w0)"
     iterm = server.bash(f"printf '\\033]1337;File=inline=1:%s\\a' \"{image}\"; echo after")

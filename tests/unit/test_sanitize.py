@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -102,6 +103,27 @@ def test_output_never_depends_on_where_reads_split(chunks: list[bytes], cuts: li
     assert not CONTROLS & set(whole)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xc2\x00\x80",  # a NUL dropped between an invalid lead byte and its tail
+        b"\xc2\x1b[31m\x9b31mred",  # an escape sequence dropped: an 8-bit CSI
+        b"\xc2\x07\x07\x9d0;title\x9c",  # two controls, then an 8-bit OSC
+        b"\xc2\x00\x80\x80\x85",  # a run of them after the lead byte
+    ],
+)
+def test_what_is_dropped_never_joins_bytes_into_a_c1_control(data: bytes) -> None:
+    """Bytes that are not UTF-8 pass through as they came; with a control dropped
+    between them, a lone 0xC2 and a byte 0x80-0x9F would meet, and read as one
+    C1 control (an 8-bit CSI among them). Whatever the split."""
+    whole = sanitize([data])
+    assert not CONTROLS & set(whole)
+    assert sanitize([bytes([b]) for b in data]) == whole
+    for cut in range(len(data) + 1):
+        assert sanitize([data[:cut], data[cut:]]) == whole
+    assert whole.startswith("\udcc2")
+
+
 def test_an_8bit_csi_cut_between_its_bytes() -> None:
     assert sanitize([b"\xc2", b"\x9b31mred\n"]) == "red\n"
     assert sanitize([b"\xc2\x9b", b"31mred\n"]) == "red\n"
@@ -151,8 +173,10 @@ def test_bytes_that_are_not_utf8_pass_through_exact() -> None:
     s = Sanitizer()
     assert s.feed(b"a\xffb\xc3") + s.finish() == b"a\xffb\xc3"
     s = Sanitizer()
-    # Stripping the sequence between them makes no C1 control of two stray bytes.
-    assert s.feed(b"\xc2\x1b[m\x85 \x80\x1b[0m") + s.finish() == b"\xc2\x85 \x80"
+    # Stripping the sequence between them would make a C1 control (NEL) of two
+    # stray bytes, as anything that reads the output as UTF-8 reads it: the
+    # byte after the lone 0xC2 goes too. Stray bytes elsewhere stay exact.
+    assert s.feed(b"\xc2\x1b[m\x85 \x80\x1b[0m") + s.finish() == b"\xc2 \x80"
 
 
 def test_ansi_sequences_and_controls_are_removed() -> None:
