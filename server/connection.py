@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
-import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
@@ -137,8 +136,8 @@ class RequestContext(msgspec.Struct, Generic[S]):
     def tasks(self) -> Workers:
         """Where a request's helpers run (stream flushes): the requests group's
         workers, as the request itself does."""
-        assert self.connection._workers is not None
-        return self.connection._workers
+        assert self.connection.workers is not None
+        return self.connection.workers
 
     async def notify(self, method: str, params: msgspec.Struct) -> None:
         if self.answers_after_eof or not self.connection.input_ended:
@@ -170,9 +169,8 @@ class Connection(Generic[S]):
         self.input_ended = False
         self._transport = transport
         self._outbox = Outbox(transport.send, transport.is_stdout)
-        self.requests: anyio.abc.TaskGroup | None = None
-        # The requests group's tasks that run requests (`workers.py`).
-        self._workers: Workers | None = None
+        # The requests group's tasks, which run its requests and their helpers.
+        self.workers: Workers | None = None
         self._flights = Flights(MAX_IN_FLIGHT_REQUESTS)
         # The input is a script (`--on-eof finish`): each request answered before the next.
         self.in_order = False
@@ -217,8 +215,7 @@ class Connection(Generic[S]):
         async with anyio.create_task_group() as writer:
             writer.start_soon(self._outbox.run)
             async with anyio.create_task_group() as requests:
-                self.requests = requests
-                self._workers = Workers(requests)
+                self.workers = Workers(requests)
                 async with anyio.create_task_group() as reader:
                     reader.start_soon(self._read, reader.cancel_scope)
                     reader.start_soon(cancel_when, self.stop, reader.cancel_scope)
@@ -319,12 +316,12 @@ class Connection(Generic[S]):
 
     async def _start(self, lane: object, run: Callable[..., Any], *args: Any) -> None:
         """`run(*args)` as a request task; `in_order`, waited for with its output (`lane`)."""
-        assert self._workers is not None
+        assert self.workers is not None
         if not self.in_order:
-            self._workers.start_soon(run, *args)
+            self.workers.start_soon(run, *args)
             return
         done = anyio.Event()
-        self._workers.start_soon(then_set, done, run, *args)
+        self.workers.start_soon(then_set, done, run, *args)
         await done.wait()
         await self._outbox.drained(lane)
 
