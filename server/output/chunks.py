@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable
 
-import anyio.abc
+import anyio
 
 from bashrpc.protocol import messages
 from bashrpc.server.output import utf8

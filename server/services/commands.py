@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
-import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages

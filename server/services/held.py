@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 import anyio
-import anyio.abc
 import msgspec
 
 from bashrpc.server import errors, log

@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
-import anyio.abc
 import msgspec
 
 from bashrpc.protocol.methods import NeedsInput, PtyOutput
