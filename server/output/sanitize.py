@@ -79,7 +79,7 @@ _PRINTABLE_ASCII_BUT_LF = bytes(range(0x20, 0x7F)) + b"\t\r"
 # these is never kept otherwise: read together, the decoder took them as one
 # character, a C1 control, which is dropped.
 _JOINED_C1 = re.compile(b"\xc2[\x80-\x9f]+")
-_C1_TAIL = re.compile(b"[\x80-\x9f]+")
+_C1_TAIL_BYTES = bytes(range(0x80, 0xA0))
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 # Bytes that are not UTF-8 go through as lone surrogates and come out as they came.
 _RAW = "surrogateescape"
@@ -131,12 +131,12 @@ class Sanitizer:
                     self._lone_c2 = False
                 return data
             if data.isascii():
-                return self._counted(self._run(data.decode("ascii")))
+                return self._emitted(self._run(data.decode("ascii")))
         if self._decoder is None:
             self._decoder = _UTF8(_RAW)
         text = self._decoder.decode(data)
         self._decoder_empty = not self._decoder.getstate()[0]
-        return self._counted(self._run(text))
+        return self._emitted(self._run(text))
 
     def finish(self) -> bytes:
         """Flush a cut-off character; an unfinished sequence is dropped."""
@@ -144,11 +144,12 @@ class Sanitizer:
             return b""
         text = self._decoder.decode(b"", final=True)
         self._decoder_empty = True
-        out = self._counted(self._run(text)) if text else b""
+        out = self._emitted(self._run(text)) if text else b""
         self._state = _State.GROUND
         return out
 
-    def _counted(self, out: bytes) -> bytes:
+    def _emitted(self, out: bytes) -> bytes:
+        """What leaves: no two stray bytes joined into a C1 control, its LFs counted."""
         out = self._unjoined(out)
         if b"\n" in out:
             self.newlines += out.count(b"\n")
@@ -157,8 +158,8 @@ class Sanitizer:
     def _unjoined(self, out: bytes) -> bytes:
         """`out` with no lone 0xC2 followed by a byte 0x80-0x9F, within it or
         across the last output's end."""
-        if self._lone_c2 and out and 0x80 <= out[0] <= 0x9F:
-            out = _C1_TAIL.sub(b"", out, count=1)
+        if self._lone_c2:
+            out = out.lstrip(_C1_TAIL_BYTES)
         if b"\xc2" in out:
             out = _JOINED_C1.sub(b"\xc2", out)
         if out:
