@@ -6,9 +6,9 @@ for its task: with its end, about 15 µs a request, against 6 before. A hand-ove
 to a task already waiting costs one event. Each worker is a task of the
 connection's requests group, which owns and cancels it, and runs one thing at a
 time: a request in its own cancel scope (its flight's), a helper in the group's,
-as a task spawned for it would. When none waits,
-a new one starts; one that finishes when `keep` others already wait ends. It
-starts them as a task group does (`start_soon`), so it is an `Owner` of streams.
+as a task spawned for it would. When none waits, a new one starts; one that
+finishes when `keep` others already wait ends. It starts them as a task group
+does (`start_soon`), so it is an `Owner` of streams.
 """
 
 from __future__ import annotations
