@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 from typing import IO
 
-import msgspec
 import pytest
 
 from bashrpc.protocol.client import ClientCore, Unparsable, result_of
 from bashrpc.protocol.envelope import ServerMessage
-from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, ToolsCallParams
+from bashrpc.protocol.mcp import BashToolArguments, CallToolResult
+from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashChunk, BashParams, BashResult
 from bashrpc.server.output.artifactroot import workspace_key
 from bashrpc.server.output.chunks import CLIENT_STALL_SECONDS
@@ -75,8 +75,7 @@ def test_finished_commands_leave_nothing_for_the_cycle_collector(
     Left in a cycle, each command's would wait for the collector: memory no
     later command reuses while it is still warm, and a collection every few
     commands."""
-    arguments = msgspec.json.encode(BashToolArguments(command="echo tool"))
-    call = ToolsCallParams(name="bash", arguments=msgspec.Raw(arguments))
+    call = bash_tool_call(BashToolArguments(command="echo tool"))
     server.bash("echo warm")
     server.typed(CallToolResult, "tools/call", call)
     gc.collect()
