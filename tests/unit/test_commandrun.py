@@ -120,10 +120,11 @@ def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_pat
     anyio.run(main)
 
 
-def test_the_next_commands_fifo_is_made_ahead_off_the_request_path(tmp_path: Path) -> None:
-    """Making a FIFO (mkfifo on the runtime directory's file system) was most of
-    a short command's cost: it is made while the shell is idle, once at the start
-    and again after each command settles, so a command only takes it."""
+def test_the_next_commands_fifo_is_made_while_this_one_runs(tmp_path: Path) -> None:
+    """Making a FIFO (mkfifo, two opens, a watch) was most of a short command's
+    cost: the first is made as the shell starts, each next one once a command
+    has been handed over, while the server waits for the shell, so a command
+    only takes it and no reply waits for it."""
 
     async def main() -> None:
         fifos = Fifos(tmp_path)
@@ -132,21 +133,29 @@ def test_the_next_commands_fifo_is_made_ahead_off_the_request_path(tmp_path: Pat
         out: list[bytes] = []
         run = CommandRun(fifos, None, out.append, None)
         assert run.pipe.fifo.path == ahead and list(tmp_path.iterdir()) == [ahead]
+        # The command's task waits for its end: the next one is made meanwhile.
+        await anyio.lowlevel.checkpoint()
+        [following] = set(tmp_path.iterdir()) - {ahead}
+        assert following.name.endswith(".out") and len(following.name) == len(ahead.name)
         writer = os.open(ahead, os.O_WRONLY)
         os.write(writer, OUTPUT_OPENED + b"hi\n")
         run.pipe.read_now()
-        # Unlinked once the shell has it open, as before; nothing new is made yet.
-        assert list(tmp_path.iterdir()) == []
+        # Unlinked once the shell has it open, as before.
+        assert list(tmp_path.iterdir()) == [following]
         run.end(record())
         await run.until_ended()
         os.close(writer)
         await run.drain()
         await anyio.lowlevel.checkpoint()
-        [following] = list(tmp_path.iterdir())
-        assert following.name != ahead.name and following.name.endswith(".out")
-        assert len(following.name) == len(ahead.name)
-        # The shell's end closes the FIFO made ahead, and removes its path.
+        # Settling makes none more: the next command takes the one made.
+        assert list(tmp_path.iterdir()) == [following]
+        taken = fifos.take(out.append, None)
+        assert taken.fifo.path == following
+        taken.stop()
+        taken.fifo.close()
+        # The shell's end makes nothing more, and leaves no path behind.
         fifos.close()
+        await anyio.lowlevel.checkpoint()
         assert list(tmp_path.iterdir()) == []
 
     anyio.run(main)

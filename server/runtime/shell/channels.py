@@ -2,9 +2,10 @@
 
 The status FIFO carries one record per command (see `protocol.py`). Each
 command writes into a FIFO of its own, made under a random name while the
-shell is idle before it (making one was most of a short command's cost) and
-unlinked as soon as the shell has it open (its first byte says so), so
-nothing left running can open it by a path, let alone a later command's.
+command before it runs (making one was most of a short command's cost, and
+the server is idle while the shell works) and unlinked as soon as the shell
+has it open (its first byte says so), so nothing left running can open it by
+a path, let alone a later command's.
 Its reader forwards what it reads while the command is current, pausing when
 the consumer asks it to
 (backpressure), then drains what is left when the command ends, bounded by
@@ -193,8 +194,8 @@ class OutputPipe:
 
 
 class Fifos:
-    """One shell's FIFOs: one per command, made ahead while the shell is idle;
-    one that background jobs still hold is read until they let go."""
+    """One shell's FIFOs: one per command, made ahead while the command before
+    it runs; one that background jobs still hold is read until they let go."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory
@@ -210,19 +211,24 @@ class Fifos:
         self, on_output: Callable[[bytes], None], backpressure: Backpressure | None
     ) -> OutputPipe:
         """The FIFO made ahead, or, when it could not be, one made now; read for
-        its command from now on."""
+        its command from now on. The next command's is made once the caller
+        waits for this one's end: the server has nothing else to do while the
+        shell works, and a client that sends its next request as soon as it has
+        the reply does not wait for it."""
         pipe, self._next = self._next, None
         if pipe is None:
             pipe = OutputPipe(Fifo(self._dir))
+        self._loop.call_soon(self._make_next)
         return pipe.attach(on_output, backpressure)
 
     def _make_next(self) -> None:
         """Make the next command's FIFO, and watch it (registering a reader with
-        the loop is a few system calls): scheduled as a command is settled, it
-        runs after the tasks already woken (the reply, written at once when the
-        client's pipe has room). Its name stays on no driver line until its
-        command's, and the directory is unlisted, so none of it is exposed the
-        longer. A failure here is met again, and raised, by `take`."""
+        the loop is a few system calls): scheduled as a command is taken, it
+        runs when that command's task first waits, past its driver line; as a
+        command is settled, it makes one only if that making failed. Its name
+        stays on no driver line until its command's, and the directory is
+        unlisted, so none of it is exposed the longer. A failure here is met
+        again, and raised, by `take`."""
         if self._closed or self._next is not None:
             return
         with contextlib.suppress(OSError):
@@ -230,7 +236,8 @@ class Fifos:
 
     def settle(self, pipe: OutputPipe) -> None:
         """Close a FIFO that reached EOF; retire one still held open; make the
-        next command's FIFO once the loop has done what is ready."""
+        next command's FIFO, if its making failed as this one ran, once the loop
+        has done what is ready."""
         pipe.retire()
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
