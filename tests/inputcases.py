@@ -8,6 +8,7 @@ Each case is shell text run in a fresh directory (`setup` first, on pipes);
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sys
@@ -54,6 +55,9 @@ class Case(msgspec.Struct, frozen=True):
     run_for: float | None = None
     # Where it runs, under the case's directory (after `setup`).
     cwd: str = ""
+    # A glob of what the program, ended by the abort, leaves outside that
+    # directory: what matches it afterwards and did not before is removed.
+    leaves: str = ""
 
 
 REPO = (
@@ -163,7 +167,8 @@ WAITING = [
     Case("top", "top", needs=("top",)),
     Case("vim", "vim f", needs=("vim",)),
     Case("nano", "nano f", needs=("nano",)),
-    Case("crontab-e", "crontab -e", needs=("crontab",), skip=ROOT_ONLY),
+    # Debian's crontab edits in /tmp whatever TMPDIR says.
+    Case("crontab-e", "crontab -e", needs=("crontab",), skip=ROOT_ONLY, leaves="/tmp/crontab.*"),
 ]
 
 BUSY = [
@@ -276,7 +281,18 @@ class Seen(msgspec.Struct):
 
 
 def run_case(server: RpcClient, case: Case, cwd: str, first_wait_ends: bool = True) -> Seen:
-    """Run the case on a PTY; a told wait ends it (abort), as does `run_for`."""
+    """Run the case on a PTY; a told wait ends it (abort), as does `run_for`;
+    then remove what the ended program left (`leaves`)."""
+    left_before = set(glob.glob(case.leaves)) if case.leaves else set()
+    try:
+        return _run(server, case, cwd, first_wait_ends)
+    finally:
+        if case.leaves:
+            for path in set(glob.glob(case.leaves)) - left_before:
+                shutil.rmtree(path)
+
+
+def _run(server: RpcClient, case: Case, cwd: str, first_wait_ends: bool) -> Seen:
     ident = server.request(
         "bash", BashParams(command=case.command, pty=True, cwd=cwd, timeout=BOUND_SECONDS)
     )
