@@ -5,10 +5,11 @@ Like `latencyfloor.py` it keeps one bash and relays one command per line on its
 stdin, with no JSON and no event loop; but it speaks to bash as the server does
 (`runtime/shell/protocol.py`): the driver defined once, each command's fields
 in the fields file, the driver line with a fresh token and the name of an
-output FIFO made ahead (as the server makes it, while the shell is idle, where
-the server makes its runtime directory), the
-status record read from the status FIFO and checked, the output FIFO read to
-its end and unlinked. What it writes back is the command's exit status.
+output FIFO made ahead (as the server makes it: the server's own `Fifo`, made
+while bash runs the command before, where the server makes its runtime
+directory), the status record read from the status FIFO and checked, the output
+FIFO read to its end and unlinked. What it writes back is the command's exit
+status.
 
     python bench/driverfloor.py
 """
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from bashrpc.server import rundir
+from bashrpc.server.runtime.shell.channels import Fifo
 from bashrpc.server.runtime.shell.protocol import (
     TOKEN_BYTES,
     RecordReader,
@@ -32,28 +34,16 @@ from bashrpc.server.runtime.shell.protocol import (
 )
 
 READY = b"ready\n"
-# As the server's output FIFOs are named (`runtime/shell/channels.py`).
-OUTPUT_NAME_BYTES = 12
 
 
-class Output:
-    """The next command's output FIFO, with our reader and holding writer."""
-
-    def __init__(self, directory: Path) -> None:
-        self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
-        self.path = directory / self.name
-        os.mkfifo(self.path, 0o600)
-        self.reader = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
-        self.writer = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-
-    def drain(self) -> None:
-        """Read to EOF (the holding writer closed first), then unlink and close."""
-        os.close(self.writer)
-        os.set_blocking(self.reader, True)
-        while os.read(self.reader, 65536):
-            pass
-        os.unlink(self.path)
-        os.close(self.reader)
+def drain(fifo: Fifo) -> None:
+    """Read a command's output FIFO to EOF (our holding writer closed first),
+    then unlink and close it."""
+    os.close(fifo.hold())
+    os.set_blocking(fifo.fd, True)
+    while os.read(fifo.fd, 65536):
+        pass
+    fifo.close()
 
 
 class DrivenShell:
@@ -91,17 +81,18 @@ class DrivenShell:
 def relay(directory: Path) -> None:
     shell = DrivenShell(directory)
     os.set_blocking(shell.status, True)
-    output = Output(directory)
+    output = Fifo(directory)
     os.write(1, READY)
     try:
         while command := sys.stdin.buffer.readline().rstrip(b"\n"):
             shell.hand(command.decode(), output.name)
+            following = Fifo(directory)
             record = None
             while record is None:
                 record = shell.records.feed(os.read(shell.status, 4096))
-            output.drain()
+            drain(output)
             os.write(1, f"{record.status}\n".encode())
-            output = Output(directory)
+            output = following
     finally:
         shell.close()
 

@@ -27,8 +27,9 @@ import uvloop
 from bashrpc.protocol.envelope import RequestId
 from bashrpc.protocol.methods import BashParams
 from bashrpc.server import rundir
+from bashrpc.server.runtime.shell.channels import Fifo
 from bashrpc.server.runtime.shell.protocol import StatusRecord
-from bench.driverfloor import READY, DrivenShell, Output
+from bench.driverfloor import READY, DrivenShell, drain
 
 
 class Request(msgspec.Struct):
@@ -55,7 +56,8 @@ class Relay:
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._shell = DrivenShell(directory)
-        self._output = Output(directory)
+        self._output = Fifo(directory)
+        self._following: Fifo | None = None
         self._buffer = b""
         self._decode = msgspec.json.Decoder(Request).decode
         self._encode = msgspec.json.Encoder().encode
@@ -75,14 +77,17 @@ class Relay:
         return [self._decode(line) for line in lines]
 
     def hand(self, request: Request) -> None:
-        """The command to bash, with the output FIFO made ahead for it."""
+        """The command to bash, with the output FIFO made ahead for it; then,
+        while bash runs it, the next command's."""
         self._shell.hand(request.params.command, self._output.name)
+        self._following = Fifo(self._dir)
 
     def answer(self, request: Request, record: StatusRecord) -> None:
-        """Its output read to EOF, its reply written; the next command's FIFO made."""
-        self._output.drain()
+        """Its output read to EOF, its reply written."""
+        drain(self._output)
         os.write(1, self._encode(Reply(request.id, Result(record.status))) + b"\n")
-        self._output = Output(self._dir)
+        assert self._following is not None
+        self._output, self._following = self._following, None
 
     def _on_status(self) -> None:
         record = self._shell.records.feed(os.read(self._shell.status, 4096))
