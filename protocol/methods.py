@@ -564,12 +564,20 @@ class ExitParams(Params):
 # -- notifications ----------------------------------------------------------
 
 
-class PtyOutput(Result):
+class PtyOutput(Result, omit_defaults=True):
     """Params of ``pty/output``: raw terminal bytes, base64, escape sequences intact."""
 
     request_id: Annotated[RequestId | None, described(_REQUEST_ID)]
     seq: Annotated[int, described("The notification's number for its request, from 0.")]
     data: Annotated[str, described("Raw terminal bytes, base64.")]
+    # The client fell more than 1 MiB behind: the oldest bytes were dropped.
+    skipped: Annotated[
+        int,
+        described(
+            "Terminal bytes dropped just before `data`: the client fell more than 1 MiB"
+            " behind. `pty/screen` shows the terminal as it is now."
+        ),
+    ] = 0
 
 
 class NeedsInput(Result, omit_defaults=True):

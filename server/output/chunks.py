@@ -30,8 +30,9 @@ CLIENT_STALL_SECONDS = 2.0
 # Where the producer cannot be paused (a command's last output, read after it
 # ended), pending text is still bounded: beyond this many times the cap, skip.
 HARD_CAP_FACTOR = 4
-# Raw terminal bytes cannot take a notice; a host that fell behind resyncs
-# from pty/screen, so the cap is larger and the oldest bytes are dropped.
+# Raw terminal bytes cannot take a notice: past this many not yet sent, the
+# oldest are dropped (counted in the next `pty/output`'s `skipped`), and a host
+# that fell behind resyncs from pty/screen.
 MAX_PENDING_RAW_BYTES = 1024 * 1024
 
 
@@ -116,11 +117,12 @@ class ChunkStream:
 
 class RawStream:
     """Raw PTY bytes, coalesced like text chunks, sent base64-encoded and
-    numbered from 0 (a resume replays them by number)."""
+    numbered from 0 (a resume replays them by number), each with the count of
+    bytes dropped just before it."""
 
     def __init__(
         self,
-        emit: Callable[[int, str], Awaitable[None]],
+        emit: Callable[[int, str, int], Awaitable[None]],
         owner: Owner,
         interval: float = CHUNK_INTERVAL_SECONDS,
         max_pending: int = MAX_PENDING_RAW_BYTES,
@@ -128,13 +130,16 @@ class RawStream:
         self._emit = emit
         self._max_pending = max_pending
         self._pending = bytearray()
+        self._skipped = 0
         self._seq = 0
         self._throttle = Throttle(self._send, interval, owner)
 
     def push(self, data: bytes) -> None:
         self._pending += data
-        if len(self._pending) > self._max_pending:
-            del self._pending[: len(self._pending) - self._max_pending]
+        over = len(self._pending) - self._max_pending
+        if over > 0:
+            del self._pending[:over]
+            self._skipped += over
         self._throttle.poke()
 
     async def _send(self) -> None:
@@ -142,8 +147,9 @@ class RawStream:
             return
         data = base64.b64encode(self._pending).decode("ascii")
         self._pending.clear()
+        skipped, self._skipped = self._skipped, 0
         seq, self._seq = self._seq, self._seq + 1
-        await self._emit(seq, data)
+        await self._emit(seq, data, skipped)
 
     async def close(self) -> None:
         await self._throttle.close()

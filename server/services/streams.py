@@ -25,7 +25,7 @@ from bashrpc.server.runtime.run.inputwatch import InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 
 EmitChunk = Callable[[int, str, int], Awaitable[None]]
-EmitRaw = Callable[[int, str], Awaitable[None]]
+EmitRaw = Callable[[int, str, int], Awaitable[None]]
 # Told when a PTY command waits for its person.
 EmitInput = Callable[[InputWait], Awaitable[None]]
 # A request's way to send a notification (it knows whether the client still reads).
@@ -100,8 +100,9 @@ async def streaming(make: ListenerFactory, owner: Owner) -> AsyncIterator[Listen
 def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
     """A PTY's bytes as `pty/output`, the same for every command-like method."""
 
-    async def emit_raw(seq: int, data: str) -> None:
-        await notify("pty/output", PtyOutput(request_id=request_id, seq=seq, data=data))
+    async def emit_raw(seq: int, data: str, skipped: int) -> None:
+        params = PtyOutput(request_id=request_id, seq=seq, data=data, skipped=skipped)
+        await notify("pty/output", params)
 
     return emit_raw
 

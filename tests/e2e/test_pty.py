@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
+from pathlib import Path
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.client import result_of
@@ -31,7 +32,7 @@ from bashrpc.protocol.methods import (
 from tests.conftest import SpawnInProcess
 from tests.e2e.test_tools import call_tool, initialize, tool_call
 from tests.inprocess import InProcessServer
-from tests.rpc import request_line, wait_until
+from tests.rpc import ServerProcess, request_line, wait_until
 
 HANG_SECONDS = 10.0
 
@@ -100,6 +101,26 @@ def test_pty_output_is_numbered_from_zero_in_order(server: InProcessServer) -> N
     assert [p.seq for p in outputs] == list(range(len(outputs)))
     raw = b"".join(base64.b64decode(p.data) for p in outputs)
     assert raw == b"".join(f"piece{i}\r\n".encode() for i in range(1, 6))
+
+
+def test_a_client_far_behind_is_told_how_many_terminal_bytes_it_lost(
+    process: ServerProcess, tmp_path: Path
+) -> None:
+    """A client that takes nothing while a PTY command prints 8 MB: past 1 MiB
+    pending, the oldest bytes are dropped, and the next `pty/output` counts
+    them, so what came and what was skipped add up to what the terminal got."""
+    size = 8_000_000
+    done = tmp_path / "done"
+    process.pause_reading()
+    command = f"head -c {size} /dev/zero | tr '\\0' a; touch {done}"
+    ident = process.request("bash", BashParams(command=command, pty=True, cwd=str(tmp_path)))
+    assert wait_until(done.exists, HANG_SECONDS)
+    process.resume_reading()
+    assert process.bash_result(ident).exit_code == 0
+    outputs = [p for p in process.notified("pty/output", PtyOutput) if p.request_id == ident]
+    assert [p.seq for p in outputs] == list(range(len(outputs)))
+    assert sum(len(base64.b64decode(p.data)) + p.skipped for p in outputs) == size
+    assert sum(p.skipped for p in outputs) > 0
 
 
 def test_arrow_keys_follow_application_cursor_mode(server: InProcessServer) -> None:
