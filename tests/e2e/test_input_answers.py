@@ -293,6 +293,31 @@ def test_a_job_that_reads_its_stdin_shows_its_wait(process: ServerProcess) -> No
     assert "Hello Ada" in output.output and output.needs_input is None
 
 
+def test_an_answered_wait_is_over_as_the_answer_is_written(process: ServerProcess) -> None:
+    """The host types the answer: the job's wait is over once the write returns,
+    not at its watch's next look a second later, so nothing shows it (or answers
+    it again) any longer; the next prompt is a wait of its own."""
+    # On a pipe `read -p` shows no prompt.
+    command = "printf 'First: '; read a; printf 'Second: '; read b; echo \"got $a $b\""
+    create = TerminalCreateParams(session_id="default", command=command)
+    terminal = process.typed(TerminalCreateResult, "terminal/create", create).terminal_id
+    first = _until_waiting(process, "default", terminal)
+    assert first.prompt == "First:"
+    write = TerminalWriteParams(session_id="default", terminal_id=terminal, data="one\n")
+    process.typed(TerminalWriteResult, "terminal/write", write)
+    # Gone, or (had this client been held up for the settle time) the next one.
+    shown = _job_output(process, "default", terminal).needs_input
+    assert shown is None or shown.since != first.since, shown
+    second = _until_waiting(process, "default", terminal)
+    # Nothing echoes on a pipe: the prompts share the output's last line.
+    assert second.prompt == "First: Second:" and second.since != first.since
+    write = TerminalWriteParams(session_id="default", terminal_id=terminal, data="two\n")
+    process.typed(TerminalWriteResult, "terminal/write", write)
+    params = TerminalParams(session_id="default", terminal_id=terminal)
+    assert process.typed(TerminalWaitResult, "terminal/wait_for_exit", params).exit_code == 0
+    assert "got one two" in _job_output(process, "default", terminal).output
+
+
 @pytest.mark.parametrize(
     "command",
     [

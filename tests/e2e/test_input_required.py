@@ -25,7 +25,15 @@ from bashrpc.protocol.mcp import (
     UiSize,
 )
 from bashrpc.protocol.mcpclient import initialize_params
+from bashrpc.protocol.terminals import (
+    TerminalOutputResult,
+    TerminalParams,
+    TerminalWaitResult,
+    TerminalWriteParams,
+    TerminalWriteResult,
+)
 from bashrpc.server.services.tool.inputrequired import ANSWER_FIELD, INPUT_KEY
+from bashrpc.server.services.tool.plan import TOOL_SESSION_ID
 from tests.daemon import DaemonProcess
 from tests.e2e.test_mcp_modern import meta
 from tests.e2e.test_mcp_revisions import wire
@@ -130,6 +138,34 @@ def test_an_answer_to_a_prompt_gone_is_not_typed_into_the_next(asked: InProcessS
     assert '"Second:"' in _asked(again)
     done = _call(asked, command, inputResponses=_answer("two"), requestState=again.request_state)
     assert "got one two" in done.text
+
+
+def test_an_answer_right_after_the_host_typed_one_is_not_typed(asked: InProcessServer) -> None:
+    """The host answers the prompt on the terminal, and the user's answer comes
+    at once, well within the settle time, before the next prompt could be told:
+    the wait ended with the host's answer, so the user's is not typed into
+    whatever the command reads next."""
+    command = "read -p 'First: ' a; read -p 'Second: ' b; echo \"got $a $b\""
+    first = _call(asked, command)
+    assert '"First:"' in _asked(first)
+    job = TerminalParams(session_id=TOOL_SESSION_ID, terminal_id="term-1")
+    host = TerminalWriteParams(session_id=job.session_id, terminal_id=job.terminal_id, data="one\r")
+    assert asked.typed(TerminalWriteResult, "terminal/write", host).bytes_written == 4
+    late = _call(asked, command, inputResponses=_answer("late"), requestState=first.request_state)
+    # Not typed, and said so; or, had the next prompt been told by then (this
+    # client held up for the settle time), that one asked in turn.
+    if late.result_type == "input_required":
+        assert '"Second:"' in _asked(late)
+    else:
+        assert messages.INPUT_ANSWER_STALE.format(terminal_id="term-1") in late.text, late.text
+    second = TerminalWriteParams(
+        session_id=job.session_id, terminal_id=job.terminal_id, data="two\r"
+    )
+    asked.typed(TerminalWriteResult, "terminal/write", second)
+    ended = asked.typed(TerminalWaitResult, "terminal/wait_for_exit", job)
+    assert ended.exit_code == 0
+    output = asked.typed(TerminalOutputResult, "terminal/output", job).output
+    assert "got one two" in output and "late" not in output, output
 
 
 def test_a_forged_or_foreign_state_is_refused(asked: InProcessServer) -> None:

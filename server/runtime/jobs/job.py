@@ -286,6 +286,12 @@ class Job:
             raise errors.InvalidArgument(
                 messages.JOB_STDIN_CLOSED.format(terminal_id=self.id)
             ) from None
+        # The wait told is answered: over at once, not at its watch's next look,
+        # so a second answer to it is typed nowhere. (On a terminal, its lane
+        # ends it as it writes.)
+        if self._told is not None:
+            self._told = None
+            self.poke()
         return len(data)
 
     def close_stdin(self) -> None:

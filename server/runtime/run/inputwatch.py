@@ -8,7 +8,9 @@ been quiet for a poll's interval, so a command that never waits costs a timer.
 A wait is told when the looks agree for the settle time: waiting, the same
 process, and no CPU spent meanwhile; told once, then again only after it
 ended: the person answered, or a look found the command busy or another
-process asking. A full-screen program that redraws (`top`) waits on.
+process asking. A full-screen program that redraws (`top`) waits on. An
+answer ends the wait at once where it is written (the job, the PTY's lane);
+the watch learns of it at its next look.
 """
 
 from __future__ import annotations

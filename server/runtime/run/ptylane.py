@@ -36,6 +36,10 @@ def _as_is(lines: list[str], cols: int) -> list[str]:
     return lines
 
 
+def _nothing() -> None:
+    return None
+
+
 class PtyLane:
     def __init__(
         self, request_id: Any, cols: int, rows: int, on_close: Callable[[PtyLane], None]
@@ -52,12 +56,16 @@ class PtyLane:
         self._changed = Pulse()
         # What `pty/screen` shows of the rows: the command's redaction.
         self.screen_filter: ScreenFilter = _as_is
+        # Told as each write has gone to the program.
+        self._typed: Callable[[], None] = _nothing
 
     # -- the command's side -----------------------------------------------
 
-    def open(self, run: PtyHandle) -> None:
-        """The program runs: waiting writes may go."""
+    def open(self, run: PtyHandle, typed: Callable[[], None] = _nothing) -> None:
+        """The program runs: waiting writes may go; `typed` is told of each, as
+        it is written (whatever the program waited for has its answer)."""
         self.run = run
+        self._typed = typed
         self._wake()
 
     def close(self) -> None:
@@ -101,6 +109,7 @@ class PtyLane:
             except (OSError, anyio.ClosedResourceError):
                 # The program closed its terminal, or ended, while this waited.
                 raise errors.NoSuchPty(self.request_id) from None
+            self._typed()
             return len(data)
         finally:
             self.withdraw(token)

@@ -101,7 +101,7 @@ async def _drive(
     pool: ShellPool, lease: PtyLease, execution: Execution, lane: PtyLane
 ) -> tuple[int | None, bool]:
     run = lease.program
-    lane.open(run)
+    lane.open(run, execution.typed)
     exit_code: int | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(run.pump)

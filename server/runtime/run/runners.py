@@ -102,6 +102,11 @@ class Execution:
         # (`services/held.py`): its waits name it, for who answers them.
         self.terminal_id: str | None = None
 
+    def typed(self) -> None:
+        """Its terminal was typed into: the wait told is over at once, so a second
+        answer to it is typed nowhere (its watch tells the next one)."""
+        self.input_wait = None
+
     def abort(self) -> bool:
         if self.finished or self.aborted:
             return False
