@@ -83,10 +83,11 @@ async def guarded(options: Options) -> AsyncIterator[Guard]:
     # Before any thread starts: threads take their signal mask from their creator.
     child.clear_inherited_signals()
     procs.become_subreaper()
-    runtime_dir = Path(rundir.make())
     cgroup_root = CgroupRoot.create() if options.settings.kill.cgroups else None
-    watchdog = Watchdog.start(
-        None if cgroup_root is None else cgroup_root.path, runtime_dir, f"{os.getpid()}."
+    # The watchdog makes the runtime directory, once nothing that kills the
+    # server can take it too (a stale cgroup is swept by the next server).
+    watchdog, runtime_dir = Watchdog.start(
+        None if cgroup_root is None else cgroup_root.path, rundir.make, f"{os.getpid()}."
     )
     containment = Containment(cgroup_root, None if cgroup_root else watchdog.report)
     containment.spare.add(watchdog.pid)

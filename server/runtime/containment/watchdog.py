@@ -2,7 +2,9 @@
 
 It is forked at start into a session of its own, so a SIGKILL to the
 server's process group does not reach it, and holds the read end of a pipe
-whose only writer is the server. When the server exits for any reason,
+whose only writer is the server. Once in its session it makes the server's
+runtime directory, so no directory exists that a SIGKILL at any moment of the
+server's start would leave behind. When the server exits for any reason,
 SIGKILL included, the pipe reads EOF and the watchdog kills:
 - the server's cgroup, which holds every shell's processes, at once; or,
   without cgroups, every process the server reported over the pipe (by pid
@@ -19,6 +21,7 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bashrpc.server import log
@@ -41,21 +44,36 @@ class Watchdog:
         self._pipe = pipe
 
     @classmethod
-    def start(cls, cgroup: Path | None, runtime_dir: Path, owner_prefix: str) -> Watchdog:
+    def start(
+        cls, cgroup: Path | None, make_runtime_dir: Callable[[], str], owner_prefix: str
+    ) -> tuple[Watchdog, Path]:
+        """The watchdog, and the runtime directory it made with `make_runtime_dir`
+        (OSError when it could not)."""
         read_end, write_end = os.pipe()
+        made_read, made_write = os.pipe()
         os.set_inheritable(write_end, False)
         pid = os.fork()
         if pid == 0:  # the watchdog
             try:
                 os.close(write_end)
-                _watch(read_end, cgroup, runtime_dir, owner_prefix)
+                os.close(made_read)
+                _watch(read_end, made_write, cgroup, make_runtime_dir, owner_prefix)
             finally:
                 # What it said (what it killed) goes out before it does.
                 log.STDERR.flush(log.EXIT_FLUSH_SECONDS)
                 os._exit(0)
         os.close(read_end)
+        os.close(made_write)
+        try:
+            made = _read_all(made_read)
+        finally:
+            os.close(made_read)
         os.set_blocking(write_end, False)
-        return cls(pid, write_end)
+        watchdog = cls(pid, write_end)
+        if not made:
+            watchdog.close()
+            raise OSError("the watchdog could not make the server's runtime directory")
+        return watchdog, Path(os.fsdecode(made))
 
     def report(self, pid: int, start: int) -> None:
         """A process the server owns (used where there are no cgroups)."""
@@ -72,7 +90,13 @@ class Watchdog:
             self._pipe = -1
 
 
-def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str) -> None:
+def _watch(
+    pipe: int,
+    made: int,
+    cgroup: Path | None,
+    make_runtime_dir: Callable[[], str],
+    owner_prefix: str,
+) -> None:
     os.setsid()
     for sig in _IGNORED_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
@@ -80,6 +104,16 @@ def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str)
         signal.set_wakeup_fd(-1)
     except ValueError:
         pass
+    # Out of the server's session: whatever kills the server from here on, the
+    # directory is ours to remove. Its path goes back; nothing, if none was made.
+    runtime_dir = None
+    try:
+        runtime_dir = Path(make_runtime_dir())
+        os.write(made, os.fsencode(runtime_dir))
+    except OSError:
+        pass
+    finally:
+        os.close(made)
     os.closerange(3, pipe)
     os.closerange(pipe + 1, os.sysconf("SC_OPEN_MAX"))
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -95,7 +129,8 @@ def _watch(pipe: int, cgroup: Path | None, runtime_dir: Path, owner_prefix: str)
             pid, _, start = line.partition(b" ")
             reported[int(pid)] = int(start)
     _sweep(cgroup, reported, owner_prefix)
-    remove_runtime_dir(runtime_dir)
+    if runtime_dir is not None:
+        remove_runtime_dir(runtime_dir)
 
 
 def remove_runtime_dir(runtime_dir: Path) -> None:
@@ -154,6 +189,14 @@ def _read(pipe: int) -> bytes:
             return os.read(pipe, 65536)
         except InterruptedError:
             continue
+
+
+def _read_all(pipe: int) -> bytes:
+    """Everything until its writer closes (a path: one write, well under PIPE_BUF)."""
+    data = b""
+    while chunk := _read(pipe):
+        data += chunk
+    return data
 
 
 def _sweep(cgroup: Path | None, reported: dict[int, int], owner_prefix: str) -> None:
