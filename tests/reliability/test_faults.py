@@ -220,9 +220,7 @@ def test_a_server_killed_as_it_starts_leaves_no_runtime_directory(tmp_path: Path
             env=env,
             start_new_session=True,
         )
-        deadline = time.monotonic() + SWEEP_BOUND_SECONDS
-        while not os.listdir(runtime) and time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
+        assert wait_until(lambda: os.listdir(runtime), SWEEP_BOUND_SECONDS, POLL_SECONDS)
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
         assert wait_until(lambda: not os.listdir(runtime), SWEEP_BOUND_SECONDS), os.listdir(runtime)

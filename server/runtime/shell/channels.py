@@ -242,7 +242,8 @@ class Fifos:
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
             self._retired.append(pipe)
-        self._loop.call_soon(self._make_next)
+        if self._next is None:
+            self._loop.call_soon(self._make_next)
 
     def close(self) -> None:
         self._closed = True
