@@ -18,7 +18,7 @@ from bashrpc.server.runtime.shell.command import (
     State,
     advance,
 )
-from bashrpc.server.runtime.shell.protocol import OUTPUT_OPENED, StatusRecord
+from bashrpc.server.runtime.shell.protocol import StatusRecord
 from bashrpc.server.transitions import InvalidTransition
 
 
@@ -76,23 +76,31 @@ def record(last_job: int | None = None, traps: str = "") -> StatusRecord:
     return StatusRecord(status=0, pwd="/", flags="hB", traps=traps, last_job=last_job)
 
 
-def test_the_first_end_is_the_record_and_the_fifo_is_unlinked_once_open(tmp_path: Path) -> None:
+def test_the_first_end_is_the_record_and_it_takes_the_fifos_path(tmp_path: Path) -> None:
     async def main() -> None:
         fifos = Fifos(tmp_path)
         out: list[bytes] = []
         run = CommandRun(fifos, None, out.append, None)
         writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
-        os.write(writer, OUTPUT_OPENED + b"hello\n")
+        os.write(writer, b"hello\n")
         run.pipe.read_now()
-        # The shell has it open: no path leads to it any more.
-        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
+        # Every byte is the command's, and its path stays while it runs.
+        assert out == [b"hello\n"] and run.pipe.fifo.path in list(tmp_path.iterdir())
         first = record()
         run.end(first)
         run.end(None)  # the shell exiting after its record
         assert await run.until_ended() is first
-        os.close(writer)
         await run.drain()
         assert run.state == "done" and b"".join(out) == b"hello\n"
+        # Its command is over: in the loop's next turn (its reply first) no path
+        # leads to it, while what still writes (a job it left) holds it open,
+        # and what that writes goes nowhere.
+        await anyio.lowlevel.checkpoint()
+        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
+        os.write(writer, b"later\n")
+        run.pipe.read_now()
+        assert b"".join(out) == b"hello\n"
+        os.close(writer)
         # The next command gets a FIFO of its own.
         assert fifos.take(out.append, None).fifo.path != run.pipe.fifo.path
         fifos.close()
@@ -107,13 +115,14 @@ def test_a_cut_command_forwards_until_collected_then_gives_the_fifo_back(tmp_pat
         run = CommandRun(fifos, None, out.append, None)
         writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
         run.cut()
+        # Cut: no path leads to it from now on.
+        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
         run.end(None)  # the kill's end changes nothing
         assert (run.state, run.record) == ("cut", None)
-        os.write(writer, OUTPUT_OPENED + b"dying words\n")
+        os.write(writer, b"dying words\n")
         os.close(writer)
         await run.collect()
         assert run.state == "done" and b"".join(out) == b"dying words\n"
-        assert run.pipe.fifo.path not in list(tmp_path.iterdir())
         fifos.close()
         assert list(tmp_path.iterdir()) == []
 
@@ -138,16 +147,15 @@ def test_the_next_commands_fifo_is_made_while_this_one_runs(tmp_path: Path) -> N
         [following] = set(tmp_path.iterdir()) - {ahead}
         assert following.name.endswith(".out") and len(following.name) == len(ahead.name)
         writer = os.open(ahead, os.O_WRONLY)
-        os.write(writer, OUTPUT_OPENED + b"hi\n")
+        os.write(writer, b"hi\n")
         run.pipe.read_now()
-        # Unlinked once the shell has it open, as before.
-        assert list(tmp_path.iterdir()) == [following]
         run.end(record())
         await run.until_ended()
         os.close(writer)
         await run.drain()
         await anyio.lowlevel.checkpoint()
-        # Settling makes none more: the next command takes the one made.
+        # Unlinked as its command ended; settling makes none more: the next
+        # command takes the one made.
         assert list(tmp_path.iterdir()) == [following]
         taken = fifos.take(out.append, None)
         assert taken.fifo.path == following
@@ -195,5 +203,31 @@ def test_the_fields_restore_what_the_command_before_left(tmp_path: Path) -> None
             run.cut()
             await run.collect()
         fifos.close()
+
+    anyio.run(main)
+
+
+def test_a_fifo_settled_as_its_shell_closes_is_closed_with_no_path_left(tmp_path: Path) -> None:
+    """Settling finishes in the loop's next turn: a shell that closes before
+    then (its session closed right after a command) leaves no path and no
+    descriptor, whether a job still holds the FIFO or not."""
+
+    async def main() -> None:
+        for held in (False, True):
+            fifos = Fifos(tmp_path)
+            run = CommandRun(fifos, None, lambda _: None, None)
+            writer = os.open(run.pipe.fifo.path, os.O_WRONLY)
+            if not held:
+                os.close(writer)
+            run.end(record(last_job=7))
+            await run.until_ended()
+            await run.drain()
+            fifos.close()
+            await anyio.lowlevel.checkpoint()
+            assert list(tmp_path.iterdir()) == []
+            with pytest.raises(OSError):
+                os.fstat(run.pipe.fifo.fd)
+            if held:
+                os.close(writer)
 
     anyio.run(main)

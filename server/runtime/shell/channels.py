@@ -3,9 +3,10 @@
 The status FIFO carries one record per command (see `protocol.py`). Each
 command writes into a FIFO of its own, made under a random name while the
 command before it runs (making one was most of a short command's cost, and
-the server is idle while the shell works) and unlinked as soon as the shell
-has it open (its first byte says so), so nothing left running can open it by
-a path, let alone a later command's.
+the server is idle while the shell works) and unlinked as the command ends,
+so nothing left running can open it by a path, let alone a later command's.
+Until then only the shell and the command know its name: the command holds it
+open anyway.
 Its reader forwards what it reads while the command is current, pausing when
 the consumer asks it to
 (backpressure), then drains what is left when the command ends, bounded by
@@ -31,7 +32,6 @@ from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.shell.protocol import (
-    OUTPUT_OPENED,
     TOKEN_BYTES,
     BadRecord,
     RecordReader,
@@ -50,7 +50,7 @@ _F_SETPIPE_SZ = 1031
 
 
 class Fifo:
-    """A command's output FIFO: made for it, its path gone once the shell has it open."""
+    """A command's output FIFO: made for it, its path gone once its command ends."""
 
     def __init__(self, directory: Path) -> None:
         self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
@@ -123,13 +123,6 @@ class OutputPipe:
             if self._retired:
                 self.fifo.close()
             return
-        if self.fifo.linked:
-            # The shell's first byte: it has the FIFO open, and no one else may.
-            self.fifo.unlink()
-            if data.startswith(OUTPUT_OPENED):
-                data = data[len(OUTPUT_OPENED) :]
-                if not data:
-                    return
         self.last_data = self._watch.time()
         if self._on_output is not None:
             self._on_output(data)
@@ -180,11 +173,16 @@ class OutputPipe:
             with anyio.move_on_after(wait):
                 await self.eof.wait()
 
-    def retire(self) -> None:
-        """Stop forwarding; read and discard until EOF, then close the FIFO."""
+    def detach(self) -> None:
+        """Stop forwarding: its command is over."""
         self._on_output = None
-        self._retired = True
         self.release()
+
+    def retire(self) -> None:
+        """Its path gone; read and discard until EOF, then close the FIFO."""
+        self.detach()
+        self.fifo.unlink()
+        self._retired = True
         if self.eof.is_set():
             self.fifo.close()
 
@@ -235,15 +233,26 @@ class Fifos:
             self._next = OutputPipe(Fifo(self._dir))
 
     def settle(self, pipe: OutputPipe) -> None:
-        """Close a FIFO that reached EOF; retire one still held open; make the
-        next command's FIFO, if its making failed as this one ran, once the loop
-        has done what is ready."""
+        """A command's FIFO once its command is over: it forwards nothing from now
+        on; in the loop's next turn (after its command's reply) its path goes,
+        and it is closed at EOF or retired while something still holds it; and
+        the next command's is made, if its making failed as this one ran."""
+        pipe.detach()
+        self._loop.call_soon(self._settle, pipe)
+
+    def _settle(self, pipe: OutputPipe) -> None:
         pipe.retire()
+        if self._closed:
+            # The shell's end came first: nothing reads a FIFO still held.
+            if not pipe.eof.is_set():
+                pipe.stop()
+                pipe.fifo.close()
+            return
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
             self._retired.append(pipe)
         if self._next is None:
-            self._loop.call_soon(self._make_next)
+            self._make_next()
 
     def close(self) -> None:
         self._closed = True

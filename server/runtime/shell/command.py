@@ -125,8 +125,9 @@ class CommandRun:
         self._fifos.settle(self.pipe)
 
     def cut(self) -> None:
-        """Cut short: no more pauses for the consumer, until `collect`."""
+        """Cut short: no more pauses for the consumer, until `collect`; no path to its FIFO."""
         self.state = advance(self.state, "cut")
+        self.pipe.fifo.unlink()
         self._close_hold()
         self.pipe.release()
 

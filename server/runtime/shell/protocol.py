@@ -32,9 +32,9 @@ second time, so the restored ERR trap skips exactly that one firing.
 Nothing left running may write into a later command's output, so each command
 gets an output FIFO of its own, with a random name that travels on the driver
 line (like the token; the fields file is readable to a command) in a directory
-a confined command cannot list. The driver's first write into it is one byte,
-OUTPUT_OPENED, before the command runs: the server then knows the shell has it
-open, and unlinks it, so no path leads to it any more (`channels.py`).
+a confined command cannot list. The server unlinks it as the command ends (its
+record, read anyway, says so), so no path leads to it once its command is over
+(`channels.py`).
 """
 
 from __future__ import annotations
@@ -65,8 +65,6 @@ TOKEN_BYTES = 16
 MAX_RECORD_BYTES = 1024 * 1024
 # The cwd and the command; the per-command variables follow.
 FIXED_FIELDS = 2
-# The driver's first byte in a command's output FIFO: it has the FIFO open.
-OUTPUT_OPENED = b"\0"
 # Where `eval` numbers the lines of its text from: its own line, less one. The
 # subscript assigns LINENO (bash's parse line) while the eval's words expand,
 # after its line was set and before its text is parsed, and expands to nothing.
@@ -75,8 +73,6 @@ RESET_LINENO = "${{__bashrpc_nil[LINENO={line}]-}}"
 # prefix) is line 0, so the user's own lines are numbered as `bash -c` numbers
 # them; ERR skips its failure.
 _EVAL = '\\command eval "$__bashrpc_cmd" ' + RESET_LINENO.format(line=0)
-# OUTPUT_OPENED as printf's format.
-_OPENED = "\\0"
 # The ERR trap as restored: the user's code lives in a variable.
 ERR_WRAPPER = '__bashrpc_skip_err || \\command eval "$__bashrpc_err"'
 
@@ -149,7 +145,7 @@ def _line(env_names: list[str]) -> str:
     # and what it cleared would come back when it returned.
     return (
         f"__bashrpc_recv {FIXED_FIELDS + len(env_names)} && "
-        f"{{ \\builtin printf '{_OPENED}'; __bashrpc_cd && {assigns}{_EVAL}; }} "
+        f"{{ __bashrpc_cd && {assigns}{_EVAL}; }} "
         '</dev/null >"$__bashrpc_dir/$__bashrpc_o" 2>&1; __bashrpc_status=$? __bashrpc_flags=$-; '
         # Nothing prints or records a line from here on, nor the next one as it is
         # read, with its token: -v and -x come back with the traps.
