@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -29,16 +29,26 @@ class Caller(Protocol):
     def call(self, method: str, params: msgspec.Struct) -> ServerMessage: ...
 
 
+# How the interpreter starts the server: as its console script does.
+SERVE = ("-m", "bashrpc")
+
+
 def spawn_server(
-    artifacts_dir: Path, *args: str, home: Path | None = None, python: str = sys.executable
+    artifacts_dir: Path,
+    *args: str,
+    home: Path | None = None,
+    python: str = sys.executable,
+    entry: Sequence[str] = SERVE,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """`python -m bashrpc` on pipes, its log discarded; `python` names another
-    install's interpreter (an interleaved before and after)."""
-    env = dict(os.environ)
+    install's interpreter (an interleaved before and after), `entry` another
+    start (`bench/stageclock.py`'s, probed), `env` variables besides ours."""
+    env = {**os.environ, **(env or {})}
     if home is not None:
         env["HOME"] = str(home)
     return subprocess.Popen(
-        [python, "-m", "bashrpc", "--artifacts-dir", str(artifacts_dir), *args],
+        [python, *entry, "--artifacts-dir", str(artifacts_dir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -100,8 +110,12 @@ class BenchServer:
         *args: str,
         home: Path | None = None,
         python: str = sys.executable,
+        entry: Sequence[str] = SERVE,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        self.proc = spawn_server(artifacts_dir, *args, home=home, python=python)
+        self.proc = spawn_server(
+            artifacts_dir, *args, home=home, python=python, entry=entry, env=env
+        )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
         self._out = self.proc.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import msgspec
 import pytest
 
 from bench.ab import Figure
+from bench.stageclock import PROBES, Clock
 from tests.rpc import server_environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,3 +190,19 @@ def test_an_interleaved_run_refuses_a_side_without_its_interpreter() -> None:
     proc = run_bench("before=", "after=x", timeout=60, module="bench.ab")
     assert proc.returncode == 2
     assert "'before=': expected NAME=PYTHON" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_stage_clock_finds_every_probe_on_a_calls_way(tmp_path: Path) -> None:
+    """Its probes name the server's functions: one renamed or moved off the way
+    of a call stops the clock, here rather than when someone needs it."""
+    for method in ("bash", "tools/call"):
+        args = ("--calls", "20", "--method", method, "--json")
+        proc = run_bench(*args, env=server_environment(tmp_path), module="bench.stageclock")
+        assert proc.returncode == 0, proc.stderr
+        clock = msgspec.json.decode(proc.stdout, type=Clock)
+        assert clock.calls == 20
+        assert [(s.start, s.end) for s in clock.stages] == list(
+            itertools.pairwise(p.label for p in PROBES)
+        )
+        assert all(stage.median_us > 0 for stage in clock.stages)
