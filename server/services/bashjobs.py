@@ -81,7 +81,7 @@ async def on_input_return(
     """The command run to its end, or answered when it first waits for its person."""
     spec = planned.spec
 
-    def adopt(hold: Hold) -> Job:
+    def adopt(hold: Hold) -> Job | None:
         return terminals.adopt(hold, spec.command, spec.cwd, announce=True)
 
     done = await held.serve(caller, services, planned, lambda result: result.exit_code, adopt)

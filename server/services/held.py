@@ -273,11 +273,12 @@ async def serve(
     services: Services,
     planned: Command[R],
     exit_code: Exit[R],
-    adopt: Callable[[Hold], Job],
+    adopt: Callable[[Hold], Job | None],
 ) -> R | Adopted:
     """The request's reply when its command ends before it waits (or waits when
-    `adopt` finds no room for its job: then at its end); else the job it goes on
-    as, `adopt`ed, its request answered from now on."""
+    it cannot go on as a job, `adopt` finding no room or no session for it: then
+    at its end); else the job it goes on as, `adopt`ed, its request answered
+    from now on."""
     hold = Hold(services.commands, caller.id, planned.spec.session_id)
     running = await held(caller, services, planned, hold, exit_code)
     wait = hold.first_wait
@@ -286,6 +287,8 @@ async def serve(
     try:
         job = adopt(hold)
     except errors.TooManyJobs:
+        job = None
+    if job is None:
         return await running.reply()
     answered(caller, hold)
     so_far = hold.so_far(planned.spec.max_bytes)

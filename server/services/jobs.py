@@ -149,11 +149,15 @@ class JobService:
         cwd: str | None,
         *,
         announce: bool,
-    ) -> Job:
+    ) -> Job | None:
         """A request's command that waits for its person, going on as a job of its
-        session (`services/held.py`); TooManyJobs past the limits."""
+        session (`services/held.py`); TooManyJobs past the limits. None when the
+        session was closed meanwhile: the close ends the command, and its session
+        is not made again for it."""
         runtime = self._runtime
-        session = runtime.session(hold.session_id, owner=self.owner)
+        session = runtime.sessions.get(hold.session_id)
+        if session is None:
+            return None
         workdir = session.cwd if cwd is None else resolve_path(session.cwd, cwd, session.home)
         launch = JobLaunch(command, None, session.config, workdir, {})
         spec = JobSpec(launch, command, announce=announce)

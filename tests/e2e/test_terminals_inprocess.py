@@ -14,7 +14,12 @@ from bashrpc.protocol.client import ClientCore
 from bashrpc.protocol.errors import ErrorCode
 from bashrpc.protocol.mcp import BashToolArguments, CallToolResult, CancelledParams
 from bashrpc.protocol.mcpclient import bash_tool_call
-from bashrpc.protocol.methods import AbortBashParams, BashParams
+from bashrpc.protocol.methods import (
+    AbortBashParams,
+    BashParams,
+    SessionListParams,
+    SessionListResult,
+)
 from bashrpc.protocol.terminals import (
     Readiness,
     TerminalCreateParams,
@@ -27,7 +32,9 @@ from bashrpc.protocol.terminals import (
     TerminalParams,
     TerminalWaitResult,
 )
+from bashrpc.server.runtime.jobs.job import Job
 from bashrpc.server.runtime.jobs.table import MAX_EXITED_KEPT
+from bashrpc.server.services.held import Hold
 from tests.conftest import SpawnInProcess
 from tests.inprocess import InProcessServer
 from tests.rpc import error_of, ok_result, request_line, wait_until
@@ -201,3 +208,28 @@ def test_a_ready_port_another_process_listens_on_is_not_the_jobs(
         )
         created = server.typed(TerminalCreateResult, "terminal/create", params, BOUND_SECONDS)
     assert created.ready is not None and created.ready.state == "timeout"
+
+
+def test_a_command_whose_session_closed_is_not_kept_as_a_job_of_a_new_one(
+    server: InProcessServer,
+) -> None:
+    """A command that waits for its person goes on as a job of its session
+    (`held.py`). When that session was closed as its wait was told (the close
+    aborts it, and its end comes a moment later), it is no job: its session is
+    not made again for it, and its request waits for its end."""
+    assert server.connection is not None
+    services = server.connection.services
+
+    async def adopt_into_a_closed_session() -> Job | None:
+        hold = Hold(services.commands, "held", "closed-meanwhile")
+        try:
+            return services.jobs.adopt(hold, "read answer", None, announce=True)
+        finally:
+            # Its command's end, which the close brings.
+            hold.end_of_output()
+            hold.finished(None)
+
+    assert server.run(adopt_into_a_closed_session) is None
+    listed = server.typed(SessionListResult, "session/list", SessionListParams())
+    assert "closed-meanwhile" not in {s.session_id for s in listed.sessions}
+    assert listing(server).terminals == []

@@ -40,7 +40,7 @@ async def serve(
     user asked (`input_required`) when the client can ask and it is no secret."""
     spec = planned.spec
 
-    def adopt(hold: Hold) -> Job:
+    def adopt(hold: Hold) -> Job | None:
         return jobs.adopt(hold, spec.command, spec.cwd, announce=False)
 
     done = await held.serve(caller, services, planned, _exit_code, adopt)
