@@ -149,8 +149,15 @@ def _origin(site: Path, megabytes: int) -> Iterator[int]:
         blob.truncate(megabytes * MB)
     (site / SMALL).write_bytes(b"x")
     argv = [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"]
-    with _started([*argv, "--directory", str(site)], lambda line: line.split(" port ")[1]) as port:
+    # Its log is a line per request, and a traceback per connection the time to
+    # first byte closes early: none of it the bench's.
+    with _started([*argv, "--directory", str(site)], _served_port, log=False) as port:
         yield port
+
+
+def _served_port(line: str) -> str:
+    """`http.server`'s first line: "Serving HTTP on 127.0.0.1 port N (...) ..."."""
+    return line.split(" port ")[1]
 
 
 @contextmanager
@@ -160,11 +167,13 @@ def _proxy(origin_port: int) -> Iterator[int]:
 
 
 @contextmanager
-def _started(argv: list[str], port_of: Callable[[str], str]) -> Iterator[int]:
-    """A process that prints a line naming its port first."""
+def _started(argv: list[str], port_of: Callable[[str], str], *, log: bool = True) -> Iterator[int]:
+    """A process that prints a line naming its port first; its stderr ours, or
+    (`log=False`) discarded."""
     process = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
+        stderr=None if log else subprocess.DEVNULL,
         text=True,
         cwd=Path(__file__).parents[1],
     )
