@@ -44,15 +44,15 @@ def spawn_server(
     """`python -m bashrpc` on pipes, its log discarded; `python` names another
     install's interpreter (an interleaved before and after), `entry` another
     start (`bench/stageclock.py`'s, probed), `env` variables besides ours."""
-    env = {**os.environ, **(env or {})}
+    environ = {**os.environ, **(env or {})}
     if home is not None:
-        env["HOME"] = str(home)
+        environ["HOME"] = str(home)
     return subprocess.Popen(
         [python, *entry, "--artifacts-dir", str(artifacts_dir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
+        env=environ,
     )
 
 

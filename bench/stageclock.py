@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -49,7 +49,7 @@ class Probe(msgspec.Struct, frozen=True):
     qualname: str
     # "enter": as the function is called; "exit": as it returns (an async one,
     # once its awaits are over).
-    at: str
+    at: Literal["enter", "exit"]
 
 
 _SHELL = "bashrpc.server.runtime.shell"
@@ -90,7 +90,9 @@ class Clock(msgspec.Struct, frozen=True):
     stages: list[Stage]
 
 
-def _probed(fn: Callable[..., Any], label: str, at: str, marks: list[tuple[str, float]]) -> Any:
+def _probed(
+    fn: Callable[..., Any], label: str, at: Literal["enter", "exit"], marks: list[tuple[str, float]]
+) -> Any:
     clock = time.perf_counter
     if inspect.iscoroutinefunction(fn):
 
