@@ -190,6 +190,13 @@ class OutputPipe:
         """The shell is gone: stop reading (the FIFO is closed by its owner)."""
         self._watch.close()
 
+    def abandon(self) -> None:
+        """Its shell is gone: stop reading, and close the FIFO unless EOF already
+        did (as it does once the pipe is retired)."""
+        self.stop()
+        if not (self._retired and self.eof.is_set()):
+            self.fifo.close()
+
 
 class Fifos:
     """One shell's FIFOs: one per command, made ahead while the command before
@@ -244,9 +251,7 @@ class Fifos:
         pipe.retire()
         if self._closed:
             # The shell's end came first: nothing reads a FIFO still held.
-            if not pipe.eof.is_set():
-                pipe.stop()
-                pipe.fifo.close()
+            pipe.abandon()
             return
         self._retired = [p for p in self._retired if not p.eof.is_set()]
         if not pipe.eof.is_set():
@@ -257,13 +262,10 @@ class Fifos:
     def close(self) -> None:
         self._closed = True
         for pipe in self._retired:
-            pipe.stop()
-            if not pipe.eof.is_set():
-                pipe.fifo.close()
+            pipe.abandon()
         self._retired.clear()
         if self._next is not None:
-            self._next.stop()
-            self._next.fifo.close()
+            self._next.abandon()
             self._next = None
 
 
