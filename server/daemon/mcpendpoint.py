@@ -17,7 +17,7 @@ import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
-from bashrpc.server import log
+from bashrpc.server import clock, log
 from bashrpc.server.daemon import mcpheaders
 from bashrpc.server.daemon.httpframe import JSON, SSE, HttpRequest
 from bashrpc.server.daemon.mcpgate import error_body
@@ -106,7 +106,7 @@ class Endpoint:
         refused = header_refusal(request, [])
         if refused is not None:
             return refused
-        session.last_used = anyio.current_time()
+        session.last_used = clock.now()
         if request.method == "GET":
             return self._get(request, session)
         if request.method == "DELETE":
@@ -140,7 +140,7 @@ class Endpoint:
         session = self._post_session(request, parsed, principal)
         if isinstance(session, Answer):
             return session
-        session.last_used = anyio.current_time()
+        session.last_used = clock.now()
         session.withdrawn(parsed)
         if not any(message.is_request for message in parsed):
             await session.deliver(raws)
@@ -241,7 +241,7 @@ class Endpoint:
         """Ends sessions idle past their bound (stateless ones end once answered)."""
         while True:
             await anyio.sleep(SWEEP_SECONDS)
-            now = anyio.current_time()
+            now = clock.now()
             for session in list(self.sessions.values()):
                 if not session.busy and now - session.last_used > SESSION_IDLE_SECONDS:
                     _log.info(messages.MCP_HTTP_SESSION_IDLE)

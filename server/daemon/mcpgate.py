@@ -18,7 +18,7 @@ import msgspec
 from bashrpc.protocol import messages
 from bashrpc.protocol.envelope import error_response
 from bashrpc.protocol.errors import ErrorCode
-from bashrpc.server import log
+from bashrpc.server import clock, log
 from bashrpc.server.daemon.httpframe import HttpRequest
 from bashrpc.server.daemon.wsconfig import ListenAddress, bearer_refusal
 from bashrpc.server.daemon.wsthrottle import LogBudget, Slowdown
@@ -92,7 +92,7 @@ class Gate:
             return None
         if self._token is None:
             return self._refuse(peer, Refusal(403, messages.MCP_HTTP_NOT_OWN))
-        now = anyio.current_time()
+        now = clock.now()
         turn = self._slowdown.turn(peer.host, now)
         if turn is None:
             return self._refuse(peer, Refusal(429, messages.WS_TOO_MANY_WRONG))
@@ -100,11 +100,11 @@ class Gate:
         wrong = bearer_refusal(request.headers.get("authorization", []), self._token)
         if wrong is None:
             return None
-        self._slowdown.failed(peer.host, anyio.current_time())
+        self._slowdown.failed(peer.host, clock.now())
         return self._refuse(peer, Refusal(401, wrong, [("WWW-Authenticate", AUTHENTICATE)]))
 
     def _refuse(self, peer: Peer, refusal: Refusal) -> Refusal:
-        left_out = self._log_budget.take(anyio.current_time())
+        left_out = self._log_budget.take(clock.now())
         if left_out is not None:
             shown = f"[{peer.host}]:{peer.port}" if ":" in peer.host else f"{peer.host}:{peer.port}"
             line = messages.MCP_HTTP_REFUSED.format(peer=shown, reason=refusal.reason)

@@ -33,7 +33,7 @@ from bashrpc.protocol import messages
 from bashrpc.protocol.health import NotReady, Readiness
 from bashrpc.protocol.mcp import HostOptions
 from bashrpc.protocol.methods import SandboxMode, ServerStatsResult
-from bashrpc.server import log
+from bashrpc.server import clock, log
 from bashrpc.server.connection import Connection
 from bashrpc.server.daemon import health, socketpath
 from bashrpc.server.daemon.idle import IdleClock
@@ -144,7 +144,7 @@ class Daemon:
         self._grace = grace
         self.connections: set[Connection[Services]] = set()
         self._tenants: Tenants | None = None
-        self._idle = IdleClock(idle_seconds, anyio.current_time())
+        self._idle = IdleClock(idle_seconds, clock.now())
         self._accepting = anyio.CancelScope()
         self._accepting_also = anyio.CancelScope()
         self.stopping = False
@@ -287,7 +287,7 @@ class Daemon:
             for tenant in tenants:
                 known |= tenant.runtime.pool.pids()
             procs.reap_orphans(known)
-            now = anyio.current_time()
+            now = clock.now()
             self._idle.note(now, len(self.connections) + len(tenants))
             if self._idle.expired(now) and not self.stopping:
                 seconds = messages.format_seconds(self._idle.seconds or 0)

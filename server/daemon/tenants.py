@@ -43,7 +43,7 @@ import anyio
 import anyio.abc
 
 from bashrpc.protocol import messages
-from bashrpc.server import errors
+from bashrpc.server import clock, errors
 from bashrpc.server.daemon.grace import Grace
 from bashrpc.server.observe.stats import Gauges
 from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
@@ -121,7 +121,7 @@ class Tenant:
         self._poke()
 
     def detach(self) -> None:
-        self.grace.detach(anyio.current_time())
+        self.grace.detach(clock.now())
         self._poke()
 
     def end(self) -> None:
@@ -141,7 +141,7 @@ class Tenant:
                 continue
             with anyio.move_on_at(deadline):
                 await self._changed.wait()
-            if self.grace.expired(anyio.current_time()):
+            if self.grace.expired(clock.now()):
                 return
 
 

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import anyio
 
+from bashrpc.server import clock
+
 
 class Owner(Protocol):
     """Where a helper task runs: a task group, or a connection's request workers
@@ -71,7 +73,7 @@ class Throttle:
                     self._dirty = self._hurry = False
                     assert self._flush is not None, "flushed only before its close"
                     await self._flush()
-                    self._due = anyio.current_time() + self._interval
+                    self._due = clock.now() + self._interval
                     continue
                 if self._closing:
                     return
@@ -86,7 +88,7 @@ class Throttle:
         arms a timer or a cancel scope here: one less of each per batch."""
         if self._hurry or self._closing:
             return
-        wait = self._due - anyio.current_time()
+        wait = self._due - clock.now()
         if wait <= 0:
             return
         self._urgent = anyio.Event()

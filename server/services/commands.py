@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import anyio
 import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.methods import MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, SandboxMode
-from bashrpc.server import errors
+from bashrpc.server import clock, errors
 from bashrpc.server.observe.stats import STATS
 from bashrpc.server.output.redact import TableSource
 from bashrpc.server.output.sink import OutputSink
@@ -126,15 +125,15 @@ class CommandService:
             flight.attach(execution.abort)
         ticket = Ticket(spec.request_id)
         # A one-shot runs at once (after any reset); any other command in the session's turn.
-        waiting = execution.waiting
-        turn = session.apart(waiting) if spec.one_shot else session.turn(ticket, waiting)
+        give_up = execution.give_up
+        turn = session.apart(give_up) if spec.one_shot else session.turn(ticket, give_up)
         network = runtime.network_mark(session.id)
         try:
             async with turn:
                 if began is not None and not execution.aborted:
                     began()
                 # How long it ran is counted from here, after its wait for the turn.
-                began_at = anyio.current_time()
+                began_at = clock.now()
                 # Where relative paths in the output are taken from (a command may `cd`).
                 start = execution.take_turn(session).path
                 with pipeline.releasing():
@@ -148,9 +147,7 @@ class CommandService:
         )
         outcome = _with_notices(outcome, run.shell_restarted, spec, session, start)
         outcome = _with_refused_hosts(outcome, runtime.refused_hosts(session.id, network))
-        STATS.finished_as(
-            outcome.label, anyio.current_time() - began_at, outcome.summary.total_bytes
-        )
+        STATS.finished_as(outcome.label, clock.now() - began_at, outcome.summary.total_bytes)
         return outcome
 
     def _session_for(self, spec: CommandSpec) -> tuple[Session, dict[str, str]]:

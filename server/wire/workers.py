@@ -13,6 +13,7 @@ does (`start_soon`), so it is an `Owner` of streams.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ class _Waiting:
     """A worker between requests: what it is given next."""
 
     def __init__(self) -> None:
-        self.given = anyio.Event()
+        self.given = asyncio.Event()
         self.work: Work | None = None
 
     def give(self, work: Work) -> None:

@@ -19,6 +19,7 @@ MAX_FUNCTION_LINES = 60
 # What every part may import besides its own row (docs/architecture.md says the same).
 BASE = (
     "bashrpc.protocol",
+    "bashrpc.server.clock",
     "bashrpc.server.errors",
     "bashrpc.server.log",
     "bashrpc.server.pulse",

@@ -28,7 +28,7 @@ import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.protocol.terminals import JobState
-from bashrpc.server import errors, log
+from bashrpc.server import clock, errors, log
 from bashrpc.server.output.artifacts import ArtifactWriter
 from bashrpc.server.output.redact import Redactor, TableSource
 from bashrpc.server.output.ring import OutputRing
@@ -110,7 +110,7 @@ class Job:
         self._process: ProcessHandle | None = None
         # Its terminal, when it runs on one (what it is typed goes there).
         self.terminal: OnTerminal | None = None
-        self._last_data = anyio.current_time()
+        self._last_data = clock.now()
         self._last_input = 0.0
         # The wait its watch told, while it lasts (a job on pipes).
         self._told: InputWait | None = None
@@ -197,7 +197,7 @@ class Job:
                 data = await process.read()
                 if not data:
                     return
-                self._last_data = anyio.current_time()
+                self._last_data = clock.now()
                 self._take(self._clean(self._sanitizer.feed(data)))
         finally:
             self._eof.set()
@@ -278,7 +278,7 @@ class Job:
         if not self.stdin_open:
             raise errors.InvalidArgument(messages.JOB_STDIN_CLOSED.format(terminal_id=self.id))
         assert self._process is not None
-        self._last_input = anyio.current_time()
+        self._last_input = clock.now()
         try:
             await self._process.write(data)
         except (BrokenPipeError, anyio.ClosedResourceError):

@@ -16,6 +16,7 @@ import signal
 import anyio
 import msgspec
 
+from bashrpc.server import clock
 from bashrpc.server.runtime.containment import polling, procs
 from bashrpc.server.runtime.containment.trackers import Tracker
 
@@ -71,12 +72,12 @@ async def hang_up(tracker: Tracker, spared: set[int] | None = None) -> None:
 async def while_progressing(tracker: Tracker, stall: float, bound: float) -> None:
     """Wait for the tracker's processes to be gone, while they make progress
     (`Progress`, with `stall` and `bound`)."""
-    progress = Progress(anyio.current_time(), stall, bound)
+    progress = Progress(clock.now(), stall, bound)
     for pause in polling.intervals():
         members = tracker.members()
         if not members:
             return
-        now = anyio.current_time()
+        now = clock.now()
         progress.note(now, _sample(members))
         if progress.given_up(now):
             return

@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from bashrpc.server import fdio, log
+from bashrpc.server import clock, fdio, log
 from bashrpc.server.runtime.containment import child, inputwait, procfacts, procs
 from bashrpc.server.runtime.containment.trackers import Tracker
 from bashrpc.server.runtime.pty.screen import TerminalScreen
@@ -118,7 +118,7 @@ class PtyRun:
                 self.start_log.started()
         os.set_blocking(self._process.fd, False)
         self.tracker.adopt(self._process.pid)
-        self.last_data = anyio.current_time()
+        self.last_data = clock.now()
 
     async def pump(self) -> None:
         """Read the master until EOF (EIO once every slave holder is gone)."""
@@ -134,7 +134,7 @@ class PtyRun:
                     raise
                 if not data:
                     return
-                self.last_data = anyio.current_time()
+                self.last_data = clock.now()
                 self.screen.feed(data)
                 self._on_output(data)
                 await anyio.lowlevel.checkpoint()
@@ -150,7 +150,7 @@ class PtyRun:
 
     async def write(self, data: bytes) -> None:
         assert self._process is not None
-        self.last_input = anyio.current_time()
+        self.last_input = clock.now()
         await fdio.write_all(self._process.fd, data)
 
     def resize(self, cols: int, rows: int) -> None:

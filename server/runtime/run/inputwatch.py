@@ -22,6 +22,7 @@ from typing import Protocol
 
 import anyio
 
+from bashrpc.server import clock
 from bashrpc.server.runtime.seam.backend import InputLook, InputWait, Snapshot
 
 __all__ = ["SETTLE_SECONDS", "InputWait", "Settling", "Watched", "last_line", "prompt_of", "watch"]
@@ -115,7 +116,7 @@ async def watch(
     while True:
         # A told wait may last hours (a REPL): looked at once per settle time then.
         await anyio.sleep(settle if rule.told else interval)
-        now = anyio.current_time()
+        now = clock.now()
         if run.last_data >= looked and not rule.told:
             rule.moved()  # it printed since the last look: the settle starts again
         if run.last_input >= looked and rule.moved():

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 import anyio
 import msgspec
 
+from bashrpc.server import clock
 from bashrpc.server.runtime.run.inputwatch import SETTLE_SECONDS, InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.pool import ShellPool
@@ -89,7 +90,8 @@ class Execution:
         self.one_shot = one_shot
         self.scope = anyio.CancelScope()
         # Its wait for the session's turn, which an abort ends: it then never runs.
-        self.waiting = anyio.CancelScope()
+        # Made only for a wait (`give_up`): most commands never wait.
+        self._waiting: anyio.CancelScope | None = None
         self.aborted = False
         # Its run is over (set by `arm` alone): an abort now changes nothing.
         self.finished = False
@@ -111,9 +113,19 @@ class Execution:
         if self.finished or self.aborted:
             return False
         self.aborted = True
-        self.waiting.cancel()
+        if self._waiting is not None:
+            self._waiting.cancel()
         self.scope.cancel()
         return True
+
+    def give_up(self) -> anyio.CancelScope:
+        """The scope of its wait for the session's turn, made as it must wait;
+        cancelled from the start when it was aborted before."""
+        if self._waiting is None:
+            self._waiting = anyio.CancelScope()
+            if self.aborted:
+                self._waiting.cancel()
+        return self._waiting
 
     @contextlib.contextmanager
     def arm(self) -> Iterator[anyio.CancelScope]:
@@ -121,7 +133,7 @@ class Execution:
         deadline; when it ends, the execution is finished, before whatever the
         runner then cleans up (so a late abort cannot turn a timeout into an abort)."""
         if self.timeout is not None:
-            self.scope.deadline = anyio.current_time() + self.timeout
+            self.scope.deadline = clock.now() + self.timeout
         try:
             with self.scope:
                 yield self.scope

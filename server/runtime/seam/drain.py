@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import anyio
 
+from bashrpc.server import clock
+
 DRAIN_IDLE_SECONDS = 0.25
 DRAIN_MAX_SECONDS = 2.0
 # After a command whose shell reports background jobs: they may still be
@@ -23,9 +25,9 @@ POST_KILL_SECONDS = 0.3
 
 
 async def until_quiet(eof: anyio.Event, last_data: Callable[[], float]) -> None:
-    deadline = anyio.current_time() + DRAIN_MAX_SECONDS
+    deadline = clock.now() + DRAIN_MAX_SECONDS
     while not eof.is_set():
-        wait = min(last_data() + DRAIN_IDLE_SECONDS, deadline) - anyio.current_time()
+        wait = min(last_data() + DRAIN_IDLE_SECONDS, deadline) - clock.now()
         if wait <= 0:
             return
         with anyio.move_on_after(wait):

@@ -28,6 +28,11 @@ class Hold:
         self._entered = Pulse()
         self._one_at_a_time = anyio.Lock()
 
+    @property
+    def free(self) -> bool:
+        """No reset holds the session: `open` would not wait."""
+        return not self._holders
+
     async def open(self) -> bool:
         """Until no reset holds the session (one taken meanwhile is waited for too);
         whether it waited."""

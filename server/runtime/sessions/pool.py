@@ -29,7 +29,7 @@ import anyio.abc
 import msgspec
 
 from bashrpc.protocol import messages
-from bashrpc.server import log
+from bashrpc.server import clock, log
 from bashrpc.server.errors import SandboxUnavailable, TooManyShells
 from bashrpc.server.runtime.seam.backend import (
     Backend,
@@ -181,7 +181,7 @@ class ShellPool:
                 with anyio.CancelScope(shield=True):
                     await self._give_back(session, lease.shell, died=died)
         finally:
-            session.last_used = anyio.current_time()
+            session.last_used = clock.now()
         done = lease.completion
         if done is not None and done.cwd is not None and not one_shot:
             session.cwd = done.cwd
@@ -235,7 +235,7 @@ class ShellPool:
             finally:
                 self.child_pids.discard(pid)
                 program.close()
-                session.last_used = anyio.current_time()
+                session.last_used = clock.now()
             failed = lease.exit_code
             if failed and (failure := await self.start_failure(program.start_log)) is not None:
                 raise failure
@@ -345,7 +345,7 @@ class ShellPool:
 
     async def evict_idle(self) -> None:
         """Close shells idle for longer than the limit, unless their jobs still run."""
-        now = anyio.current_time()
+        now = clock.now()
         stale = [s for s in self._idle_sessions() if now - s.last_used >= self.limits.idle_seconds]
         if not stale:
             return

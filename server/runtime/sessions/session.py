@@ -15,16 +15,21 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import anyio
 
 from bashrpc.protocol.methods import SandboxMode
+from bashrpc.server import clock
 from bashrpc.server.runtime.seam.backend import Backend, ShellHandle
 from bashrpc.server.runtime.seam.shelltypes import ShellConfig
 from bashrpc.server.runtime.sessions.cmdqueue import CommandLine
 from bashrpc.server.runtime.sessions.hold import Hold
+
+# The scope a command's wait for its turn runs in, which an abort cancels: made
+# only when it must wait.
+GiveUp = Callable[[], anyio.CancelScope]
 
 
 def expand_home(path: str, home: str | None) -> str:
@@ -62,7 +67,7 @@ class Session:
     shell: ShellHandle | None = None
     # Its commands, one running (on the shell, or a PTY), the others waiting.
     line: CommandLine[Ticket] = field(default_factory=CommandLine)
-    last_used: float = field(default_factory=anyio.current_time)
+    last_used: float = field(default_factory=clock.now)
     # A shell of the session ended, taking its state, and no result has said so yet.
     shell_lost: bool = False
     # Where the host opened the session: what its sandbox shows, whatever its mode.
@@ -79,21 +84,16 @@ class Session:
         return self.line.busy
 
     @contextlib.asynccontextmanager
-    async def turn(self, ticket: Ticket, give_up: anyio.CancelScope) -> AsyncIterator[None]:
+    async def turn(self, ticket: Ticket, give_up: GiveUp) -> AsyncIterator[None]:
         """Hold the session's turn for `ticket`'s command, after any reset and the
-        commands before it. Cancelling `give_up` while it waits (an abort) leaves
-        the line at once: the caller then runs nothing."""
-        joined_at = anyio.current_time()
+        commands before it. Cancelling the scope `give_up` makes for a wait (an
+        abort) leaves the line at once: the caller then runs nothing."""
         try:
-            with give_up:
-                waited = await self.hold.open()
-                if not self.line.join(ticket):
-                    # Before any checkpoint: the one ahead sets it when it leaves.
-                    ticket.ready = anyio.Event()
-                    await ticket.ready.wait()
-                    waited = True
-                if waited:
-                    ticket.waited = anyio.current_time() - joined_at
+            # Mostly no reset holds it and nobody is ahead: its turn comes at once,
+            # with no wait to give up, so the scope is made only for a wait.
+            free = self.hold.free
+            if not (free and self.line.join(ticket)):
+                await self._wait_for_turn(ticket, give_up, queued=free)
             yield
         finally:
             following = self.line.leave(ticket)
@@ -102,11 +102,27 @@ class Session:
                 assert following.ready is not None
                 following.ready.set()
 
+    async def _wait_for_turn(self, ticket: Ticket, give_up: GiveUp, *, queued: bool) -> None:
+        """Until the reset holding the session is over (then in line) and the
+        commands ahead have run, unless `give_up` is cancelled first; `queued`: in
+        line already."""
+        joined_at = clock.now()
+        with give_up():
+            if not queued:
+                await self.hold.open()
+                queued = not self.line.join(ticket)
+            if queued:
+                # Before any checkpoint: the one ahead sets it when it leaves.
+                ticket.ready = anyio.Event()
+                await ticket.ready.wait()
+            ticket.waited = clock.now() - joined_at
+
     @contextlib.asynccontextmanager
-    async def apart(self, give_up: anyio.CancelScope) -> AsyncIterator[None]:
+    async def apart(self, give_up: GiveUp) -> AsyncIterator[None]:
         """For a one-shot command, which takes no turn: after any reset."""
-        with give_up:
-            await self.hold.open()
+        if not self.hold.free:
+            with give_up():
+                await self.hold.open()
         yield
 
     @property

@@ -18,7 +18,6 @@ by loop callbacks, with no task per read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import secrets
@@ -55,14 +54,16 @@ class Fifo:
     def __init__(self, directory: Path) -> None:
         self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
         self.path = directory / self.name
-        os.mkfifo(self.path, 0o600)
+        # Formatted once: each system call would format the Path again.
+        self._at = at = os.fspath(self.path)
+        os.mkfifo(at, 0o600)
         self.linked = True
-        self.fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.fd = os.open(at, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_BUFFER_BYTES)
         except OSError:
             pass
-        self._writer = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._writer = os.open(at, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
 
     def hold(self) -> int:
         """Our own writer, which keeps the FIFO from reading as EOF before the
@@ -73,8 +74,10 @@ class Fifo:
     def unlink(self) -> None:
         if self.linked:
             self.linked = False
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
+            try:
+                os.unlink(self._at)
+            except OSError:
+                pass
 
     def close(self) -> None:
         os.close(self.fd)
@@ -94,7 +97,7 @@ class OutputPipe:
         self.fifo = fifo
         self._on_output: Callable[[bytes], None] | None = None
         self._backpressure: Backpressure | None = None
-        self.eof = anyio.Event()
+        self.eof = asyncio.Event()
         self._blocked = False
         self._wake = Pulse()
         self._retired = False
@@ -135,7 +138,7 @@ class OutputPipe:
         """Wake `until`: its condition may hold now."""
         self._wake.fire()
 
-    async def until(self, done: anyio.Event) -> None:
+    async def until(self, done: asyncio.Event) -> None:
         """Until `done` is set (and poked); meanwhile honour the consumer's backpressure."""
         while not done.is_set():
             if self._blocked and self._backpressure is not None:
@@ -236,8 +239,10 @@ class Fifos:
         again, and raised, by `take`."""
         if self._closed or self._next is not None:
             return
-        with contextlib.suppress(OSError):
+        try:
             self._next = OutputPipe(Fifo(self._dir))
+        except OSError:
+            pass
 
     def settle(self, pipe: OutputPipe) -> None:
         """A command's FIFO once its command is over: it forwards nothing from now

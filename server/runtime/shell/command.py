@@ -25,6 +25,7 @@ cut, changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping
 from typing import Literal, get_args
@@ -83,7 +84,7 @@ class CommandRun:
         self.pipe = fifos.take(on_output, backpressure)
         # Our own writer keeps the FIFO from reading as EOF before the shell opens it.
         self._hold = self.pipe.fifo.hold()
-        self._ended = anyio.Event()
+        self._ended = asyncio.Event()
 
     def fields(self, command: str, cwd: str | None, env: Mapping[str, str]) -> bytes:
         """What the shell reads: the traps the command before it set come first."""

@@ -287,9 +287,8 @@ class RecordReader:
         return record
 
     def _parse(self, token: bytes) -> StatusRecord:
-        starts = [0, *(end + 1 for end in self._ends[:-1])]
-        fields = [bytes(self._buf[a:b]) for a, b in zip(starts, self._ends, strict=True)]
-        traps, status, pwd, flags, last_job, theirs = fields
+        # `feed` found exactly RECORD_FIELDS terminators and nothing after the last.
+        traps, status, pwd, flags, last_job, theirs = bytes(self._buf[:-1]).split(b"\0")
         if not hmac.compare_digest(theirs, token):
             raise BadRecord("a record without the command's token")
         numbers = status.isdigit() and len(status) <= 3 and (last_job.isdigit() or not last_job)
