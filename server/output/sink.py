@@ -84,6 +84,8 @@ class OutputSink:
         self.total_bytes = 0
         self._ends_with_newline = True
         self.truncated = False
+        # Whether anything was fed: a sink never fed has nothing held to finish.
+        self._fed = False
 
     @property
     def spill(self) -> Spill | None:
@@ -92,6 +94,7 @@ class OutputSink:
     def feed(self, data: bytes) -> bytes:
         """Take raw output; return it sanitized (UTF-8) for streaming, its CRs as the
         command printed them (what is kept folds them instead)."""
+        self._fed = True
         clean = streamed = self._sanitizer.feed(data)
         if self.redactor is not None:
             clean, streamed = self.redactor.feed_both(clean)
@@ -107,6 +110,9 @@ class OutputSink:
         return b"" if self.redactor is None else self.redactor.release()
 
     def finish(self) -> bytes:
+        if not self._fed:
+            # Most commands print nothing: no stage holds a byte.
+            return b""
         clean = streamed = self._sanitizer.finish()
         if self.redactor is not None:
             clean, streamed = self.redactor.feed_both(clean)

@@ -97,11 +97,14 @@ class Throttle:
         self._urgent = None
 
     async def close(self) -> None:
-        """Flush what is pending and wait for the pump to finish."""
+        """Flush what is pending and wait for the pump to finish, whatever cancels
+        the caller meanwhile (an abort, the deadline): every notification of a
+        request precedes its reply. With no pump, nothing waits."""
         self._closing = True
         if self._urgent is not None:
             self._urgent.set()
         if self._wake is not None and self._done is not None:
             self._wake.set()
-            await self._done.wait()
+            with anyio.CancelScope(shield=True):
+                await self._done.wait()
         self._flush = None

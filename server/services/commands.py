@@ -34,7 +34,7 @@ from bashrpc.server.services.denials import denial_notice, denied_path
 from bashrpc.server.services.fieldchecks import env_fields, reject_nul, reject_unexecable
 from bashrpc.server.services.outcome import Outcome
 from bashrpc.server.services.pipeline import Pipeline, finish
-from bashrpc.server.services.streams import Listener, ListenerFactory, streaming
+from bashrpc.server.services.streams import Listener, ListenerFactory
 
 __all__ = ["CommandService", "CommandSpec", "Listener", "Outcome", "Terminal", "terminal"]
 
@@ -218,9 +218,12 @@ class CommandService:
         began: Callable[[], None] | None = None,
     ) -> Outcome:
         """`run` with the listener's streams flushing in `owner`, all flushed
-        before this returns (so every notification precedes the reply)."""
-        async with streaming(listener, owner) as out:
+        before this returns, however it ends (so every notification precedes the reply)."""
+        out = listener(owner)
+        try:
             return await self.run(spec, out, flight, began)
+        finally:
+            await out.close()
 
     def abort(self, *, request_id: Any = None, session_id: str | None = None) -> bool:
         """Abort running commands matching both filters (an absent filter matches all).

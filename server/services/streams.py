@@ -4,18 +4,16 @@ A `Listener` hears a running command (the command service feeds it) and
 feeds streams: text streams get the sanitized output, raw
 streams the terminal's own bytes. Streams flush on a throttle, in tasks of
 a group that outlives the request (the connection's requests group), so a
-command that prints nothing costs no task at all; `streaming()` flushes what
-is pending when the block ends, however it ends, so every notification of a
+command that prints nothing costs no task at all; `Listener.close` flushes what
+is pending, whatever cancelled the request, so every notification of a
 request precedes its response.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-import anyio
 import msgspec
 
 from bashrpc.protocol.methods import NeedsInput, PtyOutput
@@ -35,6 +33,7 @@ Notify = Callable[[str, msgspec.Struct], Awaitable[None]]
 class Stream(Protocol):
     def push(self, data: bytes) -> None: ...
 
+    # Flushes what is pending, and is not cut short by a cancel of its caller.
     async def close(self) -> None: ...
 
 
@@ -66,6 +65,8 @@ class Listener:
             stream.push(raw)
 
     async def close(self) -> None:
+        """Every stream flushed, whatever cancels the request meanwhile: a stream
+        waits for its pump shielded (`Throttle.close`), and only if one runs."""
         for stream in (*self._text, *self._raw):
             await stream.close()
 
@@ -84,17 +85,6 @@ class Listener:
 
 # A surface's listener, made in the group its streams flush in.
 ListenerFactory = Callable[[Owner], Listener]
-
-
-@asynccontextmanager
-async def streaming(make: ListenerFactory, owner: Owner) -> AsyncIterator[Listener]:
-    """A listener whose streams, flushing in `owner`, are finished when the block ends."""
-    listener = make(owner)
-    try:
-        yield listener
-    finally:
-        with anyio.CancelScope(shield=True):
-            await listener.close()
 
 
 def raw_emitter(notify: Notify, request_id: Any) -> EmitRaw:
