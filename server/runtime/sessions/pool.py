@@ -60,9 +60,11 @@ def _shell_died(exc: BaseException) -> bool:
 
 
 class ShellLease:
-    """A session's shell for one command, inside `ShellPool.leased`: `run` takes
-    it (started when there is none) and, when it was found dead between
-    commands, runs the command once more on a fresh one."""
+    """A session's shell for one command, for an `async with` block
+    (`ShellPool.leased`): `run` takes it (started when there is none) and, when
+    it was found dead between commands, runs the command once more on a fresh
+    one. A class, not a generator: a command takes one, and an async
+    generator's context manager costs the loop's bookkeeping of the generator too."""
 
     def __init__(self, pool: ShellPool, session: Session, one_shot: bool) -> None:
         self._pool = pool
@@ -91,6 +93,26 @@ class ShellLease:
             await self._pool._give_back(self._session, shell, died=True)
             raise
         return self.completion
+
+    async def __aenter__(self) -> ShellLease:
+        return self
+
+    async def __aexit__(self, failed: type[BaseException] | None, *_: object) -> None:
+        """A spent shell closed, once the block ended without an error; the
+        session's last use noted however it ended, and the directory the command
+        ended in taken."""
+        session = self._session
+        try:
+            if failed is None and self.spent:
+                assert self.shell is not None
+                died = self.completion is not None and self.completion.shell_died
+                with anyio.CancelScope(shield=True):
+                    await self._pool._give_back(session, self.shell, died=died)
+        finally:
+            session.last_used = clock.now()
+        done = self.completion
+        if failed is None and done is not None and done.cwd is not None and not self._one_shot:
+            session.cwd = done.cwd
 
     @property
     def spent(self) -> bool:
@@ -166,25 +188,12 @@ class ShellPool:
         finally:
             self.pty_runs -= 1
 
-    @contextlib.asynccontextmanager
-    async def leased(self, session: Session, *, one_shot: bool) -> AsyncIterator[ShellLease]:
+    def leased(self, session: Session, *, one_shot: bool) -> ShellLease:
         """A shell for one command of `session` (its caller holds the session's
-        turn), or for `one_shot` one of its own, for the block's life; after it,
-        a spent shell is closed and the session takes the directory the command
-        ended in. A sandbox that never started is raised as SandboxUnavailable."""
-        lease = ShellLease(self, session, one_shot)
-        try:
-            yield lease
-            if lease.spent:
-                assert lease.shell is not None
-                died = lease.completion is not None and lease.completion.shell_died
-                with anyio.CancelScope(shield=True):
-                    await self._give_back(session, lease.shell, died=died)
-        finally:
-            session.last_used = clock.now()
-        done = lease.completion
-        if done is not None and done.cwd is not None and not one_shot:
-            session.cwd = done.cwd
+        turn), or for `one_shot` one of its own, for an `async with` block's life;
+        after it, a spent shell is closed and the session takes the directory the
+        command ended in. A sandbox that never started is raised as SandboxUnavailable."""
+        return ShellLease(self, session, one_shot)
 
     async def _lease(self, lease: ShellLease, session: Session, one_shot: bool) -> ShellHandle:
         """The shell a command of `session` runs on: the session's own (started

@@ -83,26 +83,22 @@ class Session:
     def busy(self) -> bool:
         return self.line.busy
 
-    @contextlib.asynccontextmanager
-    async def turn(self, ticket: Ticket, give_up: GiveUp) -> AsyncIterator[None]:
-        """Hold the session's turn for `ticket`'s command, after any reset and the
-        commands before it. Cancelling the scope `give_up` makes for a wait (an
-        abort) leaves the line at once: the caller then runs nothing."""
-        try:
-            # Mostly no reset holds it and nobody is ahead: its turn comes at once,
-            # with no wait to give up, so the scope is made only for a wait.
-            free = self.hold.free
-            if not (free and self.line.join(ticket)):
-                await self._wait_for_turn(ticket, give_up, queued=free)
-            yield
-        finally:
-            following = self.line.leave(ticket)
-            if following is not None:
-                # It waited, so it made its event when it joined.
-                assert following.ready is not None
-                following.ready.set()
+    def turn(self, ticket: Ticket, give_up: GiveUp) -> Turn:
+        """The session's turn for `ticket`'s command, held for an `async with`
+        block, after any reset and the commands before it. Cancelling the scope
+        `give_up` makes for a wait (an abort) leaves the line at once: the caller
+        then runs nothing."""
+        return Turn(self, ticket, give_up)
 
-    async def _wait_for_turn(self, ticket: Ticket, give_up: GiveUp, *, queued: bool) -> None:
+    def leave(self, ticket: Ticket) -> None:
+        """`ticket`'s command is done, or gives up waiting: the next one's turn."""
+        following = self.line.leave(ticket)
+        if following is not None:
+            # It waited, so it made its event when it joined.
+            assert following.ready is not None
+            following.ready.set()
+
+    async def wait_for_turn(self, ticket: Ticket, give_up: GiveUp, *, queued: bool) -> None:
         """Until the reset holding the session is over (then in line) and the
         commands ahead have run, unless `give_up` is cancelled first; `queued`: in
         line already."""
@@ -179,3 +175,31 @@ class SessionRegistry:
 
     def all(self) -> list[Session]:
         return list(self._sessions.values())
+
+
+class Turn:
+    """A command's turn in its session (`Session.turn`), held for a block. A
+    class, not a generator: every command takes one, and an async generator's
+    context manager costs the loop's bookkeeping of the generator too."""
+
+    __slots__ = ("_give_up", "_session", "_ticket")
+
+    def __init__(self, session: Session, ticket: Ticket, give_up: GiveUp) -> None:
+        self._session = session
+        self._ticket = ticket
+        self._give_up = give_up
+
+    async def __aenter__(self) -> None:
+        session, ticket = self._session, self._ticket
+        try:
+            # Mostly no reset holds it and nobody is ahead: its turn comes at once,
+            # with no wait to give up, so the scope is made only for a wait.
+            free = session.hold.free
+            if not (free and session.line.join(ticket)):
+                await session.wait_for_turn(ticket, self._give_up, queued=free)
+        except BaseException:
+            session.leave(ticket)
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._session.leave(self._ticket)

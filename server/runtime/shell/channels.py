@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,10 +51,10 @@ class Fifo:
     """A command's output FIFO: made for it, its path gone once its command ends."""
 
     def __init__(self, directory: Path) -> None:
-        self.name = f"{secrets.token_hex(OUTPUT_NAME_BYTES)}.out"
-        self.path = directory / self.name
-        # Formatted once: each system call would format the Path again.
-        self._at = at = os.fspath(self.path)
+        # The system's CSPRNG, as `secrets` reads it, without its three calls.
+        self.name = f"{os.urandom(OUTPUT_NAME_BYTES).hex()}.out"
+        # A string: each system call would format a Path again.
+        self._at = at = f"{directory}/{self.name}"
         os.mkfifo(at, 0o600)
         self.linked = True
         self.fd = os.open(at, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -64,6 +63,10 @@ class Fifo:
         except OSError:
             pass
         self._writer = os.open(at, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+    @property
+    def path(self) -> Path:
+        return Path(self._at)
 
     def hold(self) -> int:
         """Our own writer, which keeps the FIFO from reading as EOF before the
@@ -300,7 +303,8 @@ class StatusChannel:
 
     def expect(self) -> str:
         """A fresh token for the next command, which its record must carry."""
-        token = secrets.token_hex(TOKEN_BYTES)
+        # The system's CSPRNG, as for a FIFO's name.
+        token = os.urandom(TOKEN_BYTES).hex()
         self._records.expect(token)
         return token
 

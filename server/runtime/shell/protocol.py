@@ -191,7 +191,7 @@ class StatusRecord(msgspec.Struct, frozen=True):
 
     def restore_prefix(self) -> str:
         """Shell text, on one line, that puts the suspended traps and `set -x` back."""
-        if not self.traps and not any(flag in self.flags for flag in RESTORED_FLAGS):
+        if not self.traps and not any(map(self.flags.__contains__, RESTORED_FLAGS)):
             return ""
         lines = []
         for signal, code in parse_traps(self.traps).items():
