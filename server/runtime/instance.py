@@ -35,6 +35,7 @@ from bashrpc.server.runtime.network import rules
 from bashrpc.server.runtime.network.gateways import Gateways
 from bashrpc.server.runtime.network.rules import pattern_error
 from bashrpc.server.runtime.run import env as envmod
+from bashrpc.server.runtime.run.deadlines import Deadlines
 from bashrpc.server.runtime.run.runners import Execution
 from bashrpc.server.runtime.sandbox import mounts
 from bashrpc.server.runtime.seam.backend import Backend, BackendFactory, BackendSetup
@@ -92,6 +93,7 @@ class Runtime:
             else options.backend(setup)
         )
         self.pool = ShellPool(shells, runtime_dir, self.sessions, limits, self.backend)
+        self.deadlines = Deadlines()
         self.artifacts = ArtifactStore(
             options.artifacts_dir,
             options.workspace,
@@ -99,8 +101,7 @@ class Runtime:
             settings.artifacts.max_bytes,
             owner=artifacts_owner,
         )
-        # Commands running in these sessions, whoever started them: under the
-        # daemon one runtime serves every connection of its tenant.
+        # Commands running in these sessions, whoever started them (any connection of a tenant).
         self.executions: set[Execution] = set()
         # What no output shows: the server's secret variables, values hosts register.
         secrets = settings.secrets

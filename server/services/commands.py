@@ -114,6 +114,7 @@ class CommandService:
             env=command_env,
             timeout=spec.timeout,
             feed=pipeline.feed,
+            deadlines=runtime.deadlines,
             one_shot=spec.one_shot,
             on_input=listener.on_input,
             settle=runtime.settings.input.settle_seconds,

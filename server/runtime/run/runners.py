@@ -19,6 +19,7 @@ import anyio
 import msgspec
 
 from bashrpc.server import clock
+from bashrpc.server.runtime.run.deadlines import Deadlines
 from bashrpc.server.runtime.run.inputwatch import SETTLE_SECONDS, InputWait
 from bashrpc.server.runtime.seam.backend import Backpressure
 from bashrpc.server.runtime.sessions.pool import ShellPool
@@ -72,6 +73,7 @@ class Execution:
         env: Mapping[str, str],
         timeout: float | None,
         feed: Callable[[bytes], None],
+        deadlines: Deadlines,
         one_shot: bool = False,
         on_input: Callable[[InputWait], Awaitable[None]] | None = None,
         settle: float = SETTLE_SECONDS,
@@ -85,6 +87,8 @@ class Execution:
         self.workdir: Workdir | None = None
         self.env = env
         self.timeout = timeout
+        # Where its timeout is kept while it runs (`arm`).
+        self._deadlines = deadlines
         self.feed = feed
         # On a shell of its own, at once, without the session's state (pipes only).
         self.one_shot = one_shot
@@ -131,13 +135,15 @@ class Execution:
     def arm(self) -> Iterator[anyio.CancelScope]:
         """The scope a runner runs the command in, cancelled by an abort or at the
         deadline; when it ends, the execution is finished, before whatever the
-        runner then cleans up (so a late abort cannot turn a timeout into an abort)."""
-        if self.timeout is not None:
-            self.scope.deadline = clock.now() + self.timeout
+        runner then cleans up (so a late abort cannot turn a timeout into an abort).
+        The deadline is the runtime's to keep (`Deadlines`), not the scope's own."""
         try:
             with self.scope:
+                if self.timeout is not None:
+                    self._deadlines.add(self.scope, clock.now() + self.timeout)
                 yield self.scope
         finally:
+            self._deadlines.discard(self.scope)
             self.finished = True
 
     def take_turn(self, session: Session) -> Workdir:
