@@ -31,6 +31,7 @@ from bench.client import (
     rss_kib,
     startup_ms,
     time_calls,
+    time_interleaved,
     warm_and_first_true,
 )
 from bench.daemonload import daemon_connections
@@ -111,19 +112,24 @@ class Bench:
         for _ in range(s.repeat):
             server = self.server()
             try:
-                cases = [
-                    ("bash", BashParams(command="true"), bash_p50, bash_p99),
-                    (
-                        "tools/call",
-                        bash_tool_call(BashToolArguments(command="true")),
-                        tool_p50,
-                        tool_p99,
-                    ),
-                    ("bash", BashParams(command="/bin/true"), fork_p50, fork_p99),
+                # `true` by both surfaces in blocks that take turns: their ratio
+                # is a target, and two runs one after the other would read drift.
+                kinds = [
+                    ("bash", BashParams(command="true")),
+                    ("tools/call", bash_tool_call(BashToolArguments(command="true"))),
                 ]
-                for method, params, p50, p99 in cases:
+                for method, params in kinds:
                     time_calls(server, method, params, s.warmup_calls)
-                    samples = time_calls(server, method, params, s.latency_calls)
+                both = time_interleaved(server, kinds, s.latency_calls)
+                fork = BashParams(command="/bin/true")
+                time_calls(server, "bash", fork, s.warmup_calls)
+                timed = [*both, time_calls(server, "bash", fork, s.latency_calls)]
+                for samples, p50, p99 in zip(
+                    timed,
+                    (bash_p50, tool_p50, fork_p50),
+                    (bash_p99, tool_p99, fork_p99),
+                    strict=True,
+                ):
                     p50.values.append(percentile(samples, 0.5) * 1e3)
                     p99.values.append(percentile(samples, 0.99) * 1e3)
                 floors.measure(s, server)

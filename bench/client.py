@@ -73,6 +73,33 @@ def time_calls(server: Caller, method: str, params: msgspec.Struct, calls: int) 
     return time_calls_while(server, method, params, lambda: next(left) > 0)
 
 
+# Calls of one kind in a row before the next kind's turn, when kinds take turns.
+INTERLEAVE_BLOCK = 100
+
+
+def time_interleaved(
+    server: Caller,
+    kinds: Sequence[tuple[str, msgspec.Struct]],
+    calls: int,
+    block: int = INTERLEAVE_BLOCK,
+) -> list[list[float]]:
+    """`calls` of each kind, each call's seconds, in blocks that take turns (their
+    order reversed every round), so the machine's drift falls on every kind
+    alike: what a ratio between two kinds is read from, as `bench.ab` reads one
+    between two servers."""
+    samples: list[list[float]] = [[] for _ in kinds]
+    done = 0
+    while done < calls:
+        n = min(block, calls - done)
+        turn = list(enumerate(kinds))
+        if (done // block) % 2:
+            turn.reverse()
+        for i, (method, params) in turn:
+            samples[i] += time_calls(server, method, params, n)
+        done += n
+    return samples
+
+
 def warm_and_first_true(
     server: Caller, *, warmup: int, calls: int, sessions: int
 ) -> tuple[float, float]:

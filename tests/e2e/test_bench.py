@@ -12,7 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from bashrpc.protocol.methods import BashParams
 from bench.ab import Figure
+from bench.client import BenchServer, time_interleaved
 from bench.stageclock import PROBES, Clock
 from tests.rpc import server_environment
 
@@ -206,3 +208,18 @@ def test_the_stage_clock_finds_every_probe_on_a_calls_way(tmp_path: Path) -> Non
             itertools.pairwise(p.label for p in PROBES)
         )
         assert all(stage.median_us > 0 for stage in clock.stages)
+
+
+def test_interleaved_calls_take_turns_in_blocks_whose_order_flips(tmp_path: Path) -> None:
+    """Two kinds of call, each appending its letter to one file, in blocks of 3:
+    the file shows the turns, and each kind got all its calls timed."""
+    log = tmp_path / "turns"
+    kinds = [("bash", BashParams(command=f"printf {letter} >> {log}")) for letter in "ab"]
+    server = BenchServer(tmp_path / "artifacts", env=server_environment(tmp_path))
+    try:
+        samples = time_interleaved(server, kinds, 8, block=3)
+    finally:
+        server.close()
+    assert log.read_text() == "aaabbb" + "bbbaaa" + "aabb"
+    assert [len(each) for each in samples] == [8, 8]
+    assert all(seconds > 0 for each in samples for seconds in each)
