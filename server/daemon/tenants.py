@@ -41,6 +41,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import msgspec
 
 from bashrpc.protocol import messages
 from bashrpc.server import clock, errors
@@ -50,6 +51,7 @@ from bashrpc.server.output.keptbudget import KeptBudget, RecordCount
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.containment.registry import Containment
 from bashrpc.server.runtime.instance import Options, Runtime
+from bashrpc.server.runtime.local.snapshot import capture_slots
 from bashrpc.server.serve import Guard
 from bashrpc.server.services.api import Services
 from bashrpc.server.services.resumable import Resumables
@@ -177,7 +179,8 @@ class Tenants:
     def __init__(
         self, options: Options, guard: Guard, shells: anyio.abc.TaskGroup, grace: float
     ) -> None:
-        self._options = options
+        # Its tenants capture the rc no more at once than its one process should.
+        self._options = msgspec.structs.replace(options, capture_slots=capture_slots())
         self._guard = guard
         self._shells = shells
         self._grace = grace

@@ -60,6 +60,9 @@ class Options(msgspec.Struct, frozen=True):
     # Where shells run: the backend made for this runtime; None: this machine's,
     # its processes in the runtime's containment.
     backend: BackendFactory | None = None
+    # Room for rc captures at once, shared by the runtimes that take it (a daemon's
+    # tenants); None: the runtime makes its own (`snapshot.capture_slots`).
+    capture_slots: anyio.CapacityLimiter | None = None
 
 
 class Runtime:
@@ -88,7 +91,7 @@ class Runtime:
         snapshot_timeout = settings.bash.snapshot_timeout if settings.bash.snapshot else None
         setup = BackendSetup(runtime_dir, snapshot_timeout)
         self.backend: Backend = (
-            LocalBackend(setup, containment, shells)
+            LocalBackend(setup, containment, shells, options.capture_slots)
             if options.backend is None
             else options.backend(setup)
         )

@@ -45,7 +45,11 @@ PTY_STDERR_TO_TERMINAL = f"{HAND_OVER_START_LOG} 2>&1; "
 
 class LocalBackend:
     def __init__(
-        self, setup: BackendSetup, containment: Containment, tasks: anyio.abc.TaskGroup
+        self,
+        setup: BackendSetup,
+        containment: Containment,
+        tasks: anyio.abc.TaskGroup,
+        capture_slots: anyio.CapacityLimiter | None = None,
     ) -> None:
         self._dir = setup.runtime_dir
         self._containment = containment
@@ -55,7 +59,7 @@ class LocalBackend:
         self._snapshots = None
         if setup.snapshot_timeout is not None:
             self._snapshots = SnapshotStore(
-                setup.runtime_dir, containment, setup.snapshot_timeout, tasks
+                setup.runtime_dir, containment, setup.snapshot_timeout, tasks, capture_slots
             )
 
     def shell(self, config: ShellConfig, env: Mapping[str, str], cwd: str, name: str) -> Shell:

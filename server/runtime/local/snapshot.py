@@ -60,6 +60,18 @@ WIND_DOWN_FINISH_SECONDS = 5.0
 # and how long it may make no progress meanwhile (an rc that sleeps).
 WIND_DOWN_STALL_SECONDS = 0.3
 
+
+def capture_slots() -> anyio.CapacityLimiter:
+    """Room for captures at once: one per CPU the process may use. A capture is
+    its rc's CPU work (forks, execs), so more at once only wait on each other,
+    and on any lock their rc takes: pyenv's rehash takes one for each run, and
+    a daemon's tenants capturing all at once kept each other waiting past the
+    bound a tenant's end gives its capture, so the hang-up could land between
+    pyenv taking its lock and setting the trap that frees it. A daemon's
+    tenants share one (each tenant captures its own)."""
+    return anyio.CapacityLimiter(max(1, len(os.sched_getaffinity(0))))
+
+
 _log = log.get("snapshot")
 
 
@@ -150,11 +162,14 @@ class SnapshotStore:
         containment: Containment,
         deadline: float,
         tasks: anyio.abc.TaskGroup,
+        slots: anyio.CapacityLimiter | None = None,
     ) -> None:
         self._dir = directory
         self._containment = containment
         self._deadline = deadline
         self._tasks = tasks
+        # Captures this process runs at once (`capture_slots`), shared by a daemon's tenants.
+        self._slots = capture_slots() if slots is None else slots
         self._cache: dict[Key, Path | None] = {}
         self._pending: dict[Key, anyio.Event] = {}
         self._count = 0
@@ -203,6 +218,14 @@ class SnapshotStore:
         if os.path.basename(shell) != "bash":
             # The capture script is bash; other shells run without a snapshot.
             return None
+        async with self._slots:
+            if self.winding_down:
+                # Its runtime ends: a capture now would be hung up on at once.
+                return None
+            return await self._run(shell, env, policy)
+
+    async def _run(self, shell: str, env: Mapping[str, str], policy: Policy | None) -> Path | None:
+        """One capture, in a slot of its own."""
         self._count += 1
         number = self._count
         dump = Dump()
