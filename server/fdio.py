@@ -81,10 +81,6 @@ class Watch:
         self.stop()
         self._callback = None
 
-    def time(self) -> float:
-        """The loop's clock, which is anyio's: a callback runs outside any task."""
-        return self._loop.time()
-
 
 def write_all_blocking(fd: int, data: bytes) -> None:
     """Write every byte from a thread of its own, waiting as a blocking write

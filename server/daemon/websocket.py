@@ -30,7 +30,7 @@ from websockets.frames import CloseCode
 from websockets.http11 import Request, Response
 
 from bashrpc.protocol import messages
-from bashrpc.server import log
+from bashrpc.server import clock, log
 from bashrpc.server.daemon.wsconfig import ListenAddress, bearer_refusal
 from bashrpc.server.daemon.wsthrottle import LogBudget, Slowdown
 from bashrpc.server.wire.transport import Transport
@@ -94,17 +94,16 @@ class Gate:
             return self._refuse(connection, http.HTTPStatus.FORBIDDEN, reason)
         if self._token is None:
             return None
-        loop = asyncio.get_running_loop()
         host = _host(connection)
-        turn = self._slowdown.turn(host, loop.time())
+        turn = self._slowdown.turn(host, clock.now())
         if turn is None:
             reason = messages.WS_TOO_MANY_WRONG
             return self._refuse(connection, http.HTTPStatus.TOO_MANY_REQUESTS, reason)
-        await asyncio.sleep(max(0.0, turn - loop.time()))
+        await asyncio.sleep(max(0.0, turn - clock.now()))
         refusal = bearer_refusal(request.headers.get_all("Authorization"), self._token)
         if refusal is None:
             return None
-        self._slowdown.failed(host, loop.time())
+        self._slowdown.failed(host, clock.now())
         response = self._refuse(connection, http.HTTPStatus.UNAUTHORIZED, refusal)
         response.headers["WWW-Authenticate"] = AUTHENTICATE
         return response
@@ -112,7 +111,7 @@ class Gate:
     def _refuse(
         self, connection: ServerConnection, status: http.HTTPStatus, reason: str
     ) -> Response:
-        left_out = self._log_budget.take(asyncio.get_running_loop().time())
+        left_out = self._log_budget.take(clock.now())
         if left_out is not None:
             line = messages.WS_REFUSED.format(peer=_peer(connection), reason=reason)
             if left_out:

@@ -18,6 +18,8 @@ import math
 
 import anyio
 
+from bashrpc.server import clock
+
 
 class Deadlines:
     def __init__(self) -> None:
@@ -56,7 +58,7 @@ class Deadlines:
         """Cancel every scope that is due (a timer may fire a little early: one
         not due yet is looked at again), then arm for the next."""
         self._timer, self._at = None, math.inf
-        now = asyncio.get_running_loop().time()
+        now = clock.now()
         for scope, deadline in list(self._due.items()):
             if deadline <= now:
                 del self._due[scope]

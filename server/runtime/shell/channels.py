@@ -25,7 +25,7 @@ from pathlib import Path
 
 import anyio
 
-from bashrpc.server import fdio
+from bashrpc.server import clock, fdio
 from bashrpc.server.pulse import Pulse
 from bashrpc.server.runtime.seam import drain
 from bashrpc.server.runtime.seam.backend import Backpressure
@@ -105,7 +105,7 @@ class OutputPipe:
         self._wake = Pulse()
         self._retired = False
         self._watch = fdio.Watch(fifo.fd, self.read_now)
-        self.last_data = self._watch.time()
+        self.last_data = clock.now()
 
     def attach(
         self, on_output: Callable[[bytes], None], backpressure: Backpressure | None
@@ -113,7 +113,7 @@ class OutputPipe:
         """Its command's: where what it reads goes, and who may pause it."""
         self._on_output = on_output
         self._backpressure = backpressure
-        self.last_data = self._watch.time()
+        self.last_data = clock.now()
         return self
 
     def read_now(self) -> None:
@@ -129,7 +129,7 @@ class OutputPipe:
             if self._retired:
                 self.fifo.close()
             return
-        self.last_data = self._watch.time()
+        self.last_data = clock.now()
         if self._on_output is not None:
             self._on_output(data)
         if self._backpressure is not None and self._backpressure.backlogged:
@@ -171,9 +171,9 @@ class OutputPipe:
         read at once, with no pause for the consumer."""
         self.release()
         self.read_now()
-        deadline = self._watch.time() + drain.DRAIN_MAX_SECONDS
+        deadline = clock.now() + drain.DRAIN_MAX_SECONDS
         while not self.eof.is_set():
-            wait = min(self.last_data + quiet_seconds, deadline) - self._watch.time()
+            wait = min(self.last_data + quiet_seconds, deadline) - clock.now()
             if wait <= 0:
                 return
             with anyio.move_on_after(wait):
