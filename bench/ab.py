@@ -27,7 +27,7 @@ import msgspec
 from bashrpc.protocol.mcp import BashToolArguments
 from bashrpc.protocol.mcpclient import bash_tool_call
 from bashrpc.protocol.methods import BashParams
-from bench.client import BenchServer, startup_ms, time_calls
+from bench.client import BenchServer, in_turn, startup_ms, time_calls
 from bench.floors import compile_server
 from bench.rows import percentile
 
@@ -63,8 +63,7 @@ def interleaved_calls(sides: Sequence[Side], work: Path, blocks: int, calls: int
             for server in servers:
                 time_calls(server, method, params, calls)
         for block in range(blocks):
-            order = list(zip(sides, servers, strict=True))
-            for side, server in order if block % 2 == 0 else reversed(order):
+            for side, server in in_turn(list(zip(sides, servers, strict=True)), block):
                 for label, method, params in CALLS:
                     samples = time_calls(server, method, params, calls)
                     side.samples.setdefault(label, []).extend(samples)
@@ -79,7 +78,7 @@ def interleaved_startups(sides: Sequence[Side], work: Path, runs: int) -> None:
     home = work / "home"
     home.mkdir(exist_ok=True)
     for run in range(runs):
-        for side in sides if run % 2 == 0 else list(reversed(sides)):
+        for side in in_turn(sides, run):
             artifacts = work / f"start-{side.name}-{run}"
             side.startups.append(startup_ms(artifacts, home=home, python=side.python))
 

@@ -77,6 +77,12 @@ def time_calls(server: Caller, method: str, params: msgspec.Struct, calls: int) 
 INTERLEAVE_BLOCK = 100
 
 
+def in_turn(items: Sequence[T], round_: int) -> list[T]:
+    """`items` in their order in even rounds, reversed in odd ones: what takes
+    turns this way meets the machine's drift alike, whichever goes first."""
+    return list(items) if round_ % 2 == 0 else list(reversed(items))
+
+
 def time_interleaved(
     server: Caller,
     kinds: Sequence[tuple[str, msgspec.Struct]],
@@ -88,15 +94,10 @@ def time_interleaved(
     alike: what a ratio between two kinds is read from, as `bench.ab` reads one
     between two servers."""
     samples: list[list[float]] = [[] for _ in kinds]
-    done = 0
-    while done < calls:
-        n = min(block, calls - done)
-        turn = list(enumerate(kinds))
-        if (done // block) % 2:
-            turn.reverse()
-        for i, (method, params) in turn:
+    for start in range(0, calls, block):
+        n = min(block, calls - start)
+        for i, (method, params) in in_turn(list(enumerate(kinds)), start // block):
             samples[i] += time_calls(server, method, params, n)
-        done += n
     return samples
 
 
