@@ -85,6 +85,12 @@ class Net:
         reply = self.server.call("bash", params, timeout=COMMAND_SECONDS)
         return ok_result(reply, BashResult)
 
+    def refused(self, session: str = "main") -> list[dict[str, object]]:
+        """The session's refused connections, in order. A refusal is listed before
+        its client hears of it; a connection let through is listed when it ends,
+        which may be in the middle of a later command."""
+        return [c for c in self.connections(session) if not c["allowed"]]
+
     def connections(self, session: str = "main") -> list[dict[str, object]]:
         reply = self.server.call("session/list", timeout=COMMAND_SECONDS)
         listed = ok_result(reply, SessionListResult)
@@ -307,7 +313,7 @@ def test_a_port_not_allowed_is_refused_and_the_model_told(net: Net) -> None:
     assert done.sandbox_denied
     notice = messages.NETWORK_DENIED.format(hosts="files.example.org:8443")
     assert done.output.count(notice) == 1
-    assert net.connections()[-1]["reason"] == "port"
+    assert net.refused()[-1]["reason"] == "port"
 
 
 SNI_MISMATCH = """
@@ -328,7 +334,7 @@ except (OSError, ssl.SSLError) as e:
 
 def test_a_client_hello_naming_another_host_is_cut(net: Net) -> None:
     assert _python(net, SNI_MISMATCH) == "HTTP/1.1 200 Connection established\nhandshake failed\n"
-    last = net.connections()[-1]
+    last = net.refused()[-1]
     assert (last["host"], last["allowed"], last["reason"]) == ("files.example.org", False, "sni")
 
 
@@ -352,7 +358,7 @@ def test_allowed_names_resolving_to_the_hosts_own_addresses_are_refused(net: Net
         " curl -s -o /dev/null -w '%{http_code} ' http://$h.example.org/hello.txt; done"
     )
     assert done == "403 403 403 "
-    refused = net.connections()[-3:]
+    refused = net.refused()[-3:]
     assert [c["reason"] for c in refused] == ["address"] * 3
 
 
@@ -680,4 +686,4 @@ def test_an_ip_literal_is_refused_unless_listed(net: Net) -> None:
         " curl -s -o /dev/null -w '%{http_connect}' 'https://[2606:2800:220:1::1]/'"
     )
     assert done == "403 403 403"
-    assert [c["reason"] for c in net.connections()[-3:]] == ["not-allowed"] * 3
+    assert [c["reason"] for c in net.refused()[-3:]] == ["not-allowed"] * 3
