@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -131,6 +131,17 @@ def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+class Logs(Protocol):
+    def stderr(self) -> str: ...
+
+
+def logged(process: Logs, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """Whether `text` reaches the server's log within `timeout`. A live server
+    writes its log on a thread of its own (`server/log.py`), so a line may
+    land after the reply to the request that caused it."""
+    return wait_until(lambda: text in process.stderr(), timeout)
 
 
 # What the reader of a server process's stdout asks for at a time.

@@ -22,7 +22,7 @@ from bashrpc.protocol.methods import ServerStatsParams, ServerStatsResult
 from bashrpc.server.daemon import socketpath
 from tests.daemon import AttachProcess, DaemonProcess, introduce
 from tests.githost import AS_NOBODY, USERS, Host
-from tests.rpc import wait_until
+from tests.rpc import logged, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
@@ -197,6 +197,7 @@ def test_a_capture_that_fails_costs_a_warning_not_the_daemon(host: Host) -> None
         assert first.bash("type mark || echo none").output.endswith("none\n")
         stats = first.typed(ServerStatsResult, "server/stats", ServerStatsParams())
         assert stats.rc_capture_failures == 1
+        assert logged(daemon, FAILED), daemon.stderr()
         assert daemon.stderr().count(FAILED) == 1, daemon.stderr()
         second = host_client(host, daemon)
         assert second.bash("echo alive").output == "alive\n"

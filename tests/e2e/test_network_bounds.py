@@ -16,7 +16,7 @@ from tests.daemon import DaemonProcess, introduce, stop_daemon
 from tests.inprocess import InProcessServer
 from tests.netserve import Mapping
 from tests.networld import HELLO, World, settings
-from tests.rpc import wait_until
+from tests.rpc import logged
 from tests.sandboxing import skip_without_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,8 +109,8 @@ def test_under_the_daemon_a_tenants_sessions_have_the_allowlist(tmp_path: Path) 
             client.close()
         assert done.output == HELLO
         assert refused.sandbox_denied
-        assert wait_until(lambda: "network http plain.example.org:80 allowed" in daemon.stderr())
-        assert "network http evil.example.net:80 refused (not-allowed)" in daemon.stderr()
+        assert logged(daemon, "network http plain.example.org:80 allowed")
+        assert logged(daemon, "network http evil.example.net:80 refused (not-allowed)")
     finally:
         stop_daemon(daemon.socket_path)
         daemon.kill()
