@@ -11,6 +11,7 @@ import hashlib
 import http.server
 import io
 import json
+import os
 import ssl
 import subprocess
 import tarfile
@@ -64,6 +65,18 @@ def network_settings(extra: str = "") -> str:
 
 def settings(mode: str, extra: str = "") -> str:
     return f'[sandbox]\nmode = "{mode}"\n' + network_settings(extra)
+
+
+# The checkout, where `python -m tests.netserve` is found.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def netserve_env() -> dict[str, str]:
+    """What a server launched by `tests.netserve` adds to its environment: the
+    checkout on its path, before the caller's own (a tool of the tests' may be
+    there: `tests/late`)."""
+    inherited = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([str(ROOT), *([inherited] if inherited else [])])}
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

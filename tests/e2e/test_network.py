@@ -45,13 +45,12 @@ from bashrpc.server.runtime.seam.egress import DEFAULT_MAX_CONNECTIONS
 from tests.e2e.test_tools import call_tool, structured, text_of
 from tests.githost import USERS, Host
 from tests.inprocess import InProcessServer
-from tests.networld import HELLO, PACKAGE, World, network_settings
+from tests.networld import HELLO, PACKAGE, World, netserve_env, network_settings
 from tests.rpc import ServerProcess, ok_result, wait_until
 from tests.sandboxing import skip_without_sandbox
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 MODES = ("workspace-write", "read-only")
 COMMAND_SECONDS = 120.0
 PY = sys.executable
@@ -106,7 +105,7 @@ def serve(host: Host, world: World, mode: str, extra: str = "") -> ServerProcess
         host.base / "project",
         mode,
         network_settings(extra),
-        env={"PYTHONPATH": str(ROOT)},
+        env=netserve_env(),
         interpreter=(PY, "-m", "tests.netserve", str(world.mapping)),
     )
 

@@ -15,11 +15,9 @@ from tests.conftest import SpawnInProcess
 from tests.daemon import DaemonProcess, introduce, stop_daemon
 from tests.inprocess import InProcessServer
 from tests.netserve import Mapping
-from tests.networld import HELLO, World, settings
+from tests.networld import HELLO, World, netserve_env, settings
 from tests.rpc import logged
 from tests.sandboxing import skip_without_sandbox
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +94,7 @@ def test_under_the_daemon_a_tenants_sessions_have_the_allowlist(tmp_path: Path) 
         "--config",
         str(config),
         tmp=tmp_path,
-        env={"PYTHONPATH": str(ROOT)},
+        env=netserve_env(),
         launcher=(sys.executable, "-m", "tests.netserve", str(made.mapping)),
     )
     try:
