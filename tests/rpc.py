@@ -134,6 +134,8 @@ def wait_until(predicate: Any, timeout: float = DEFAULT_TIMEOUT, interval: float
 
 
 class Logs(Protocol):
+    """What has a server's log: a process, a daemon, an in-process server."""
+
     def stderr(self) -> str: ...
 
 
