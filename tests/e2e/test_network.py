@@ -84,20 +84,17 @@ class Net:
         reply = self.server.call("bash", params, timeout=COMMAND_SECONDS)
         return ok_result(reply, BashResult)
 
-    def refused(self, session: str = "main") -> list[dict[str, object]]:
+    def refused(self, session: str = "main") -> list[NetworkConnection]:
         """The session's refused connections, in order. A refusal is listed before
         its client hears of it; a connection let through is listed when it ends,
         which may be in the middle of a later command."""
-        return [c for c in self.connections(session) if not c["allowed"]]
+        return [c for c in self.connections(session) if not c.allowed]
 
-    def connections(self, session: str = "main") -> list[dict[str, object]]:
+    def connections(self, session: str = "main") -> list[NetworkConnection]:
         reply = self.server.call("session/list", timeout=COMMAND_SECONDS)
         listed = ok_result(reply, SessionListResult)
         (found,) = [s for s in listed.sessions if s.session_id == session]
-        return [
-            {"host": c.host, "port": c.port, "allowed": c.allowed, "reason": c.reason}
-            for c in found.connections or []
-        ]
+        return found.connections or []
 
 
 def serve(host: Host, world: World, mode: str, extra: str = "") -> ServerProcess:
@@ -217,9 +214,7 @@ time.sleep(600)
 
 
 def _listed(net: Net) -> list[NetworkConnection]:
-    listed = net.server.typed(SessionListResult, "session/list")
-    (main,) = [s for s in listed.sessions if s.session_id == "main"]
-    return [c for c in main.connections or [] if c.host == "plain.example.org"]
+    return [c for c in net.connections() if c.host == "plain.example.org"]
 
 
 def test_a_connection_still_open_is_listed_with_what_it_moved(net: Net) -> None:
@@ -314,7 +309,7 @@ def test_a_port_not_allowed_is_refused_and_the_model_told(net: Net) -> None:
     assert done.sandbox_denied
     notice = messages.NETWORK_DENIED.format(hosts="files.example.org:8443")
     assert done.output.count(notice) == 1
-    assert net.refused()[-1]["reason"] == "port"
+    assert net.refused()[-1].reason == "port"
 
 
 SNI_MISMATCH = """
@@ -336,7 +331,7 @@ except (OSError, ssl.SSLError) as e:
 def test_a_client_hello_naming_another_host_is_cut(net: Net) -> None:
     assert _python(net, SNI_MISMATCH) == "HTTP/1.1 200 Connection established\nhandshake failed\n"
     last = net.refused()[-1]
-    assert (last["host"], last["allowed"], last["reason"]) == ("files.example.org", False, "sni")
+    assert (last.host, last.allowed, last.reason) == ("files.example.org", False, "sni")
 
 
 def test_host_smuggling_is_refused(net: Net) -> None:
@@ -360,7 +355,7 @@ def test_allowed_names_resolving_to_the_hosts_own_addresses_are_refused(net: Net
     )
     assert done == "403 403 403 "
     refused = net.refused()[-3:]
-    assert [c["reason"] for c in refused] == ["address"] * 3
+    assert [c.reason for c in refused] == ["address"] * 3
 
 
 def test_a_wildcards_edges(net: Net) -> None:
@@ -400,7 +395,7 @@ def test_a_second_session_reaches_only_its_own_policy(net: Net) -> None:
     assert net.output(fetch, session="narrow") == "403 "
     assert net.output(fetch) == "200 "
     assert net.output(fetch, session="narrow") == "403 "
-    assert [c["reason"] for c in net.connections("narrow")] == ["not-allowed"] * 2
+    assert [c.reason for c in net.connections("narrow")] == ["not-allowed"] * 2
     wider = SessionOpenParams(
         session_id="wider", network=NetworkRequest(mode="allowlist", allow=["evil.example.net"])
     )
@@ -463,17 +458,14 @@ def test_a_thousand_connections_at_once(net: Net) -> None:
     done = ok_result(net.server.response(flood, timeout=COMMAND_SECONDS), BashResult)
     assert done.output == "flooding\n"
 
-    def flooded() -> list[NetworkConnection]:
-        listed = net.server.typed(SessionListResult, "session/list")
-        (session,) = [s for s in listed.sessions if s.session_id == "flood"]
-        return session.connections or []
-
     # Its connections end as its client exits, so around its answer.
-    assert wait_until(lambda: any(not c.open for c in flooded()), timeout=COMMAND_SECONDS)
+    assert wait_until(
+        lambda: any(not c.open for c in net.connections("flood")), timeout=COMMAND_SECONDS
+    )
     # Only the last 100 that ended are kept, and at most the limit are open at once
     # (a connection the kernel held for the proxy may still go out after its
     # client is gone: it is listed open until it ends).
-    connections = flooded()
+    connections = net.connections("flood")
     ended = [c for c in connections if not c.open]
     assert 0 < len(ended) <= RECENT
     assert len(connections) - len(ended) <= DEFAULT_MAX_CONNECTIONS
@@ -700,4 +692,4 @@ def test_an_ip_literal_is_refused_unless_listed(net: Net) -> None:
         " curl -s -o /dev/null -w '%{http_connect}' 'https://[2606:2800:220:1::1]/'"
     )
     assert done == "403 403 403"
-    assert [c["reason"] for c in net.refused()[-3:]] == ["not-allowed"] * 3
+    assert [c.reason for c in net.refused()[-3:]] == ["not-allowed"] * 3
