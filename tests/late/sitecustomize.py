@@ -1,7 +1,7 @@
 """Late on purpose: the server's asynchronous effects made late, to find the tests
 that read them before they are due (each one a flake on a loaded machine).
 
-    PYTHONPATH=tests/late BASHRPC_TEST_LATE=log,tunnel .venv/bin/python -m pytest -q
+    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel .venv/bin/python -m pytest -q
 
 Python imports this file at start in every interpreter with it on its path: the
 test process (its in-process servers) and the servers it starts, which inherit
