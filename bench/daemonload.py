@@ -116,7 +116,7 @@ def run_loops(daemon: Daemon, connections: int, calls: int) -> tuple[float, list
 
 def _until_done(selector: selectors.BaseSelector, loops: list[_Loop]) -> None:
     """Read replies until every loop has made all its calls."""
-    running = {id(loop) for loop in loops if loop.left > 0}
+    running = {loop for loop in loops if loop.left > 0}
     while running:
         for key, _ in selector.select():
             loop = key.data
@@ -125,7 +125,7 @@ def _until_done(selector: selectors.BaseSelector, loops: list[_Loop]) -> None:
                 raise EOFError("the daemon closed a connection")
             loop.received(data)
             if loop.left == 0:
-                running.discard(id(loop))
+                running.discard(loop)
 
 
 class _Flood:
