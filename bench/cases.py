@@ -36,7 +36,7 @@ from bench.client import (
 )
 from bench.daemonload import daemon_connections
 from bench.fairness import fairness
-from bench.floors import LatencyFloors, StartupFloors, compile_server
+from bench.floors import LatencyFloors, StartupFloors, compile_server, cpu_per_call_us
 from bench.inputwait import input_waits
 from bench.network import network
 from bench.redaction import redaction
@@ -121,6 +121,7 @@ class Bench:
                 for method, params in kinds:
                     time_calls(server, method, params, s.warmup_calls)
                 both = time_interleaved(server, kinds, s.latency_calls)
+                true_cpu = cpu_per_call_us(server, *kinds[0], s.latency_calls)
                 fork = BashParams(command="/bin/true")
                 time_calls(server, "bash", fork, s.warmup_calls)
                 timed = [*both, time_calls(server, "bash", fork, s.latency_calls)]
@@ -143,7 +144,7 @@ class Bench:
             fork_ratio.values.append(fork_p50.values[-1] / spawn_p50.values[-1])
             fork_spawn_ratio.values.append(fork_p50.values[-1] / spawn_fork_p50.values[-1])
             tool_ratio.values.append(tool_p50.values[-1] / bash_p50.values[-1])
-            floors.compare(bash_p50.values[-1], fork_p50.values[-1])
+            floors.compare(bash_p50.values[-1], fork_p50.values[-1], true_cpu)
         return [
             bash_p50,
             bash_p99,

@@ -14,6 +14,9 @@ the server's own in them.
   What the server takes beyond it is what its features cost.
 - Bash's own fork and exec of `/bin/true`, timed inside one bash (`time` of a
   loop): what `/bin/true` costs a persistent shell beyond its round trip.
+- The CPU a `true` costs the server's process and the floors' own (all their
+  threads, by the scheduler's clock): latency on a machine whose idle CPUs
+  halt also reads where each process woke, the CPU only the work.
 - Startup's parts: the interpreter (`python -c pass`), the interpreter with
   the server's imports, and one bash start.
 """
@@ -27,10 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import msgspec
+
 from bashrpc.protocol.client import ClientCore, Unparsable
 from bashrpc.protocol.mcp import EmptyParams
 from bashrpc.protocol.methods import BashParams
-from bench.client import Caller, time_calls
+from bench.client import BenchServer, Caller, run_ns, time_calls
 from bench.latencyfloor import READY
 from bench.rows import Row, at_most, percentile
 from bench.workbench import Sizes
@@ -47,15 +52,22 @@ SERVER_MAIN = "bashrpc.server.cli.main, bashrpc.server.serve"
 BARE_BASH = ("bash", "--noprofile", "--norc")
 
 
+class FloorRun(msgspec.Struct, frozen=True):
+    # Seconds per timed round trip.
+    samples: list[float]
+    # The floor program's own CPU per timed round trip (its bash's not counted), µs.
+    cpu_us: float
+
+
 def floor_latency(
     argv: list[str],
     round_trip: Callable[[IO[bytes], IO[bytes]], None],
     calls: int,
     warmup: int,
     cwd: Path | None = None,
-) -> list[float]:
-    """Seconds per round trip through a floor program (`argv`), once it says it is
-    ready: `calls` of them after `warmup` untimed ones. `round_trip` writes one
+) -> FloorRun:
+    """Round trips through a floor program (`argv`), once it says it is ready:
+    `calls` of them after `warmup` untimed ones. `round_trip` writes one
     request to the program's stdin and reads its answer, raising on a wrong one."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd)
     assert proc.stdin is not None and proc.stdout is not None
@@ -63,22 +75,30 @@ def floor_latency(
     try:
         if proc.stdout.readline() != READY:
             raise RuntimeError(f"the floor {argv[1:]} did not start")
-        for i in range(warmup + calls):
+        for _ in range(warmup):
+            round_trip(proc.stdin, proc.stdout)
+        ran = run_ns(proc.pid)
+        for _ in range(calls):
             started = time.perf_counter()
             round_trip(proc.stdin, proc.stdout)
-            if i >= warmup:
-                samples.append(time.perf_counter() - started)
+            samples.append(time.perf_counter() - started)
+        cpu_us = (run_ns(proc.pid) - ran) / calls / 1e3
     finally:
         proc.stdin.close()
         proc.wait()
         proc.stdout.close()
-    return samples
+    return FloorRun(samples, cpu_us)
 
 
-def relay_latency(
-    command: str, calls: int, warmup: int, program: Path = LATENCY_FLOOR
-) -> list[float]:
-    """Seconds per round trip of `command` through a bare relay (`program`)."""
+def cpu_per_call_us(server: BenchServer, method: str, params: msgspec.Struct, calls: int) -> float:
+    """The server process's CPU per call of `method`, µs, over `calls` of them."""
+    ran = run_ns(server.pid)
+    time_calls(server, method, params, calls)
+    return (run_ns(server.pid) - ran) / calls / 1e3
+
+
+def relay_latency(command: str, calls: int, warmup: int, program: Path = LATENCY_FLOOR) -> FloorRun:
+    """Round trips of `command` through a bare relay (`program`)."""
     line = command.encode() + b"\n"
 
     def round_trip(to: IO[bytes], back: IO[bytes]) -> None:
@@ -90,10 +110,10 @@ def relay_latency(
     return floor_latency([sys.executable, str(program)], round_trip, calls, warmup)
 
 
-def loop_latency(calls: int, warmup: int, module: str = "bench.loopfloor") -> list[float]:
-    """Seconds per `bash` request answered by the loop floor (`loopfloor.py`), or
-    another served the same way (`module`), sent and read back as the bench's
-    client does the server's."""
+def loop_latency(calls: int, warmup: int, module: str = "bench.loopfloor") -> FloorRun:
+    """`bash` requests answered by the loop floor (`loopfloor.py`), or another
+    served the same way (`module`), sent and read back as the bench's client
+    does the server's."""
     core = ClientCore()
     params = BashParams(command="true")
 
@@ -171,6 +191,11 @@ class LatencyFloors:
             "ms",
         )
         self.fork_exec = Row("latency", "floor: bash's own fork+exec of `/bin/true`", "ms")
+        self.loop_cpu = Row("latency", "floor: the loop floor's CPU per `true`", "µs")
+        self.tasks_cpu = Row("latency", "floor: the structured floor's CPU per `true`", "µs")
+        self.server_cpu = Row("latency", "server CPU per `true` (its process)", "µs")
+        # The work itself, wherever it ran: what a faster request path must halve.
+        self.over_tasks_cpu = Row("latency", "server CPU per `true` / the structured floor's", "×")
         self.ping = Row("latency", "floor: server `ping` p50 (its hop, no shell)", "ms")
         self.true_ratio = at_most("latency", "bash `true` / relay floor (p50)", "×", 1.5)
         self.true_above = Row("latency", "bash `true` p50 minus (relay floor + `ping`)", "ms")
@@ -213,20 +238,26 @@ class LatencyFloors:
         """One repetition of the floors; `server` is asked for its `ping`."""
         calls, warmup = sizes.latency_calls, sizes.warmup_calls
         for row, command in ((self.relay_true, "true"), (self.relay_fork, "/bin/true")):
-            row.values.append(percentile(relay_latency(command, calls, warmup), 0.5) * 1e3)
+            relayed = relay_latency(command, calls, warmup).samples
+            row.values.append(percentile(relayed, 0.5) * 1e3)
         for row, command in ((self.driver, "true"), (self.driver_fork, "/bin/true")):
-            driven = relay_latency(command, calls, warmup, DRIVER_FLOOR)
+            driven = relay_latency(command, calls, warmup, DRIVER_FLOOR).samples
             row.values.append(percentile(driven, 0.5) * 1e3)
-        self.loop.values.append(percentile(loop_latency(calls, warmup), 0.5) * 1e3)
+        loop = loop_latency(calls, warmup)
+        self.loop.values.append(percentile(loop.samples, 0.5) * 1e3)
+        self.loop_cpu.values.append(loop.cpu_us)
         tasks = loop_latency(calls, warmup, "bench.taskfloor")
-        self.tasks.values.append(percentile(tasks, 0.5) * 1e3)
+        self.tasks.values.append(percentile(tasks.samples, 0.5) * 1e3)
+        self.tasks_cpu.values.append(tasks.cpu_us)
         self.fork_exec.values.append(bash_fork_exec_seconds(sizes.fork_loops) * 1e3)
         time_calls(server, "ping", EmptyParams(), warmup)
         pings = time_calls(server, "ping", EmptyParams(), calls)
         self.ping.values.append(percentile(pings, 0.5) * 1e3)
 
-    def compare(self, true_p50: float, fork_p50: float) -> None:
-        """The server's p50s of this repetition against its floors."""
+    def compare(self, true_p50: float, fork_p50: float, true_cpu_us: float) -> None:
+        """The server's p50s and its CPU per `true` of this repetition against its floors."""
+        self.server_cpu.values.append(true_cpu_us)
+        self.over_tasks_cpu.values.append(true_cpu_us / self.tasks_cpu.values[-1])
         relay = self.relay_true.values[-1]
         self.true_ratio.values.append(true_p50 / relay)
         self.true_above.values.append(true_p50 - relay - self.ping.values[-1])
@@ -261,6 +292,10 @@ class LatencyFloors:
             self.own_work,
             self.features,
             self.over_tasks,
+            self.loop_cpu,
+            self.tasks_cpu,
+            self.server_cpu,
+            self.over_tasks_cpu,
             self.true_design,
             self.fork_above,
             self.driver_fork_above,

@@ -91,6 +91,8 @@ def test_quick_bench_writes_json(tmp_path: Path) -> None:
         "floor: the same protocol served under uvloop, JSON-RPC in and out, `true` p50",
         "floor: the same, in request tasks of a task group (cancel scope, event), `true` p50",
         "bash `true` / structured floor (p50)",
+        "floor: the structured floor's CPU per `true`",
+        "server CPU per `true` / the structured floor's",
         "floor: `python -c pass`",
         "floor: one `bash` start",
         "bash `true` / relay floor (p50)",
