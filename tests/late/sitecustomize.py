@@ -1,7 +1,8 @@
 """Late on purpose: the server's asynchronous effects made late, to find the tests
 that read them before they are due (each one a flake on a loaded machine).
 
-    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel .venv/bin/python -m pytest -q
+    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel,settle \
+        .venv/bin/python -m pytest -q --deselect tests/unit/test_commandrun.py
 
 Python imports this file at start in every interpreter with it on its path: the
 test process (its in-process servers) and the servers it starts, which inherit
@@ -12,7 +13,14 @@ the variables. Each name makes one effect late, as a loaded machine may:
   that caused it;
 - `tunnel`: a connection the allowlist let through ends 0.5 s after its last
   byte, listed open meanwhile (`runtime/network/tunnel.py`), as with a host slow
-  to hang up: its audit entry and its counts come after its command's answer.
+  to hang up: its audit entry and its counts come after its command's answer;
+- `settle`: a command's output FIFO is settled 0.3 s after its command ends
+  rather than in the loop's next turn (`runtime/shell/channels.py`), as when
+  the server is descheduled right after a reply: its path is there for a while
+  after the answer. It changes what `tests/unit/test_commandrun.py` checks
+  (settling in the loop's next turn), so that file is left out; and a loop that
+  ends within those 0.3 s never settles, leaving its FIFOs open in the process
+  (an in-process server's), which no test may count as its own.
 
 A test that fails only this way reads what it should wait for
 (`tests.rpc.logged`, `wait_until`). Not part of the suite's run: a tool for
@@ -34,6 +42,7 @@ from typing import Any
 LATE_ENV = "BASHRPC_TEST_LATE"
 LOG_SECONDS = 0.2
 TUNNEL_SECONDS = 0.5
+SETTLE_SECONDS = 0.3
 
 
 def _late_log(module: ModuleType) -> None:
@@ -63,9 +72,19 @@ def _late_tunnel(module: ModuleType) -> None:
     module.Tunnel.run = late
 
 
+def _late_settle(module: ModuleType) -> None:
+    settle = module.Fifos._settle
+
+    def late(self: Any, pipe: Any) -> None:
+        self._loop.call_later(SETTLE_SECONDS, settle, self, pipe)
+
+    module.Fifos._settle = late
+
+
 PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "log": ("bashrpc.server.log", _late_log),
     "tunnel": ("bashrpc.server.runtime.network.tunnel", _late_tunnel),
+    "settle": ("bashrpc.server.runtime.shell.channels", _late_settle),
 }
 
 
