@@ -108,18 +108,37 @@ def _forked(queue: weakref.ref[StderrQueue]) -> None:
 
 
 class QueuedText(io.TextIOBase):
-    """A text stream onto the queue, for writers that take a file (the console
-    span exporter): each write is one entry, kept whole or dropped whole."""
+    """A text stream onto the queue, line-buffered as stderr is: `sys.stderr`
+    and writers that take a file (the console span exporter). `print` writes a
+    line's text and its newline apart; each entry is whole lines, kept or
+    dropped whole and written at once, so no line loses its newline or, in a
+    log several processes share (daemons racing for one socket), has another's
+    written into it. Text after the last newline waits for the next write or
+    `flush`."""
 
     def __init__(self, queue: StderrQueue) -> None:
         self._queue = queue
+        # Threads print too (anyio's workers, the exporter's).
+        self._lock = threading.Lock()
+        self._partial = ""
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        self._queue.put(text.encode(errors="replace"))
+        with self._lock:
+            pending = self._partial + text
+            end = pending.rfind("\n") + 1
+            self._partial = pending[end:]
+            if end:
+                self._queue.put(pending[:end].encode(errors="replace"))
         return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            partial, self._partial = self._partial, ""
+        if partial:
+            self._queue.put(partial.encode(errors="replace"))
 
 
 class _QueuedHandler(logging.Handler):
@@ -144,8 +163,10 @@ def setup(level: str = "WARNING") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     # What writes to sys.stderr itself (a warning, a traceback, a stray print) too.
-    sys.stderr = stderr()
+    text = sys.stderr = stderr()
     atexit.register(STDERR.flush, EXIT_FLUSH_SECONDS)
+    # Run first (the last registered): a line without its newline goes out too.
+    atexit.register(text.flush)
 
 
 def get(name: str) -> logging.Logger:

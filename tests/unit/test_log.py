@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -11,7 +12,7 @@ import threading
 import time
 
 from bashrpc.protocol import messages
-from bashrpc.server.log import StderrQueue
+from bashrpc.server.log import QueuedText, StderrQueue
 
 LINE = b"x" * 99 + b"\n"
 DROPPED = re.compile(re.escape(messages.LOG_LINES_DROPPED).replace(r"\{count\}", r"(\d+)").encode())
@@ -80,6 +81,33 @@ def test_a_line_goes_out_whole_and_in_order() -> None:
         seen = read_until(r, b"line 99\n")
         assert seen == b"".join(f"line {n}\n".encode() for n in range(100))
         assert queue.dropped == 0
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_a_printed_line_is_kept_or_dropped_with_its_newline() -> None:
+    """`print` writes a line's text and its newline apart. Queued apart, the text
+    could be kept and its newline dropped, or another process's line, in a log
+    two daemons share, land between them (racing daemons tore their one line
+    each so): what goes to sys.stderr is queued a whole line at a time."""
+    r, w = os.pipe()
+    try:
+        # A full pipe holds the writer on the first line, so the room left is known.
+        os.set_blocking(w, False)
+        filled = 0
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                filled += os.write(w, b"f" * 65536)
+        os.set_blocking(w, True)
+        queue = StderrQueue(fd=w, limit=len(LINE) + len("hello"))
+        queue.put(LINE)
+        print("hello", file=QueuedText(queue))
+        seen = read_all(r, queue)
+        assert queue.dropped == 1
+        [said] = re.findall(rb"WARNING (.*)\n", seen)
+        assert parse_dropped(said) == 1
+        assert seen[filled:].startswith(LINE) and b"hello" not in seen
     finally:
         os.close(r)
         os.close(w)
