@@ -1,7 +1,7 @@
 """Late on purpose: the server's asynchronous effects made late, to find the tests
 that read them before they are due (each one a flake on a loaded machine).
 
-    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel,settle \
+    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel,settle,reap \
         .venv/bin/python -m pytest -q --deselect tests/unit/test_commandrun.py
 
 Python imports this file at start in every interpreter with it on its path: the
@@ -20,7 +20,11 @@ the variables. Each name makes one effect late, as a loaded machine may:
   after the answer. It changes what `tests/unit/test_commandrun.py` checks
   (settling in the loop's next turn), so that file is left out; and a loop that
   ends within those 0.3 s never settles, leaving its FIFOs open in the process
-  (an in-process server's), which no test may count as its own.
+  (an in-process server's), which no test may count as its own;
+- `reap`: a child's exit is collected 0.3 s after it happened
+  (`runtime/containment/child.py`), as by a server busy elsewhere: a shell, a
+  job or a PTY program stays a zombie meanwhile, and what follows its end (a
+  job's status, a shell found gone) comes late.
 
 A test that fails only this way reads what it should wait for
 (`tests.rpc.logged`, `wait_until`). Not part of the suite's run: a tool for
@@ -35,7 +39,7 @@ import importlib.machinery
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -43,6 +47,7 @@ LATE_ENV = "BASHRPC_TEST_LATE"
 LOG_SECONDS = 0.2
 TUNNEL_SECONDS = 0.5
 SETTLE_SECONDS = 0.3
+REAP_SECONDS = 0.3
 
 
 def _late_log(module: ModuleType) -> None:
@@ -81,10 +86,32 @@ def _late_settle(module: ModuleType) -> None:
     module.Fifos._settle = late
 
 
+def _late_reap(module: ModuleType) -> None:
+    import anyio
+
+    wait_status: Callable[[int], Awaitable[int | None]] = module.wait_status
+
+    async def late(pid: int) -> int | None:
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            return await wait_status(pid)
+        try:
+            await anyio.wait_readable(pidfd)
+        finally:
+            anyio.notify_closing(pidfd)
+            os.close(pidfd)
+        await anyio.sleep(REAP_SECONDS)
+        return await wait_status(pid)
+
+    module.__dict__["wait_status"] = late
+
+
 PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "log": ("bashrpc.server.log", _late_log),
     "tunnel": ("bashrpc.server.runtime.network.tunnel", _late_tunnel),
     "settle": ("bashrpc.server.runtime.shell.channels", _late_settle),
+    "reap": ("bashrpc.server.runtime.containment.child", _late_reap),
 }
 
 
