@@ -42,6 +42,8 @@ class StderrQueue:
         self._lines: collections.deque[bytes] = collections.deque()
         # Queued and being written: a line leaves the queue once written.
         self._bytes = 0
+        # Text written after its last newline (`put_text`).
+        self._partial = ""
         self._ready = threading.Condition()
         self._writer: threading.Thread | None = None
         self.dropped = 0
@@ -56,6 +58,7 @@ class StderrQueue:
         self._ready = threading.Condition()
         self._lines.clear()
         self._bytes = 0
+        self._partial = ""
         self._writer = None
 
     def put(self, data: bytes) -> None:
@@ -72,6 +75,16 @@ class StderrQueue:
                 )
                 self._writer.start()
             self._ready.notify_all()
+
+    def put_text(self, text: str, flush: bool = False) -> None:
+        """Queue the whole lines `text` completes (`QueuedText`); the rest waits
+        for the next, or goes as it is when `flush`."""
+        with self._ready:  # an RLock: `put` takes it again, and lines keep their order
+            pending = self._partial + text
+            end = len(pending) if flush else pending.rfind("\n") + 1
+            self._partial = pending[end:]
+            if end:
+                self.put(pending[:end].encode(errors="replace"))
 
     def flush(self, timeout: float) -> bool:
         """Wait up to `timeout` for everything queued to be written; whether it was."""
@@ -114,31 +127,20 @@ class QueuedText(io.TextIOBase):
     dropped whole and written at once, so no line loses its newline or, in a
     log several processes share (daemons racing for one socket), has another's
     written into it. Text after the last newline waits for the next write or
-    `flush`."""
+    `flush`, under the queue's lock, which a forked child starts afresh."""
 
     def __init__(self, queue: StderrQueue) -> None:
         self._queue = queue
-        # Threads print too (anyio's workers, the exporter's).
-        self._lock = threading.Lock()
-        self._partial = ""
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        with self._lock:
-            pending = self._partial + text
-            end = pending.rfind("\n") + 1
-            self._partial = pending[end:]
-            if end:
-                self._queue.put(pending[:end].encode(errors="replace"))
+        self._queue.put_text(text)
         return len(text)
 
     def flush(self) -> None:
-        with self._lock:
-            partial, self._partial = self._partial, ""
-        if partial:
-            self._queue.put(partial.encode(errors="replace"))
+        self._queue.put_text("", flush=True)
 
 
 class _QueuedHandler(logging.Handler):

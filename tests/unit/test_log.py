@@ -113,6 +113,14 @@ def test_a_printed_line_is_kept_or_dropped_with_its_newline() -> None:
         os.close(w)
 
 
+def test_text_with_no_newline_still_goes_out_at_exit() -> None:
+    script = (
+        "import sys; from bashrpc.server import log; log.setup(); sys.stderr.write('last words')"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == b"last words"
+
+
 # Once the server's log is set up, even what is written to sys.stderr directly
 # (a warning, a stray print, a traceback) goes through the queue.
 STRAY_WRITES = """
