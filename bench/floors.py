@@ -23,6 +23,7 @@ the server's own in them.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import time
@@ -194,7 +195,7 @@ class LatencyFloors:
         self.loop_cpu = Row("latency", "floor: the loop floor's CPU per `true`", "µs")
         self.tasks_cpu = Row("latency", "floor: the structured floor's CPU per `true`", "µs")
         self.server_cpu = Row("latency", "server CPU per `true` (its process)", "µs")
-        # The work itself, wherever it ran: what a faster request path must halve.
+        # The work itself, wherever it ran: what a faster request path must cut.
         self.over_tasks_cpu = Row("latency", "server CPU per `true` / the structured floor's", "×")
         self.ping = Row("latency", "floor: server `ping` p50 (its hop, no shell)", "ms")
         self.true_ratio = at_most("latency", "bash `true` / relay floor (p50)", "×", 1.5)
@@ -257,7 +258,9 @@ class LatencyFloors:
     def compare(self, true_p50: float, fork_p50: float, true_cpu_us: float) -> None:
         """The server's p50s and its CPU per `true` of this repetition against its floors."""
         self.server_cpu.values.append(true_cpu_us)
-        self.over_tasks_cpu.values.append(true_cpu_us / self.tasks_cpu.values[-1])
+        floor_cpu = self.tasks_cpu.values[-1]
+        # A floor too quick for the ticks of a kernel without `schedstat` reads 0.
+        self.over_tasks_cpu.values.append(true_cpu_us / floor_cpu if floor_cpu else math.nan)
         relay = self.relay_true.values[-1]
         self.true_ratio.values.append(true_p50 / relay)
         self.true_above.values.append(true_p50 - relay - self.ping.values[-1])
