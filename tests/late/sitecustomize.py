@@ -1,7 +1,7 @@
 """Late on purpose: the server's asynchronous effects made late, to find the tests
 that read them before they are due (each one a flake on a loaded machine).
 
-    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel,settle,reap \
+    PYTHONPATH=$PWD/tests/late BASHRPC_TEST_LATE=log,tunnel,settle,reap,start \
         .venv/bin/python -m pytest -q --deselect tests/unit/test_commandrun.py
 
 Python imports this file at start in every interpreter with it on its path: the
@@ -24,7 +24,9 @@ the variables. Each name makes one effect late, as a loaded machine may:
 - `reap`: a child's exit is collected 0.3 s after it happened
   (`runtime/containment/child.py`), as by a server busy elsewhere: a shell, a
   job or a PTY program stays a zombie meanwhile, and what follows its end (a
-  job's status, a shell found gone) comes late.
+  job's status, a shell found gone) comes late;
+- `start`: a session's shell starts 0.3 s late (`runtime/shell/process.py`),
+  as a fork does on a loaded machine: a command that starts one waits.
 
 A test that fails only this way reads what it should wait for
 (`tests.rpc.logged`, `wait_until`). Not part of the suite's run: a tool for
@@ -48,6 +50,7 @@ LOG_SECONDS = 0.2
 TUNNEL_SECONDS = 0.5
 SETTLE_SECONDS = 0.3
 REAP_SECONDS = 0.3
+START_SECONDS = 0.3
 
 
 def _late_log(module: ModuleType) -> None:
@@ -107,11 +110,24 @@ def _late_reap(module: ModuleType) -> None:
     module.__dict__["wait_status"] = late
 
 
+def _late_start(module: ModuleType) -> None:
+    import anyio
+
+    spawn = module.Shell._spawn
+
+    async def late(self: Any) -> None:
+        await anyio.sleep(START_SECONDS)
+        await spawn(self)
+
+    module.Shell._spawn = late
+
+
 PATCHES: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "log": ("bashrpc.server.log", _late_log),
     "tunnel": ("bashrpc.server.runtime.network.tunnel", _late_tunnel),
     "settle": ("bashrpc.server.runtime.shell.channels", _late_settle),
     "reap": ("bashrpc.server.runtime.containment.child", _late_reap),
+    "start": ("bashrpc.server.runtime.shell.process", _late_start),
 }
 
 
