@@ -249,15 +249,18 @@ def _thread_ns(task: str) -> int:
         if not os.path.isdir(task):
             raise
     # A kernel built without it: the thread's CPU times, in ticks.
-    with open(f"{task}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    return _cpu_ticks(f"{task}/stat") * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
+    return _cpu_ticks(f"/proc/{pid}/stat") / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(stat: str) -> int:
+    """utime + stime of a `stat` file (a process's or a thread's), in clock ticks."""
+    with open(stat) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) + int(fields[12])
 
 
 def file_sha256(path: Path) -> str:
