@@ -227,6 +227,11 @@ def test_the_server_still_sees_and_ends_what_a_sealed_shell_started(
     started = server.bash("sleep 300 & (sleep 301; :) & echo started")
     assert started.output == "started\n"
     assert wait_until(lambda: server.sessions()["default"].background_jobs >= 2)
-    assert len([c for c in server.owned_commands() if c.startswith("sleep 30")]) == 2
+
+    def sleeping() -> list[str]:
+        return [c for c in server.owned_commands() if c.startswith("sleep 30")]
+
+    # The subshell counts as a job once forked; its `sleep` starts when it runs on.
+    assert wait_until(lambda: len(sleeping()) == 2), sleeping()
     server.result("session/close", SessionCloseParams(session_id="default"))
     assert wait_until(lambda: server.owned_processes() == [])
