@@ -203,9 +203,10 @@ def test_a_command_cannot_reach_another_session(
     server = spawn_as(mode, user)
     server.result("session/open", SessionOpenParams(session_id="other"))
     marker = f"bashrpc-other-{os.getpid()}"
-    other = server.bash(
-        f'(exec -a {marker} sleep 300 &); dirname "$__bashrpc_in"; echo $$', session_id="other"
-    )
+    # Waited for, bounded: the job is forked in the background and named when it runs.
+    started = f"(exec -a {marker} sleep 300 &); for _ in {{1..200}}; do"
+    started += f" pgrep -f {marker} >/dev/null && break; sleep 0.05; done"
+    other = server.bash(f'{started}; dirname "$__bashrpc_in"; echo $$', session_id="other")
     other_dir, other_shell = other.output.split()
     # Its files are not there, and no process of it is (pkill's 1: none matched).
     looked = server.bash(f"ls {other_dir} 2>&1; pkill -f {marker}; echo pkill $?").output
