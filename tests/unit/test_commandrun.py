@@ -4,12 +4,13 @@ on real FIFOs, written by the test as the shell would."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
-from bashrpc.server.runtime.shell.channels import Fifos
+from bashrpc.server.runtime.shell.channels import READ_CHUNK_BYTES, Fifos
 from bashrpc.server.runtime.shell.command import (
     STATES,
     TRANSITIONS,
@@ -103,6 +104,44 @@ def test_the_first_end_is_the_record_and_it_takes_the_fifos_path(tmp_path: Path)
         os.close(writer)
         # The next command gets a FIFO of its own.
         assert fifos.take(out.append, None).fifo.path != run.pipe.fifo.path
+        fifos.close()
+
+    anyio.run(main)
+
+
+# More than one read's worth (64 KiB), less than the pipe holds: all of it is in
+# the pipe as the command ends.
+ENDED_WITH_BYTES = 200_000
+# Longer than the silence that ends a drain (0.25 s): one read's handling on a
+# machine two copies of the suite load on one CPU.
+SLOW_HANDLING_SECONDS = 0.3
+
+
+def test_what_a_command_wrote_is_read_whole_however_slow_its_handling(tmp_path: Path) -> None:
+    """A drain ended on silence counted from the start of the last read: a read
+    whose handling took longer ended it with the command's last lines still in
+    the pipe (CI-like load lost 224 of 4,000), and they were discarded. A job
+    the command left holds the FIFO, so no EOF ends the drain first."""
+
+    async def main() -> None:
+        fifos = Fifos(tmp_path)
+        out: list[bytes] = []
+
+        def slow(data: bytes) -> None:
+            out.append(data)
+            time.sleep(SLOW_HANDLING_SECONDS)
+
+        run = CommandRun(fifos, None, slow, None)
+        job = os.open(run.pipe.fifo.path, os.O_WRONLY | os.O_NONBLOCK)
+        # As much as the pipe takes (the server asks for 1 MiB): more than one read.
+        written = os.write(job, b"x" * ENDED_WITH_BYTES)
+        assert written > READ_CHUNK_BYTES
+        run.end(record())
+        await run.until_ended()
+        await run.drain()
+        assert run.state == "done"
+        assert len(b"".join(out)) == written
+        os.close(job)
         fifos.close()
 
     anyio.run(main)

@@ -2,7 +2,9 @@
 
 Background jobs can hold a command's output open indefinitely. What they
 print right away is worth keeping; waiting for them is not. So reading goes
-on until EOF, or DRAIN_IDLE_SECONDS of silence, or DRAIN_MAX_SECONDS in all.
+on until EOF, or DRAIN_IDLE_SECONDS of silence, or DRAIN_MAX_SECONDS in all
+(a shell's FIFO reads what it held as the command ended whole first: see
+`OutputPipe.drain`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import struct
+import termios
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +47,19 @@ PIPE_BUFFER_BYTES = 1024 * 1024
 # line carries it, and bash reads a pipe a byte at a time).
 OUTPUT_NAME_BYTES = 12
 _F_SETPIPE_SZ = 1031
+# What a command wrote before it ended is read whole, however slowly a loaded
+# machine reads it; this bounds only a pipe that something else empties as fast
+# as a background job fills it.
+OWED_MAX_SECONDS = 30.0
+
+
+def unread_bytes(fd: int) -> int:
+    """How many bytes a pipe holds that no one has read yet."""
+    try:
+        raw = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return int(struct.unpack("i", raw)[0])
 
 
 class Fifo:
@@ -106,6 +121,7 @@ class OutputPipe:
         self._retired = False
         self._watch = fdio.Watch(fifo.fd, self.read_now)
         self.last_data = clock.now()
+        self.bytes_read = 0
 
     def attach(
         self, on_output: Callable[[bytes], None], backpressure: Backpressure | None
@@ -130,6 +146,7 @@ class OutputPipe:
                 self.fifo.close()
             return
         self.last_data = clock.now()
+        self.bytes_read += len(data)
         if self._on_output is not None:
             self._on_output(data)
         if self._backpressure is not None and self._backpressure.backlogged:
@@ -168,14 +185,23 @@ class OutputPipe:
         jobs may hold the FIFO open), and never longer than DRAIN_MAX_SECONDS.
 
         The command has ended, so what it wrote is already in the pipe: it is
-        read at once, with no pause for the consumer."""
+        read at once, with no pause for the consumer, and whole. Silence and the
+        deadline bound only what comes after: a read that a loaded machine made
+        take longer than the silence had ended the drain with the command's own
+        last lines unread, and they were discarded."""
         self.release()
+        owed = self.bytes_read + unread_bytes(self.fifo.fd)
         self.read_now()
-        deadline = clock.now() + drain.DRAIN_MAX_SECONDS
+        now = clock.now()
+        deadline, owed_deadline = now + drain.DRAIN_MAX_SECONDS, now + OWED_MAX_SECONDS
         while not self.eof.is_set():
-            wait = min(self.last_data + quiet_seconds, deadline) - clock.now()
-            if wait <= 0:
-                return
+            now = clock.now()
+            if self.bytes_read < owed and now < owed_deadline:
+                wait = quiet_seconds
+            else:
+                wait = min(self.last_data + quiet_seconds, deadline) - now
+                if wait <= 0:
+                    return
             with anyio.move_on_after(wait):
                 await self.eof.wait()
 
